@@ -1,0 +1,173 @@
+//! `check-config`: every problem in a configuration, each named by its path.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+
+use validator::{Validate, ValidationErrors};
+
+use super::{Config, FieldType, FormConfig};
+use crate::domain::EffectKind;
+
+/// All problems found in `config`; empty when it is usable.
+pub fn problems(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if config.server.bind.parse::<SocketAddr>().is_err() {
+        out.push(format!(
+            "server.bind: `{}` is not an address like 127.0.0.1:8080",
+            config.server.bind
+        ));
+    }
+    push_validation(&mut out, "server", config.server.validate());
+    push_validation(&mut out, "database", config.database.validate());
+    if let Err(e) = crate::db::DatabaseUrl::parse(&config.database.url) {
+        out.push(format!("database.url: {e}"));
+    }
+    if config.forms.is_empty() {
+        out.push("forms: no form is declared".into());
+    }
+    for (name, form) in &config.forms {
+        form_problems(&mut out, name, form);
+    }
+    out
+}
+
+fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
+    let at = format!("forms.{name}");
+    if !is_slug(name, 64) {
+        out.push(format!("{at}: a form name uses 1 to 64 of a-z 0-9 _ -"));
+    }
+    push_validation(out, &at, form.validate());
+    if form.fields.is_empty() {
+        out.push(format!("{at}.fields: a form needs at least one field"));
+    }
+    let reserved: HashSet<&str> = ["operation_id"]
+        .into_iter()
+        .chain(std::iter::once(form.honeypot.as_str()).filter(|h| !h.is_empty()))
+        .chain(form.ignore_fields.iter().map(String::as_str))
+        .collect();
+    let mut seen = HashSet::new();
+    for (i, field) in form.fields.iter().enumerate() {
+        let at = format!("{at}.fields[{i}] ({})", field.name);
+        push_validation(out, &at, field.validate());
+        if !is_field_name(&field.name) {
+            out.push(format!("{at}.name: use a-z, 0-9 and _, starting with a letter"));
+        }
+        if reserved.contains(field.name.as_str()) {
+            out.push(format!("{at}.name: `{}` is reserved (operation ID, honeypot or ignored field)", field.name));
+        }
+        if !seen.insert(field.name.as_str()) {
+            out.push(format!("{at}.name: declared twice"));
+        }
+        match (field.kind, field.options.is_empty()) {
+            (FieldType::Select, true) => out.push(format!("{at}.options: a select needs options")),
+            (FieldType::Select, false) => {}
+            (_, false) => out.push(format!("{at}.options: only a select takes options")),
+            (_, true) => {}
+        }
+    }
+    let mut kinds = HashSet::new();
+    for kind in &form.effects {
+        if !kinds.insert(*kind) {
+            out.push(format!("{at}.effects: `{}` listed twice", kind.as_str()));
+        }
+    }
+    if kinds.contains(&EffectKind::ConfirmationEmail) && !form.has_email_field() {
+        out.push(format!("{at}.effects: confirmation_email needs a field of type email"));
+    }
+}
+
+fn push_validation(out: &mut Vec<String>, at: &str, result: Result<(), ValidationErrors>) {
+    let Err(errors) = result else { return };
+    let mut lines: Vec<String> = errors
+        .field_errors()
+        .into_iter()
+        .flat_map(|(field, errs)| {
+            errs.iter().map(move |e| {
+                let bounds: Vec<String> = ["min", "max"]
+                    .iter()
+                    .filter_map(|k| e.params.get(*k).map(|v| format!("{k} {v}")))
+                    .collect();
+                format!("{at}.{field}: out of range ({})", bounds.join(", "))
+            })
+        })
+        .collect();
+    for (field, kind) in errors.errors() {
+        if let validator::ValidationErrorsKind::Struct(inner) = kind {
+            push_validation(&mut lines, &format!("{at}.{field}"), Err(*inner.clone()));
+        }
+    }
+    lines.sort();
+    out.extend(lines);
+}
+
+fn is_slug(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn is_field_name(s: &str) -> bool {
+    s.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(forms: &str) -> Config {
+        match Config::parse(forms) {
+            Ok(c) => c,
+            Err(e) => panic!("parse: {e}"),
+        }
+    }
+
+    #[test]
+    fn builtin_default_has_no_problems() {
+        let c = Config::builtin().unwrap();
+        assert_eq!(problems(&c), Vec::<String>::new());
+    }
+
+    #[test]
+    fn names_each_problem() {
+        let c = config(
+            r#"
+            [server]
+            bind = "nowhere"
+            [forms.contact]
+            title = "x"
+            effects = ["confirmation_email", "crm_lead", "crm_lead"]
+            max_body_bytes = 1
+            [[forms.contact.fields]]
+            name = "topic"
+            type = "select"
+            [[forms.contact.fields]]
+            name = "topic"
+            max_length = 0
+            [[forms.contact.fields]]
+            name = "website"
+            "#,
+        );
+        let p = problems(&c).join("\n");
+        for needle in [
+            "server.bind",
+            "max_body_bytes: out of range",
+            "select needs options",
+            "declared twice",
+            "max_length: out of range",
+            "`website` is reserved",
+            "`crm_lead` listed twice",
+            "confirmation_email needs a field of type email",
+        ] {
+            assert!(p.contains(needle), "missing {needle:?} in:\n{p}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_kinds_are_parse_errors() {
+        let e = Config::parse("[forms.a]\ntitle='x'\ncolour='red'").unwrap_err();
+        assert!(e.contains("colour"), "{e}");
+        let e = Config::parse("[forms.a]\ntitle='x'\neffects=['fax']").unwrap_err();
+        assert!(e.contains("fax"), "{e}");
+    }
+}

@@ -1,0 +1,302 @@
+//! Configuration: the TOML file (or the built-in default) plus environment overrides.
+
+mod check;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use validator::Validate;
+
+use crate::domain::EffectKind;
+
+pub use check::problems;
+
+/// The built-in configuration: a demo `contact` form on SQLite.
+pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default)]
+    pub database: DatabaseConfig,
+    #[serde(default)]
+    pub smtp: SmtpConfig,
+    #[serde(default)]
+    pub crm: CrmConfig,
+    #[serde(default)]
+    pub forms: BTreeMap<String, FormConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    #[serde(default = "default_bind")]
+    pub bind: String,
+    /// Per-client rate limits on the public submit endpoints.
+    #[serde(default = "yes")]
+    pub rate_limit: bool,
+    /// HTTP worker threads; 0 means one per core.
+    #[serde(default)]
+    #[validate(range(max = 256))]
+    pub http_workers: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    #[serde(default = "default_database_url")]
+    pub url: String,
+    /// Connections in the pool; 0 picks a default for the backend.
+    #[serde(default)]
+    #[validate(range(max = 512))]
+    pub pool_size: u32,
+    /// How long a request waits for a connection before answering 503.
+    #[serde(default = "default_acquire_timeout_ms")]
+    #[validate(range(min = 50, max = 60000))]
+    pub acquire_timeout_ms: u64,
+    /// SQLite: how long a writer waits for the lock before giving up (then 503).
+    #[serde(default = "default_busy_timeout_ms")]
+    #[validate(range(min = 0, max = 60000))]
+    pub busy_timeout_ms: u64,
+}
+
+/// Mail delivery (used by the side-effect workers).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmtpConfig {
+    pub url: Option<String>,
+}
+
+/// CRM delivery (used by the side-effect workers).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrmConfig {
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct FormConfig {
+    #[validate(length(min = 1, max = 200))]
+    pub title: String,
+    #[serde(default)]
+    pub intro: Option<String>,
+    #[serde(default)]
+    pub fields: Vec<FieldConfig>,
+    #[serde(default)]
+    pub effects: Vec<EffectKind>,
+    /// Accept plain HTML posts without an `operation_id` (screened as keyless).
+    #[serde(default = "yes")]
+    pub allow_keyless_html: bool,
+    /// Accept JSON posts without a key.
+    #[serde(default)]
+    pub allow_keyless_api: bool,
+    /// Name of the hidden field bots fill in; empty turns the honeypot off.
+    #[serde(default = "default_honeypot")]
+    pub honeypot: String,
+    /// Volatile fields accepted but never stored nor fingerprinted (captcha tokens).
+    #[serde(default = "default_ignore_fields")]
+    pub ignore_fields: Vec<String>,
+    #[serde(default = "default_max_body_bytes")]
+    #[validate(range(min = 256, max = 10485760))]
+    pub max_body_bytes: usize,
+    #[serde(default)]
+    #[validate(nested)]
+    pub rate_limit: RateLimitConfig,
+    /// How long an operation ID keeps answering replays.
+    #[serde(default = "default_operation_ttl_days")]
+    #[validate(range(min = 1, max = 3650))]
+    pub operation_ttl_days: u32,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Requests allowed per client within `per_seconds` (a token bucket).
+    #[validate(range(min = 1, max = 1000000))]
+    pub requests: u32,
+    #[validate(range(min = 1, max = 86400))]
+    pub per_seconds: u32,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self { requests: 30, per_seconds: 60 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct FieldConfig {
+    #[validate(length(min = 1, max = 64))]
+    pub name: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(rename = "type", default)]
+    pub kind: FieldType,
+    #[serde(default)]
+    pub required: bool,
+    #[validate(range(min = 1, max = 100000))]
+    pub max_length: Option<usize>,
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+impl FieldConfig {
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
+    }
+
+    pub fn max_length(&self) -> usize {
+        self.max_length.unwrap_or(match self.kind {
+            FieldType::Text | FieldType::Select => 200,
+            FieldType::Textarea => 5000,
+            FieldType::Email => 254,
+            FieldType::Phone => 32,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldType {
+    #[default]
+    Text,
+    Textarea,
+    Email,
+    Phone,
+    Select,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("config {origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("config {origin} has {} problem(s): {}", .problems.len(), .problems.join("; "))]
+    Invalid { origin: String, problems: Vec<String> },
+}
+
+impl Config {
+    /// Reads `path` (or the built-in default), applies `env` overrides and checks the result.
+    pub fn load(
+        path: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let (origin, text) = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                    path: p.display().to_string(),
+                    source,
+                })?;
+                (p.display().to_string(), text)
+            }
+            None => ("(built-in default)".to_string(), DEFAULT_CONFIG.to_string()),
+        };
+        let mut config = Config::parse(&text).map_err(|message| ConfigError::Parse {
+            origin: origin.clone(),
+            message,
+        })?;
+        config.apply_env(env);
+        let problems = problems(&config);
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid { origin, problems })
+        }
+    }
+
+    /// Parses TOML text; the message names the line and the problem.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))
+    }
+
+    /// The built-in default configuration (a demo `contact` form).
+    pub fn builtin() -> Result<Config, String> {
+        Config::parse(DEFAULT_CONFIG)
+    }
+
+    /// Deploy-time settings from the environment override the file.
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+        if let Some(url) = env("ONCEFORM_DATABASE_URL") {
+            self.database.url = url;
+        }
+        if let Some(bind) = env("ONCEFORM_BIND") {
+            self.server.bind = bind;
+        }
+        if let Some(url) = env("ONCEFORM_SMTP_URL") {
+            self.smtp.url = Some(url);
+        }
+        if let Some(url) = env("ONCEFORM_CRM_URL") {
+            self.crm.url = Some(url);
+        }
+        if let Some(v) = env("ONCEFORM_RATE_LIMIT") {
+            self.server.rate_limit = !matches!(v.trim(), "off" | "0" | "false" | "no");
+        }
+    }
+
+    pub fn form(&self, name: &str) -> Option<&FormConfig> {
+        self.forms.get(name)
+    }
+}
+
+impl FormConfig {
+    pub fn field(&self, name: &str) -> Option<&FieldConfig> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    pub fn has_email_field(&self) -> bool {
+        self.fields.iter().any(|f| f.kind == FieldType::Email)
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { bind: default_bind(), rate_limit: true, http_workers: 0 }
+    }
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self {
+            url: default_database_url(),
+            pool_size: 0,
+            acquire_timeout_ms: default_acquire_timeout_ms(),
+            busy_timeout_ms: default_busy_timeout_ms(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_bind() -> String {
+    "127.0.0.1:8080".into()
+}
+fn default_database_url() -> String {
+    "sqlite://./data/onceform.db".into()
+}
+fn default_acquire_timeout_ms() -> u64 {
+    3000
+}
+fn default_busy_timeout_ms() -> u64 {
+    5000
+}
+fn default_honeypot() -> String {
+    "website".into()
+}
+fn default_ignore_fields() -> Vec<String> {
+    ["g-recaptcha-response", "h-captcha-response", "cf-turnstile-response"]
+        .map(String::from)
+        .to_vec()
+}
+fn default_max_body_bytes() -> usize {
+    64 * 1024
+}
+fn default_operation_ttl_days() -> u32 {
+    395
+}

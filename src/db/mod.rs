@@ -1,0 +1,189 @@
+//! The database: backend picked from the URL, connection pools, embedded migrations.
+//!
+//! Queries are written once (see `store`) and compiled for both backends; `with_conn!`
+//! runs a block on whichever backend the pool holds.
+
+pub mod models;
+pub mod schema;
+mod store;
+mod url;
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool as R2Pool};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+
+pub use store::{Stats, Store};
+pub use url::DatabaseUrl;
+
+use crate::config::DatabaseConfig;
+
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+/// Serialises migrations of several processes starting at once on one PostgreSQL.
+const PG_MIGRATION_LOCK: i64 = 0x6f6e_6365_666f;
+
+pub type SqlitePool = R2Pool<ConnectionManager<SqliteConnection>>;
+pub type PgPool = R2Pool<ConnectionManager<PgConnection>>;
+
+/// A pool of connections to one of the two supported backends.
+#[derive(Clone)]
+pub enum Pool {
+    Sqlite(SqlitePool),
+    Pg(PgPool),
+}
+
+/// Why a database call failed, as far as a caller needs to know.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The database cannot be reached or is locked: try again later (503).
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("database error: {0}")]
+    Query(diesel::result::Error),
+}
+
+impl From<diesel::result::Error> for DbError {
+    fn from(e: diesel::result::Error) -> Self {
+        use diesel::result::{DatabaseErrorKind as K, Error as E};
+        match &e {
+            E::DatabaseError(K::ClosedConnection | K::UnableToSendCommand, info) => {
+                DbError::Unavailable(info.message().to_string())
+            }
+            E::DatabaseError(_, info) if is_transient(info.message()) => {
+                DbError::Unavailable(info.message().to_string())
+            }
+            E::BrokenTransactionManager => DbError::Unavailable(e.to_string()),
+            _ => DbError::Query(e),
+        }
+    }
+}
+
+impl From<diesel::r2d2::PoolError> for DbError {
+    fn from(e: diesel::r2d2::PoolError) -> Self {
+        DbError::Unavailable(e.to_string())
+    }
+}
+
+fn is_transient(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["database is locked", "database is busy", "connection", "terminating", "shutting down"]
+        .iter()
+        .any(|needle| m.contains(needle))
+}
+
+/// Runs `$body` with `$conn` bound to a pooled connection of whichever backend `$pool` holds.
+/// The body is compiled once per backend; it evaluates to `Result<_, DbError>`.
+#[macro_export]
+macro_rules! with_conn {
+    ($pool:expr, |$conn:ident| $body:expr) => {
+        match $pool {
+            $crate::db::Pool::Sqlite(p) => match p.get() {
+                Ok(mut pooled) => {
+                    let $conn = &mut *pooled;
+                    $body
+                }
+                Err(e) => Err($crate::db::DbError::from(e)),
+            },
+            $crate::db::Pool::Pg(p) => match p.get() {
+                Ok(mut pooled) => {
+                    let $conn = &mut *pooled;
+                    $body
+                }
+                Err(e) => Err($crate::db::DbError::from(e)),
+            },
+        }
+    };
+}
+
+impl Pool {
+    /// Connects (reporting the real error), migrates, and builds the pool.
+    pub fn connect(config: &DatabaseConfig) -> anyhow::Result<Pool> {
+        let url = DatabaseUrl::parse(&config.url).map_err(anyhow::Error::msg)?;
+        let timeout = Duration::from_millis(config.acquire_timeout_ms);
+        match url {
+            DatabaseUrl::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        anyhow::anyhow!("cannot create database directory {}: {e}", dir.display())
+                    })?;
+                }
+                let path = path.to_string_lossy().into_owned();
+                let pragmas = SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms };
+                let mut conn = SqliteConnection::establish(&path)
+                    .map_err(|e| anyhow::anyhow!("cannot open SQLite database {path}: {e}"))?;
+                pragmas.apply(&mut conn)?;
+                conn.run_pending_migrations(SQLITE_MIGRATIONS)
+                    .map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))?;
+                let pool = R2Pool::builder()
+                    .max_size(pool_size(config.pool_size, 8))
+                    .connection_timeout(timeout)
+                    .connection_customizer(Box::new(pragmas))
+                    .build_unchecked(ConnectionManager::new(path));
+                Ok(Pool::Sqlite(pool))
+            }
+            DatabaseUrl::Postgres(url) => {
+                let mut conn = PgConnection::establish(&url).map_err(|e| {
+                    anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim())
+                })?;
+                migrate_pg(&mut conn)?;
+                let pool = R2Pool::builder()
+                    .max_size(pool_size(config.pool_size, 16))
+                    .connection_timeout(timeout)
+                    .build_unchecked(ConnectionManager::new(url));
+                Ok(Pool::Pg(pool))
+            }
+        }
+    }
+
+    /// The database can take a write now (readiness).
+    pub fn ping(&self) -> Result<(), DbError> {
+        with_conn!(self, |c| c.write_tx(|_| Ok::<_, DbError>(())))
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Pool::Sqlite(_) => "sqlite",
+            Pool::Pg(_) => "postgres",
+        }
+    }
+}
+
+fn migrate_pg(conn: &mut PgConnection) -> anyhow::Result<()> {
+    conn.batch_execute(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))?;
+    let result = conn.run_pending_migrations(PG_MIGRATIONS).map(|_| ());
+    conn.batch_execute(&format!("SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))?;
+    result.map_err(|e| anyhow::anyhow!("migrating PostgreSQL: {e}"))
+}
+
+fn pool_size(configured: u32, default: u32) -> u32 {
+    if configured == 0 {
+        default
+    } else {
+        configured
+    }
+}
+
+/// WAL, a busy timeout and a durable synchronous setting on every SQLite connection.
+#[derive(Debug, Clone, Copy)]
+struct SqlitePragmas {
+    busy_timeout_ms: u64,
+}
+
+impl SqlitePragmas {
+    fn apply(&self, conn: &mut SqliteConnection) -> QueryResult<()> {
+        conn.batch_execute(&format!(
+            "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; \
+             PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+            self.busy_timeout_ms
+        ))
+    }
+}
+
+impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqlitePragmas {
+    fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
+        self.apply(conn).map_err(diesel::r2d2::Error::QueryError)
+    }
+}

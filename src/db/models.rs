@@ -1,0 +1,90 @@
+//! Rows as read (`X`) and as written (`NewX`).
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use super::schema::{conflicts, deliveries, side_effects, submissions};
+
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = submissions)]
+pub struct NewSubmission {
+    pub id: String,
+    pub form: String,
+    pub operation_id: String,
+    pub fingerprint: String,
+    pub fields_json: Option<String>,
+    pub response_body: String,
+    pub channel: String,
+    pub keyless: bool,
+    pub spam: bool,
+    pub email_digest: Option<String>,
+    pub phone_digest: Option<String>,
+    pub received_at: NaiveDateTime,
+    pub operation_expires_at: NaiveDateTime,
+}
+
+/// What the accept path and the status endpoint need of a stored submission.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = submissions)]
+pub struct Submission {
+    pub id: String,
+    pub form: String,
+    pub operation_id: String,
+    pub fingerprint: String,
+    pub response_body: String,
+    pub spam: bool,
+    pub received_at: NaiveDateTime,
+    pub operation_expires_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = side_effects)]
+pub struct NewEffect {
+    pub id: String,
+    pub submission_id: String,
+    pub kind: String,
+    pub batch: i32,
+    pub effect_key: String,
+    pub state: String,
+    pub next_attempt_at: NaiveDateTime,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = side_effects)]
+pub struct Effect {
+    pub id: String,
+    pub kind: String,
+    pub batch: i32,
+    pub state: String,
+    pub attempts: i32,
+    pub provider_ref: Option<String>,
+    pub updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = conflicts)]
+pub struct NewConflict {
+    pub id: String,
+    pub submission_id: String,
+    pub fingerprint: String,
+    pub fields_json: Option<String>,
+    pub status: String,
+    pub attempts: i32,
+    pub first_seen_at: NaiveDateTime,
+    pub last_seen_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = deliveries)]
+pub struct NewDelivery {
+    pub id: String,
+    pub form: Option<String>,
+    pub operation_id: Option<String>,
+    pub submission_id: Option<String>,
+    pub channel: String,
+    pub outcome: String,
+    pub http_status: i32,
+    pub received_at: NaiveDateTime,
+}

@@ -1,0 +1,91 @@
+// Matches migrations/*/ (see migrations/README.md). Shared types only.
+
+diesel::table! {
+    submissions (id) {
+        id -> Text,
+        form -> Text,
+        operation_id -> Text,
+        fingerprint -> Text,
+        fields_json -> Nullable<Text>,
+        response_body -> Text,
+        channel -> Text,
+        keyless -> Bool,
+        spam -> Bool,
+        email_digest -> Nullable<Text>,
+        phone_digest -> Nullable<Text>,
+        received_at -> Timestamp,
+        operation_expires_at -> Timestamp,
+        content_purged_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    side_effects (id) {
+        id -> Text,
+        submission_id -> Text,
+        kind -> Text,
+        batch -> Integer,
+        effect_key -> Text,
+        state -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Timestamp,
+        lease_owner -> Nullable<Text>,
+        lease_expires_at -> Nullable<Timestamp>,
+        provider_ref -> Nullable<Text>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    effect_attempts (id) {
+        id -> Text,
+        effect_id -> Text,
+        started_at -> Timestamp,
+        duration_ms -> Integer,
+        outcome -> Text,
+        http_status -> Nullable<Integer>,
+        smtp_code -> Nullable<Integer>,
+        error_class -> Nullable<Text>,
+        provider_ref -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    conflicts (id) {
+        id -> Text,
+        submission_id -> Text,
+        fingerprint -> Text,
+        fields_json -> Nullable<Text>,
+        status -> Text,
+        attempts -> Integer,
+        first_seen_at -> Timestamp,
+        last_seen_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    deliveries (id) {
+        id -> Text,
+        form -> Nullable<Text>,
+        operation_id -> Nullable<Text>,
+        submission_id -> Nullable<Text>,
+        channel -> Text,
+        outcome -> Text,
+        http_status -> Integer,
+        received_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(side_effects -> submissions (submission_id));
+diesel::joinable!(conflicts -> submissions (submission_id));
+diesel::joinable!(effect_attempts -> side_effects (effect_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    submissions,
+    side_effects,
+    effect_attempts,
+    conflicts,
+    deliveries,
+);

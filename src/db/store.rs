@@ -1,0 +1,144 @@
+//! Every query, written once and compiled for both backends by `impl_store!`.
+
+use diesel::connection::Connection;
+use diesel::dsl::count_star;
+use diesel::prelude::*;
+use diesel::upsert::excluded;
+
+use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
+use super::schema::{conflicts, deliveries, side_effects, submissions};
+
+/// Row counts for `/metrics`, tests and the benchmark's consistency check.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub submissions: i64,
+    /// (kind, state, count)
+    pub effects: Vec<(String, String, i64)>,
+    /// (outcome, count)
+    pub deliveries: Vec<(String, i64)>,
+    pub open_conflicts: i64,
+}
+
+impl Stats {
+    pub fn effects_total(&self) -> i64 {
+        self.effects.iter().map(|(_, _, n)| n).sum()
+    }
+
+    pub fn deliveries_total(&self) -> i64 {
+        self.deliveries.iter().map(|(_, n)| n).sum()
+    }
+
+    pub fn deliveries_with(&self, outcome: &str) -> i64 {
+        self.deliveries.iter().filter(|(o, _)| o == outcome).map(|(_, n)| n).sum()
+    }
+}
+
+/// The queries onceform runs; the caller owns the transaction (`write_tx`).
+pub trait Store: Connection + Sized {
+    /// A write transaction; on SQLite it takes the write lock up front (`BEGIN IMMEDIATE`).
+    fn write_tx<T, E, F>(&mut self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Self) -> Result<T, E>,
+        E: From<diesel::result::Error>;
+
+    /// Inserts unless (form, operation_id) exists; true when this call created the row.
+    fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool>;
+    fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>>;
+    fn insert_effects(&mut self, rows: &[NewEffect]) -> QueryResult<()>;
+    fn effects_of(&mut self, submission_id: &str) -> QueryResult<Vec<Effect>>;
+    /// Keeps one conflict row per (original, conflicting content), counting repeats.
+    fn record_conflict(&mut self, row: &NewConflict) -> QueryResult<()>;
+    fn insert_delivery(&mut self, row: &NewDelivery) -> QueryResult<()>;
+    fn stats(&mut self) -> QueryResult<Stats>;
+}
+
+macro_rules! impl_store {
+    ($conn:ty, $begin:ident) => {
+        impl Store for $conn {
+            fn write_tx<T, E, F>(&mut self, f: F) -> Result<T, E>
+            where
+                F: FnOnce(&mut Self) -> Result<T, E>,
+                E: From<diesel::result::Error>,
+            {
+                self.$begin(f)
+            }
+
+            fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool> {
+                let n = diesel::insert_into(submissions::table)
+                    .values(row)
+                    .on_conflict((submissions::form, submissions::operation_id))
+                    .do_nothing()
+                    .execute(self)?;
+                Ok(n == 1)
+            }
+
+            fn find_submission(
+                &mut self,
+                form: &str,
+                operation_id: &str,
+            ) -> QueryResult<Option<Submission>> {
+                submissions::table
+                    .filter(submissions::form.eq(form))
+                    .filter(submissions::operation_id.eq(operation_id))
+                    .select(Submission::as_select())
+                    .first(self)
+                    .optional()
+            }
+
+            fn insert_effects(&mut self, rows: &[NewEffect]) -> QueryResult<()> {
+                if !rows.is_empty() {
+                    diesel::insert_into(side_effects::table).values(rows).execute(self)?;
+                }
+                Ok(())
+            }
+
+            fn effects_of(&mut self, submission_id: &str) -> QueryResult<Vec<Effect>> {
+                side_effects::table
+                    .filter(side_effects::submission_id.eq(submission_id))
+                    .order((side_effects::kind, side_effects::batch))
+                    .select(Effect::as_select())
+                    .load(self)
+            }
+
+            fn record_conflict(&mut self, row: &NewConflict) -> QueryResult<()> {
+                diesel::insert_into(conflicts::table)
+                    .values(row)
+                    .on_conflict((conflicts::submission_id, conflicts::fingerprint))
+                    .do_update()
+                    .set((
+                        conflicts::attempts.eq(conflicts::attempts + 1),
+                        conflicts::last_seen_at.eq(excluded(conflicts::last_seen_at)),
+                    ))
+                    .execute(self)?;
+                Ok(())
+            }
+
+            fn insert_delivery(&mut self, row: &NewDelivery) -> QueryResult<()> {
+                diesel::insert_into(deliveries::table).values(row).execute(self)?;
+                Ok(())
+            }
+
+            fn stats(&mut self) -> QueryResult<Stats> {
+                let submissions = submissions::table.select(count_star()).get_result(self)?;
+                let effects = side_effects::table
+                    .group_by((side_effects::kind, side_effects::state))
+                    .select((side_effects::kind, side_effects::state, count_star()))
+                    .order((side_effects::kind, side_effects::state))
+                    .load(self)?;
+                let deliveries = deliveries::table
+                    .group_by(deliveries::outcome)
+                    .select((deliveries::outcome, count_star()))
+                    .order(deliveries::outcome)
+                    .load(self)?;
+                let open_conflicts = conflicts::table
+                    .filter(conflicts::status.eq("open"))
+                    .select(count_star())
+                    .get_result(self)?;
+                Ok(Stats { submissions, effects, deliveries, open_conflicts })
+            }
+        }
+    };
+}
+
+impl_store!(diesel::SqliteConnection, immediate_transaction);
+impl_store!(diesel::PgConnection, transaction);

@@ -1,0 +1,199 @@
+//! Normalising and validating the submitted fields of one form.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use unicode_normalization::UnicodeNormalization;
+use validator::ValidateEmail;
+
+use crate::config::{FieldConfig, FieldType, FormConfig};
+
+/// Name/value pairs as received (JSON object members or form pairs), in order.
+pub type RawFields = Vec<(String, String)>;
+
+/// Declared fields after normalisation; absent and empty optional fields are left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct NormalisedFields {
+    values: BTreeMap<String, String>,
+    #[serde(skip)]
+    pub honeypot_hit: bool,
+}
+
+impl NormalisedFields {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.values).unwrap_or_default()
+    }
+}
+
+/// Per-field messages, as in the 422 `errors` member.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct FieldErrors(pub BTreeMap<String, Vec<String>>);
+
+impl FieldErrors {
+    pub fn add(&mut self, field: &str, message: impl Into<String>) {
+        self.0.entry(field.to_string()).or_default().push(message.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Checks `raw` against the form's declaration and returns the normalised values.
+/// `operation_id`, the honeypot and ignored (volatile) fields are not part of the result.
+pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields, FieldErrors> {
+    let mut errors = FieldErrors::default();
+    let mut given: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut honeypot_hit = false;
+    for (name, value) in raw {
+        if name == "operation_id" || form.ignore_fields.contains(name) {
+            continue;
+        }
+        if !form.honeypot.is_empty() && *name == form.honeypot {
+            honeypot_hit |= !value.trim().is_empty();
+        } else if form.field(name).is_none() {
+            errors.add(name, "is not a field of this form");
+        } else if given.insert(name, value).is_some() {
+            errors.add(name, "was given more than once");
+        }
+    }
+    let mut values = BTreeMap::new();
+    for field in &form.fields {
+        let value = given.get(field.name.as_str()).map(|v| normalise_value(field.kind, v));
+        match value.filter(|v| !v.is_empty()) {
+            None if field.required => errors.add(&field.name, "is required"),
+            None => {}
+            Some(v) => match check_value(field, &v) {
+                Ok(()) => {
+                    values.insert(field.name.clone(), v);
+                }
+                Err(message) => errors.add(&field.name, message),
+            },
+        }
+    }
+    if errors.is_empty() {
+        Ok(NormalisedFields { values, honeypot_hit })
+    } else {
+        Err(errors)
+    }
+}
+
+fn normalise_value(kind: FieldType, raw: &str) -> String {
+    let nfc: String = raw.nfc().collect();
+    match kind {
+        FieldType::Textarea => {
+            let lines: Vec<&str> = nfc.split('\n').map(|l| l.trim_end()).collect();
+            lines.join("\n").trim().to_string()
+        }
+        FieldType::Email => collapse_spaces(&nfc).to_lowercase(),
+        FieldType::Phone => {
+            let plus = nfc.trim_start().starts_with('+');
+            let digits: String = nfc.chars().filter(|c| !" ()-./\t".contains(*c)).collect();
+            match (plus, digits.strip_prefix('+')) {
+                (true, Some(rest)) => format!("+{rest}"),
+                _ => digits,
+            }
+        }
+        FieldType::Text | FieldType::Select => collapse_spaces(&nfc),
+    }
+}
+
+fn collapse_spaces(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn check_value(field: &FieldConfig, v: &str) -> Result<(), String> {
+    let max = field.max_length();
+    if v.chars().count() > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if v.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err("contains control characters".into());
+    }
+    match field.kind {
+        FieldType::Email if !v.validate_email() => Err("is not a valid email address".into()),
+        FieldType::Phone if !is_phone(v) => Err("is not a valid phone number".into()),
+        FieldType::Select if !field.options.iter().any(|o| o == v) => {
+            Err(format!("must be one of: {}", field.options.join(", ")))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn is_phone(v: &str) -> bool {
+    let digits = v.strip_prefix('+').unwrap_or(v);
+    (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn contact() -> FormConfig {
+        Config::builtin().unwrap().forms["contact"].clone()
+    }
+
+    fn raw(pairs: &[(&str, &str)]) -> RawFields {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    const GOOD: &[(&str, &str)] = &[
+        ("name", "  Ada   Lovelace "),
+        ("email", "Ada@Example.COM"),
+        ("topic", "Sales"),
+        ("message", "Hello\r\nworld  \n"),
+    ];
+
+    #[test]
+    fn normalises_values() {
+        let n = normalise(&contact(), &raw(GOOD)).unwrap();
+        assert_eq!(n.get("name"), Some("Ada Lovelace"));
+        assert_eq!(n.get("email"), Some("ada@example.com"));
+        assert_eq!(n.get("message"), Some("Hello\nworld"));
+        assert_eq!(n.get("company"), None);
+        assert!(!n.honeypot_hit);
+    }
+
+    #[test]
+    fn names_every_bad_field() {
+        let e = normalise(
+            &contact(),
+            &raw(&[("email", "nope"), ("topic", "Gossip"), ("colour", "red"), ("name", &"x".repeat(121))]),
+        )
+        .unwrap_err();
+        assert_eq!(e.0["email"], ["is not a valid email address"]);
+        assert_eq!(e.0["topic"][0], "must be one of: Sales, Support, Partnership, Other");
+        assert_eq!(e.0["colour"], ["is not a field of this form"]);
+        assert_eq!(e.0["name"], ["must be at most 120 characters"]);
+        assert_eq!(e.0["message"], ["is required"]);
+    }
+
+    #[test]
+    fn honeypot_and_volatile_fields_are_set_aside() {
+        let mut r = raw(GOOD);
+        r.push(("website".into(), "http://spam".into()));
+        r.push(("g-recaptcha-response".into(), "token".into()));
+        r.push(("operation_id".into(), "abcdefghijklmnop".into()));
+        let n = normalise(&contact(), &r).unwrap();
+        assert!(n.honeypot_hit);
+        assert_eq!(n.iter().count(), 4);
+    }
+
+    #[test]
+    fn phone_numbers_keep_digits_and_plus() {
+        assert_eq!(normalise_value(FieldType::Phone, " +41 (0)44-123.45.67 "), "+410441234567");
+        assert!(is_phone("+410441234567"));
+        assert!(!is_phone("12"));
+    }
+}

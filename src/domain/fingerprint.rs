@@ -1,0 +1,115 @@
+//! The content fingerprint: "same content" means the same fingerprint.
+
+use std::collections::BTreeMap;
+
+use sha2::{Digest, Sha256};
+
+use super::NormalisedFields;
+use crate::config::FormConfig;
+
+/// SHA-256 (hex) of the canonical JSON of the form's declared fields after normalisation:
+/// keys sorted, every declared field present (`null` when absent). The operation ID, the
+/// honeypot and volatile fields are not part of it.
+pub fn fingerprint(form: &FormConfig, fields: &NormalisedFields) -> String {
+    let canonical: BTreeMap<&str, Option<&str>> =
+        form.fields.iter().map(|f| (f.name.as_str(), fields.get(&f.name))).collect();
+    let json = serde_json::to_string(&canonical).unwrap_or_default();
+    let digest = Sha256::digest(json.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::domain::{normalise, RawFields};
+    use proptest::prelude::*;
+
+    fn contact() -> FormConfig {
+        Config::builtin().unwrap().forms["contact"].clone()
+    }
+
+    fn fp(pairs: &[(String, String)]) -> String {
+        let form = contact();
+        fingerprint(&form, &normalise(&form, &pairs.to_vec()).unwrap())
+    }
+
+    fn base() -> RawFields {
+        [("name", "Ada"), ("email", "ada@example.com"), ("topic", "Sales"), ("message", "Hi there")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn is_stable_hex() {
+        let f = fp(&base());
+        assert_eq!(f.len(), 64);
+        assert_eq!(f, fp(&base()));
+    }
+
+    #[test]
+    fn nfc_and_nfd_are_the_same_content() {
+        let mut a = base();
+        let mut b = base();
+        a[0].1 = "Zo\u{e9}".into();
+        b[0].1 = "Zoe\u{301}".into();
+        assert_eq!(fp(&a), fp(&b));
+    }
+
+    #[test]
+    fn volatile_fields_do_not_count() {
+        let mut b = base();
+        b.push(("operation_id".into(), "abcdefghijklmnopq".into()));
+        b.push(("h-captcha-response".into(), "t".into()));
+        b.push(("website".into(), "".into()));
+        assert_eq!(fp(&base()), fp(&b));
+    }
+
+    proptest! {
+        #[test]
+        fn order_of_keys_never_changes_it(seed in 0usize..24) {
+            let mut b = base();
+            let n = b.len();
+            b.rotate_left(seed % n);
+            if seed % 2 == 1 { b.reverse(); }
+            prop_assert_eq!(fp(&base()), fp(&b));
+        }
+
+        #[test]
+        fn surrounding_whitespace_and_email_case_never_change_it(
+            pad in "[ \t\n]{0,4}", upper in proptest::collection::vec(any::<bool>(), 15)
+        ) {
+            let mut b = base();
+            let email: String = "ada@example.com".chars().zip(upper.iter().cycle())
+                .map(|(c, u)| if *u { c.to_ascii_uppercase() } else { c }).collect();
+            b[1].1 = format!("{pad}{email}{pad}");
+            b[0].1 = format!("{pad}Ada{pad}");
+            b[3].1 = format!("{pad}Hi there{pad}");
+            prop_assert_eq!(fp(&base()), fp(&b));
+        }
+
+        #[test]
+        fn a_changed_field_always_changes_it(field in 0usize..4, text in "[a-z][a-z0-9 ]{0,30}[a-z]") {
+            let mut b = base();
+            let new = if field == 1 { format!("{}@example.org", text.replace(' ', "")) }
+                      else if field == 2 { "Support".to_string() }
+                      else { text };
+            prop_assume!(normalise_eq_differs(&base()[field].1, &new));
+            b[field].1 = new;
+            prop_assert_ne!(fp(&base()), fp(&b));
+        }
+
+        #[test]
+        fn adding_an_optional_field_changes_it(company in "[A-Za-z][A-Za-z ]{0,20}") {
+            let mut b = base();
+            b.push(("company".into(), company));
+            prop_assert_ne!(fp(&base()), fp(&b));
+        }
+    }
+
+    fn normalise_eq_differs(a: &str, b: &str) -> bool {
+        let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        squash(a) != squash(b)
+    }
+}

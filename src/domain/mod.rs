@@ -1,0 +1,11 @@
+//! Domain values: parsed once at the edge, valid everywhere after.
+
+mod effect;
+mod fields;
+mod fingerprint;
+mod operation_id;
+
+pub use effect::{EffectKind, EffectState};
+pub use fields::{normalise, FieldErrors, NormalisedFields, RawFields};
+pub use fingerprint::fingerprint;
+pub use operation_id::{OperationId, OperationIdError};

@@ -1,0 +1,90 @@
+//! Operation IDs: the key naming one logical submission of one form.
+
+use std::fmt;
+
+/// 16 to 255 characters of `A-Z a-z 0-9 _ - . :`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OperationId(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OperationIdError {
+    #[error("an operation ID has 16 to 255 characters (this one has {0})")]
+    Length(usize),
+    #[error("an operation ID uses only A-Z a-z 0-9 _ - . :")]
+    Charset,
+}
+
+impl OperationId {
+    pub const MIN_LEN: usize = 16;
+    pub const MAX_LEN: usize = 255;
+
+    pub fn parse(s: &str) -> Result<Self, OperationIdError> {
+        let n = s.chars().count();
+        if !(Self::MIN_LEN..=Self::MAX_LEN).contains(&n) {
+            return Err(OperationIdError::Length(n));
+        }
+        if !s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')) {
+            return Err(OperationIdError::Charset);
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    /// The `Idempotency-Key` header: bare, or an RFC 8941 sf-string (`"…"`).
+    pub fn from_header(value: &str) -> Result<Self, OperationIdError> {
+        let v = value.trim_matches([' ', '\t']);
+        match v.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
+            Some(inner) => Self::parse(inner),
+            None => Self::parse(v),
+        }
+    }
+
+    /// A fresh ID for a rendered form or an API client.
+    pub fn generate() -> Self {
+        Self(format!("op_{}", uuid::Uuid::new_v4().simple()))
+    }
+
+    /// The internal key of a keyless HTML post: unique, so the constraint still holds.
+    pub fn keyless() -> Self {
+        Self(format!("keyless:{}", uuid::Uuid::now_v7().simple()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for OperationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_contract_syntax() {
+        assert!(OperationId::parse("abcdefghijklmnop").is_ok());
+        assert!(OperationId::parse("op_A-z.0:9_____________").is_ok());
+        assert!(OperationId::parse(&"a".repeat(255)).is_ok());
+        assert!(OperationId::generate().as_str().len() >= 16);
+        assert!(OperationId::parse(OperationId::keyless().as_str()).is_ok());
+    }
+
+    #[test]
+    fn rejects_everything_else() {
+        assert_eq!(OperationId::parse("short"), Err(OperationIdError::Length(5)));
+        assert_eq!(OperationId::parse(&"a".repeat(256)), Err(OperationIdError::Length(256)));
+        for bad in ["abcdefghijklmnop q", "abcdefghijklmnop/", "abcdefghijklmnopé", "jane@example.com-0000"] {
+            assert!(OperationId::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn header_may_be_an_sf_string() {
+        let bare = OperationId::from_header("abcdefghijklmnop").unwrap();
+        assert_eq!(OperationId::from_header("\"abcdefghijklmnop\"").unwrap(), bare);
+        assert!(OperationId::from_header("\"abcdefghijklmnop").is_err());
+    }
+}
