@@ -4,3 +4,8 @@
 pub mod config;
 pub mod db;
 pub mod domain;
+pub mod accept;
+pub mod deliveries;
+pub mod cli;
+pub mod status;
+pub mod http;

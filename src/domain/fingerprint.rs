@@ -13,9 +13,12 @@ use crate::config::FormConfig;
 pub fn fingerprint(form: &FormConfig, fields: &NormalisedFields) -> String {
     let canonical: BTreeMap<&str, Option<&str>> =
         form.fields.iter().map(|f| (f.name.as_str(), fields.get(&f.name))).collect();
-    let json = serde_json::to_string(&canonical).unwrap_or_default();
-    let digest = Sha256::digest(json.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    digest(&serde_json::to_string(&canonical).unwrap_or_default())
+}
+
+/// SHA-256 of `text`, as lower-case hex.
+pub fn digest(text: &str) -> String {
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

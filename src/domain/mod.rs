@@ -7,5 +7,5 @@ mod operation_id;
 
 pub use effect::{EffectKind, EffectState};
 pub use fields::{normalise, FieldErrors, NormalisedFields, RawFields};
-pub use fingerprint::fingerprint;
+pub use fingerprint::{digest, fingerprint};
 pub use operation_id::{OperationId, OperationIdError};

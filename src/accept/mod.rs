@@ -1,0 +1,99 @@
+//! The accept use case: one transaction claims (form, operation ID) through the unique
+//! constraint and writes the submission, one record per side effect and the delivery.
+//! A second request with the same key reads what the first one committed.
+
+mod plan;
+
+use crate::config::FormConfig;
+use crate::db::models::Submission;
+use crate::db::{DbError, Pool, Store};
+use crate::deliveries::{Channel, DeliveryOutcome};
+use crate::domain::{NormalisedFields, OperationId};
+use crate::with_conn;
+
+pub use plan::{rfc3339, ResultBody};
+use plan::Plan;
+
+/// A validated submission, ready to be accepted.
+pub struct Intake<'a> {
+    pub form_name: &'a str,
+    pub form: &'a FormConfig,
+    /// `None` for a keyless HTML post.
+    pub operation_id: Option<OperationId>,
+    pub channel: Channel,
+    pub fields: NormalisedFields,
+}
+
+/// What became of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// This request created the submission (201).
+    Created(Receipt),
+    /// The same content was accepted before under this key (200, the stored body).
+    Replayed(Receipt),
+    /// Different content under an accepted key (409); the original is untouched.
+    Conflict { submission_id: String, operation_id: String },
+    /// The key is taken but its submission is not readable yet (409, retry).
+    InProgress { operation_id: String },
+}
+
+/// The stored result of an accepted submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    pub submission_id: String,
+    pub operation_id: String,
+    /// The result body, byte for byte as first returned.
+    pub body: String,
+}
+
+/// Accepts `intake` exactly once per (form, operation ID).
+pub fn accept(pool: &Pool, intake: Intake<'_>) -> Result<Outcome, DbError> {
+    let plan = Plan::new(intake);
+    with_conn!(pool, |c| c.write_tx(|c| run(c, &plan)))
+}
+
+fn run<C: Store>(c: &mut C, plan: &Plan) -> Result<Outcome, DbError> {
+    let sub = &plan.submission;
+    if c.insert_submission(sub)? {
+        c.insert_effects(&plan.effects)?;
+        let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
+        c.insert_delivery(&plan.delivery(outcome, Some(&sub.id)))?;
+        return Ok(Outcome::Created(receipt_of(sub.id.clone(), sub.operation_id.clone(), sub.response_body.clone())));
+    }
+    let existing = c.find_submission(&sub.form, &sub.operation_id)?;
+    let outcome = match existing {
+        None => Outcome::InProgress { operation_id: sub.operation_id.clone() },
+        Some(s) if s.fingerprint == sub.fingerprint => Outcome::Replayed(receipt(s)),
+        Some(s) => {
+            c.record_conflict(&plan.conflict_with(&s.id))?;
+            Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
+        }
+    };
+    c.insert_delivery(&plan.delivery(delivery_outcome(&outcome), submission_id(&outcome)))?;
+    Ok(outcome)
+}
+
+fn receipt(s: Submission) -> Receipt {
+    receipt_of(s.id, s.operation_id, s.response_body)
+}
+
+fn receipt_of(submission_id: String, operation_id: String, body: String) -> Receipt {
+    Receipt { submission_id, operation_id, body }
+}
+
+fn delivery_outcome(outcome: &Outcome) -> DeliveryOutcome {
+    match outcome {
+        Outcome::Created(_) => DeliveryOutcome::Created,
+        Outcome::Replayed(_) => DeliveryOutcome::Replayed,
+        Outcome::Conflict { .. } => DeliveryOutcome::Conflict,
+        Outcome::InProgress { .. } => DeliveryOutcome::InProgress,
+    }
+}
+
+fn submission_id(outcome: &Outcome) -> Option<&str> {
+    match outcome {
+        Outcome::Created(r) | Outcome::Replayed(r) => Some(&r.submission_id),
+        Outcome::Conflict { submission_id, .. } => Some(submission_id),
+        Outcome::InProgress { .. } => None,
+    }
+}

@@ -1,0 +1,139 @@
+//! Everything the accept transaction writes, computed before it starts.
+
+use chrono::{Duration, NaiveDateTime};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Intake;
+use crate::config::FieldType;
+use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission};
+use crate::deliveries::{self, Channel, DeliveryOutcome};
+use crate::domain::{digest, fingerprint, EffectKind, EffectState, OperationId};
+
+/// The result body of an acceptance and of every replay (CONTRACT "Submitting").
+#[derive(Debug, Serialize)]
+pub struct ResultBody<'a> {
+    pub submission_id: &'a str,
+    pub operation_id: &'a str,
+    pub form: &'a str,
+    pub status: &'a str,
+    pub received_at: String,
+    pub operation_expires_at: String,
+    pub effects: Vec<EffectSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EffectSummary {
+    pub kind: &'static str,
+    pub state: &'static str,
+}
+
+pub(super) struct Plan {
+    pub submission: NewSubmission,
+    pub effects: Vec<NewEffect>,
+    channel: Channel,
+    now: NaiveDateTime,
+}
+
+impl Plan {
+    pub fn new(intake: Intake<'_>) -> Plan {
+        let now = deliveries::now();
+        let id = Uuid::now_v7().to_string();
+        let keyless = intake.operation_id.is_none();
+        let operation_id = intake.operation_id.clone().unwrap_or_else(OperationId::keyless);
+        let form = intake.form;
+        let spam = intake.fields.honeypot_hit;
+        let expires = now + Duration::days(i64::from(form.operation_ttl_days));
+        let kinds: Vec<EffectKind> = match spam {
+            true => Vec::new(),
+            false => form
+                .effects
+                .iter()
+                .copied()
+                .filter(|k| *k != EffectKind::ConfirmationEmail || email_of(&intake).is_some())
+                .collect(),
+        };
+        let effects = kinds
+            .iter()
+            .map(|kind| NewEffect {
+                id: Uuid::now_v7().to_string(),
+                submission_id: id.clone(),
+                kind: kind.as_str().into(),
+                batch: 0,
+                effect_key: format!("{id}:{}:0", kind.as_str()),
+                state: EffectState::Pending.as_str().into(),
+                next_attempt_at: now,
+                created_at: now,
+                updated_at: now,
+            })
+            .collect();
+        let body = ResultBody {
+            submission_id: &id,
+            operation_id: operation_id.as_str(),
+            form: intake.form_name,
+            status: "accepted",
+            received_at: rfc3339(now),
+            operation_expires_at: rfc3339(expires),
+            effects: kinds
+                .iter()
+                .map(|k| EffectSummary { kind: k.as_str(), state: EffectState::Pending.as_str() })
+                .collect(),
+        };
+        let response_body = serde_json::to_string(&body).unwrap_or_default();
+        let submission = NewSubmission {
+            id: id.clone(),
+            form: intake.form_name.into(),
+            operation_id: operation_id.as_str().into(),
+            fingerprint: fingerprint(form, &intake.fields),
+            fields_json: Some(intake.fields.to_json()),
+            response_body,
+            channel: intake.channel.as_str().into(),
+            keyless,
+            spam,
+            email_digest: email_of(&intake).map(digest),
+            phone_digest: field_of_type(&intake, FieldType::Phone).map(digest),
+            received_at: now,
+            operation_expires_at: expires,
+        };
+        Plan { submission, effects, channel: intake.channel, now }
+    }
+
+    pub fn conflict_with(&self, original_id: &str) -> NewConflict {
+        NewConflict {
+            id: Uuid::now_v7().to_string(),
+            submission_id: original_id.into(),
+            fingerprint: self.submission.fingerprint.clone(),
+            fields_json: self.submission.fields_json.clone(),
+            status: "open".into(),
+            attempts: 1,
+            first_seen_at: self.now,
+            last_seen_at: self.now,
+        }
+    }
+
+    pub fn delivery(&self, outcome: DeliveryOutcome, submission_id: Option<&str>) -> NewDelivery {
+        NewDelivery {
+            id: Uuid::now_v7().to_string(),
+            form: Some(self.submission.form.clone()),
+            operation_id: Some(self.submission.operation_id.clone()),
+            submission_id: submission_id.map(String::from),
+            channel: self.submission.channel.clone(),
+            outcome: outcome.as_str().into(),
+            http_status: i32::from(outcome.http_status(self.channel)),
+            received_at: self.now,
+        }
+    }
+}
+
+fn email_of<'a>(intake: &'a Intake<'_>) -> Option<&'a str> {
+    field_of_type(intake, FieldType::Email)
+}
+
+fn field_of_type<'a>(intake: &'a Intake<'_>, kind: FieldType) -> Option<&'a str> {
+    intake.form.fields.iter().filter(|f| f.kind == kind).find_map(|f| intake.fields.get(&f.name))
+}
+
+/// UTC, seconds precision, `Z` suffix.
+pub fn rfc3339(t: NaiveDateTime) -> String {
+    t.and_utc().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}

@@ -1,0 +1,167 @@
+//! The command line: `serve` (default), `migrate`, `check-config`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::db::Pool;
+use crate::http::Application;
+
+pub const USAGE: &str = "usage: onceform [--config PATH] [serve | migrate | check-config]
+
+  serve         HTTP server (the default)
+  migrate       apply pending database migrations and exit
+  check-config  validate the configuration and exit
+
+  --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`
+                 form on SQLite at ./data/onceform.db
+Environment: ONCEFORM_DATABASE_URL, ONCEFORM_BIND, ONCEFORM_SMTP_URL, ONCEFORM_CRM_URL,
+             ONCEFORM_RATE_LIMIT=off, RUST_LOG";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Serve,
+    Migrate,
+    CheckConfig,
+    Help,
+    Version,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Args {
+    pub command: Command,
+    pub config: Option<PathBuf>,
+}
+
+/// A failure and the exit code it ends the process with.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Exit {
+    fn usage(message: String) -> Exit {
+        Exit { code: 2, message: format!("{message} (see `onceform --help`)") }
+    }
+
+    fn failure(e: impl std::fmt::Display) -> Exit {
+        Exit { code: 1, message: e.to_string() }
+    }
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
+    let mut command = None;
+    let mut config = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let set = |slot: &mut Option<Command>, c: Command| match slot.replace(c) {
+            Some(_) => Err(Exit::usage(format!("unexpected argument `{arg}`"))),
+            None => Ok(()),
+        };
+        match arg.as_str() {
+            "-h" | "--help" | "help" => set(&mut command, Command::Help)?,
+            "-V" | "--version" => set(&mut command, Command::Version)?,
+            "serve" => set(&mut command, Command::Serve)?,
+            "migrate" => set(&mut command, Command::Migrate)?,
+            "check-config" => set(&mut command, Command::CheckConfig)?,
+            "--config" => match args.next() {
+                Some(path) => config = Some(PathBuf::from(path)),
+                None => return Err(Exit::usage("--config needs a path".into())),
+            },
+            a if a.starts_with("--config=") => config = Some(PathBuf::from(&a["--config=".len()..])),
+            a if a.starts_with('-') => return Err(Exit::usage(format!("unknown flag `{a}`"))),
+            a => return Err(Exit::usage(format!("unknown command `{a}`"))),
+        }
+    }
+    let config = config.or_else(|| std::env::var_os("ONCEFORM_CONFIG").map(PathBuf::from));
+    Ok(Args { command: command.unwrap_or(Command::Serve), config })
+}
+
+/// Runs a parsed command to completion.
+pub fn run(args: Args) -> Result<(), Exit> {
+    match args.command {
+        Command::Help => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Command::Version => {
+            println!("onceform {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::CheckConfig => {
+            let config = load(&args)?;
+            let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
+            println!("configuration OK: {} form(s): {}", names.len(), names.join(", "));
+            Ok(())
+        }
+        Command::Migrate => {
+            let config = load(&args)?;
+            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+            println!("migrations applied ({})", pool.backend());
+            Ok(())
+        }
+        Command::Serve => serve(load(&args)?),
+    }
+}
+
+fn load(args: &Args) -> Result<Config, Exit> {
+    Config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(|e| match e {
+        crate::config::ConfigError::Invalid { origin, problems } => Exit {
+            code: 1,
+            message: format!("config {origin} is invalid:\n  - {}", problems.join("\n  - ")),
+        },
+        other => Exit::failure(other),
+    })
+}
+
+fn serve(config: Config) -> Result<(), Exit> {
+    let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+    let config = Arc::new(config);
+    actix_web::rt::System::new().block_on(async move {
+        let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
+        let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
+        let base = format!("http://{host}:{}", app.port());
+        println!("onceform listening on {base}");
+        if let Some(form) = config.forms.keys().next() {
+            println!("open {base}/f/{form} for the {form} form");
+        }
+        tracing::info!(database = %pool_label(&config), "serving");
+        app.run().await.map_err(Exit::failure)
+    })
+}
+
+/// The database in logs: the backend only, never the URL (it may hold a password).
+fn pool_label(config: &Config) -> &'static str {
+    match crate::db::DatabaseUrl::parse(&config.database.url) {
+        Ok(crate::db::DatabaseUrl::Postgres(_)) => "postgres",
+        _ => "sqlite",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Args, Exit> {
+        parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn serve_is_the_default() {
+        assert_eq!(p(&[]).unwrap().command, Command::Serve);
+        let a = p(&["--config", "x.toml", "check-config"]).unwrap();
+        assert_eq!((a.command, a.config), (Command::CheckConfig, Some(PathBuf::from("x.toml"))));
+        assert_eq!(p(&["migrate", "--config=y.toml"]).unwrap().config, Some(PathBuf::from("y.toml")));
+    }
+
+    #[test]
+    fn bad_flags_are_usage_errors() {
+        for bad in [&["--bogus"][..], &["frobnicate"], &["--config"], &["serve", "migrate"]] {
+            let e = p(bad).unwrap_err();
+            assert_eq!(e.code, 2, "{bad:?}");
+            assert!(!e.message.contains('\n'));
+        }
+    }
+}

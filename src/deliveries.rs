@@ -1,0 +1,97 @@
+//! Deliveries: every HTTP request to a submit endpoint, counted apart from submissions.
+
+use chrono::{NaiveDateTime, SubsecRound, Utc};
+use uuid::Uuid;
+
+use crate::db::models::NewDelivery;
+use crate::db::{DbError, Pool, Store};
+use crate::with_conn;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Api,
+    Html,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Api => "api",
+            Channel::Html => "html",
+        }
+    }
+}
+
+/// What one delivery came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    Created,
+    Replayed,
+    Conflict,
+    InProgress,
+    /// Accepted but caught by the honeypot: stored as spam, no side effects.
+    Spam,
+    /// Fields failed validation (422).
+    Invalid,
+    /// Refused before validation: bad key, body, content type, size, unknown form.
+    Rejected,
+    RateLimited,
+}
+
+impl DeliveryOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryOutcome::Created => "created",
+            DeliveryOutcome::Replayed => "replayed",
+            DeliveryOutcome::Conflict => "conflict",
+            DeliveryOutcome::InProgress => "in_progress",
+            DeliveryOutcome::Spam => "spam",
+            DeliveryOutcome::Invalid => "invalid",
+            DeliveryOutcome::Rejected => "rejected",
+            DeliveryOutcome::RateLimited => "rate_limited",
+        }
+    }
+
+    /// The status the client got for an outcome of the accept transaction.
+    pub fn http_status(self, channel: Channel) -> u16 {
+        match (self, channel) {
+            (DeliveryOutcome::Created | DeliveryOutcome::Replayed | DeliveryOutcome::Spam, Channel::Html) => 303,
+            (DeliveryOutcome::Created | DeliveryOutcome::Spam, Channel::Api) => 201,
+            (DeliveryOutcome::Replayed, Channel::Api) => 200,
+            (DeliveryOutcome::Conflict | DeliveryOutcome::InProgress, _) => 409,
+            (DeliveryOutcome::Invalid, _) => 422,
+            (DeliveryOutcome::Rejected, _) => 400,
+            (DeliveryOutcome::RateLimited, _) => 429,
+        }
+    }
+}
+
+/// A request refused before the accept transaction, to be recorded on its own.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    pub form: Option<String>,
+    pub operation_id: Option<String>,
+    pub channel: Channel,
+    pub outcome: DeliveryOutcome,
+    pub http_status: u16,
+}
+
+/// Records a refused delivery (the accept transaction records the others itself).
+pub fn record_refused(pool: &Pool, refused: Refused) -> Result<(), DbError> {
+    let row = NewDelivery {
+        id: Uuid::now_v7().to_string(),
+        form: refused.form,
+        operation_id: refused.operation_id,
+        submission_id: None,
+        channel: refused.channel.as_str().into(),
+        outcome: refused.outcome.as_str().into(),
+        http_status: i32::from(refused.http_status),
+        received_at: now(),
+    };
+    with_conn!(pool, |c| c.insert_delivery(&row).map_err(DbError::from))
+}
+
+/// The current time in UTC at the precision both databases keep (microseconds).
+pub fn now() -> NaiveDateTime {
+    Utc::now().naive_utc().trunc_subsecs(6)
+}

@@ -1,0 +1,97 @@
+//! The JSON API: operation issuance, submit, status.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::Duration;
+use serde_json::json;
+
+use super::body::{is_json, media_type, parse_json, read_limited};
+use super::problem::{Problem, ProblemKind};
+use super::submit::{accept_fields, check_rate, db_problem, outcome_problem, record_refusal, resolve_key};
+use super::AppState;
+use crate::accept::{rfc3339, Outcome};
+use crate::deliveries::{now, Channel};
+use crate::domain::OperationId;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/forms/{form}/operations", web::post().to(issue_operation))
+        .route("/api/forms/{form}/submissions", web::post().to(submit))
+        .route("/api/forms/{form}/submissions/{operation_id}", web::get().to(status));
+}
+
+/// `POST /api/forms/{form}/operations`: a fresh operation ID for an API client.
+async fn issue_operation(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
+    match state.form(&form) {
+        Ok(f) => {
+            let expires = now() + Duration::days(i64::from(f.operation_ttl_days));
+            HttpResponse::Created()
+                .json(json!({"operation_id": OperationId::generate().as_str(), "expires_at": rfc3339(expires)}))
+        }
+        Err(p) => p.response(),
+    }
+}
+
+/// `POST /api/forms/{form}/submissions`.
+async fn submit(
+    state: web::Data<AppState>,
+    form: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> HttpResponse {
+    let mut key = None;
+    match submit_json(&state, &form, &req, payload, &mut key).await {
+        Ok(response) => response,
+        Err(problem) => {
+            record_refusal(&state, &form, key.as_ref(), Channel::Api, &problem).await;
+            problem.response()
+        }
+    }
+}
+
+async fn submit_json(
+    state: &AppState,
+    form_name: &str,
+    req: &HttpRequest,
+    payload: web::Payload,
+    key: &mut Option<OperationId>,
+) -> Result<HttpResponse, Problem> {
+    let form = state.form(form_name)?;
+    check_rate(state, form_name, req.peer_addr().map(|a| a.ip()))?;
+    if !is_json(media_type(req.headers()).as_deref()) {
+        return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json"));
+    }
+    let bytes = read_limited(payload, form.max_body_bytes).await?;
+    let (body_key, raw) = parse_json(&bytes)?;
+    *key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
+    let outcome = accept_fields(state, form_name, Channel::Api, key.clone(), &raw).await?;
+    Ok(match outcome {
+        Outcome::Created(r) => HttpResponse::Created()
+            .insert_header(("Location", location(form_name, &r.operation_id)))
+            .content_type("application/json")
+            .body(r.body),
+        Outcome::Replayed(r) => HttpResponse::Ok()
+            .insert_header(("Location", location(form_name, &r.operation_id)))
+            .insert_header(("Idempotent-Replayed", "true"))
+            .content_type("application/json")
+            .body(r.body),
+        other => outcome_problem(&other).map(|p| p.response()).unwrap_or_else(|| HttpResponse::Ok().finish()),
+    })
+}
+
+/// `GET /api/forms/{form}/submissions/{operation_id}`: ids and states, never content.
+async fn status(state: web::Data<AppState>, path: web::Path<(String, String)>) -> HttpResponse {
+    let (form, operation_id) = path.into_inner();
+    if let Err(p) = state.form(&form) {
+        return p.response();
+    }
+    let pool = state.pool.clone();
+    match web::block(move || crate::status::status(&pool, &form, &operation_id)).await {
+        Ok(Ok(Some(body))) => HttpResponse::Ok().json(body),
+        Ok(Ok(None)) => Problem::new(ProblemKind::NotFound, "no submission with this operation ID").response(),
+        Ok(Err(e)) => db_problem(e).response(),
+        Err(_) => Problem::unavailable().response(),
+    }
+}
+
+fn location(form: &str, operation_id: &str) -> String {
+    format!("/api/forms/{form}/submissions/{operation_id}")
+}

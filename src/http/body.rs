@@ -1,0 +1,127 @@
+//! Reading request bodies under a size limit and turning them into field pairs.
+
+use actix_web::http::header::{HeaderMap, CONTENT_TYPE};
+use actix_web::web::{Bytes, BytesMut, Payload};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::problem::{Problem, ProblemKind};
+use crate::domain::RawFields;
+
+/// The body's media type, lower-cased, without parameters.
+pub fn media_type(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get(CONTENT_TYPE)?.to_str().ok()?;
+    Some(v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+}
+
+pub fn is_json(media_type: Option<&str>) -> bool {
+    media_type.is_some_and(|m| m == "application/json" || (m.starts_with("application/") && m.ends_with("+json")))
+}
+
+/// Reads the whole body, refusing it once it passes `limit` bytes.
+pub async fn read_limited(mut payload: Payload, limit: usize) -> Result<Bytes, Problem> {
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|_| Problem::new(ProblemKind::MalformedBody, "the request body could not be read"))?;
+        if buf.len() + chunk.len() > limit {
+            return Err(too_large(limit));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf.freeze())
+}
+
+pub fn too_large(limit: usize) -> Problem {
+    Problem::new(ProblemKind::PayloadTooLarge, format!("this form accepts bodies of at most {limit} bytes"))
+}
+
+fn malformed(detail: impl Into<String>) -> Problem {
+    Problem::new(ProblemKind::MalformedBody, detail)
+}
+
+/// A JSON object of field names to strings (or null); `operation_id` is returned apart.
+pub fn parse_json(bytes: &[u8]) -> Result<(Option<String>, RawFields), Problem> {
+    let text = std::str::from_utf8(bytes).map_err(|_| malformed("the body is not valid UTF-8"))?;
+    if text.trim().is_empty() {
+        return Err(malformed("the body is empty; send a JSON object of field names to strings"));
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| malformed(format!("invalid JSON: {e}")))?;
+    let Value::Object(map) = value else {
+        return Err(malformed("the body must be a JSON object of field names to strings"));
+    };
+    let mut operation_id = None;
+    let mut fields = Vec::with_capacity(map.len());
+    for (name, value) in map {
+        match (name.as_str(), value) {
+            ("operation_id", Value::String(s)) => operation_id = Some(s),
+            ("operation_id", Value::Null) => {}
+            ("operation_id", _) => return Err(malformed("`operation_id` must be a string")),
+            (_, Value::String(s)) => fields.push((name, s)),
+            (_, Value::Null) => {}
+            (_, _) => return Err(malformed(format!("field `{}` must be a string", clip(&name)))),
+        }
+    }
+    Ok((operation_id, fields))
+}
+
+/// `application/x-www-form-urlencoded` pairs, in order.
+pub fn parse_urlencoded(bytes: &[u8]) -> Result<RawFields, Problem> {
+    std::str::from_utf8(bytes).map_err(|_| malformed("the body is not valid UTF-8"))?;
+    serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes)
+        .map_err(|_| malformed("the form data could not be decoded"))
+}
+
+/// `multipart/form-data` text parts, in order; file uploads are refused.
+pub async fn parse_multipart(headers: &HeaderMap, payload: Payload, limit: usize) -> Result<RawFields, Problem> {
+    let mut parts = actix_multipart::Multipart::new(headers, payload);
+    let mut fields = Vec::new();
+    let mut total = 0usize;
+    while let Some(part) = parts.next().await {
+        let mut part = part.map_err(|_| malformed("the multipart body could not be decoded"))?;
+        let disposition = part.content_disposition().cloned();
+        let name = disposition.as_ref().and_then(|d| d.get_name()).unwrap_or("").to_string();
+        if disposition.as_ref().and_then(|d| d.get_filename()).is_some() {
+            return Err(malformed("file uploads are not accepted"));
+        }
+        let mut value = Vec::new();
+        while let Some(chunk) = part.next().await {
+            let chunk = chunk.map_err(|_| malformed("the multipart body could not be decoded"))?;
+            total += chunk.len();
+            if total > limit {
+                return Err(too_large(limit));
+            }
+            value.extend_from_slice(&chunk);
+        }
+        let value = String::from_utf8(value).map_err(|_| malformed("a form field is not valid UTF-8"))?;
+        fields.push((name, value));
+    }
+    Ok(fields)
+}
+
+/// Field names echoed in messages are cut short.
+fn clip(s: &str) -> String {
+    s.chars().take(64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_objects_of_strings_only() {
+        let (op, f) = parse_json(br#"{"operation_id":"abcdefghijklmnop","name":"Ada","company":null}"#).unwrap();
+        assert_eq!(op.as_deref(), Some("abcdefghijklmnop"));
+        assert_eq!(f, vec![("name".to_string(), "Ada".to_string())]);
+        for bad in [&b"[]"[..], b"{\"name\":1}", b"{", b"", b"\xff", b"{\"operation_id\":5}"] {
+            assert_eq!(parse_json(bad).unwrap_err().kind, ProblemKind::MalformedBody);
+        }
+    }
+
+    #[test]
+    fn media_types() {
+        assert!(is_json(Some("application/json")));
+        assert!(is_json(Some("application/vnd.api+json")));
+        assert!(!is_json(Some("text/plain")));
+        assert!(!is_json(None));
+    }
+}

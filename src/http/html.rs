@@ -1,0 +1,139 @@
+//! The HTML form pages: the form, its post, and the receipt.
+
+use actix_web::http::header::{HeaderValue, RETRY_AFTER};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
+use super::pages::{html, message, FormPage, IndexPage, ReceiptPage};
+use super::problem::{Problem, ProblemKind};
+use super::submit::{accept_fields, check_rate, outcome_problem, record_refusal, resolve_key};
+use super::AppState;
+use crate::accept::Outcome;
+use crate::deliveries::Channel;
+use crate::domain::{FieldErrors, OperationId, RawFields};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(index))
+        .route("/f/{form}", web::get().to(show_form))
+        .route("/f/{form}", web::post().to(post_form))
+        .route("/f/{form}/receipt/{operation_id}", web::get().to(receipt));
+}
+
+async fn index(state: web::Data<AppState>) -> HttpResponse {
+    let forms = state.config.forms.iter().map(|(n, f)| (n.clone(), f.title.clone())).collect();
+    html(StatusCode::OK, &IndexPage { forms })
+}
+
+/// `GET /f/{form}`: the form with a fresh operation ID.
+async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
+    let Ok(f) = state.form(&form) else { return not_found() };
+    let op = OperationId::generate();
+    html(StatusCode::OK, &FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default()))
+}
+
+/// `POST /f/{form}`: accept, then a 303 to the receipt (the same receipt on every replay).
+async fn post_form(
+    state: web::Data<AppState>,
+    form: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> HttpResponse {
+    let Ok(f) = state.form(&form) else { return not_found() };
+    let mut raw = Vec::new();
+    let mut key = None;
+    let result = post_fields(&state, &form, &req, payload, &mut raw, &mut key).await;
+    let problem = match result {
+        Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
+            return HttpResponse::SeeOther()
+                .insert_header(("Location", format!("/f/{form}/receipt/{}", r.operation_id)))
+                .finish()
+        }
+        Ok(Outcome::Conflict { .. }) => {
+            return message(
+                StatusCode::CONFLICT,
+                "This form was already sent with different content",
+                "We kept what you sent first and set this version aside for our team to review. \
+                 To send a new inquiry, please use a fresh form.",
+                Some((format!("/f/{form}"), "Open a fresh form")),
+            )
+        }
+        Ok(outcome @ Outcome::InProgress { .. }) => {
+            return outcome_problem(&outcome).map(|p| problem_page(&p, &form)).unwrap_or_else(not_found)
+        }
+        Err(problem) => problem,
+    };
+    record_refusal(&state, &form, key.as_ref(), Channel::Html, &problem).await;
+    match (&problem.kind, &problem.errors) {
+        (ProblemKind::ValidationFailed, Some(errors)) => {
+            let op = key.as_ref().map(|k| k.as_str()).unwrap_or("");
+            html(StatusCode::UNPROCESSABLE_ENTITY, &FormPage::new(&form, f, op, &raw, errors))
+        }
+        _ => problem_page(&problem, &form),
+    }
+}
+
+async fn post_fields(
+    state: &AppState,
+    form_name: &str,
+    req: &HttpRequest,
+    payload: web::Payload,
+    raw: &mut RawFields,
+    key: &mut Option<OperationId>,
+) -> Result<Outcome, Problem> {
+    let form = state.form(form_name)?;
+    check_rate(state, form_name, req.peer_addr().map(|a| a.ip()))?;
+    *raw = match media_type(req.headers()).as_deref() {
+        Some("application/x-www-form-urlencoded") => {
+            parse_urlencoded(&read_limited(payload, form.max_body_bytes).await?)?
+        }
+        Some("multipart/form-data") => parse_multipart(req.headers(), payload, form.max_body_bytes).await?,
+        _ => return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send the form as a web browser does")),
+    };
+    let body_key = raw.iter().find(|(k, v)| k == "operation_id" && !v.is_empty()).map(|(_, v)| v.as_str());
+    *key = resolve_key(None, body_key, form.allow_keyless_html)?;
+    accept_fields(state, form_name, Channel::Html, key.clone(), raw).await
+}
+
+/// `GET /f/{form}/receipt/{operation_id}`: a reference, never the submitted content.
+async fn receipt(state: web::Data<AppState>, path: web::Path<(String, String)>) -> HttpResponse {
+    let (form, operation_id) = path.into_inner();
+    let Ok(f) = state.form(&form) else { return not_found() };
+    let pool = state.pool.clone();
+    let (name, op) = (form.clone(), operation_id);
+    match web::block(move || crate::status::status(&pool, &name, &op)).await {
+        Ok(Ok(Some(s))) => html(
+            StatusCode::OK,
+            &ReceiptPage { title: &f.title, form_name: &form, reference: reference(&s.submission_id) },
+        ),
+        Ok(Ok(None)) => not_found(),
+        _ => problem_page(&Problem::unavailable(), &form),
+    }
+}
+
+/// A short reference for people: the random tail of the submission ID.
+fn reference(submission_id: &str) -> String {
+    let hex: String = submission_id.chars().filter(char::is_ascii_hexdigit).collect();
+    let tail = &hex[hex.len().saturating_sub(10)..];
+    format!("OF-{}-{}", &tail[..tail.len() / 2], &tail[tail.len() / 2..]).to_uppercase()
+}
+
+fn not_found() -> HttpResponse {
+    message(StatusCode::NOT_FOUND, "Not found", "There is no such form or receipt here.", None)
+}
+
+fn problem_page(problem: &Problem, form: &str) -> HttpResponse {
+    let mut resp = message(problem.status(), problem.kind.title(), &problem.detail, Some((format!("/f/{form}"), "Back to the form")));
+    if let Some(s) = problem.retry_after {
+        resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn references_are_short_and_upper_case() {
+        assert_eq!(super::reference("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), "OF-1D2E3-F4A5B");
+    }
+}

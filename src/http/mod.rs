@@ -1,0 +1,100 @@
+//! The HTTP server: routes, shared state, and `Application`, which binds its own listener
+//! so tests can start it on port 0.
+
+mod api;
+mod body;
+mod html;
+mod ops;
+mod pages;
+pub mod problem;
+mod rate_limit;
+mod submit;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::dev::{Server, Service};
+use actix_web::{web, App, HttpResponse, HttpServer};
+use futures_util::FutureExt;
+
+use crate::config::{Config, FormConfig};
+use crate::db::Pool;
+use problem::{Problem, ProblemKind};
+pub use rate_limit::RateLimiter;
+
+/// What every handler can reach.
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub pool: Pool,
+    pub limiter: RateLimiter,
+}
+
+impl AppState {
+    pub fn form(&self, name: &str) -> Result<&FormConfig, Problem> {
+        self.config
+            .form(name)
+            .ok_or_else(|| Problem::new(ProblemKind::NotFound, "there is no form with this name"))
+    }
+}
+
+/// A bound, not yet running, HTTP server.
+pub struct Application {
+    port: u16,
+    server: Server,
+}
+
+impl Application {
+    /// Binds `config.server.bind` (port 0 picks a free port) and prepares the server.
+    pub fn build(config: Arc<Config>, pool: Pool) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(&config.server.bind)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
+        let port = listener.local_addr()?.port();
+        let workers = match config.server.http_workers {
+            0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            n => n,
+        };
+        let state = web::Data::new(AppState {
+            limiter: RateLimiter::new(config.server.rate_limit),
+            config,
+            pool,
+        });
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .wrap_fn(|req, srv| {
+                    let (method, path, started) = (req.method().clone(), req.path().to_string(), Instant::now());
+                    srv.call(req).map(move |res| {
+                        if let Ok(r) = &res {
+                            let status = r.status().as_u16();
+                            let ms = started.elapsed().as_millis();
+                            tracing::info!(%method, %path, status, ms, "request");
+                        }
+                        res
+                    })
+                })
+                .configure(api::routes)
+                .configure(html::routes)
+                .configure(ops::routes)
+                .default_service(web::to(not_found))
+        })
+        .workers(workers)
+        .shutdown_timeout(10)
+        .listen(listener)?
+        .run();
+        Ok(Application { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until the process is told to stop (SIGINT/SIGTERM).
+    pub async fn run(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+async fn not_found() -> HttpResponse {
+    Problem::new(ProblemKind::NotFound, "no such resource").response()
+}

@@ -1,0 +1,134 @@
+//! What both submit endpoints (JSON and HTML) share: rate limit, key, validation, accept.
+
+use std::net::IpAddr;
+
+use actix_web::http::header::HeaderValue;
+use actix_web::web;
+
+use super::problem::{Problem, ProblemKind};
+use super::AppState;
+use crate::accept::{accept, Intake, Outcome};
+use crate::db::DbError;
+use crate::deliveries::{record_refused, Channel, Refused};
+use crate::domain::{normalise, OperationId, RawFields};
+
+pub fn check_rate(state: &AppState, form_name: &str, peer: Option<IpAddr>) -> Result<(), Problem> {
+    let (Some(form), Some(ip)) = (state.config.form(form_name), peer) else { return Ok(()) };
+    state.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
+        Problem::new(ProblemKind::RateLimited, format!("too many submissions from this client; retry in {seconds} s"))
+            .retry_after(seconds)
+    })
+}
+
+/// The operation ID from the header and/or the body; `None` where keyless posts are allowed.
+pub fn resolve_key(
+    header: Option<&HeaderValue>,
+    body: Option<&str>,
+    allow_keyless: bool,
+) -> Result<Option<OperationId>, Problem> {
+    let invalid = |e: &dyn std::fmt::Display| Problem::new(ProblemKind::OperationIdInvalid, e.to_string());
+    let from_header = header
+        .map(|v| v.to_str().map_err(|_| invalid(&"the Idempotency-Key header is not ASCII")))
+        .transpose()?
+        .map(|v| OperationId::from_header(v).map_err(|e| invalid(&e)))
+        .transpose()?;
+    let from_body = body.map(|v| OperationId::parse(v).map_err(|e| invalid(&e))).transpose()?;
+    match (from_header, from_body) {
+        (Some(h), Some(b)) if h != b => Err(Problem::new(
+            ProblemKind::OperationIdMismatch,
+            "the Idempotency-Key header and the body's operation_id differ; send one, or the same in both",
+        )),
+        (Some(k), _) | (None, Some(k)) => Ok(Some(k)),
+        (None, None) if allow_keyless => Ok(None),
+        (None, None) => Err(Problem::new(
+            ProblemKind::OperationIdMissing,
+            "send an Idempotency-Key header (or an operation_id field); get one from POST /api/forms/{form}/operations",
+        )),
+    }
+}
+
+/// Validates `raw` and runs the accept transaction.
+pub async fn accept_fields(
+    state: &AppState,
+    form_name: &str,
+    channel: Channel,
+    operation_id: Option<OperationId>,
+    raw: &RawFields,
+) -> Result<Outcome, Problem> {
+    let form = state.form(form_name)?;
+    let fields = normalise(form, raw).map_err(Problem::invalid_fields)?;
+    let config = state.config.clone();
+    let pool = state.pool.clone();
+    let form_name = form_name.to_string();
+    let result = web::block(move || {
+        let form = config.form(&form_name).ok_or(DbError::Unavailable("form vanished".into()))?;
+        accept(&pool, Intake { form_name: &form_name, form, operation_id, channel, fields })
+    })
+    .await;
+    match result {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(e)) => Err(db_problem(e)),
+        Err(_) => Err(Problem::unavailable()),
+    }
+}
+
+/// A database error as the client sees it: 503 when it may pass, an opaque 500 otherwise.
+pub fn db_problem(e: DbError) -> Problem {
+    match e {
+        DbError::Unavailable(reason) => {
+            tracing::warn!(%reason, "database unavailable");
+            Problem::unavailable()
+        }
+        DbError::Query(error) => {
+            tracing::error!(%error, "database error");
+            Problem::new(ProblemKind::Internal, "an internal error occurred; nothing was stored")
+        }
+    }
+}
+
+/// The problem an accept outcome other than success becomes.
+pub fn outcome_problem(outcome: &Outcome) -> Option<Problem> {
+    match outcome {
+        Outcome::Created(_) | Outcome::Replayed(_) => None,
+        Outcome::Conflict { submission_id, operation_id } => Some(
+            Problem::new(
+                ProblemKind::OperationConflict,
+                "this operation ID was already accepted with different content; the original is kept \
+                 and this attempt is recorded for review. Use a new operation ID for a new inquiry.",
+            )
+            .with("submission_id", submission_id.as_str())
+            .with("operation_id", operation_id.as_str()),
+        ),
+        Outcome::InProgress { operation_id } => Some(
+            Problem::new(ProblemKind::OperationInProgress, "the first request with this operation ID is still in flight")
+                .with("operation_id", operation_id.as_str())
+                .retry_after(1),
+        ),
+    }
+}
+
+/// Records a delivery refused before the accept transaction (which records its own).
+pub async fn record_refusal(
+    state: &AppState,
+    form_name: &str,
+    operation_id: Option<&OperationId>,
+    channel: Channel,
+    problem: &Problem,
+) {
+    if problem.kind == ProblemKind::Unavailable {
+        return;
+    }
+    let refused = Refused {
+        form: state.config.form(form_name).map(|_| form_name.to_string()),
+        operation_id: operation_id.map(|o| o.as_str().to_string()),
+        channel,
+        outcome: problem.kind.delivery_outcome(),
+        http_status: problem.status().as_u16(),
+    };
+    let pool = state.pool.clone();
+    match web::block(move || record_refused(&pool, refused)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "could not record a refused delivery"),
+        Err(e) => tracing::warn!(error = %e, "could not record a refused delivery"),
+    }
+}
