@@ -1,0 +1,6 @@
+//! Integration tests: the real server over real SQLite and PostgreSQL databases.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod submit;

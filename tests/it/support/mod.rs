@@ -1,0 +1,208 @@
+//! `spawn_app()`: the real server on port 0 over a fresh database (a SQLite file or a new
+//! PostgreSQL database, dropped afterwards), with helpers per route and for counting rows.
+
+pub mod proxy;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use onceform::config::Config;
+use onceform::db::{DbError, Pool, Stats, Store};
+use onceform::http::Application;
+use onceform::with_conn;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Generates `sqlite::NAME` and `postgres::NAME` tests from `async fn NAME(Backend)`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::support::Backend::Sqlite).await }) *
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::support::Backend::Postgres).await }) *
+        }
+    };
+}
+
+/// The PostgreSQL server tests create their databases on.
+pub fn pg_admin_url() -> String {
+    std::env::var("ONCEFORM_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database that exists for one test.
+pub struct TestDb {
+    pub backend: Backend,
+    pub url: String,
+    dir: Option<PathBuf>,
+    pg_name: Option<String>,
+}
+
+impl TestDb {
+    pub fn new(backend: Backend) -> TestDb {
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        match backend {
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir().join(format!("onceform-test-{tag}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let url = format!("sqlite://{}", dir.join("onceform.db").display());
+                TestDb { backend, url, dir: Some(dir), pg_name: None }
+            }
+            Backend::Postgres => {
+                let name = format!("onceform_t_{tag}");
+                let mut admin = PgConnection::establish(&pg_admin_url()).expect("PostgreSQL for tests");
+                admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+                let base = pg_admin_url();
+                let server = base.rsplit_once('/').map(|(s, _)| s).unwrap_or(&base);
+                TestDb { backend, url: format!("{server}/{name}"), dir: None, pg_name: Some(name) }
+            }
+        }
+    }
+
+    /// The same database reached through another host:port (e.g. a proxy).
+    pub fn url_via(&self, host_port: &str) -> String {
+        self.url.replace("127.0.0.1:5432", host_port)
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Some(name) = &self.pg_name {
+            if let Ok(mut admin) = PgConnection::establish(&pg_admin_url()) {
+                let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+            }
+        }
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub pool: Pool,
+    pub config: Arc<Config>,
+    pub db: TestDb,
+}
+
+/// The demo configuration, rate limits off, on a fresh database of `backend`.
+pub fn test_config(db_url: &str) -> Config {
+    let mut config = Config::builtin().unwrap();
+    config.database.url = db_url.to_string();
+    config.server.bind = "127.0.0.1:0".into();
+    config.server.rate_limit = false;
+    config.server.http_workers = 2;
+    config
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, |_| {}).await
+}
+
+pub async fn spawn_app_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> TestApp {
+    let db = TestDb::new(backend);
+    let mut config = test_config(&db.url);
+    tweak(&mut config);
+    spawn_on(db, config).await
+}
+
+/// Starts the server with `config` (its database URL may differ from `db.url`, e.g. a proxy).
+pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
+    let database = config.database.clone();
+    let pool = tokio::task::spawn_blocking(move || Pool::connect(&database)).await.unwrap().unwrap();
+    let config = Arc::new(config);
+    let app = Application::build(config.clone(), pool.clone()).unwrap();
+    let address = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run());
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    TestApp { address, client, pool, config, db }
+}
+
+/// A valid contact submission.
+pub fn inquiry(message: &str) -> Value {
+    json!({"name": "Ada Lovelace", "email": "ada@example.com", "company": "Analytical Engines",
+           "topic": "Sales", "message": message})
+}
+
+pub fn new_key() -> String {
+    format!("test-{}", uuid::Uuid::new_v4().simple())
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    /// `POST /api/forms/contact/submissions` with `key` in the Idempotency-Key header.
+    pub async fn submit(&self, key: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/forms/contact/submissions"))
+            .header("Idempotency-Key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn stats(&self) -> Stats {
+        let pool = self.pool.clone();
+        tokio::task::spawn_blocking(move || with_conn!(&pool, |c| c.stats().map_err(DbError::from)))
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    /// Runs a query on the app's database (both backends) from a blocking thread.
+    pub async fn query<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Pool) -> Result<T, DbError> + Send + 'static,
+    ) -> T {
+        let pool = self.pool.clone();
+        tokio::task::spawn_blocking(move || f(&pool)).await.unwrap().unwrap()
+    }
+
+    /// The stored fields of the submission under (contact, `key`), as JSON.
+    pub async fn stored_fields(&self, key: &str) -> Option<Value> {
+        use onceform::db::schema::submissions::dsl as s;
+        let key = key.to_string();
+        let text: Option<Option<String>> = self
+            .query(move |pool| {
+                with_conn!(pool, |c| s::submissions
+                    .filter(s::form.eq("contact").and(s::operation_id.eq(&key)))
+                    .select(s::fields_json)
+                    .first::<Option<String>>(c)
+                    .optional()
+                    .map_err(DbError::from))
+            })
+            .await;
+        text.flatten().map(|t| serde_json::from_str(&t).unwrap())
+    }
+
+    /// (kind, state) of every side-effect record of the submission under `key`.
+    pub async fn effects_of(&self, key: &str) -> Vec<(String, String)> {
+        let (form, key) = ("contact".to_string(), key.to_string());
+        self.query(move |pool| {
+            with_conn!(pool, |c| {
+                let Some(s) = c.find_submission(&form, &key)? else { return Ok(Vec::new()) };
+                Ok(c.effects_of(&s.id)?.into_iter().map(|e| (e.kind, e.state)).collect())
+            })
+        })
+        .await
+    }
+}
+
+/// The problem type slug of a problem+json body.
+pub fn problem_type(body: &Value) -> &str {
+    body["type"].as_str().unwrap_or("").rsplit('/').next().unwrap_or("")
+}
