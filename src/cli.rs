@@ -1,5 +1,6 @@
 //! The command line: `serve` (default), `migrate`, `check-config`.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -123,10 +124,13 @@ fn serve(config: Config) -> Result<(), Exit> {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
         let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
         let base = format!("http://{host}:{}", app.port());
-        println!("onceform listening on {base}");
+        // Not println!: a closed stdout must not take the server down.
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "onceform listening on {base}");
         if let Some(form) = config.forms.keys().next() {
-            println!("open {base}/f/{form} for the {form} form");
+            let _ = writeln!(out, "open {base}/f/{form} for the {form} form");
         }
+        let _ = out.flush();
         tracing::info!(database = %pool_label(&config), "serving");
         app.run().await.map_err(Exit::failure)
     })

@@ -4,3 +4,6 @@
 mod support;
 
 mod submit;
+mod malformed;
+mod concurrency;
+mod unavailable;

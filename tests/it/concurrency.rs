@@ -1,0 +1,122 @@
+//! Many simultaneous requests for one key, in one process and across two `serve` processes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use tokio::task::JoinSet;
+
+use crate::on_both_backends;
+use crate::support::{inquiry, new_key, problem_type, spawn_app, Backend, TestDb};
+
+on_both_backends!(sixty_four_simultaneous_requests_with_one_key_create_one_submission);
+
+async fn sixty_four_simultaneous_requests_with_one_key_create_one_submission(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let key = new_key();
+    let urls = vec![app.url("/api/forms/contact/submissions"); 64];
+    let statuses = fire(&app.client, &urls, &key).await;
+    assert_one_created(&statuses);
+    let stats = app.stats().await;
+    assert_eq!(stats.submissions, 1);
+    assert_eq!(app.effects_of(&key).await.len(), 3, "one record per effect kind");
+    assert_eq!(stats.deliveries_total(), 64);
+}
+
+/// Two separate `onceform serve` processes on one PostgreSQL database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_on_one_postgres_create_one_submission_per_key() {
+    let db = TestDb::new(Backend::Postgres);
+    let servers = [ServeProcess::start(&db.url), ServeProcess::start(&db.url)];
+    let client = reqwest::Client::new();
+    for round in 0..3 {
+        let key = new_key();
+        let urls: Vec<String> =
+            (0..64).map(|i| format!("{}/api/forms/contact/submissions", servers[i % 2].address)).collect();
+        let statuses = fire(&client, &urls, &key).await;
+        assert_one_created(&statuses);
+        let status: Value = client
+            .get(format!("{}/api/forms/contact/submissions/{key}", servers[1].address))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(status["effects"].as_array().unwrap().len(), 3, "round {round}");
+    }
+    let metrics = client.get(format!("{}/metrics", servers[0].address)).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("onceform_submissions_total 3\n"), "{metrics}");
+    assert!(metrics.contains("onceform_deliveries_total{outcome=\"created\"} 3\n"), "{metrics}");
+}
+
+/// Sends one request per URL, all at once, with the same key and content.
+async fn fire(client: &reqwest::Client, urls: &[String], key: &str) -> Vec<(u16, Value)> {
+    let mut set = JoinSet::new();
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(urls.len()));
+    for url in urls {
+        let (client, url, key, barrier) = (client.clone(), url.clone(), key.to_string(), barrier.clone());
+        set.spawn(async move {
+            barrier.wait().await;
+            let resp = client
+                .post(url)
+                .header("Idempotency-Key", key)
+                .json(&inquiry("Clicked many times"))
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap())
+        });
+    }
+    set.join_all().await
+}
+
+fn assert_one_created(responses: &[(u16, Value)]) {
+    let created: Vec<_> = responses.iter().filter(|(s, _)| *s == 201).collect();
+    assert_eq!(created.len(), 1, "{:?}", responses.iter().map(|(s, _)| s).collect::<Vec<_>>());
+    let id = &created[0].1["submission_id"];
+    for (status, body) in responses {
+        match status {
+            201 => {}
+            200 => assert_eq!(&body["submission_id"], id, "a replay names the same submission"),
+            409 => assert_eq!(problem_type(body), "operation-in-progress", "{body}"),
+            other => panic!("unexpected status {other}: {body}"),
+        }
+    }
+}
+
+/// A real `onceform serve` child process on port 0, killed when dropped.
+struct ServeProcess {
+    child: Child,
+    address: String,
+}
+
+impl ServeProcess {
+    fn start(database_url: &str) -> ServeProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_onceform"))
+            .arg("serve")
+            .env("ONCEFORM_DATABASE_URL", database_url)
+            .env("ONCEFORM_BIND", "127.0.0.1:0")
+            .env("ONCEFORM_RATE_LIMIT", "off")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        let address = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(address.starts_with("http://127.0.0.1:"), "unexpected first line: {line:?}");
+        ServeProcess { child, address }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
