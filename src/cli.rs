@@ -108,13 +108,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
 }
 
 fn load(args: &Args) -> Result<Config, Exit> {
-    Config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(|e| match e {
-        crate::config::ConfigError::Invalid { origin, problems } => Exit {
-            code: 1,
-            message: format!("config {origin} is invalid:\n  - {}", problems.join("\n  - ")),
-        },
-        other => Exit::failure(other),
-    })
+    Config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
 }
 
 fn serve(config: Config) -> Result<(), Exit> {

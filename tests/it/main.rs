@@ -7,3 +7,6 @@ mod submit;
 mod malformed;
 mod concurrency;
 mod unavailable;
+mod html;
+mod cli;
+mod limits;

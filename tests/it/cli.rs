@@ -1,0 +1,85 @@
+//! The binary's subcommands and its one-line errors.
+
+use std::process::{Command, Output};
+
+use crate::support::{Backend, TestDb};
+
+fn onceform(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
+    cmd.args(args).env_remove("ONCEFORM_CONFIG").env_remove("ONCEFORM_DATABASE_URL").env("RUST_LOG", "off");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("onceform-cli-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_config_accepts_the_default_and_names_each_problem() {
+    let ok = onceform(&["check-config"], &[]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("1 form(s): contact"));
+
+    let bad = temp_file(
+        "bad.toml",
+        "[forms.contact]\ntitle = 'x'\neffects = ['confirmation_email']\n[[forms.contact.fields]]\nname = 'kind'\ntype = 'select'\n",
+    );
+    let out = onceform(&["check-config", "--config", bad.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("select needs options") && err.contains("confirmation_email needs a field of type email"), "{err}");
+    assert!(!err.contains("panicked"));
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let typo = temp_file("typo.toml", "[forms.contact]\ntitel = 'x'\n");
+    let out = onceform(&["check-config", "--config", typo.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("titel"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_flags_and_missing_files_end_with_one_line() {
+    let out = onceform(&["--frobnicate"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+
+    let out = onceform(&["serve", "--config", "/nonexistent/onceform.toml"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("/nonexistent/onceform.toml"));
+    assert_eq!(stderr(&out).lines().count(), 1);
+}
+
+#[test]
+fn an_unreachable_database_is_named_at_start() {
+    let out = onceform(&["serve"], &[("ONCEFORM_DATABASE_URL", "postgres://postgres@127.0.0.1:1/none")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.starts_with("onceform: cannot connect to PostgreSQL") && err.contains("refused"), "{err}");
+    assert!(!err.contains("panicked"));
+
+    let out = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", "mysql://localhost/x")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("unsupported database scheme `mysql`"), "{}", stderr(&out));
+}
+
+#[test]
+fn migrate_prepares_both_backends() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let db = TestDb::new(backend);
+        for _ in 0..2 {
+            let out = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+    }
+}
