@@ -55,7 +55,9 @@ impl DeliveryOutcome {
     /// The status the client got for an outcome of the accept transaction.
     pub fn http_status(self, channel: Channel) -> u16 {
         match (self, channel) {
-            (DeliveryOutcome::Created | DeliveryOutcome::Replayed | DeliveryOutcome::Spam, Channel::Html) => 303,
+            (DeliveryOutcome::Created | DeliveryOutcome::Replayed | DeliveryOutcome::Spam, Channel::Html) => {
+                303
+            }
             (DeliveryOutcome::Created | DeliveryOutcome::Spam, Channel::Api) => 201,
             (DeliveryOutcome::Replayed, Channel::Api) => 200,
             (DeliveryOutcome::Conflict | DeliveryOutcome::InProgress, _) => 409,

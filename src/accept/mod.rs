@@ -11,8 +11,8 @@ use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId};
 use crate::with_conn;
 
-pub use plan::{rfc3339, ResultBody};
 use plan::Plan;
+pub use plan::{rfc3339, ResultBody};
 
 /// A validated submission, ready to be accepted.
 pub struct Intake<'a> {
@@ -58,7 +58,11 @@ fn run<C: Store>(c: &mut C, plan: &Plan) -> Result<Outcome, DbError> {
         c.insert_effects(&plan.effects)?;
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
         c.insert_delivery(&plan.delivery(outcome, Some(&sub.id)))?;
-        return Ok(Outcome::Created(receipt_of(sub.id.clone(), sub.operation_id.clone(), sub.response_body.clone())));
+        return Ok(Outcome::Created(receipt_of(
+            sub.id.clone(),
+            sub.operation_id.clone(),
+            sub.response_body.clone(),
+        )));
     }
     let existing = c.find_submission(&sub.form, &sub.operation_id)?;
     let outcome = match existing {

@@ -12,10 +12,7 @@ use crate::domain::EffectKind;
 pub fn problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     if config.server.bind.parse::<SocketAddr>().is_err() {
-        out.push(format!(
-            "server.bind: `{}` is not an address like 127.0.0.1:8080",
-            config.server.bind
-        ));
+        out.push(format!("server.bind: `{}` is not an address like 127.0.0.1:8080", config.server.bind));
     }
     push_validation(&mut out, "server", config.server.validate());
     push_validation(&mut out, "database", config.database.validate());
@@ -53,7 +50,10 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
             out.push(format!("{at}.name: use a-z, 0-9 and _, starting with a letter"));
         }
         if reserved.contains(field.name.as_str()) {
-            out.push(format!("{at}.name: `{}` is reserved (operation ID, honeypot or ignored field)", field.name));
+            out.push(format!(
+                "{at}.name: `{}` is reserved (operation ID, honeypot or ignored field)",
+                field.name
+            ));
         }
         if !seen.insert(field.name.as_str()) {
             out.push(format!("{at}.name: declared twice"));

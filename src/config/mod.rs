@@ -183,24 +183,17 @@ pub enum ConfigError {
 
 impl Config {
     /// Reads `path` (or the built-in default), applies `env` overrides and checks the result.
-    pub fn load(
-        path: Option<&Path>,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Config, ConfigError> {
+    pub fn load(path: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let (origin, text) = match path {
             Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
-                    path: p.display().to_string(),
-                    source,
-                })?;
+                let text = std::fs::read_to_string(p)
+                    .map_err(|source| ConfigError::Read { path: p.display().to_string(), source })?;
                 (p.display().to_string(), text)
             }
             None => ("(built-in default)".to_string(), DEFAULT_CONFIG.to_string()),
         };
-        let mut config = Config::parse(&text).map_err(|message| ConfigError::Parse {
-            origin: origin.clone(),
-            message,
-        })?;
+        let mut config =
+            Config::parse(&text).map_err(|message| ConfigError::Parse { origin: origin.clone(), message })?;
         config.apply_env(env);
         let problems = problems(&config);
         if problems.is_empty() {
@@ -290,9 +283,7 @@ fn default_honeypot() -> String {
     "website".into()
 }
 fn default_ignore_fields() -> Vec<String> {
-    ["g-recaptcha-response", "h-captcha-response", "cf-turnstile-response"]
-        .map(String::from)
-        .to_vec()
+    ["g-recaptcha-response", "h-captcha-response", "cf-turnstile-response"].map(String::from).to_vec()
 }
 fn default_max_body_bytes() -> usize {
     64 * 1024

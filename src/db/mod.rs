@@ -125,9 +125,8 @@ impl Pool {
                 Ok(Pool::Sqlite(pool))
             }
             DatabaseUrl::Postgres(url) => {
-                let mut conn = PgConnection::establish(&url).map_err(|e| {
-                    anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim())
-                })?;
+                let mut conn = PgConnection::establish(&url)
+                    .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim()))?;
                 migrate_pg(&mut conn)?;
                 let pool = R2Pool::builder()
                     .max_size(pool_size(config.pool_size, 16))

@@ -72,11 +72,7 @@ macro_rules! impl_store {
                 Ok(n == 1)
             }
 
-            fn find_submission(
-                &mut self,
-                form: &str,
-                operation_id: &str,
-            ) -> QueryResult<Option<Submission>> {
+            fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>> {
                 submissions::table
                     .filter(submissions::form.eq(form))
                     .filter(submissions::operation_id.eq(operation_id))

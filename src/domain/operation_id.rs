@@ -76,7 +76,8 @@ mod tests {
     fn rejects_everything_else() {
         assert_eq!(OperationId::parse("short"), Err(OperationIdError::Length(5)));
         assert_eq!(OperationId::parse(&"a".repeat(256)), Err(OperationIdError::Length(256)));
-        for bad in ["abcdefghijklmnop q", "abcdefghijklmnop/", "abcdefghijklmnopé", "jane@example.com-0000"] {
+        for bad in ["abcdefghijklmnop q", "abcdefghijklmnop/", "abcdefghijklmnopé", "jane@example.com-0000"]
+        {
             assert!(OperationId::parse(bad).is_err(), "{bad}");
         }
     }

@@ -23,8 +23,9 @@ async fn issue_operation(state: web::Data<AppState>, form: web::Path<String>) ->
     match state.form(&form) {
         Ok(f) => {
             let expires = now() + Duration::days(i64::from(f.operation_ttl_days));
-            HttpResponse::Created()
-                .json(json!({"operation_id": OperationId::generate().as_str(), "expires_at": rfc3339(expires)}))
+            HttpResponse::Created().json(
+                json!({"operation_id": OperationId::generate().as_str(), "expires_at": rfc3339(expires)}),
+            )
         }
         Err(p) => p.response(),
     }
@@ -86,7 +87,9 @@ async fn status(state: web::Data<AppState>, path: web::Path<(String, String)>) -
     let pool = state.pool.clone();
     match web::block(move || crate::status::status(&pool, &form, &operation_id)).await {
         Ok(Ok(Some(body))) => HttpResponse::Ok().json(body),
-        Ok(Ok(None)) => Problem::new(ProblemKind::NotFound, "no submission with this operation ID").response(),
+        Ok(Ok(None)) => {
+            Problem::new(ProblemKind::NotFound, "no submission with this operation ID").response()
+        }
         Ok(Err(e)) => db_problem(e).response(),
         Err(_) => Problem::unavailable().response(),
     }

@@ -15,14 +15,16 @@ pub fn media_type(headers: &HeaderMap) -> Option<String> {
 }
 
 pub fn is_json(media_type: Option<&str>) -> bool {
-    media_type.is_some_and(|m| m == "application/json" || (m.starts_with("application/") && m.ends_with("+json")))
+    media_type
+        .is_some_and(|m| m == "application/json" || (m.starts_with("application/") && m.ends_with("+json")))
 }
 
 /// Reads the whole body, refusing it once it passes `limit` bytes.
 pub async fn read_limited(mut payload: Payload, limit: usize) -> Result<Bytes, Problem> {
     let mut buf = BytesMut::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|_| Problem::new(ProblemKind::MalformedBody, "the request body could not be read"))?;
+        let chunk = chunk
+            .map_err(|_| Problem::new(ProblemKind::MalformedBody, "the request body could not be read"))?;
         if buf.len() + chunk.len() > limit {
             return Err(too_large(limit));
         }
@@ -72,7 +74,11 @@ pub fn parse_urlencoded(bytes: &[u8]) -> Result<RawFields, Problem> {
 }
 
 /// `multipart/form-data` text parts, in order; file uploads are refused.
-pub async fn parse_multipart(headers: &HeaderMap, payload: Payload, limit: usize) -> Result<RawFields, Problem> {
+pub async fn parse_multipart(
+    headers: &HeaderMap,
+    payload: Payload,
+    limit: usize,
+) -> Result<RawFields, Problem> {
     let mut parts = actix_multipart::Multipart::new(headers, payload);
     let mut fields = Vec::new();
     let mut total = 0usize;
@@ -109,7 +115,8 @@ mod tests {
 
     #[test]
     fn json_objects_of_strings_only() {
-        let (op, f) = parse_json(br#"{"operation_id":"abcdefghijklmnop","name":"Ada","company":null}"#).unwrap();
+        let (op, f) =
+            parse_json(br#"{"operation_id":"abcdefghijklmnop","name":"Ada","company":null}"#).unwrap();
         assert_eq!(op.as_deref(), Some("abcdefghijklmnop"));
         assert_eq!(f, vec![("name".to_string(), "Ada".to_string())]);
         for bad in [&b"[]"[..], b"{\"name\":1}", b"{", b"", b"\xff", b"{\"operation_id\":5}"] {

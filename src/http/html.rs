@@ -88,7 +88,12 @@ async fn post_fields(
             parse_urlencoded(&read_limited(payload, form.max_body_bytes).await?)?
         }
         Some("multipart/form-data") => parse_multipart(req.headers(), payload, form.max_body_bytes).await?,
-        _ => return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send the form as a web browser does")),
+        _ => {
+            return Err(Problem::new(
+                ProblemKind::UnsupportedMediaType,
+                "send the form as a web browser does",
+            ))
+        }
     };
     let body_key = raw.iter().find(|(k, v)| k == "operation_id" && !v.is_empty()).map(|(_, v)| v.as_str());
     *key = resolve_key(None, body_key, form.allow_keyless_html)?;
@@ -123,7 +128,12 @@ fn not_found() -> HttpResponse {
 }
 
 fn problem_page(problem: &Problem, form: &str) -> HttpResponse {
-    let mut resp = message(problem.status(), problem.kind.title(), &problem.detail, Some((format!("/f/{form}"), "Back to the form")));
+    let mut resp = message(
+        problem.status(),
+        problem.kind.title(),
+        &problem.detail,
+        Some((format!("/f/{form}"), "Back to the form")),
+    );
     if let Some(s) = problem.retry_after {
         resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
     }

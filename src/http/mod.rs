@@ -54,16 +54,14 @@ impl Application {
             0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             n => n,
         };
-        let state = web::Data::new(AppState {
-            limiter: RateLimiter::new(config.server.rate_limit),
-            config,
-            pool,
-        });
+        let state =
+            web::Data::new(AppState { limiter: RateLimiter::new(config.server.rate_limit), config, pool });
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
                 .wrap_fn(|req, srv| {
-                    let (method, path, started) = (req.method().clone(), req.path().to_string(), Instant::now());
+                    let (method, path, started) =
+                        (req.method().clone(), req.path().to_string(), Instant::now());
                     srv.call(req).map(move |res| {
                         if let Ok(r) = &res {
                             let status = r.status().as_u16();

@@ -27,7 +27,9 @@ async fn healthz() -> HttpResponse {
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let pool = state.pool.clone();
     match web::block(move || pool.ping()).await {
-        Ok(Ok(())) => HttpResponse::Ok().json(serde_json::json!({"status": "ready", "database": state.pool.backend()})),
+        Ok(Ok(())) => {
+            HttpResponse::Ok().json(serde_json::json!({"status": "ready", "database": state.pool.backend()}))
+        }
         Ok(Err(e)) => db_problem(e).response(),
         Err(_) => Problem::unavailable().response(),
     }
@@ -44,7 +46,10 @@ async fn metrics(state: web::Data<AppState>) -> HttpResponse {
 
 fn render(s: &Stats) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# HELP onceform_deliveries_total Requests received by the submit endpoints, by outcome.");
+    let _ = writeln!(
+        out,
+        "# HELP onceform_deliveries_total Requests received by the submit endpoints, by outcome."
+    );
     let _ = writeln!(out, "# TYPE onceform_deliveries_total counter");
     for (outcome, n) in &s.deliveries {
         let _ = writeln!(out, "onceform_deliveries_total{{outcome=\"{outcome}\"}} {n}");

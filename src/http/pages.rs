@@ -61,7 +61,13 @@ pub struct MessagePage<'a> {
 
 impl<'a> FormPage<'a> {
     /// The form, empty or refilled with what the visitor sent and the messages for it.
-    pub fn new(name: &'a str, form: &'a FormConfig, operation_id: &'a str, raw: &RawFields, errors: &FieldErrors) -> Self {
+    pub fn new(
+        name: &'a str,
+        form: &'a FormConfig,
+        operation_id: &'a str,
+        raw: &RawFields,
+        errors: &FieldErrors,
+    ) -> Self {
         let value_of = |n: &str| raw.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default();
         let fields = form
             .fields
@@ -76,7 +82,11 @@ impl<'a> FormPage<'a> {
                         FieldType::Textarea => "textarea",
                         FieldType::Select => "select",
                     },
-                    options: f.options.iter().map(|o| OptionView { selected: *o == value, value: o.clone() }).collect(),
+                    options: f
+                        .options
+                        .iter()
+                        .map(|o| OptionView { selected: *o == value, value: o.clone() })
+                        .collect(),
                     name: f.name.clone(),
                     label: f.label().to_string(),
                     required: f.required,
@@ -110,7 +120,12 @@ pub fn html(status: StatusCode, page: &impl Template) -> HttpResponse {
 }
 
 /// A short page with a heading, a sentence and an optional link.
-pub fn message(status: StatusCode, heading: &str, message: &str, link: Option<(String, &str)>) -> HttpResponse {
+pub fn message(
+    status: StatusCode,
+    heading: &str,
+    message: &str,
+    link: Option<(String, &str)>,
+) -> HttpResponse {
     let (link_href, link_label) = match link {
         Some((href, label)) => (Some(href), label),
         None => (None, ""),

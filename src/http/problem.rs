@@ -125,8 +125,11 @@ impl Problem {
     }
 
     pub fn unavailable() -> Self {
-        Problem::new(ProblemKind::Unavailable, "The database is unavailable; nothing was stored. Retry later.")
-            .retry_after(5)
+        Problem::new(
+            ProblemKind::Unavailable,
+            "The database is unavailable; nothing was stored. Retry later.",
+        )
+        .retry_after(5)
     }
 
     pub fn status(&self) -> StatusCode {

@@ -39,9 +39,8 @@ impl RateLimiter {
         if buckets.len() >= MAX_BUCKETS {
             buckets.retain(|_, b| refill(b, now, per_second, capacity) < capacity);
         }
-        let bucket = buckets
-            .entry((form.to_string(), client))
-            .or_insert(Bucket { tokens: capacity, last: now });
+        let bucket =
+            buckets.entry((form.to_string(), client)).or_insert(Bucket { tokens: capacity, last: now });
         let tokens = refill(bucket, now, per_second, capacity);
         if tokens >= 1.0 {
             *bucket = Bucket { tokens: tokens - 1.0, last: now };
@@ -70,6 +69,8 @@ mod tests {
         }
         assert_eq!(rl.check("contact", ip, limit), Err(20));
         assert_eq!(rl.check("other", ip, limit), Ok(()), "buckets are per form");
-        assert!(RateLimiter::new(false).check("contact", ip, RateLimitConfig { requests: 1, per_seconds: 60 }).is_ok());
+        assert!(RateLimiter::new(false)
+            .check("contact", ip, RateLimitConfig { requests: 1, per_seconds: 60 })
+            .is_ok());
     }
 }

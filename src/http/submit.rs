@@ -15,8 +15,11 @@ use crate::domain::{normalise, OperationId, RawFields};
 pub fn check_rate(state: &AppState, form_name: &str, peer: Option<IpAddr>) -> Result<(), Problem> {
     let (Some(form), Some(ip)) = (state.config.form(form_name), peer) else { return Ok(()) };
     state.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
-        Problem::new(ProblemKind::RateLimited, format!("too many submissions from this client; retry in {seconds} s"))
-            .retry_after(seconds)
+        Problem::new(
+            ProblemKind::RateLimited,
+            format!("too many submissions from this client; retry in {seconds} s"),
+        )
+        .retry_after(seconds)
     })
 }
 
@@ -100,9 +103,12 @@ pub fn outcome_problem(outcome: &Outcome) -> Option<Problem> {
             .with("operation_id", operation_id.as_str()),
         ),
         Outcome::InProgress { operation_id } => Some(
-            Problem::new(ProblemKind::OperationInProgress, "the first request with this operation ID is still in flight")
-                .with("operation_id", operation_id.as_str())
-                .retry_after(1),
+            Problem::new(
+                ProblemKind::OperationInProgress,
+                "the first request with this operation ID is still in flight",
+            )
+            .with("operation_id", operation_id.as_str())
+            .retry_after(1),
         ),
     }
 }

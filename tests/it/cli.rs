@@ -38,7 +38,11 @@ fn check_config_accepts_the_default_and_names_each_problem() {
     let out = onceform(&["check-config", "--config", bad.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("select needs options") && err.contains("confirmation_email needs a field of type email"), "{err}");
+    assert!(
+        err.contains("select needs options")
+            && err.contains("confirmation_email needs a field of type email"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"));
     assert_eq!(err.lines().count(), 1, "{err}");
 

@@ -45,7 +45,8 @@ async fn two_serve_processes_on_one_postgres_create_one_submission_per_key() {
             .unwrap();
         assert_eq!(status["effects"].as_array().unwrap().len(), 3, "round {round}");
     }
-    let metrics = client.get(format!("{}/metrics", servers[0].address)).send().await.unwrap().text().await.unwrap();
+    let metrics =
+        client.get(format!("{}/metrics", servers[0].address)).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains("onceform_submissions_total 3\n"), "{metrics}");
     assert!(metrics.contains("onceform_deliveries_total{outcome=\"created\"} 3\n"), "{metrics}");
 }

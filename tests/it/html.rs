@@ -59,7 +59,10 @@ async fn a_form_posted_twice_lands_on_one_receipt(backend: Backend) {
     assert_eq!(receipt.status(), 200);
     let text = receipt.text().await.unwrap();
     assert!(text.contains("Your reference: <code class=\"ref\">OF-"), "{text}");
-    assert!(!text.contains("Printer on fire") && !text.contains("grace@example.com"), "no content on the receipt");
+    assert!(
+        !text.contains("Printer on fire") && !text.contains("grace@example.com"),
+        "no content on the receipt"
+    );
 
     let stats = app.stats().await;
     assert_eq!((stats.submissions, stats.effects_total(), stats.deliveries_total()), (1, 3, 2));
@@ -103,7 +106,10 @@ async fn a_honeypot_hit_looks_accepted_but_has_no_effects(backend: Backend) {
         .query(|pool| {
             use diesel::prelude::*;
             use onceform::db::schema::submissions::dsl as s;
-            onceform::with_conn!(pool, |c| s::submissions.select(s::spam).load(c).map_err(onceform::db::DbError::from))
+            onceform::with_conn!(pool, |c| s::submissions
+                .select(s::spam)
+                .load(c)
+                .map_err(onceform::db::DbError::from))
         })
         .await;
     assert_eq!(spam, [true]);
@@ -122,7 +128,8 @@ async fn a_changed_re_post_gets_the_conflict_page(backend: Backend) {
 
 async fn keyless_posts_are_accepted_and_flagged(backend: Backend) {
     let app = spawn_app(backend).await;
-    let form: Vec<_> = fields("", "From a static site").into_iter().filter(|(k, _)| *k != "operation_id").collect();
+    let form: Vec<_> =
+        fields("", "From a static site").into_iter().filter(|(k, _)| *k != "operation_id").collect();
     let a = post(&app, &form).await;
     let b = post(&app, &form).await;
     assert_eq!((a.status().as_u16(), b.status().as_u16()), (303, 303));
@@ -131,12 +138,16 @@ async fn keyless_posts_are_accepted_and_flagged(backend: Backend) {
         .query(|pool| {
             use diesel::prelude::*;
             use onceform::db::schema::submissions::dsl as s;
-            onceform::with_conn!(pool, |c| s::submissions.select(s::keyless).load(c).map_err(onceform::db::DbError::from))
+            onceform::with_conn!(pool, |c| s::submissions
+                .select(s::keyless)
+                .load(c)
+                .map_err(onceform::db::DbError::from))
         })
         .await;
     assert_eq!(keyless, [true, true]);
 
-    let strict = spawn_app_with(backend, |c| c.forms.get_mut("contact").unwrap().allow_keyless_html = false).await;
+    let strict =
+        spawn_app_with(backend, |c| c.forms.get_mut("contact").unwrap().allow_keyless_html = false).await;
     assert_eq!(post(&strict, &form).await.status(), 400);
     assert_eq!(strict.stats().await.submissions, 0);
 }

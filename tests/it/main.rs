@@ -3,10 +3,10 @@
 
 mod support;
 
-mod submit;
-mod malformed;
-mod concurrency;
-mod unavailable;
-mod html;
 mod cli;
+mod concurrency;
+mod html;
 mod limits;
+mod malformed;
+mod submit;
+mod unavailable;

@@ -21,7 +21,15 @@ struct Case {
 }
 
 fn case(name: &'static str, body: impl Into<Vec<u8>>, status: u16, problem: &'static str) -> Case {
-    Case { name, form: "contact", key: Some(KEY), content_type: Some("application/json"), body: body.into(), status, problem }
+    Case {
+        name,
+        form: "contact",
+        key: Some(KEY),
+        content_type: Some("application/json"),
+        body: body.into(),
+        status,
+        problem,
+    }
 }
 
 fn cases() -> Vec<Case> {
@@ -33,12 +41,22 @@ fn cases() -> Vec<Case> {
         case("JSON null", "null", 400, "malformed-body"),
         case("number for a text field", GOOD.replace(r#""Ada""#, "42"), 400, "malformed-body"),
         case("boolean for a text field", GOOD.replace(r#""Ada""#, "true"), 400, "malformed-body"),
-        case("object for a text field", GOOD.replace(r#""Ada""#, r#"{"first":"Ada"}"#), 400, "malformed-body"),
+        case(
+            "object for a text field",
+            GOOD.replace(r#""Ada""#, r#"{"first":"Ada"}"#),
+            400,
+            "malformed-body",
+        ),
         case("deeply nested", format!("{}{}", "[".repeat(500), "]".repeat(500)), 400, "malformed-body"),
         case("invalid UTF-8", b"{\"name\":\"\xff\xfe\"}".to_vec(), 400, "malformed-body"),
         case("empty body", "", 400, "malformed-body"),
         case("whitespace body", "  \n ", 400, "malformed-body"),
-        case("operation_id of the wrong type", GOOD.replacen('{', r#"{"operation_id":17,"#, 1), 400, "malformed-body"),
+        case(
+            "operation_id of the wrong type",
+            GOOD.replacen('{', r#"{"operation_id":17,"#, 1),
+            400,
+            "malformed-body",
+        ),
         case("unknown field", GOOD.replacen('{', r#"{"colour":"red","#, 1), 422, "validation-failed"),
         case("huge body", format!(r#"{{"message":"{}"}}"#, "x".repeat(200_000)), 413, "payload-too-large"),
         Case { content_type: Some("text/plain"), ..case("text/plain", GOOD, 415, "unsupported-media-type") },
@@ -49,11 +67,28 @@ fn cases() -> Vec<Case> {
         },
         Case { key: Some(b"short"), ..case("key too short", GOOD, 400, "operation-id-invalid") },
         Case { key: Some(&[b'k'; 256]), ..case("key too long", GOOD, 400, "operation-id-invalid") },
-        Case { key: Some(b"has spaces in the key!!"), ..case("key with bad characters", GOOD, 400, "operation-id-invalid") },
-        Case { key: Some(b"\"unterminated-sf-string-key"), ..case("broken sf-string", GOOD, 400, "operation-id-invalid") },
-        Case { key: Some(b"caf\xc3\xa9-operation-0000001"), ..case("non-ASCII key", GOOD, 400, "operation-id-invalid") },
-        Case { key: None, ..case("malformed key in the body", with_body_key("bad key!"), 400, "operation-id-invalid") },
-        case("header and body keys differ", with_body_key("another-key-00000000001"), 400, "operation-id-mismatch"),
+        Case {
+            key: Some(b"has spaces in the key!!"),
+            ..case("key with bad characters", GOOD, 400, "operation-id-invalid")
+        },
+        Case {
+            key: Some(b"\"unterminated-sf-string-key"),
+            ..case("broken sf-string", GOOD, 400, "operation-id-invalid")
+        },
+        Case {
+            key: Some(b"caf\xc3\xa9-operation-0000001"),
+            ..case("non-ASCII key", GOOD, 400, "operation-id-invalid")
+        },
+        Case {
+            key: None,
+            ..case("malformed key in the body", with_body_key("bad key!"), 400, "operation-id-invalid")
+        },
+        case(
+            "header and body keys differ",
+            with_body_key("another-key-00000000001"),
+            400,
+            "operation-id-mismatch",
+        ),
         Case { key: None, ..case("no key at all", GOOD, 400, "operation-id-missing") },
         Case { form: "no-such-form", ..case("unknown form", GOOD, 404, "not-found") },
     ]
@@ -66,7 +101,8 @@ async fn every_malformed_request_gets_its_problem_and_stores_nothing(backend: Ba
     let cases = cases();
     assert!(cases.len() >= 20);
     for c in &cases {
-        let mut req = app.client.post(app.url(&format!("/api/forms/{}/submissions", c.form))).body(c.body.clone());
+        let mut req =
+            app.client.post(app.url(&format!("/api/forms/{}/submissions", c.form))).body(c.body.clone());
         if let Some(k) = c.key {
             req = req.header("Idempotency-Key", HeaderValue::from_bytes(k).unwrap());
         }

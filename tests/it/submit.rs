@@ -34,7 +34,8 @@ async fn first_submit_creates_and_a_retry_replays_the_same_body(backend: Backend
     assert_eq!(body["operation_id"], key.as_str());
     assert_eq!(body["form"], "contact");
     assert_eq!(body["status"], "accepted");
-    let kinds: Vec<&str> = body["effects"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> =
+        body["effects"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["crm_lead", "confirmation_email", "owner_notification"]);
 
     let stats = app.stats().await;
@@ -135,7 +136,8 @@ async fn status_shows_states_but_never_content(backend: Backend) {
     let key = new_key();
     let created: Value = app.submit(&key, &inquiry("Secret plans")).await.json().await.unwrap();
 
-    let resp = app.client.get(app.url(&format!("/api/forms/contact/submissions/{key}"))).send().await.unwrap();
+    let resp =
+        app.client.get(app.url(&format!("/api/forms/contact/submissions/{key}"))).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     let text = resp.text().await.unwrap();
     assert!(!text.contains("Secret plans") && !text.contains("ada@example.com"), "{text}");
@@ -144,7 +146,12 @@ async fn status_shows_states_but_never_content(backend: Backend) {
     assert_eq!(status["effects"].as_array().unwrap().len(), 3);
     assert!(status["effects"].as_array().unwrap().iter().all(|e| e["state"] == "PENDING"));
 
-    let missing = app.client.get(app.url(&format!("/api/forms/contact/submissions/{}", new_key()))).send().await.unwrap();
+    let missing = app
+        .client
+        .get(app.url(&format!("/api/forms/contact/submissions/{}", new_key())))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(missing.status(), 404);
     assert_eq!(missing.headers()["content-type"], "application/problem+json");
 }

@@ -37,12 +37,12 @@ macro_rules! on_both_backends {
 
 /// The PostgreSQL server tests create their databases on.
 pub fn pg_admin_url() -> String {
-    std::env::var("ONCEFORM_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("ONCEFORM_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 /// A database that exists for one test.
 pub struct TestDb {
-    pub backend: Backend,
     pub url: String,
     dir: Option<PathBuf>,
     pg_name: Option<String>,
@@ -56,7 +56,7 @@ impl TestDb {
                 let dir = std::env::temp_dir().join(format!("onceform-test-{tag}"));
                 std::fs::create_dir_all(&dir).unwrap();
                 let url = format!("sqlite://{}", dir.join("onceform.db").display());
-                TestDb { backend, url, dir: Some(dir), pg_name: None }
+                TestDb { url, dir: Some(dir), pg_name: None }
             }
             Backend::Postgres => {
                 let name = format!("onceform_t_{tag}");
@@ -64,7 +64,7 @@ impl TestDb {
                 admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
                 let base = pg_admin_url();
                 let server = base.rsplit_once('/').map(|(s, _)| s).unwrap_or(&base);
-                TestDb { backend, url: format!("{server}/{name}"), dir: None, pg_name: Some(name) }
+                TestDb { url: format!("{server}/{name}"), dir: None, pg_name: Some(name) }
             }
         }
     }
@@ -92,8 +92,8 @@ pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
     pub pool: Pool,
-    pub config: Arc<Config>,
-    pub db: TestDb,
+    /// Dropped with the app: the database goes away after the test.
+    _db: TestDb,
 }
 
 /// The demo configuration, rate limits off, on a fresh database of `backend`.
@@ -121,12 +121,11 @@ pub async fn spawn_app_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -
 pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
     let database = config.database.clone();
     let pool = tokio::task::spawn_blocking(move || Pool::connect(&database)).await.unwrap().unwrap();
-    let config = Arc::new(config);
-    let app = Application::build(config.clone(), pool.clone()).unwrap();
+    let app = Application::build(Arc::new(config), pool.clone()).unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run());
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    TestApp { address, client, pool, config, db }
+    TestApp { address, client, pool, _db: db }
 }
 
 /// A valid contact submission.
