@@ -4,13 +4,18 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use tokio::sync::watch;
+
 use crate::config::Config;
 use crate::db::Pool;
+use crate::effects::Registry;
 use crate::http::Application;
+use crate::worker::Worker;
 
-pub const USAGE: &str = "usage: onceform [--config PATH] [serve | migrate | check-config]
+pub const USAGE: &str = "usage: onceform [--config PATH] [serve | worker | migrate | check-config]
 
-  serve         HTTP server (the default)
+  serve         HTTP server and side-effect workers (the default)
+  worker        side-effect workers only
   migrate       apply pending database migrations and exit
   check-config  validate the configuration and exit
 
@@ -22,6 +27,7 @@ Environment: ONCEFORM_DATABASE_URL, ONCEFORM_BIND, ONCEFORM_SMTP_URL, ONCEFORM_C
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Serve,
+    Worker,
     Migrate,
     CheckConfig,
     Help,
@@ -65,6 +71,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
             "-h" | "--help" | "help" => set(&mut command, Command::Help)?,
             "-V" | "--version" => set(&mut command, Command::Version)?,
             "serve" => set(&mut command, Command::Serve)?,
+            "worker" => set(&mut command, Command::Worker)?,
             "migrate" => set(&mut command, Command::Migrate)?,
             "check-config" => set(&mut command, Command::CheckConfig)?,
             "--config" => match args.next() {
@@ -104,6 +111,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
             Ok(())
         }
         Command::Serve => serve(load(&args)?),
+        Command::Worker => worker(load(&args)?),
     }
 }
 
@@ -114,7 +122,12 @@ fn load(args: &Args) -> Result<Config, Exit> {
 fn serve(config: Config) -> Result<(), Exit> {
     let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
     let config = Arc::new(config);
-    actix_web::rt::System::new().block_on(async move {
+    let (stop, stopped) = watch::channel(false);
+    let workers = match config.worker.enabled {
+        true => Some(spawn_worker(build_worker(&config, &pool)?, stopped)),
+        false => None,
+    };
+    let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
         let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
         let base = format!("http://{host}:{}", app.port());
@@ -127,7 +140,62 @@ fn serve(config: Config) -> Result<(), Exit> {
         let _ = out.flush();
         tracing::info!(database = %pool_label(&config), "serving");
         app.run().await.map_err(Exit::failure)
+    });
+    // The HTTP server has stopped (SIGINT/SIGTERM): let the workers finish their pass.
+    let _ = stop.send(true);
+    if let Some(handle) = workers {
+        let _ = handle.join();
+    }
+    served
+}
+
+fn build_worker(config: &Arc<Config>, pool: &Pool) -> Result<Worker, Exit> {
+    let registry = Registry::from_config(config.clone()).map_err(Exit::failure)?;
+    Ok(Worker::new(pool.clone(), registry, config.worker.clone()))
+}
+
+/// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.
+fn spawn_worker(worker: Worker, stopped: watch::Receiver<bool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+            Ok(rt) => rt.block_on(worker.run(stopped)),
+            Err(error) => tracing::error!(%error, "cannot start the worker runtime"),
+        }
     })
+}
+
+/// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
+fn worker(config: Config) -> Result<(), Exit> {
+    let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+    let worker = build_worker(&Arc::new(config), &pool)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Exit::failure)?;
+    rt.block_on(async move {
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "onceform worker {} running", worker.owner());
+        let _ = out.flush();
+        worker.run(stopped).await;
+    });
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
 }
 
 /// The database in logs: the backend only, never the URL (it may hold a password).

@@ -7,5 +7,7 @@ pub mod config;
 pub mod db;
 pub mod deliveries;
 pub mod domain;
+pub mod effects;
 pub mod http;
 pub mod status;
+pub mod worker;

@@ -3,9 +3,9 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
-use validator::{Validate, ValidationErrors};
+use validator::{Validate, ValidateEmail, ValidationErrors};
 
-use super::{Config, FieldType, FormConfig};
+use super::{Config, CrmAdapterName, FieldType, FormConfig};
 use crate::domain::EffectKind;
 
 /// All problems found in `config`; empty when it is usable.
@@ -16,6 +16,25 @@ pub fn problems(config: &Config) -> Vec<String> {
     }
     push_validation(&mut out, "server", config.server.validate());
     push_validation(&mut out, "database", config.database.validate());
+    push_validation(&mut out, "worker", config.worker.validate());
+    if config.worker.call_timeout_ms / 1000 >= config.worker.lease_seconds {
+        out.push("worker.lease_seconds: must be longer than worker.call_timeout_ms".into());
+    }
+    let crm = &config.crm;
+    match crm.adapter() {
+        CrmAdapterName::File => {}
+        CrmAdapterName::Generic | CrmAdapterName::Hubspot | CrmAdapterName::Salesforce
+            if crm.url.is_none() =>
+        {
+            out.push("crm.url: this CRM adapter needs a URL (or ONCEFORM_CRM_URL)".into())
+        }
+        _ => {}
+    }
+    if let Some(l) = &crm.lookup_url {
+        if !l.contains("{external_ref}") {
+            out.push("crm.lookup_url: must contain {external_ref}".into());
+        }
+    }
     if let Err(e) = crate::db::DatabaseUrl::parse(&config.database.url) {
         out.push(format!("database.url: {e}"));
     }
@@ -73,6 +92,19 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
     }
     if kinds.contains(&EffectKind::ConfirmationEmail) && !form.has_email_field() {
         out.push(format!("{at}.effects: confirmation_email needs a field of type email"));
+    }
+    if kinds.contains(&EffectKind::OwnerNotification) && form.notify.is_empty() {
+        out.push(format!("{at}.notify: owner_notification needs at least one address"));
+    }
+    for address in &form.notify {
+        if !address.validate_email() {
+            out.push(format!("{at}.notify: `{address}` is not an email address"));
+        }
+    }
+    for field in form.crm_fields.keys() {
+        if form.field(field).is_none() {
+            out.push(format!("{at}.crm_fields: `{field}` is not a field of this form"));
+        }
     }
 }
 

@@ -27,6 +27,8 @@ pub struct Config {
     #[serde(default)]
     pub crm: CrmConfig,
     #[serde(default)]
+    pub worker: WorkerConfig,
+    #[serde(default)]
     pub forms: BTreeMap<String, FormConfig>,
 }
 
@@ -63,18 +65,98 @@ pub struct DatabaseConfig {
     pub busy_timeout_ms: u64,
 }
 
-/// Mail delivery (used by the side-effect workers).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// Mail delivery: SMTP when `url` is set, else `.eml` files under `mail_dir`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SmtpConfig {
+    /// `smtp://[user:pass@]host[:port]` (`?tls=required` for STARTTLS) or `smtps://…`.
     pub url: Option<String>,
+    #[serde(default = "default_mail_from")]
+    pub from: String,
+    #[serde(default = "default_mail_dir")]
+    pub mail_dir: String,
 }
 
-/// CRM delivery (used by the side-effect workers).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// Where leads go; see `src/effects/crm/` for the adapters.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrmConfig {
+    /// `file`, `generic`, `hubspot` or `salesforce`; default `generic` when `url` is set, else `file`.
+    pub adapter: Option<CrmAdapterName>,
+    /// generic: the URL leads are POSTed to; hubspot/salesforce: the API base URL.
     pub url: Option<String>,
+    /// generic: lookup URL with `{external_ref}`; without it, unknown outcomes wait for an admin.
+    pub lookup_url: Option<String>,
+    /// The environment variable holding the API token (never logged).
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+    /// file: where `leads.jsonl` is written.
+    #[serde(default = "default_crm_dir")]
+    pub dir: String,
+    /// hubspot: the unique contact property holding the external reference.
+    #[serde(default = "default_hubspot_property")]
+    pub hubspot_id_property: String,
+    /// salesforce: the Lead External ID field holding the external reference.
+    #[serde(default = "default_salesforce_field")]
+    pub salesforce_external_id_field: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrmAdapterName {
+    File,
+    Generic,
+    Hubspot,
+    Salesforce,
+}
+
+impl CrmConfig {
+    pub fn adapter(&self) -> CrmAdapterName {
+        match (self.adapter, &self.url) {
+            (Some(a), _) => a,
+            (None, Some(_)) => CrmAdapterName::Generic,
+            (None, None) => CrmAdapterName::File,
+        }
+    }
+}
+
+/// The side-effect workers (inside `serve`, or alone as `onceform worker`).
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// Run the workers inside `serve`.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Effects in flight at once in one process.
+    #[serde(default = "default_concurrency")]
+    #[validate(range(min = 1, max = 1024))]
+    pub concurrency: usize,
+    /// Idle wait between polls.
+    #[serde(default = "default_poll_ms")]
+    #[validate(range(min = 10, max = 60000))]
+    pub poll_ms: u64,
+    /// A SENDING record whose lease runs out (its worker died) becomes UNKNOWN.
+    #[serde(default = "default_lease_seconds")]
+    #[validate(range(min = 1, max = 86400))]
+    pub lease_seconds: u64,
+    /// Hard limit on one delivery call (HTTP request, SMTP send).
+    #[serde(default = "default_call_timeout_ms")]
+    #[validate(range(min = 10, max = 600000))]
+    pub call_timeout_ms: u64,
+    #[serde(default = "default_max_attempts")]
+    #[validate(range(min = 1, max = 100))]
+    pub max_attempts: i32,
+    /// First retry delay; doubled per attempt, jittered, capped by `backoff_max_seconds`.
+    #[serde(default = "default_backoff_base_ms")]
+    #[validate(range(min = 1, max = 3600000))]
+    pub backoff_base_ms: u64,
+    #[serde(default = "default_backoff_max_seconds")]
+    #[validate(range(min = 1, max = 604800))]
+    pub backoff_max_seconds: u64,
+    /// How soon an UNKNOWN outcome is looked up (and again after a failed lookup).
+    #[serde(default = "default_reconcile_ms")]
+    #[validate(range(min = 1, max = 3600000))]
+    pub reconcile_after_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]
@@ -106,6 +188,12 @@ pub struct FormConfig {
     #[serde(default)]
     #[validate(nested)]
     pub rate_limit: RateLimitConfig,
+    /// Addresses that get the owner notification (Reply-To: the visitor).
+    #[serde(default)]
+    pub notify: Vec<String>,
+    /// CRM field name for each form field sent with the lead (default: the same names).
+    #[serde(default)]
+    pub crm_fields: BTreeMap<String, String>,
     /// How long an operation ID keeps answering replays.
     #[serde(default = "default_operation_ttl_days")]
     #[validate(range(min = 1, max = 3650))]
@@ -253,6 +341,42 @@ impl Default for ServerConfig {
     }
 }
 
+impl Default for SmtpConfig {
+    fn default() -> Self {
+        Self { url: None, from: default_mail_from(), mail_dir: default_mail_dir() }
+    }
+}
+
+impl Default for CrmConfig {
+    fn default() -> Self {
+        Self {
+            adapter: None,
+            url: None,
+            lookup_url: None,
+            token_env: default_token_env(),
+            dir: default_crm_dir(),
+            hubspot_id_property: default_hubspot_property(),
+            salesforce_external_id_field: default_salesforce_field(),
+        }
+    }
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            concurrency: default_concurrency(),
+            poll_ms: default_poll_ms(),
+            lease_seconds: default_lease_seconds(),
+            call_timeout_ms: default_call_timeout_ms(),
+            max_attempts: default_max_attempts(),
+            backoff_base_ms: default_backoff_base_ms(),
+            backoff_max_seconds: default_backoff_max_seconds(),
+            reconcile_after_ms: default_reconcile_ms(),
+        }
+    }
+}
+
 impl Default for DatabaseConfig {
     fn default() -> Self {
         Self {
@@ -290,4 +414,46 @@ fn default_max_body_bytes() -> usize {
 }
 fn default_operation_ttl_days() -> u32 {
     395
+}
+fn default_mail_from() -> String {
+    "onceform <noreply@localhost>".into()
+}
+fn default_mail_dir() -> String {
+    "./data/mail".into()
+}
+fn default_token_env() -> String {
+    "ONCEFORM_CRM_TOKEN".into()
+}
+fn default_crm_dir() -> String {
+    "./data/crm".into()
+}
+fn default_hubspot_property() -> String {
+    "onceform_ref".into()
+}
+fn default_salesforce_field() -> String {
+    "Onceform_Ref__c".into()
+}
+fn default_concurrency() -> usize {
+    16
+}
+fn default_poll_ms() -> u64 {
+    500
+}
+fn default_lease_seconds() -> u64 {
+    60
+}
+fn default_call_timeout_ms() -> u64 {
+    10_000
+}
+fn default_max_attempts() -> i32 {
+    8
+}
+fn default_backoff_base_ms() -> u64 {
+    2_000
+}
+fn default_backoff_max_seconds() -> u64 {
+    3_600
+}
+fn default_reconcile_ms() -> u64 {
+    30_000
 }

@@ -4,6 +4,7 @@
 //! runs a block on whichever backend the pool holds.
 
 pub mod models;
+mod queue;
 pub mod schema;
 mod store;
 mod url;
@@ -15,6 +16,7 @@ use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool as R2Pool};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
+pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
 pub use url::DatabaseUrl;
 

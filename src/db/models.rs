@@ -88,3 +88,41 @@ pub struct NewDelivery {
     pub http_status: i32,
     pub received_at: NaiveDateTime,
 }
+
+/// A claimed side-effect record with what its delivery needs of the submission.
+#[derive(Debug, Clone, Queryable)]
+pub struct JobRow {
+    pub id: String,
+    pub kind: String,
+    pub batch: i32,
+    pub effect_key: String,
+    pub state: String,
+    pub attempts: i32,
+    pub submission_id: String,
+    pub form: String,
+    pub fields_json: Option<String>,
+    pub received_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = super::schema::effect_attempts)]
+pub struct NewAttempt {
+    pub id: String,
+    pub effect_id: String,
+    pub started_at: NaiveDateTime,
+    pub duration_ms: i32,
+    pub outcome: String,
+    pub http_status: Option<i32>,
+    pub smtp_code: Option<i32>,
+    pub error_class: Option<String>,
+    pub provider_ref: Option<String>,
+}
+
+/// The state a finished attempt or lookup moves its record to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    pub state: String,
+    pub next_attempt_at: NaiveDateTime,
+    pub provider_ref: Option<String>,
+    pub last_error: Option<String>,
+}

@@ -1,0 +1,82 @@
+//! What the HTTP adapters share: the client, the token, and how a response is classified.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::RETRY_AFTER;
+use reqwest::{RequestBuilder, Response, StatusCode};
+
+use crate::effects::{Lookup, Outcome, Report};
+
+/// An API token: never printed, never logged.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+pub fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .user_agent(concat!("onceform/", env!("CARGO_PKG_VERSION")))
+        .build()?)
+}
+
+pub fn authorize(req: RequestBuilder, token: &Option<Secret>) -> RequestBuilder {
+    match token {
+        Some(Secret(t)) => req.bearer_auth(t),
+        None => req,
+    }
+}
+
+/// A request that never got an answer: refused before sending is transient; a timeout or a
+/// connection dropped after the request went out is ambiguous.
+pub fn transport_error(e: &reqwest::Error) -> Report {
+    if e.is_timeout() {
+        Report::failed(Outcome::Ambiguous, "timeout")
+    } else if e.is_connect() {
+        Report::failed(Outcome::Transient { retry_after: None }, "connect")
+    } else {
+        Report::failed(Outcome::Ambiguous, "connection_dropped")
+    }
+}
+
+/// A non-success status: 429/503 transient (honouring Retry-After), other 5xx and 408
+/// ambiguous (the target may have acted), other 4xx permanent.
+pub fn status_error(resp: &Response) -> Report {
+    let status = resp.status();
+    let class = format!("http_{}", status.as_u16());
+    let outcome = match status {
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+            Outcome::Transient { retry_after: retry_after(resp) }
+        }
+        StatusCode::REQUEST_TIMEOUT => Outcome::Ambiguous,
+        s if s.is_server_error() => Outcome::Ambiguous,
+        _ => Outcome::Permanent,
+    };
+    Report::failed(outcome, class).with_http(status.as_u16())
+}
+
+/// `Retry-After` in seconds (HTTP dates are rare from APIs and treated as absent).
+pub fn retry_after(resp: &Response) -> Option<Duration> {
+    let v = resp.headers().get(RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// A lookup that got no usable answer.
+pub fn lookup_failed(class: impl Into<String>) -> Lookup {
+    Lookup::Failed { error_class: class.into() }
+}
+
+/// The `id` member of a JSON body (string or number).
+pub fn id_of(body: &serde_json::Value, key: &str) -> Option<String> {
+    match &body[key] {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}

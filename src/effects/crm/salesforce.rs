@@ -1,0 +1,194 @@
+//! `salesforce`: upsert a Lead by an external ID field (idempotent); look it up by that field.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
+use super::{Capabilities, CrmAdapter, Lead};
+use crate::effects::{BoxFuture, Lookup, Outcome, Report};
+
+const API_VERSION: &str = "v59.0";
+
+/// Percent-encodes everything but RFC 3986 unreserved characters, for one path segment or query value.
+pub(super) fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
+            _ => {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
+}
+
+pub struct Salesforce {
+    client: reqwest::Client,
+    instance_url: String,
+    /// The Lead's external ID field (e.g. `Onceform_Ref__c`) that holds the external reference.
+    external_id_field: String,
+    token: Option<Secret>,
+}
+
+impl Salesforce {
+    pub fn new(
+        instance_url: String,
+        external_id_field: String,
+        token: Option<Secret>,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let instance_url = instance_url.trim_end_matches('/').to_string();
+        Ok(Salesforce { client: client(timeout)?, instance_url, external_id_field, token })
+    }
+
+    fn record_url(&self, external_ref: &str) -> String {
+        let (field, r) = (encode_segment(&self.external_id_field), encode_segment(external_ref));
+        format!("{}/services/data/{API_VERSION}/sobjects/Lead/{field}/{r}", self.instance_url)
+    }
+}
+
+/// A 400 whose error list says a duplicate rule blocked the record.
+fn duplicates_detected(body: &Value) -> bool {
+    body.as_array().is_some_and(|errors| errors.iter().any(|e| e["errorCode"] == "DUPLICATES_DETECTED"))
+}
+
+impl CrmAdapter for Salesforce {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { idempotent_upsert: true, lookup: true }
+    }
+
+    fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let req = self.client.patch(self.record_url(&lead.external_ref)).json(&lead.fields);
+            let resp = match authorize(req, &self.token).send().await {
+                Ok(r) => r,
+                Err(e) => return transport_error(&e),
+            };
+            let status = resp.status().as_u16();
+            match status {
+                204 => Report::sent(lead.external_ref.clone()).with_http(status),
+                s if resp.status().is_success() => {
+                    let body: Value = resp.json().await.unwrap_or_default();
+                    Report::sent(id_of(&body, "id").unwrap_or_else(|| lead.external_ref.clone())).with_http(s)
+                }
+                300 => Report::failed(Outcome::Permanent, "external_id_ambiguous").with_http(status),
+                400 => {
+                    let refused = status_error(&resp);
+                    let body: Value = resp.json().await.unwrap_or_default();
+                    if !duplicates_detected(&body) {
+                        return refused;
+                    }
+                    Report::failed(Outcome::Permanent, "duplicate_rule").with_http(status)
+                }
+                _ => status_error(&resp),
+            }
+        })
+    }
+
+    fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let url = format!("{}?fields=Id", self.record_url(external_ref));
+            let resp = match authorize(self.client.get(url), &self.token).send().await {
+                Ok(r) => r,
+                Err(_) => return lookup_failed("lookup_transport"),
+            };
+            match resp.status().as_u16() {
+                404 => Lookup::Absent,
+                200 => {
+                    let body: Value = resp.json().await.unwrap_or_default();
+                    match id_of(&body, "Id").or_else(|| id_of(&body, "id")) {
+                        Some(provider_ref) => Lookup::Found { provider_ref },
+                        None => lookup_failed("lookup_body"),
+                    }
+                }
+                s => lookup_failed(format!("lookup_http_{s}")),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::hubspot::fake::serve;
+    use super::*;
+    use serde_json::json;
+
+    const REF: &str = "0193-ab:crm_lead:0";
+    const PATH: &str = "/services/data/v59.0/sobjects/Lead/Onceform_Ref__c/0193-ab%3Acrm_lead%3A0";
+
+    fn salesforce(base: String) -> Salesforce {
+        Salesforce::new(base, "Onceform_Ref__c".into(), Some(Secret("tok".into())), Duration::from_secs(5))
+            .unwrap()
+    }
+
+    async fn upsert(status: &str, extra: &str, body: &str) -> Report {
+        let (base, _rx) = serve(status, extra, body).await;
+        salesforce(base).create(&Lead { external_ref: REF.into(), fields: Default::default() }).await
+    }
+
+    #[test]
+    fn encode_segment_escapes_all_but_unreserved() {
+        assert_eq!(encode_segment("a-Z_0.~:/ é"), "a-Z_0.~%3A%2F%20%C3%A9");
+    }
+
+    #[tokio::test]
+    async fn upsert_201_patches_encoded_ref_and_returns_id() {
+        let (base, rx) = serve("201 Created", "", r#"{"id":"00Q1","success":true,"created":true}"#).await;
+        let lead = Lead { external_ref: REF.into(), fields: [("Company".into(), "Acme".into())].into() };
+        assert_eq!(salesforce(base).create(&lead).await, Report::sent("00Q1").with_http(201));
+        let got = rx.await.unwrap();
+        assert_eq!(got.request_line(), format!("PATCH {PATH} HTTP/1.1"));
+        assert_eq!(got.header("authorization"), Some("Bearer tok"));
+        assert_eq!(serde_json::from_str::<Value>(&got.body).unwrap(), json!({"Company": "Acme"}));
+    }
+
+    #[tokio::test]
+    async fn upsert_204_is_sent_with_external_ref() {
+        assert_eq!(upsert("204 No Content", "", "").await, Report::sent(REF).with_http(204));
+    }
+
+    #[tokio::test]
+    async fn duplicates_detected_is_permanent_duplicate_rule() {
+        let body =
+            r#"[{"message":"Use one of these records?","errorCode":"DUPLICATES_DETECTED","fields":[]}]"#;
+        let want = Report::failed(Outcome::Permanent, "duplicate_rule").with_http(400);
+        assert_eq!(upsert("400 Bad Request", "", body).await, want);
+    }
+
+    #[tokio::test]
+    async fn multiple_choices_300_is_permanent_external_id_ambiguous() {
+        let want = Report::failed(Outcome::Permanent, "external_id_ambiguous").with_http(300);
+        assert_eq!(upsert("300 Multiple Choices", "", r#"["/a","/b"]"#).await, want);
+    }
+
+    #[tokio::test]
+    async fn server_error_500_is_ambiguous() {
+        let report = upsert("500 Internal Server Error", "", "[]").await;
+        assert_eq!(report, Report::failed(Outcome::Ambiguous, "http_500").with_http(500));
+    }
+
+    #[tokio::test]
+    async fn too_many_requests_429_is_transient_with_retry_after() {
+        let report = upsert("429 Too Many Requests", "retry-after: 7\r\n", "[]").await;
+        let transient = Outcome::Transient { retry_after: Some(Duration::from_secs(7)) };
+        assert_eq!(report, Report::failed(transient, "http_429").with_http(429));
+    }
+
+    #[tokio::test]
+    async fn lookup_200_is_found_by_external_id() {
+        let (base, rx) = serve("200 OK", "", r#"{"attributes":{"type":"Lead"},"Id":"00Q1"}"#).await;
+        assert_eq!(salesforce(base).lookup(REF).await, Lookup::Found { provider_ref: "00Q1".into() });
+        let got = rx.await.unwrap();
+        assert_eq!(got.request_line(), format!("GET {PATH}?fields=Id HTTP/1.1"));
+        assert_eq!(got.header("authorization"), Some("Bearer tok"));
+    }
+
+    #[tokio::test]
+    async fn lookup_404_is_absent() {
+        let (base, _rx) = serve("404 Not Found", "", r#"[{"errorCode":"NOT_FOUND"}]"#).await;
+        assert_eq!(salesforce(base).lookup(REF).await, Lookup::Absent);
+    }
+}

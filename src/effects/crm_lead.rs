@@ -1,0 +1,54 @@
+//! `crm_lead`: the submission as a lead in the CRM, with the effect's key as external reference.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::crm::{CrmAdapter, Lead};
+use super::{BoxFuture, Effect, Job, Lookup, Report};
+use crate::config::Config;
+use crate::domain::EffectKind;
+
+pub struct CrmLead {
+    crm: Arc<dyn CrmAdapter>,
+    config: Arc<Config>,
+}
+
+impl CrmLead {
+    pub fn new(crm: Arc<dyn CrmAdapter>, config: Arc<Config>) -> Self {
+        CrmLead { crm, config }
+    }
+
+    /// The form's fields under their CRM names (all fields when no mapping is configured).
+    fn lead(&self, job: &Job) -> Lead {
+        let mapping = self.config.form(&job.form).map(|f| &f.crm_fields).filter(|m| !m.is_empty());
+        let fields: BTreeMap<String, String> = match mapping {
+            Some(m) => {
+                job.fields.iter().filter_map(|(k, v)| m.get(k).map(|to| (to.clone(), v.clone()))).collect()
+            }
+            None => job.fields.clone(),
+        };
+        Lead { external_ref: job.effect_key.clone(), fields }
+    }
+}
+
+impl Effect for CrmLead {
+    fn kind(&self) -> EffectKind {
+        EffectKind::CrmLead
+    }
+
+    fn can_reconcile(&self) -> bool {
+        self.crm.capabilities().lookup
+    }
+
+    fn idempotent(&self) -> bool {
+        self.crm.capabilities().idempotent_upsert
+    }
+
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
+        Box::pin(async move { self.crm.create(&self.lead(job)).await })
+    }
+
+    fn reconcile<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Lookup> {
+        self.crm.lookup(&job.effect_key)
+    }
+}

@@ -1,0 +1,152 @@
+//! Sending mail: SMTP (lettre, pooled, TLS/STARTTLS and auth from the URL) or `.eml` files.
+
+mod compose;
+pub mod template;
+
+pub use compose::{vars, visitor};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lettre::message::{Mailbox, MultiPart};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use super::{Outcome, Report};
+use crate::config::SmtpConfig;
+use template::Rendered;
+
+enum Transport {
+    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    /// One `KEY.eml` per effect: sending twice writes the same file.
+    Files(PathBuf),
+}
+
+pub struct Mailer {
+    transport: Transport,
+    pub from: Mailbox,
+    timeout: Duration,
+}
+
+/// Who gets one message.
+pub struct Envelope {
+    pub to: Vec<Mailbox>,
+    pub reply_to: Option<Mailbox>,
+}
+
+impl Mailer {
+    pub fn new(config: &SmtpConfig, timeout: Duration) -> anyhow::Result<Mailer> {
+        let from: Mailbox = config
+            .from
+            .parse()
+            .map_err(|e| anyhow::anyhow!("smtp.from `{}` is not a mailbox: {e}", config.from))?;
+        let transport = match &config.url {
+            Some(url) => Transport::Smtp(
+                AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+                    .map_err(|e| anyhow::anyhow!("smtp.url is not usable: {e}"))?
+                    .timeout(Some(timeout))
+                    .build(),
+            ),
+            None => Transport::Files(PathBuf::from(&config.mail_dir)),
+        };
+        Ok(Mailer { transport, from, timeout })
+    }
+
+    /// Writing files is idempotent (one file per effect key); SMTP is not.
+    pub fn idempotent(&self) -> bool {
+        matches!(self.transport, Transport::Files(_))
+    }
+
+    /// Builds and sends one message whose Message-ID derives from `effect_key`.
+    pub async fn send(&self, effect_key: &str, envelope: Envelope, content: Rendered) -> Report {
+        let message = match self.build(effect_key, envelope, content) {
+            Ok(m) => m,
+            Err(class) => return Report::failed(Outcome::Permanent, class),
+        };
+        match &self.transport {
+            Transport::Files(dir) => write_eml(dir, effect_key, &message),
+            Transport::Smtp(smtp) => match tokio::time::timeout(self.timeout, smtp.send(message)).await {
+                Err(_) => Report::failed(Outcome::Ambiguous, "timeout"),
+                Ok(Ok(response)) => {
+                    let text = response.message().collect::<Vec<_>>().join(" ");
+                    Report::sent(if text.is_empty() { message_id(effect_key) } else { text })
+                        .with_smtp(Some(u16::from(response.code())))
+                }
+                Ok(Err(e)) => smtp_error(&e),
+            },
+        }
+    }
+
+    fn build(
+        &self,
+        effect_key: &str,
+        envelope: Envelope,
+        content: Rendered,
+    ) -> Result<Message, &'static str> {
+        let mut builder = Message::builder()
+            .from(self.from.clone())
+            .subject(content.subject)
+            .message_id(Some(message_id(effect_key)));
+        if envelope.to.is_empty() {
+            return Err("no_recipient");
+        }
+        for to in envelope.to {
+            builder = builder.to(to);
+        }
+        if let Some(reply_to) = envelope.reply_to {
+            builder = builder.reply_to(reply_to);
+        }
+        builder
+            .multipart(MultiPart::alternative_plain_html(content.text, content.html))
+            .map_err(|_| "message_build")
+    }
+}
+
+/// Deterministic per effect, so a provider or a reader can tell a resend from a new message.
+pub fn message_id(effect_key: &str) -> String {
+    format!("<{}@onceform>", effect_key.replace(':', "."))
+}
+
+/// SMTP 4xx transient, 5xx permanent; refused connections transient; anything that broke
+/// off mid-conversation (possibly after DATA) ambiguous.
+fn smtp_error(e: &lettre::transport::smtp::Error) -> Report {
+    let code = e.status().map(u16::from);
+    if e.is_transient() {
+        return Report::failed(
+            Outcome::Transient { retry_after: None },
+            format!("smtp_{}", code.unwrap_or(400)),
+        )
+        .with_smtp(code);
+    }
+    if e.is_permanent() {
+        return Report::failed(Outcome::Permanent, format!("smtp_{}", code.unwrap_or(500))).with_smtp(code);
+    }
+    if refused(e) {
+        return Report::failed(Outcome::Transient { retry_after: None }, "connect");
+    }
+    let class = if e.is_timeout() { "timeout" } else { "connection_dropped" };
+    Report::failed(Outcome::Ambiguous, class)
+}
+
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = e.source();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound);
+        }
+        source = s.source();
+    }
+    false
+}
+
+fn write_eml(dir: &std::path::Path, effect_key: &str, message: &Message) -> Report {
+    let name = format!("{}.eml", effect_key.replace(':', "_"));
+    let result = std::fs::create_dir_all(dir).and_then(|()| {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, message.formatted())?;
+        std::fs::rename(&tmp, dir.join(&name))
+    });
+    match result {
+        Ok(()) => Report::sent(name),
+        Err(_) => Report::failed(Outcome::Transient { retry_after: None }, "file_io"),
+    }
+}

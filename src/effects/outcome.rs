@@ -1,0 +1,84 @@
+//! What one delivery attempt, or one lookup, came to.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Delivered; the provider's reference.
+    Sent { provider_ref: String },
+    /// Certainly not done and worth retrying (connect refused, 429, 503, SMTP 4xx).
+    Transient { retry_after: Option<Duration> },
+    /// Certainly not done and never will be (4xx, SMTP 5xx, a rule refusing it).
+    Permanent,
+    /// May or may not have taken effect (timeout, connection dropped after sending, 5xx).
+    Ambiguous,
+}
+
+/// One attempt as recorded in the attempts log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub outcome: Outcome,
+    pub http_status: Option<u16>,
+    pub smtp_code: Option<u16>,
+    /// A short machine-readable class (`timeout`, `http_500`, `smtp_550`, …); no PII.
+    pub error_class: Option<String>,
+}
+
+impl Report {
+    pub fn sent(provider_ref: impl Into<String>) -> Report {
+        Report {
+            outcome: Outcome::Sent { provider_ref: provider_ref.into() },
+            http_status: None,
+            smtp_code: None,
+            error_class: None,
+        }
+    }
+
+    pub fn failed(outcome: Outcome, error_class: impl Into<String>) -> Report {
+        Report { outcome, http_status: None, smtp_code: None, error_class: Some(error_class.into()) }
+    }
+
+    pub fn with_http(mut self, status: u16) -> Report {
+        self.http_status = Some(status);
+        self
+    }
+
+    pub fn with_smtp(mut self, code: Option<u16>) -> Report {
+        self.smtp_code = code;
+        self
+    }
+
+    /// The label stored in the attempts log.
+    pub fn label(&self) -> &'static str {
+        match self.outcome {
+            Outcome::Sent { .. } => "sent",
+            Outcome::Transient { .. } => "transient",
+            Outcome::Permanent => "permanent",
+            Outcome::Ambiguous => "ambiguous",
+        }
+    }
+}
+
+/// What a lookup by external reference found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    Found {
+        provider_ref: String,
+    },
+    /// Certainly not there: safe to send again.
+    Absent,
+    /// The lookup itself failed; try it again later.
+    Failed {
+        error_class: String,
+    },
+}
+
+impl Lookup {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Lookup::Found { .. } => "lookup_found",
+            Lookup::Absent => "lookup_absent",
+            Lookup::Failed { .. } => "lookup_failed",
+        }
+    }
+}
