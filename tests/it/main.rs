@@ -10,3 +10,4 @@ mod limits;
 mod malformed;
 mod submit;
 mod unavailable;
+mod delivery;

@@ -19,12 +19,12 @@ pub struct Hubspot {
 
 impl Hubspot {
     pub fn new(
-        base_url: String,
+        url: String,
         id_property: String,
         token: Option<Secret>,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let base_url = base_url.trim_end_matches('/').to_string();
+        let base_url = url.trim_end_matches('/').to_string();
         Ok(Hubspot { client: client(timeout)?, base_url, id_property, token })
     }
 }
@@ -61,13 +61,8 @@ impl CrmAdapter for Hubspot {
                 return Report::sent(id).with_http(status);
             }
             let refused = status_error(&resp);
-            if status == 409 {
-                let body: Value = resp.json().await.unwrap_or_default();
-                if let Some(id) = existing_id(&body) {
-                    return Report::sent(id).with_http(status);
-                }
-            }
-            refused
+            let body: Value = if status == 409 { resp.json().await.unwrap_or_default() } else { Value::Null };
+            existing_id(&body).map_or(refused, |id| Report::sent(id).with_http(status))
         })
     }
 
@@ -94,7 +89,7 @@ impl CrmAdapter for Hubspot {
 /// A loopback HTTP server for the adapters' tests: one connection, one canned response.
 #[cfg(test)]
 pub(super) mod fake {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
     use tokio::net::TcpListener;
     use tokio::sync::oneshot;
 
@@ -122,19 +117,15 @@ pub(super) mod fake {
         let response = format!("HTTP/1.1 {status}\r\n{extra}content-length: {}\r\n\r\n{body}", body.len());
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
-            let (mut sock, _) = listener.accept().await.unwrap();
-            let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
-            let got = loop {
-                let n = sock.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "request cut short");
-                buf.extend_from_slice(&chunk[..n]);
-                let text = String::from_utf8_lossy(&buf);
-                let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
-                let got = Received { head: head.into(), body: body.into() };
-                if got.body.len() >= got.header("content-length").map_or(0, |v| v.parse().unwrap()) {
-                    break got;
-                }
-            };
+            let mut sock = BufReader::new(listener.accept().await.unwrap().0);
+            let mut head = String::new();
+            while !head.ends_with("\r\n\r\n") {
+                assert!(sock.read_line(&mut head).await.unwrap() > 0, "request cut short");
+            }
+            let mut got = Received { head, body: String::new() };
+            let mut body = vec![0; got.header("content-length").map_or(0, |v| v.parse().unwrap())];
+            sock.read_exact(&mut body).await.unwrap();
+            got.body = String::from_utf8(body).unwrap();
             sock.write_all(response.as_bytes()).await.unwrap();
             let _ = tx.send(got);
         });

@@ -1,6 +1,5 @@
 //! `salesforce`: upsert a Lead by an external ID field (idempotent); look it up by that field.
 
-use std::fmt::Write;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,9 +16,7 @@ pub(super) fn encode_segment(s: &str) -> String {
     for b in s.bytes() {
         match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
-            _ => {
-                let _ = write!(out, "%{b:02X}");
-            }
+            _ => out.push_str(&format!("%{b:02X}")),
         }
     }
     out
@@ -34,14 +31,9 @@ pub struct Salesforce {
 }
 
 impl Salesforce {
-    pub fn new(
-        instance_url: String,
-        external_id_field: String,
-        token: Option<Secret>,
-        timeout: Duration,
-    ) -> anyhow::Result<Self> {
-        let instance_url = instance_url.trim_end_matches('/').to_string();
-        Ok(Salesforce { client: client(timeout)?, instance_url, external_id_field, token })
+    pub fn new(url: String, field: String, token: Option<Secret>, timeout: Duration) -> anyhow::Result<Self> {
+        let instance_url = url.trim_end_matches('/').to_string();
+        Ok(Salesforce { client: client(timeout)?, instance_url, external_id_field: field, token })
     }
 
     fn record_url(&self, external_ref: &str) -> String {
@@ -70,7 +62,7 @@ impl CrmAdapter for Salesforce {
             let status = resp.status().as_u16();
             match status {
                 204 => Report::sent(lead.external_ref.clone()).with_http(status),
-                s if resp.status().is_success() => {
+                s @ 200..=299 => {
                     let body: Value = resp.json().await.unwrap_or_default();
                     Report::sent(id_of(&body, "id").unwrap_or_else(|| lead.external_ref.clone())).with_http(s)
                 }
@@ -98,10 +90,9 @@ impl CrmAdapter for Salesforce {
             match resp.status().as_u16() {
                 404 => Lookup::Absent,
                 200 => {
-                    let body: Value = resp.json().await.unwrap_or_default();
-                    match id_of(&body, "Id").or_else(|| id_of(&body, "id")) {
-                        Some(provider_ref) => Lookup::Found { provider_ref },
-                        None => lookup_failed("lookup_body"),
+                    match resp.json::<Value>().await.map(|b| id_of(&b, "Id").or_else(|| id_of(&b, "id"))) {
+                        Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
+                        _ => lookup_failed("lookup_body"),
                     }
                 }
                 s => lookup_failed(format!("lookup_http_{s}")),

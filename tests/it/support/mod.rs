@@ -1,7 +1,10 @@
 //! `spawn_app()`: the real server on port 0 over a fresh database (a SQLite file or a new
 //! PostgreSQL database, dropped afterwards), with helpers per route and for counting rows.
 
+pub mod crm;
+pub mod delivery;
 pub mod proxy;
+pub mod smtp;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -92,6 +95,7 @@ pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
     pub pool: Pool,
+    pub config: Arc<Config>,
     /// Dropped with the app: the database goes away after the test.
     _db: TestDb,
 }
@@ -121,11 +125,12 @@ pub async fn spawn_app_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -
 pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
     let database = config.database.clone();
     let pool = tokio::task::spawn_blocking(move || Pool::connect(&database)).await.unwrap().unwrap();
-    let app = Application::build(Arc::new(config), pool.clone()).unwrap();
+    let config = Arc::new(config);
+    let app = Application::build(config.clone(), pool.clone()).unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run());
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    TestApp { address, client, pool, _db: db }
+    TestApp { address, client, pool, config, _db: db }
 }
 
 /// A valid contact submission.
