@@ -124,7 +124,7 @@ fn serve(config: Config) -> Result<(), Exit> {
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
     let workers = match config.worker.enabled {
-        true => Some(spawn_worker(build_worker(&config, &pool)?, stopped)),
+        true => Some(spawn_worker(&config, &pool, stopped)?),
         false => None,
     };
     let served = actix_web::rt::System::new().block_on(async move {
@@ -149,26 +149,34 @@ fn serve(config: Config) -> Result<(), Exit> {
     served
 }
 
-fn build_worker(config: &Arc<Config>, pool: &Pool) -> Result<Worker, Exit> {
-    let registry = Registry::from_config(config.clone()).map_err(Exit::failure)?;
-    Ok(Worker::new(pool.clone(), registry, config.worker.clone()))
+/// A runtime for the workers, and the workers built inside it (the SMTP pool needs one).
+fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> Result<(tokio::runtime::Runtime, Worker), Exit> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Exit::failure)?;
+    let registry = {
+        let _entered = rt.enter();
+        Registry::from_config(config.clone()).map_err(Exit::failure)?
+    };
+    Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone())))
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.
-fn spawn_worker(worker: Worker, stopped: watch::Receiver<bool>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-            Ok(rt) => rt.block_on(worker.run(stopped)),
-            Err(error) => tracing::error!(%error, "cannot start the worker runtime"),
-        }
-    })
+fn spawn_worker(
+    config: &Arc<Config>,
+    pool: &Pool,
+    stopped: watch::Receiver<bool>,
+) -> Result<std::thread::JoinHandle<()>, Exit> {
+    let (rt, worker) = worker_runtime(config, pool)?;
+    Ok(std::thread::spawn(move || rt.block_on(worker.run(stopped))))
 }
 
 /// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
 fn worker(config: Config) -> Result<(), Exit> {
     let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
-    let worker = build_worker(&Arc::new(config), &pool)?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Exit::failure)?;
+    let (rt, worker) = worker_runtime(&Arc::new(config), &pool)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {

@@ -42,7 +42,8 @@ async fn happy_path_delivers_one_lead_one_confirmation_one_owner_email(backend: 
 
     let mail = d.smtp.messages();
     assert_eq!(mail.len(), 2);
-    let confirmation = mail.iter().find(|m| m.contains("\nTo: ada@example.com")).expect("confirmation to the visitor");
+    let confirmation =
+        mail.iter().find(|m| m.contains("\nTo: ada@example.com")).expect("confirmation to the visitor");
     assert!(confirmation.contains("We received your message"), "{confirmation}");
     let owner = mail.iter().find(|m| m.contains("\nTo: sales@example.com")).expect("owner notification");
     assert!(owner.contains("Reply-To: ada@example.com"), "{owner}");
@@ -99,7 +100,10 @@ async fn a_dropped_connection_after_create_is_reconciled(backend: Backend) {
     d.settle(&worker).await;
     assert_eq!(d.effect(&key, "crm_lead").await.state, "SENT");
     assert_eq!((d.crm.leads().len(), d.crm.create_requests()), (1, 1));
-    assert_eq!(d.attempts(&key, "crm_lead").await[0], ("ambiguous".to_string(), Some("connection_dropped".to_string())));
+    assert_eq!(
+        d.attempts(&key, "crm_lead").await[0],
+        ("ambiguous".to_string(), Some("connection_dropped".to_string()))
+    );
 }
 
 async fn rate_limits_are_honoured_and_bad_requests_fail_at_once(backend: Backend) {
@@ -113,7 +117,10 @@ async fn rate_limits_are_honoured_and_bad_requests_fail_at_once(backend: Backend
     worker.run_once().await;
     let lead = d.effect(&key, "crm_lead").await;
     assert_eq!(lead.state, "PENDING");
-    assert!(lead.next_attempt_at >= before + chrono::Duration::seconds(2), "not before Retry-After: {lead:?}");
+    assert!(
+        lead.next_attempt_at >= before + chrono::Duration::seconds(2),
+        "not before Retry-After: {lead:?}"
+    );
     worker.run_once().await;
     assert_eq!(d.crm.create_requests(), 1, "no attempt before Retry-After");
     d.settle(&worker).await;
@@ -145,7 +152,10 @@ async fn transient_failures_exhaust_the_attempts(backend: Backend) {
 }
 
 async fn an_smtp_drop_after_data_is_held_unknown_and_never_resent(backend: Backend) {
-    let d = spawn_delivery_app(backend, |c| c.forms.get_mut("contact").unwrap().effects.retain(|k| k.as_str() == "confirmation_email")).await;
+    let d = spawn_delivery_app(backend, |c| {
+        c.forms.get_mut("contact").unwrap().effects.retain(|k| k.as_str() == "confirmation_email")
+    })
+    .await;
     d.smtp.drop_after_data(1);
     let key = new_key();
     d.app.submit(&key, &inquiry("Mail trouble")).await;
@@ -168,7 +178,8 @@ async fn one_kind_failing_never_blocks_another(backend: Backend) {
     let key = new_key();
     d.app.submit(&key, &inquiry("Half a success")).await;
     d.settle(&d.worker()).await;
-    let states: Vec<(String, String)> = d.effects(Some(&key)).await.into_iter().map(|e| (e.kind, e.state)).collect();
+    let states: Vec<(String, String)> =
+        d.effects(Some(&key)).await.into_iter().map(|e| (e.kind, e.state)).collect();
     assert_eq!(
         states,
         [("confirmation_email", "SENT"), ("crm_lead", "FAILED_FINAL"), ("owner_notification", "SENT")]

@@ -5,9 +5,10 @@ mod support;
 
 mod cli;
 mod concurrency;
+mod delivery;
 mod html;
 mod limits;
 mod malformed;
 mod submit;
 mod unavailable;
-mod delivery;
+mod workers;

@@ -136,7 +136,9 @@ async fn create(state: &Arc<Mutex<Inner>>, body: &[u8]) -> Option<(u16, String, 
         }
         Some(Fault::DropAfterCreate) => None,
         Some(Fault::Status(s)) => Some((s, String::new(), json!({"error": "injected"}))),
-        Some(Fault::RateLimited(secs)) => Some((429, format!("retry-after: {secs}\r\n"), json!({"error": "slow down"}))),
+        Some(Fault::RateLimited(secs)) => {
+            Some((429, format!("retry-after: {secs}\r\n"), json!({"error": "slow down"})))
+        }
     }
 }
 

@@ -37,7 +37,6 @@ impl SmtpSink {
     pub fn messages(&self) -> Vec<String> {
         self.messages.lock().unwrap().clone()
     }
-
 }
 
 async fn session(stream: TcpStream, sink: SmtpSink) {
@@ -79,7 +78,10 @@ async fn session(stream: TcpStream, sink: SmtpSink) {
                     m.push(message);
                     m.len()
                 };
-                let drop = sink.drop_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| d.checked_sub(1)).is_ok();
+                let drop = sink
+                    .drop_next
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| d.checked_sub(1))
+                    .is_ok();
                 if drop {
                     return; // DATA received, never acknowledged
                 }

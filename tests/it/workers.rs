@@ -1,0 +1,182 @@
+//! Worker processes: a real SIGKILL mid-call, and two processes draining one PostgreSQL.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use onceform::accept::{accept, Intake};
+use onceform::config::{Config, DEFAULT_CONFIG};
+use onceform::deliveries::Channel;
+use onceform::domain::{normalise, OperationId};
+
+use crate::support::crm::{FakeCrm, Fault};
+use crate::support::smtp::SmtpSink;
+use crate::support::{Backend, TestDb};
+
+/// A configuration file for a worker process: the demo forms, the fakes, quick timings.
+fn config_file(db: &TestDb, crm: &FakeCrm, smtp: &SmtpSink, lease_seconds: u64) -> std::path::PathBuf {
+    let forms = &DEFAULT_CONFIG[DEFAULT_CONFIG.find("[forms.contact]").unwrap()..];
+    let text = format!(
+        "[database]\nurl = {:?}\n\n[crm]\nurl = \"{}/leads\"\nlookup_url = {:?}\n\n[smtp]\nurl = {:?}\n\n\
+         [worker]\ncall_timeout_ms = 500\nlease_seconds = {lease_seconds}\npoll_ms = 20\nbackoff_base_ms = 20\n\
+         reconcile_after_ms = 50\nconcurrency = 32\n\n{forms}",
+        db.url,
+        crm.url,
+        crm.lookup_url(),
+        smtp.url
+    );
+    let path = std::env::temp_dir().join(format!("onceform-worker-{}.toml", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+struct WorkerProcess(Child);
+
+impl WorkerProcess {
+    fn start(config: &std::path::Path) -> WorkerProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_onceform"))
+            .args(["worker", "--config", config.to_str().unwrap()])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("onceform worker"), "{line:?}");
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        WorkerProcess(child)
+    }
+
+    fn kill9(&mut self) {
+        self.0.kill().unwrap(); // SIGKILL
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Accepts `n` contact submissions directly through the accept transaction.
+async fn seed(config: &Config, n: usize) {
+    let config = config.clone();
+    tokio::task::spawn_blocking(move || {
+        let pool = onceform::db::Pool::connect(&config.database).unwrap();
+        let form = config.form("contact").unwrap();
+        for i in 0..n {
+            let raw = crate::support::inquiry(&format!("Inquiry number {i}"))
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            let fields = normalise(form, &raw).unwrap();
+            let intake = Intake {
+                form_name: "contact",
+                form,
+                operation_id: Some(OperationId::generate()),
+                channel: Channel::Api,
+                fields,
+            };
+            accept(&pool, intake).unwrap();
+        }
+    })
+    .await
+    .unwrap();
+}
+
+async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn effect_states(config: &Config) -> Vec<(String, String, i64)> {
+    let config = config.clone();
+    tokio::task::spawn_blocking(move || {
+        let pool = onceform::db::Pool::connect(&config.database).unwrap();
+        onceform::with_conn!(&pool, |c| onceform::db::Store::stats(c).map_err(onceform::db::DbError::from))
+            .unwrap()
+            .effects
+    })
+    .await
+    .unwrap()
+}
+
+fn parsed(path: &std::path::Path) -> Config {
+    Config::load(Some(path), |_| None).unwrap()
+}
+
+crate::on_both_backends!(a_worker_killed_mid_call_leaves_unknown_which_is_reconciled);
+
+async fn a_worker_killed_mid_call_leaves_unknown_which_is_reconciled(backend: Backend) {
+    let db = TestDb::new(backend);
+    let (crm, smtp) = (FakeCrm::start().await, SmtpSink::start().await);
+    crm.push_fault(Fault::SlowAfterCreate(Duration::from_secs(30)));
+    let path = config_file(&db, &crm, &smtp, 2);
+    let config = parsed(&path);
+    seed(&config, 1).await;
+
+    let mut first = WorkerProcess::start(&path);
+    wait_for("the CRM call", Duration::from_secs(10), || !crm.leads().is_empty()).await;
+    first.kill9();
+    let states = effect_states(&config).await;
+    assert!(states.iter().any(|(k, s, _)| k == "crm_lead" && s == "SENDING"), "{states:?}");
+
+    let _second = WorkerProcess::start(&path);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let states = effect_states(&config).await;
+        if states.iter().any(|(k, s, _)| k == "crm_lead" && s == "SENT") {
+            break;
+        }
+        assert!(
+            !states.iter().any(|(k, s, _)| k == "crm_lead" && s == "PENDING"),
+            "never straight back to PENDING"
+        );
+        assert!(Instant::now() < deadline, "not reconciled: {states:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(crm.leads().len(), 1, "the CRM holds one lead");
+    assert_eq!(crm.create_requests(), 1, "the lead was found, not sent again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_worker_processes_on_one_postgres_deliver_each_effect_exactly_once() {
+    let db = TestDb::new(Backend::Postgres);
+    let (crm, smtp) = (FakeCrm::start().await, SmtpSink::start().await);
+    let path = config_file(&db, &crm, &smtp, 30);
+    let config = parsed(&path);
+    seed(&config, 334).await; // 1,002 effects
+
+    let _workers = [WorkerProcess::start(&path), WorkerProcess::start(&path)];
+    let expected_mail = 2 * 334;
+    wait_for("the drain", Duration::from_secs(120), || {
+        crm.leads().len() >= 334 && smtp.messages().len() >= expected_mail
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let states = effect_states(&config).await;
+    assert_eq!(states.iter().map(|(_, _, n)| n).sum::<i64>(), 1002);
+    assert!(states.iter().all(|(_, s, _)| s == "SENT"), "{states:?}");
+    let mut refs: Vec<String> = crm.leads().into_iter().map(|(r, _)| r).collect();
+    refs.sort();
+    refs.dedup();
+    assert_eq!((refs.len(), crm.create_requests()), (334, 334), "each lead exactly once");
+    let mut ids: Vec<String> = smtp
+        .messages()
+        .iter()
+        .filter_map(|m| m.lines().find(|l| l.starts_with("Message-ID:")).map(String::from))
+        .collect();
+    assert_eq!(ids.len(), expected_mail);
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), expected_mail, "each email exactly once");
+}
