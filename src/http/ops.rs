@@ -7,7 +7,10 @@ use actix_web::{web, HttpResponse};
 use super::problem::Problem;
 use super::submit::db_problem;
 use super::AppState;
-use crate::db::{Stats, Store};
+use chrono::NaiveDateTime;
+
+use crate::db::{DbError, Queue, QueueStats, Stats, Store};
+use crate::deliveries::now;
 use crate::with_conn;
 
 const STYLESHEET: &str = include_str!("../../static/onceform.css");
@@ -37,14 +40,17 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let pool = state.pool.clone();
-    match web::block(move || with_conn!(&pool, |c| c.stats().map_err(crate::db::DbError::from))).await {
-        Ok(Ok(stats)) => HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(render(&stats)),
+    let read = move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?)));
+    match web::block(read).await {
+        Ok(Ok((stats, queue))) => {
+            HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(render(&stats, &queue, now()))
+        }
         Ok(Err(e)) => db_problem(e).response(),
         Err(_) => Problem::unavailable().response(),
     }
 }
 
-fn render(s: &Stats) -> String {
+fn render(s: &Stats, q: &QueueStats, now: NaiveDateTime) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -65,6 +71,28 @@ fn render(s: &Stats) -> String {
     let _ = writeln!(out, "# HELP onceform_open_conflicts Conflicting attempts awaiting review.");
     let _ = writeln!(out, "# TYPE onceform_open_conflicts gauge");
     let _ = writeln!(out, "onceform_open_conflicts {}", s.open_conflicts);
+    for (state, name) in [("UNKNOWN", "unknown"), ("FAILED_FINAL", "failed_final")] {
+        let n: i64 = s.effects.iter().filter(|(_, st, _)| st == state).map(|(_, _, n)| n).sum();
+        let _ = writeln!(out, "# HELP onceform_effects_{name} Side-effect records in state {state}.");
+        let _ = writeln!(out, "# TYPE onceform_effects_{name} gauge");
+        let _ = writeln!(out, "onceform_effects_{name} {n}");
+    }
+    let age = q.oldest_pending.map(|t| (now - t).num_milliseconds().max(0) as f64 / 1000.0).unwrap_or(0.0);
+    let _ = writeln!(out, "# HELP onceform_oldest_pending_age_seconds Age of the oldest PENDING record.");
+    let _ = writeln!(out, "# TYPE onceform_oldest_pending_age_seconds gauge");
+    let _ = writeln!(out, "onceform_oldest_pending_age_seconds {age:.3}");
+    let (lookups, attempts): (Vec<_>, Vec<_>) = q.attempts.iter().partition(|(o, _)| o.starts_with("lookup_"));
+    let _ = writeln!(out, "# HELP onceform_attempts_total Delivery attempts by outcome.");
+    let _ = writeln!(out, "# TYPE onceform_attempts_total counter");
+    for (outcome, n) in attempts {
+        let _ = writeln!(out, "onceform_attempts_total{{outcome=\"{outcome}\"}} {n}");
+    }
+    let _ = writeln!(out, "# HELP onceform_reconciliations_total Lookups of UNKNOWN outcomes by result.");
+    let _ = writeln!(out, "# TYPE onceform_reconciliations_total counter");
+    for (outcome, n) in lookups {
+        let result = outcome.trim_start_matches("lookup_");
+        let _ = writeln!(out, "onceform_reconciliations_total{{outcome=\"{result}\"}} {n}");
+    }
     out
 }
 

@@ -70,6 +70,18 @@ async fn a_lead_created_then_timed_out_is_reconciled_not_resent(backend: Backend
     assert_eq!(d.crm.create_requests(), 1, "never resent blindly");
     let outcomes: Vec<String> = d.attempts(&key, "crm_lead").await.into_iter().map(|(o, _)| o).collect();
     assert_eq!(outcomes, ["ambiguous", "lookup_found"]);
+
+    let metrics = d.app.client.get(d.app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    for line in [
+        "onceform_reconciliations_total{outcome=\"found\"} 1",
+        "onceform_attempts_total{outcome=\"ambiguous\"} 1",
+        "onceform_attempts_total{outcome=\"sent\"} 2",
+        "onceform_side_effects{kind=\"crm_lead\",state=\"SENT\"} 1",
+        "onceform_effects_unknown 0",
+        "onceform_oldest_pending_age_seconds 0.000",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
+    }
 }
 
 async fn a_500_before_creating_is_looked_up_then_retried_once(backend: Backend) {
