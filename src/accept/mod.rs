@@ -49,11 +49,20 @@ pub struct Receipt {
 /// Accepts `intake` exactly once per (form, operation ID).
 pub fn accept(pool: &Pool, intake: Intake<'_>) -> Result<Outcome, DbError> {
     let plan = Plan::new(intake);
-    with_conn!(pool, |c| c.write_tx(|c| run(c, &plan)))
+    match with_conn!(pool, |c| c.write_tx(|c| run(c, &plan))) {
+        Err(DbError::LockTimeout) => {
+            Ok(Outcome::InProgress { operation_id: plan.submission.operation_id.clone() })
+        }
+        other => other,
+    }
 }
+
+/// How long a request waits for a first request with the same key to commit (PostgreSQL).
+const IN_FLIGHT_WAIT_MS: u32 = 2000;
 
 fn run<C: Store>(c: &mut C, plan: &Plan) -> Result<Outcome, DbError> {
     let sub = &plan.submission;
+    c.limit_lock_wait(IN_FLIGHT_WAIT_MS)?;
     if c.insert_submission(sub)? {
         c.insert_effects(&plan.effects)?;
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };

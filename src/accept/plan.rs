@@ -44,17 +44,16 @@ impl Plan {
         let form = intake.form;
         let spam = intake.fields.honeypot_hit;
         let expires = now + Duration::days(i64::from(form.operation_ttl_days));
-        let kinds: Vec<EffectKind> = match spam {
-            true => Vec::new(),
-            false => form
-                .effects
-                .iter()
-                .copied()
-                .filter(|k| *k != EffectKind::ConfirmationEmail || email_of(&intake).is_some())
-                .collect(),
-        };
+        let kinds: Vec<EffectKind> = form
+            .effects
+            .iter()
+            .copied()
+            .filter(|k| *k != EffectKind::ConfirmationEmail || email_of(&intake).is_some())
+            .collect();
+        // Spam is answered like any acceptance but gets no side-effect records.
         let effects = kinds
             .iter()
+            .filter(|_| !spam)
             .map(|kind| NewEffect {
                 id: Uuid::now_v7().to_string(),
                 submission_id: id.clone(),
@@ -84,7 +83,7 @@ impl Plan {
             id: id.clone(),
             form: intake.form_name.into(),
             operation_id: operation_id.as_str().into(),
-            fingerprint: fingerprint(form, &intake.fields),
+            fingerprint: fingerprint(&intake.fields),
             fields_json: Some(intake.fields.to_json()),
             response_body,
             channel: intake.channel.as_str().into(),

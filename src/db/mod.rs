@@ -43,6 +43,9 @@ pub enum DbError {
     /// The database cannot be reached or is locked: try again later (503).
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// Another transaction holds the row this one needs (PostgreSQL `lock_timeout`).
+    #[error("lock wait timed out")]
+    LockTimeout,
     #[error("database error: {0}")]
     Query(diesel::result::Error),
 }
@@ -54,10 +57,16 @@ impl From<diesel::result::Error> for DbError {
             E::DatabaseError(K::ClosedConnection | K::UnableToSendCommand, info) => {
                 DbError::Unavailable(info.message().to_string())
             }
+            E::DatabaseError(_, info) if info.message().contains("lock timeout") => DbError::LockTimeout,
+            E::DatabaseError(K::ReadOnlyTransaction, info) => {
+                DbError::Unavailable(info.message().to_string())
+            }
             E::DatabaseError(_, info) if is_transient(info.message()) => {
                 DbError::Unavailable(info.message().to_string())
             }
-            E::BrokenTransactionManager => DbError::Unavailable(e.to_string()),
+            E::BrokenTransactionManager | E::RollbackErrorOnCommit { .. } => {
+                DbError::Unavailable(e.to_string())
+            }
             _ => DbError::Query(e),
         }
     }
@@ -71,9 +80,17 @@ impl From<diesel::r2d2::PoolError> for DbError {
 
 fn is_transient(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
-    ["database is locked", "database is busy", "connection", "terminating", "shutting down"]
-        .iter()
-        .any(|needle| m.contains(needle))
+    [
+        "database is locked",
+        "database is busy",
+        "connection",
+        "terminating",
+        "shutting down",
+        "canceling statement",
+        "read-only",
+    ]
+    .iter()
+    .any(|needle| m.contains(needle))
 }
 
 /// Runs `$body` with `$conn` bound to a pooled connection of whichever backend `$pool` holds.
@@ -121,6 +138,7 @@ impl Pool {
                     .map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))?;
                 let pool = R2Pool::builder()
                     .max_size(pool_size(config.pool_size, 8))
+                    .min_idle(Some(1))
                     .connection_timeout(timeout)
                     .connection_customizer(Box::new(pragmas))
                     .build_unchecked(ConnectionManager::new(path));
@@ -132,6 +150,7 @@ impl Pool {
                 migrate_pg(&mut conn)?;
                 let pool = R2Pool::builder()
                     .max_size(pool_size(config.pool_size, 16))
+                    .min_idle(Some(1))
                     .connection_timeout(timeout)
                     .build_unchecked(ConnectionManager::new(url));
                 Ok(Pool::Pg(pool))

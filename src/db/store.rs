@@ -41,6 +41,9 @@ pub trait Store: Connection + Sized {
         F: FnOnce(&mut Self) -> Result<T, E>,
         E: From<diesel::result::Error>;
 
+    /// Bounds how long this transaction waits for a row another one holds (PostgreSQL).
+    fn limit_lock_wait(&mut self, ms: u32) -> QueryResult<()>;
+
     /// Inserts unless (form, operation_id) exists; true when this call created the row.
     fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool>;
     fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>>;
@@ -53,7 +56,7 @@ pub trait Store: Connection + Sized {
 }
 
 macro_rules! impl_store {
-    ($conn:ty, $begin:ident) => {
+    ($conn:ty, $begin:ident, $lock_wait:expr) => {
         impl Store for $conn {
             fn write_tx<T, E, F>(&mut self, f: F) -> Result<T, E>
             where
@@ -61,6 +64,13 @@ macro_rules! impl_store {
                 E: From<diesel::result::Error>,
             {
                 self.$begin(f)
+            }
+
+            fn limit_lock_wait(&mut self, ms: u32) -> QueryResult<()> {
+                match $lock_wait(ms) {
+                    Some(sql) => diesel::connection::SimpleConnection::batch_execute(self, &sql),
+                    None => Ok(()),
+                }
             }
 
             fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool> {
@@ -136,5 +146,6 @@ macro_rules! impl_store {
     };
 }
 
-impl_store!(diesel::SqliteConnection, immediate_transaction);
-impl_store!(diesel::PgConnection, transaction);
+// SQLite: the write transaction already serialises writers (bounded by busy_timeout).
+impl_store!(diesel::SqliteConnection, immediate_transaction, |_| None::<String>);
+impl_store!(diesel::PgConnection, transaction, |ms| Some(format!("SET LOCAL lock_timeout = '{ms}ms'")));

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+const KEYLESS_PREFIX: &str = "keyless:";
+
 /// 16 to 255 characters of `A-Z a-z 0-9 _ - . :`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OperationId(String);
@@ -12,6 +14,8 @@ pub enum OperationIdError {
     Length(usize),
     #[error("an operation ID uses only A-Z a-z 0-9 _ - . :")]
     Charset,
+    #[error("operation IDs starting with `keyless:` are reserved")]
+    Reserved,
 }
 
 impl OperationId {
@@ -29,12 +33,21 @@ impl OperationId {
         Ok(Self(s.to_string()))
     }
 
+    /// A key sent by a client: the syntax, and not in the namespace of keyless posts.
+    pub fn from_client(s: &str) -> Result<Self, OperationIdError> {
+        let id = Self::parse(s)?;
+        match id.0.starts_with(KEYLESS_PREFIX) {
+            true => Err(OperationIdError::Reserved),
+            false => Ok(id),
+        }
+    }
+
     /// The `Idempotency-Key` header: bare, or an RFC 8941 sf-string (`"…"`).
     pub fn from_header(value: &str) -> Result<Self, OperationIdError> {
         let v = value.trim_matches([' ', '\t']);
         match v.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
-            Some(inner) => Self::parse(inner),
-            None => Self::parse(v),
+            Some(inner) => Self::from_client(inner),
+            None => Self::from_client(v),
         }
     }
 
@@ -45,7 +58,7 @@ impl OperationId {
 
     /// The internal key of a keyless HTML post: unique, so the constraint still holds.
     pub fn keyless() -> Self {
-        Self(format!("keyless:{}", uuid::Uuid::now_v7().simple()))
+        Self(format!("{KEYLESS_PREFIX}{}", uuid::Uuid::now_v7().simple()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -87,5 +100,7 @@ mod tests {
         let bare = OperationId::from_header("abcdefghijklmnop").unwrap();
         assert_eq!(OperationId::from_header("\"abcdefghijklmnop\"").unwrap(), bare);
         assert!(OperationId::from_header("\"abcdefghijklmnop").is_err());
+        let keyless = OperationId::keyless();
+        assert_eq!(OperationId::from_header(keyless.as_str()), Err(OperationIdError::Reserved));
     }
 }

@@ -84,6 +84,9 @@ async fn status(state: web::Data<AppState>, path: web::Path<(String, String)>) -
     if let Err(p) = state.form(&form) {
         return p.response();
     }
+    if let Err(e) = OperationId::parse(&operation_id) {
+        return Problem::new(ProblemKind::OperationIdInvalid, e.to_string()).response();
+    }
     let pool = state.pool.clone();
     match web::block(move || crate::status::status(&pool, &form, &operation_id)).await {
         Ok(Ok(Some(body))) => HttpResponse::Ok().json(body),

@@ -1,8 +1,13 @@
 //! Reading request bodies under a size limit and turning them into field pairs.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
+use actix_web::error::PayloadError;
 use actix_web::http::header::{HeaderMap, CONTENT_TYPE};
 use actix_web::web::{Bytes, BytesMut, Payload};
 use futures_util::StreamExt;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::problem::{Problem, ProblemKind};
@@ -41,25 +46,47 @@ fn malformed(detail: impl Into<String>) -> Problem {
     Problem::new(ProblemKind::MalformedBody, detail)
 }
 
-/// A JSON object of field names to strings (or null); `operation_id` is returned apart.
+/// A JSON object's members in order, duplicates kept (a map would keep only the last).
+struct Members(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object of field names to strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Value>()? {
+                    members.push(entry);
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// A JSON object of field names to strings (or null, meaning absent); `operation_id` is
+/// returned apart. Repeated and unknown names are left for validation to report.
 pub fn parse_json(bytes: &[u8]) -> Result<(Option<String>, RawFields), Problem> {
     let text = std::str::from_utf8(bytes).map_err(|_| malformed("the body is not valid UTF-8"))?;
     if text.trim().is_empty() {
         return Err(malformed("the body is empty; send a JSON object of field names to strings"));
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| malformed(format!("invalid JSON: {e}")))?;
-    let Value::Object(map) = value else {
-        return Err(malformed("the body must be a JSON object of field names to strings"));
-    };
+    let Members(members) = serde_json::from_str(text).map_err(|e| malformed(format!("invalid JSON: {e}")))?;
     let mut operation_id = None;
-    let mut fields = Vec::with_capacity(map.len());
-    for (name, value) in map {
+    let mut fields = Vec::with_capacity(members.len());
+    for (name, value) in members {
         match (name.as_str(), value) {
-            ("operation_id", Value::String(s)) => operation_id = Some(s),
+            ("operation_id", Value::String(s)) if operation_id.is_none() => operation_id = Some(s),
             ("operation_id", Value::Null) => {}
+            ("operation_id", Value::String(_)) => return Err(malformed("`operation_id` is given twice")),
             ("operation_id", _) => return Err(malformed("`operation_id` must be a string")),
             (_, Value::String(s)) => fields.push((name, s)),
-            (_, Value::Null) => {}
+            (_, Value::Null) => fields.push((name, String::new())),
             (_, _) => return Err(malformed(format!("field `{}` must be a string", clip(&name)))),
         }
     }
@@ -73,30 +100,46 @@ pub fn parse_urlencoded(bytes: &[u8]) -> Result<RawFields, Problem> {
         .map_err(|_| malformed("the form data could not be decoded"))
 }
 
-/// `multipart/form-data` text parts, in order; file uploads are refused.
+/// Parts a multipart form may have.
+const MAX_PARTS: usize = 256;
+
+/// `multipart/form-data` text parts, in order; file uploads are refused. Every byte of the
+/// body (part headers included) counts against `limit`.
 pub async fn parse_multipart(
     headers: &HeaderMap,
     payload: Payload,
     limit: usize,
 ) -> Result<RawFields, Problem> {
-    let mut parts = actix_multipart::Multipart::new(headers, payload);
+    let overflow = Rc::new(Cell::new(false));
+    let (seen, flag) = (Cell::new(0usize), overflow.clone());
+    let counted = payload.map(move |chunk| {
+        let chunk = chunk?;
+        seen.set(seen.get() + chunk.len());
+        if seen.get() > limit {
+            flag.set(true);
+            return Err(PayloadError::Overflow);
+        }
+        Ok(chunk)
+    });
+    let broken = |o: &Rc<Cell<bool>>| match o.get() {
+        true => too_large(limit),
+        false => malformed("the multipart body could not be decoded"),
+    };
+    let mut parts = actix_multipart::Multipart::new(headers, counted);
     let mut fields = Vec::new();
-    let mut total = 0usize;
     while let Some(part) = parts.next().await {
-        let mut part = part.map_err(|_| malformed("the multipart body could not be decoded"))?;
+        let mut part = part.map_err(|_| broken(&overflow))?;
+        if fields.len() >= MAX_PARTS {
+            return Err(malformed("the form has too many parts"));
+        }
         let disposition = part.content_disposition().cloned();
-        let name = disposition.as_ref().and_then(|d| d.get_name()).unwrap_or("").to_string();
         if disposition.as_ref().and_then(|d| d.get_filename()).is_some() {
             return Err(malformed("file uploads are not accepted"));
         }
+        let name = disposition.as_ref().and_then(|d| d.get_name()).unwrap_or("").to_string();
         let mut value = Vec::new();
         while let Some(chunk) = part.next().await {
-            let chunk = chunk.map_err(|_| malformed("the multipart body could not be decoded"))?;
-            total += chunk.len();
-            if total > limit {
-                return Err(too_large(limit));
-            }
-            value.extend_from_slice(&chunk);
+            value.extend_from_slice(&chunk.map_err(|_| broken(&overflow))?);
         }
         let value = String::from_utf8(value).map_err(|_| malformed("a form field is not valid UTF-8"))?;
         fields.push((name, value));
@@ -118,7 +161,9 @@ mod tests {
         let (op, f) =
             parse_json(br#"{"operation_id":"abcdefghijklmnop","name":"Ada","company":null}"#).unwrap();
         assert_eq!(op.as_deref(), Some("abcdefghijklmnop"));
-        assert_eq!(f, vec![("name".to_string(), "Ada".to_string())]);
+        assert_eq!(f, vec![("name".to_string(), "Ada".to_string()), ("company".to_string(), String::new())]);
+        let (_, dup) = parse_json(br#"{"name":"A","name":"B"}"#).unwrap();
+        assert_eq!(dup.len(), 2, "repeated names are kept for validation to refuse");
         for bad in [&b"[]"[..], b"{\"name\":1}", b"{", b"", b"\xff", b"{\"operation_id\":5}"] {
             assert_eq!(parse_json(bad).unwrap_err().kind, ProblemKind::MalformedBody);
         }

@@ -39,7 +39,13 @@ async fn post_form(
     req: HttpRequest,
     payload: web::Payload,
 ) -> HttpResponse {
-    let Ok(f) = state.form(&form) else { return not_found() };
+    let f = match state.form(&form) {
+        Ok(f) => f,
+        Err(problem) => {
+            record_refusal(&state, &form, None, Channel::Html, &problem).await;
+            return not_found();
+        }
+    };
     let mut raw = Vec::new();
     let mut key = None;
     let result = post_fields(&state, &form, &req, payload, &mut raw, &mut key).await;
@@ -66,8 +72,9 @@ async fn post_form(
     record_refusal(&state, &form, key.as_ref(), Channel::Html, &problem).await;
     match (&problem.kind, &problem.errors) {
         (ProblemKind::ValidationFailed, Some(errors)) => {
-            let op = key.as_ref().map(|k| k.as_str()).unwrap_or("");
-            html(StatusCode::UNPROCESSABLE_ENTITY, &FormPage::new(&form, f, op, &raw, errors))
+            // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.
+            let op = key.unwrap_or_else(OperationId::generate);
+            html(StatusCode::UNPROCESSABLE_ENTITY, &FormPage::new(&form, f, op.as_str(), &raw, errors))
         }
         _ => problem_page(&problem, &form),
     }

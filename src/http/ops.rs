@@ -33,7 +33,10 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         Ok(Ok(())) => {
             HttpResponse::Ok().json(serde_json::json!({"status": "ready", "database": state.pool.backend()}))
         }
-        Ok(Err(e)) => db_problem(e).response(),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "not ready");
+            Problem::unavailable().response()
+        }
         Err(_) => Problem::unavailable().response(),
     }
 }
@@ -81,7 +84,8 @@ fn render(s: &Stats, q: &QueueStats, now: NaiveDateTime) -> String {
     let _ = writeln!(out, "# HELP onceform_oldest_pending_age_seconds Age of the oldest PENDING record.");
     let _ = writeln!(out, "# TYPE onceform_oldest_pending_age_seconds gauge");
     let _ = writeln!(out, "onceform_oldest_pending_age_seconds {age:.3}");
-    let (lookups, attempts): (Vec<_>, Vec<_>) = q.attempts.iter().partition(|(o, _)| o.starts_with("lookup_"));
+    let (lookups, attempts): (Vec<_>, Vec<_>) =
+        q.attempts.iter().partition(|(o, _)| o.starts_with("lookup_"));
     let _ = writeln!(out, "# HELP onceform_attempts_total Delivery attempts by outcome.");
     let _ = writeln!(out, "# TYPE onceform_attempts_total counter");
     for (outcome, n) in attempts {

@@ -23,6 +23,8 @@ pub struct FormPage<'a> {
     pub honeypot: &'a str,
     pub fields: Vec<FieldView>,
     pub has_errors: bool,
+    /// Messages about names that are not fields of the form.
+    pub other_errors: Vec<String>,
 }
 
 pub struct FieldView {
@@ -102,6 +104,12 @@ impl<'a> FormPage<'a> {
             form_name: name,
             operation_id,
             honeypot: &form.honeypot,
+            other_errors: errors
+                .0
+                .iter()
+                .filter(|(name, _)| form.field(name).is_none())
+                .flat_map(|(name, messages)| messages.iter().map(move |m| format!("`{name}` {m}")))
+                .collect(),
             fields,
             has_errors: !errors.is_empty(),
         }
@@ -111,7 +119,11 @@ impl<'a> FormPage<'a> {
 /// Renders `page` as an HTML response with `status`.
 pub fn html(status: StatusCode, page: &impl Template) -> HttpResponse {
     match page.render() {
-        Ok(body) => HttpResponse::build(status).content_type("text/html; charset=utf-8").body(body),
+        // Every form render carries a fresh operation ID: no cache may hand one out twice.
+        Ok(body) => HttpResponse::build(status)
+            .content_type("text/html; charset=utf-8")
+            .insert_header(("Cache-Control", "no-store"))
+            .body(body),
         Err(error) => {
             tracing::error!(%error, "template failed");
             HttpResponse::InternalServerError().body("internal error")

@@ -127,7 +127,7 @@ impl Problem {
     pub fn unavailable() -> Self {
         Problem::new(
             ProblemKind::Unavailable,
-            "The database is unavailable; nothing was stored. Retry later.",
+            "The database is unavailable. Retry later with the same operation ID: it is accepted at most once.",
         )
         .retry_after(5)
     }

@@ -35,7 +35,7 @@ pub fn resolve_key(
         .transpose()?
         .map(|v| OperationId::from_header(v).map_err(|e| invalid(&e)))
         .transpose()?;
-    let from_body = body.map(|v| OperationId::parse(v).map_err(|e| invalid(&e))).transpose()?;
+    let from_body = body.map(|v| OperationId::from_client(v).map_err(|e| invalid(&e))).transpose()?;
     match (from_header, from_body) {
         (Some(h), Some(b)) if h != b => Err(Problem::new(
             ProblemKind::OperationIdMismatch,
@@ -82,6 +82,7 @@ pub fn db_problem(e: DbError) -> Problem {
             tracing::warn!(%reason, "database unavailable");
             Problem::unavailable()
         }
+        DbError::LockTimeout => Problem::unavailable(),
         DbError::Query(error) => {
             tracing::error!(%error, "database error");
             Problem::new(ProblemKind::Internal, "an internal error occurred; nothing was stored")

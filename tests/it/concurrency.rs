@@ -27,7 +27,8 @@ async fn sixty_four_simultaneous_requests_with_one_key_create_one_submission(bac
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_on_one_postgres_create_one_submission_per_key() {
     let db = TestDb::new(Backend::Postgres);
-    let servers = [ServeProcess::start(&db.url), ServeProcess::start(&db.url)];
+    // Both start (and migrate) at once.
+    let servers = ServeProcess::start_many(&db.url, 2);
     let client = reqwest::Client::new();
     for round in 0..3 {
         let key = new_key();
@@ -94,8 +95,13 @@ struct ServeProcess {
 }
 
 impl ServeProcess {
-    fn start(database_url: &str) -> ServeProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_onceform"))
+    fn start_many(database_url: &str, n: usize) -> Vec<ServeProcess> {
+        let children: Vec<Child> = (0..n).map(|_| Self::spawn(database_url)).collect();
+        children.into_iter().map(Self::ready).collect()
+    }
+
+    fn spawn(database_url: &str) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_onceform"))
             .arg("serve")
             .env("ONCEFORM_DATABASE_URL", database_url)
             .env("ONCEFORM_BIND", "127.0.0.1:0")
@@ -104,7 +110,10 @@ impl ServeProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    fn ready(mut child: Child) -> ServeProcess {
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();

@@ -12,6 +12,7 @@ on_both_backends!(
     keyless_posts_are_accepted_and_flagged,
     multipart_posts_are_accepted,
     submitted_markup_is_escaped_when_re_rendered,
+    a_multipart_body_over_the_limit_is_refused,
 );
 
 fn hidden_operation_id(html: &str) -> String {
@@ -184,4 +185,22 @@ async fn submitted_markup_is_escaped_when_re_rendered(backend: Backend) {
     let page = resp.text().await.unwrap();
     assert!(!page.contains("<script>alert") && !page.contains("<img src=x"), "{page}");
     assert!(page.contains("&#60;script&#62;alert(1)"), "{page}");
+}
+
+async fn a_multipart_body_over_the_limit_is_refused(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let boundary = "XyZboundary";
+    // Many small parts: only the whole body's size can catch this.
+    let part = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n");
+    let body = format!("{}--{boundary}--\r\n", part.repeat(2000));
+    let resp = app
+        .client
+        .post(app.url("/f/contact"))
+        .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    assert_eq!(app.stats().await.submissions, 0);
 }

@@ -58,6 +58,17 @@ fn cases() -> Vec<Case> {
             "malformed-body",
         ),
         case("unknown field", GOOD.replacen('{', r#"{"colour":"red","#, 1), 422, "validation-failed"),
+        case(
+            "unknown field set to null",
+            GOOD.replacen('{', r#"{"colour":null,"#, 1),
+            422,
+            "validation-failed",
+        ),
+        case("a field given twice", GOOD.replacen('{', r#"{"name":"Eve","#, 1), 422, "validation-failed"),
+        Case {
+            key: Some(b"keyless:0123456789abcdef"),
+            ..case("reserved key prefix", GOOD, 400, "operation-id-invalid")
+        },
         case("huge body", format!(r#"{{"message":"{}"}}"#, "x".repeat(200_000)), 413, "payload-too-large"),
         Case { content_type: Some("text/plain"), ..case("text/plain", GOOD, 415, "unsupported-media-type") },
         Case { content_type: None, ..case("no content type", GOOD, 415, "unsupported-media-type") },

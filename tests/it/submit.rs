@@ -154,6 +154,10 @@ async fn status_shows_states_but_never_content(backend: Backend) {
         .unwrap();
     assert_eq!(missing.status(), 404);
     assert_eq!(missing.headers()["content-type"], "application/problem+json");
+    let malformed =
+        app.client.get(app.url("/api/forms/contact/submissions/not%20a%20key")).send().await.unwrap();
+    assert_eq!(malformed.status(), 400);
+    assert_eq!(problem_type(&malformed.json().await.unwrap()), "operation-id-invalid");
 }
 
 async fn operations_are_issued_for_api_clients(backend: Backend) {

@@ -10,8 +10,8 @@ use crate::support::{inquiry, new_key, problem_type, spawn_on, test_config, Back
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_behind_a_cut_connection_answers_503_and_writes_nothing() {
-    let proxy = Proxy::start("127.0.0.1:5432").await;
     let db = TestDb::new(Backend::Postgres);
+    let proxy = Proxy::start(db.host_port()).await;
     let mut config = test_config(&db.url_via(&format!("127.0.0.1:{}", proxy.port)));
     config.database.acquire_timeout_ms = 500;
     let app = spawn_on(db, config).await;
@@ -22,6 +22,63 @@ async fn postgres_behind_a_cut_connection_answers_503_and_writes_nothing() {
     proxy.restore();
 
     assert_recovers(&app, &key).await;
+}
+
+/// The connection is cut in the middle of the accept transaction (a trigger holds it there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_cut_mid_transaction_leaves_nothing_half_written() {
+    let db = TestDb::new(Backend::Postgres);
+    let proxy = Proxy::start(db.host_port()).await;
+    let direct_url = db.url.clone();
+    let mut config = test_config(&db.url_via(&format!("127.0.0.1:{}", proxy.port)));
+    config.database.acquire_timeout_ms = 500;
+    let app = spawn_on(db, config).await;
+    let mut direct = PgConnection::establish(&direct_url).unwrap();
+    direct
+        .batch_execute(
+            "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
+             CREATE TRIGGER slow BEFORE INSERT ON side_effects FOR EACH STATEMENT EXECUTE FUNCTION slow();",
+        )
+        .unwrap();
+    let key = new_key();
+
+    let pending = {
+        let (client, url, key) = (app.client.clone(), app.url("/api/forms/contact/submissions"), key.clone());
+        tokio::spawn(async move {
+            client.post(url).header("Idempotency-Key", key).json(&inquiry("Cut short")).send().await.unwrap()
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    proxy.cut();
+    let resp = pending.await.unwrap();
+    assert_eq!(resp.status(), 503);
+    assert!(resp.headers().get("retry-after").is_some());
+    proxy.restore();
+    direct.batch_execute("DROP TRIGGER slow ON side_effects").unwrap();
+
+    assert_recovers(&app, &key).await;
+}
+
+/// A second request while the first still holds the key gets 409 operation-in-progress.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_held_by_an_open_transaction_is_in_progress() {
+    let db = TestDb::new(Backend::Postgres);
+    let direct_url = db.url.clone();
+    let app = spawn_on(db, test_config(&direct_url)).await;
+    let key = new_key();
+    let mut holder = PgConnection::establish(&direct_url).unwrap();
+    holder
+        .batch_execute(&format!(
+            "BEGIN; INSERT INTO submissions (id, form, operation_id, fingerprint, response_body, channel, \
+             received_at, operation_expires_at) VALUES ('held', 'contact', '{key}', 'x', '{{}}', 'api', now(), now())"
+        ))
+        .unwrap();
+    let resp = app.submit(&key, &inquiry("Second click")).await;
+    assert_eq!(resp.status(), 409);
+    assert!(resp.headers().get("retry-after").is_some());
+    assert_eq!(problem_type(&resp.json().await.unwrap()), "operation-in-progress");
+    holder.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(app.submit(&key, &inquiry("Second click")).await.status(), 201);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

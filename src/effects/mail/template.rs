@@ -71,6 +71,7 @@ mod tests {
             ("name", "<b>Ada</b>".to_string()),
             ("reference", "OF-1".to_string()),
             ("form_title", "Contact".into()),
+            ("received_at", "today".into()),
         ];
         let r = render("confirmation", "contact", &vars);
         assert_eq!(r.subject, "We received your message (OF-1)");

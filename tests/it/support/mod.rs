@@ -72,9 +72,19 @@ impl TestDb {
         }
     }
 
+    /// The server's host:port (PostgreSQL).
+    pub fn host_port(&self) -> String {
+        self.url
+            .split('@')
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or("127.0.0.1:5432")
+            .to_string()
+    }
+
     /// The same database reached through another host:port (e.g. a proxy).
     pub fn url_via(&self, host_port: &str) -> String {
-        self.url.replace("127.0.0.1:5432", host_port)
+        self.url.replace(&self.host_port(), host_port)
     }
 }
 

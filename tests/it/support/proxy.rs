@@ -14,7 +14,7 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    pub async fn start(target: &'static str) -> Proxy {
+    pub async fn start(target: String) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let open = Arc::new(AtomicBool::new(true));
@@ -25,6 +25,7 @@ impl Proxy {
                 if !o.load(Ordering::SeqCst) {
                     continue; // dropped: the client sees the connection closed
                 }
+                let target = target.clone();
                 let link = tokio::spawn(async move {
                     if let Ok(mut outbound) = TcpStream::connect(target).await {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
