@@ -62,7 +62,8 @@ impl Worker {
         }
         let due = self.db(move |p| with_conn!(p, |c| Ok(c.claim_due(&owner, t, lease_until, limit)?))).await;
         let due = due.unwrap_or_default();
-        join_all(due.iter().cloned().map(|row| self.deliver(row))).await;
+        let results = join_all(due.iter().cloned().map(|row| self.deliver(row))).await;
+        self.finish(results).await;
 
         let kinds = self.registry.reconcilable();
         let retry_at = t + chrono::Duration::milliseconds(self.config.reconcile_after_ms as i64);
@@ -79,14 +80,13 @@ impl Worker {
         while self.run_once().await > 0 {}
     }
 
-    async fn deliver(&self, row: JobRow) {
+    /// Runs one claimed record; what to record comes back for `finish`.
+    async fn deliver(&self, row: JobRow) -> Finished {
         let id = row.id.clone();
         let (Some(job), started, t0) = (Job::from_row(row), now(), Instant::now()) else {
-            return self.finish(&id, unhandled(), None).await;
+            return (id, unhandled(), None);
         };
-        let Some(effect) = self.registry.get(job.kind) else {
-            return self.finish(&id, unhandled(), None).await;
-        };
+        let Some(effect) = self.registry.get(job.kind) else { return (id, unhandled(), None) };
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
         let report = tokio::time::timeout(timeout, effect.deliver(&job))
             .await
@@ -95,7 +95,7 @@ impl Worker {
         tracing::info!(effect = %job.id, kind = job.kind.as_str(), attempt = job.attempt,
             outcome = report.label(), class = report.error_class.as_deref().unwrap_or(""), state = %t.state, "attempt");
         let attempt = attempt_row(&job.id, started, t0, report.label(), &report);
-        self.finish(&id, t, Some(attempt)).await;
+        (id, t, Some(attempt))
     }
 
     async fn reconcile(&self, row: JobRow) {
@@ -134,24 +134,37 @@ impl Worker {
         }
     }
 
-    /// Records the attempt and the transition in one transaction, if the lease is still ours.
-    async fn finish(&self, id: &str, t: Transition, attempt: Option<NewAttempt>) {
-        let (key, owner) = (id.to_string(), self.owner.clone());
-        let result = self
+    /// Records a pass's attempts and transitions in one transaction (one commit, not one per
+    /// record); each transition applies only where the lease is still ours.
+    async fn finish(&self, results: Vec<Finished>) {
+        if results.is_empty() {
+            return;
+        }
+        let owner = self.owner.clone();
+        let outcome = self
             .db(move |p| {
                 with_conn!(p, |c| c.write_tx(|c| {
-                    if let Some(a) = &attempt {
-                        c.insert_attempt(a)?;
+                    let mut lost = Vec::new();
+                    for (id, t, attempt) in &results {
+                        if let Some(a) = attempt {
+                            c.insert_attempt(a)?;
+                        }
+                        if !c.finish(id, &owner, t, now())? {
+                            lost.push(id.clone());
+                        }
                     }
-                    Ok::<_, DbError>(c.finish(&key, &owner, &t, now())?)
+                    Ok::<_, DbError>(lost)
                 }))
             })
             .await;
-        match result {
-            Ok(true) => {}
-            Ok(false) => tracing::warn!(effect = %id, "lease lost before the attempt was recorded"),
-            // The record stays SENDING; its lease runs out and it is reconciled, never resent blindly.
-            Err(error) => tracing::error!(effect = %id, %error, "could not record an attempt"),
+        match outcome {
+            Ok(lost) => {
+                for id in lost {
+                    tracing::warn!(effect = %id, "lease lost before the attempt was recorded");
+                }
+            }
+            // The records stay SENDING; their leases run out and they are reconciled, never resent blindly.
+            Err(error) => tracing::error!(%error, "could not record a pass's attempts"),
         }
     }
 
@@ -170,6 +183,9 @@ impl Worker {
         }
     }
 }
+
+/// A record, its next state, and the attempt to log.
+type Finished = (String, Transition, Option<NewAttempt>);
 
 /// A record of a kind this process cannot deliver goes back to PENDING for another process.
 fn unhandled() -> Transition {
