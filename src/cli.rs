@@ -6,16 +6,20 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::admin::accounts::{self, Role};
 use crate::config::Config;
 use crate::db::Pool;
 use crate::effects::Registry;
 use crate::http::Application;
 use crate::worker::Worker;
 
-pub const USAGE: &str = "usage: onceform [--config PATH] [serve | worker | migrate | check-config]
+pub const USAGE: &str =
+    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | admin create-user ...]
 
   serve         HTTP server and side-effect workers (the default)
   worker        side-effect workers only
+  admin create-user --email E [--role admin|viewer] [--password-env VAR]
+                an admin account; the password is read from stdin unless VAR names it
   migrate       apply pending database migrations and exit
   check-config  validate the configuration and exit
 
@@ -30,6 +34,7 @@ pub enum Command {
     Worker,
     Migrate,
     CheckConfig,
+    CreateUser { email: String, role: Role, password_env: Option<String> },
     Help,
     Version,
 }
@@ -74,6 +79,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
             "worker" => set(&mut command, Command::Worker)?,
             "migrate" => set(&mut command, Command::Migrate)?,
             "check-config" => set(&mut command, Command::CheckConfig)?,
+            "admin" => {
+                let c = parse_admin(&mut args)?;
+                set(&mut command, c)?
+            }
             "--config" => match args.next() {
                 Some(path) => config = Some(PathBuf::from(path)),
                 None => return Err(Exit::usage("--config needs a path".into())),
@@ -85,6 +94,28 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
     }
     let config = config.or_else(|| std::env::var_os("ONCEFORM_CONFIG").map(PathBuf::from));
     Ok(Args { command: command.unwrap_or(Command::Serve), config })
+}
+
+/// `admin create-user --email E [--role R] [--password-env VAR]`.
+fn parse_admin(args: &mut impl Iterator<Item = String>) -> Result<Command, Exit> {
+    match args.next().as_deref() {
+        Some("create-user") => {}
+        other => return Err(Exit::usage(format!("unknown admin command `{}`", other.unwrap_or("")))),
+    }
+    let (mut email, mut role, mut password_env) = (None, Role::Admin, None);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| Exit::usage(format!("{flag} needs a value")))?;
+        match flag.as_str() {
+            "--email" => email = Some(value),
+            "--role" => {
+                role = Role::parse(&value).ok_or_else(|| Exit::usage(format!("unknown role `{value}`")))?
+            }
+            "--password-env" => password_env = Some(value),
+            other => return Err(Exit::usage(format!("unknown flag `{other}`"))),
+        }
+    }
+    let email = email.ok_or_else(|| Exit::usage("admin create-user needs --email".into()))?;
+    Ok(Command::CreateUser { email, role, password_env })
 }
 
 /// Runs a parsed command to completion.
@@ -110,6 +141,21 @@ pub fn run(args: Args) -> Result<(), Exit> {
             println!("migrations applied ({})", pool.backend());
             Ok(())
         }
+        Command::CreateUser { ref email, role, ref password_env } => {
+            let config = load(&args)?;
+            let password = match password_env {
+                Some(var) => std::env::var(var).map_err(|_| Exit::failure(format!("{var} is not set")))?,
+                None => {
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line).map_err(Exit::failure)?;
+                    line.trim_end_matches(['\r', '\n']).to_string()
+                }
+            };
+            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+            accounts::create_user(&pool, email, &password, role).map_err(Exit::failure)?;
+            println!("created {} user {}", role.as_str(), email.trim().to_lowercase());
+            Ok(())
+        }
         Command::Serve => serve(load(&args)?),
         Command::Worker => worker(load(&args)?),
     }
@@ -127,6 +173,7 @@ fn serve(config: Config) -> Result<(), Exit> {
         true => Some(spawn_worker(&config, &pool, stopped)?),
         false => None,
     };
+    let first_admin = accounts::bootstrap(&pool).map_err(Exit::failure)?;
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
         let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
@@ -135,7 +182,14 @@ fn serve(config: Config) -> Result<(), Exit> {
         let mut out = std::io::stdout();
         let _ = writeln!(out, "onceform listening on {base}");
         if let Some(form) = config.forms.keys().next() {
-            let _ = writeln!(out, "open {base}/f/{form} for the {form} form");
+            let _ = writeln!(out, "open {base}/f/{form} for the {form} form, {base}/admin for the admin");
+        }
+        if let Some(password) = first_admin {
+            let _ = writeln!(
+                out,
+                "no admin account existed: created admin@localhost with the one-time password {password} \
+                 (create your own with `onceform admin create-user --email you@example.com`)"
+            );
         }
         let _ = out.flush();
         tracing::info!(database = %pool_label(&config), "serving");

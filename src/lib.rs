@@ -2,6 +2,7 @@
 //! takes effect exactly once.
 
 pub mod accept;
+pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod db;

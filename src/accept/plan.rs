@@ -61,6 +61,7 @@ impl Plan {
                 batch: 0,
                 effect_key: format!("{id}:{}:0", kind.as_str()),
                 state: EffectState::Pending.as_str().into(),
+                held: false,
                 next_attempt_at: now,
                 created_at: now,
                 updated_at: now,

@@ -3,6 +3,7 @@
 //! Queries are written once (see `store`) and compiled for both backends; `with_conn!`
 //! runs a block on whichever backend the pool holds.
 
+pub mod admin;
 pub mod models;
 mod queue;
 pub mod schema;

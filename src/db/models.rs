@@ -46,6 +46,8 @@ pub struct NewEffect {
     pub batch: i32,
     pub effect_key: String,
     pub state: String,
+    /// Waits for a duplicate decision before the workers may claim it.
+    pub held: bool,
     pub next_attempt_at: NaiveDateTime,
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,

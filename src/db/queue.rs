@@ -95,6 +95,7 @@ macro_rules! impl_queue {
                 self.write_tx(|c| {
                     let ids: Vec<String> = side_effects::table
                         .filter(side_effects::state.eq(PENDING))
+                        .filter(side_effects::held.eq(false))
                         .filter(side_effects::next_attempt_at.le(now))
                         .order(side_effects::next_attempt_at)
                         .limit(limit)

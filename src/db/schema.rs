@@ -16,6 +16,7 @@ diesel::table! {
         received_at -> Timestamp,
         operation_expires_at -> Timestamp,
         content_purged_at -> Nullable<Timestamp>,
+        duplicate_of -> Nullable<Text>,
     }
 }
 
@@ -35,6 +36,7 @@ diesel::table! {
         last_error -> Nullable<Text>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        held -> Bool,
     }
 }
 
@@ -78,7 +80,56 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    users (id) {
+        id -> Text,
+        email -> Text,
+        password_hash -> Text,
+        role -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    sessions (token_hash) {
+        token_hash -> Text,
+        user_id -> Text,
+        csrf_token -> Text,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    audit_log (id) {
+        id -> Text,
+        user_id -> Text,
+        user_email -> Text,
+        action -> Text,
+        target_type -> Text,
+        target_id -> Text,
+        note -> Nullable<Text>,
+        at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    duplicate_pairs (id) {
+        id -> Text,
+        form -> Text,
+        original_id -> Text,
+        duplicate_id -> Text,
+        score -> Double,
+        reasons -> Text,
+        status -> Text,
+        decided_by -> Nullable<Text>,
+        decided_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(side_effects -> submissions (submission_id));
+diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(conflicts -> submissions (submission_id));
 diesel::joinable!(effect_attempts -> side_effects (effect_id));
 
@@ -88,4 +139,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     effect_attempts,
     conflicts,
     deliveries,
+    users,
+    sessions,
+    audit_log,
+    duplicate_pairs,
 );

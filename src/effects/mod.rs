@@ -109,3 +109,11 @@ impl Registry {
         self.effects.values().filter(|e| e.can_reconcile()).map(|e| e.kind().as_str()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn references_are_short_and_upper_case() {
+        assert_eq!(super::reference("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), "OF-1D2E3-F4A5B");
+    }
+}

@@ -12,6 +12,7 @@ use super::AppState;
 use crate::accept::Outcome;
 use crate::deliveries::Channel;
 use crate::domain::{FieldErrors, OperationId, RawFields};
+use crate::effects::reference;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(index))
@@ -123,13 +124,6 @@ async fn receipt(state: web::Data<AppState>, path: web::Path<(String, String)>) 
     }
 }
 
-/// A short reference for people: the random tail of the submission ID.
-fn reference(submission_id: &str) -> String {
-    let hex: String = submission_id.chars().filter(char::is_ascii_hexdigit).collect();
-    let tail = &hex[hex.len().saturating_sub(10)..];
-    format!("OF-{}-{}", &tail[..tail.len() / 2], &tail[tail.len() / 2..]).to_uppercase()
-}
-
 fn not_found() -> HttpResponse {
     message(StatusCode::NOT_FOUND, "Not found", "There is no such form or receipt here.", None)
 }
@@ -145,12 +139,4 @@ fn problem_page(problem: &Problem, form: &str) -> HttpResponse {
         resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
     }
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn references_are_short_and_upper_case() {
-        assert_eq!(super::reference("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), "OF-1D2E3-F4A5B");
-    }
 }

@@ -5,7 +5,7 @@ mod api;
 mod body;
 mod html;
 mod ops;
-mod pages;
+pub(crate) mod pages;
 pub mod problem;
 mod rate_limit;
 mod submit;
@@ -28,6 +28,7 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub pool: Pool,
     pub limiter: RateLimiter,
+    pub login_throttle: crate::admin::accounts::LoginThrottle,
 }
 
 impl AppState {
@@ -54,8 +55,12 @@ impl Application {
             0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             n => n,
         };
-        let state =
-            web::Data::new(AppState { limiter: RateLimiter::new(config.server.rate_limit), config, pool });
+        let state = web::Data::new(AppState {
+            limiter: RateLimiter::new(config.server.rate_limit),
+            login_throttle: Default::default(),
+            config,
+            pool,
+        });
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
@@ -74,6 +79,7 @@ impl Application {
                 .configure(api::routes)
                 .configure(html::routes)
                 .configure(ops::routes)
+                .configure(crate::admin::routes)
                 .default_service(web::to(not_found))
         })
         .workers(workers)

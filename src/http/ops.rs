@@ -14,12 +14,14 @@ use crate::deliveries::now;
 use crate::with_conn;
 
 const STYLESHEET: &str = include_str!("../../static/onceform.css");
+const ADMIN_STYLESHEET: &str = include_str!("../../static/admin.css");
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))
         .route("/readyz", web::get().to(readyz))
         .route("/metrics", web::get().to(metrics))
-        .route("/static/onceform.css", web::get().to(stylesheet));
+        .route("/static/onceform.css", web::get().to(|| stylesheet(STYLESHEET)))
+        .route("/static/admin.css", web::get().to(|| stylesheet(ADMIN_STYLESHEET)));
 }
 
 async fn healthz() -> HttpResponse {
@@ -100,9 +102,9 @@ fn render(s: &Stats, q: &QueueStats, now: NaiveDateTime) -> String {
     out
 }
 
-async fn stylesheet() -> HttpResponse {
+async fn stylesheet(css: &'static str) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/css; charset=utf-8")
         .insert_header(("Cache-Control", "public, max-age=3600"))
-        .body(STYLESHEET)
+        .body(css)
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod admin_effects;
 mod cli;
 mod concurrency;
 mod delivery;

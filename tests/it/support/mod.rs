@@ -1,6 +1,7 @@
 //! `spawn_app()`: the real server on port 0 over a fresh database (a SQLite file or a new
 //! PostgreSQL database, dropped afterwards), with helpers per route and for counting rows.
 
+pub mod admin;
 pub mod crm;
 pub mod delivery;
 pub mod proxy;

@@ -1,0 +1,74 @@
+//! The admin pages under `/admin`: every page needs a session, every state-changing
+//! request an admin and the session's CSRF token, and every action writes an audit row.
+
+pub mod accounts;
+mod audit;
+mod audit_page;
+mod conflicts;
+mod dashboard;
+mod duplicates;
+mod effects;
+pub mod guard;
+mod login;
+mod submissions;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+
+use crate::db::DbError;
+use guard::SessionUser;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    login::routes(cfg);
+    dashboard::routes(cfg);
+    submissions::routes(cfg);
+    effects::routes(cfg);
+    conflicts::routes(cfg);
+    duplicates::routes(cfg);
+    audit_page::routes(cfg);
+}
+
+/// What every admin page shows around its content.
+pub struct Chrome {
+    pub email: String,
+    pub role: &'static str,
+    pub csrf: String,
+    pub section: &'static str,
+    pub flash: Option<String>,
+}
+
+impl Chrome {
+    pub fn new(user: &SessionUser, section: &'static str, flash: Option<&str>) -> Chrome {
+        Chrome {
+            email: user.email.clone(),
+            role: user.role.as_str(),
+            csrf: user.csrf.clone(),
+            section,
+            flash: flash.map(|f| f.chars().take(200).collect()),
+        }
+    }
+}
+
+/// Back to `location` after an action, with a short message shown there.
+pub fn done(location: &str, flash: &str) -> HttpResponse {
+    let sep = if location.contains('?') { '&' } else { '?' };
+    let flash: String = form_urlencode(flash);
+    HttpResponse::SeeOther().insert_header(("Location", format!("{location}{sep}flash={flash}"))).finish()
+}
+
+fn form_urlencode(s: &str) -> String {
+    serde_urlencoded::to_string([("", s)]).map(|e| e[1..].to_string()).unwrap_or_default()
+}
+
+/// A database failure on an admin page.
+pub fn db_failure(e: DbError) -> HttpResponse {
+    tracing::warn!(error = %e, "admin page: database error");
+    HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE)
+        .content_type("text/plain; charset=utf-8")
+        .body("The database is unavailable; try again in a moment.")
+}
+
+/// A refused action: the record is not in a state that allows it.
+pub fn refused(message: &str) -> HttpResponse {
+    HttpResponse::Conflict().content_type("text/plain; charset=utf-8").body(message.to_string())
+}

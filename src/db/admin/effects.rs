@@ -1,0 +1,226 @@
+//! The effects queue as admins see it, and the state changes they make.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use crate::db::models::NewEffect;
+use crate::db::schema::{effect_attempts, side_effects, submissions};
+
+#[derive(Debug, Clone, Queryable)]
+pub struct EffectRow {
+    pub id: String,
+    pub submission_id: String,
+    pub form: String,
+    pub kind: String,
+    pub batch: i32,
+    pub effect_key: String,
+    pub state: String,
+    pub held: bool,
+    pub attempts: i32,
+    pub provider_ref: Option<String>,
+    pub last_error: Option<String>,
+    pub next_attempt_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable)]
+pub struct AttemptRow {
+    pub started_at: NaiveDateTime,
+    pub duration_ms: i32,
+    pub outcome: String,
+    pub http_status: Option<i32>,
+    pub smtp_code: Option<i32>,
+    pub error_class: Option<String>,
+    pub provider_ref: Option<String>,
+}
+
+/// A state change an admin asks for; applied only from the listed states.
+#[derive(Debug, Clone)]
+pub struct EffectChange<'a> {
+    pub from: &'a [&'a str],
+    pub to: &'a str,
+    pub provider_ref: Option<String>,
+    pub last_error: Option<String>,
+    pub next_attempt_at: NaiveDateTime,
+}
+
+macro_rules! effect_rows {
+    () => {
+        side_effects::table.inner_join(submissions::table).select((
+            side_effects::id,
+            side_effects::submission_id,
+            submissions::form,
+            side_effects::kind,
+            side_effects::batch,
+            side_effects::effect_key,
+            side_effects::state,
+            side_effects::held,
+            side_effects::attempts,
+            side_effects::provider_ref,
+            side_effects::last_error,
+            side_effects::next_attempt_at,
+            side_effects::updated_at,
+        ))
+    };
+}
+
+pub trait EffectAdminStore {
+    fn effects_in_state(&mut self, state: &str, limit: i64, offset: i64) -> QueryResult<Vec<EffectRow>>;
+    fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>>;
+    fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>>;
+    fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>>;
+    /// True when the record was in one of `change.from` and now is in `change.to`.
+    fn change_effect(&mut self, id: &str, change: &EffectChange<'_>, now: NaiveDateTime)
+        -> QueryResult<bool>;
+    /// A new PENDING record for the same submission and kind, in the next batch, with its own key.
+    fn replay_effect(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<Option<String>>;
+    /// Cancels the PENDING (and held) records of a submission; returns how many.
+    fn cancel_pending_of(
+        &mut self,
+        submission_id: &str,
+        note: &str,
+        now: NaiveDateTime,
+    ) -> QueryResult<usize>;
+    /// Releases a submission's held records to the workers.
+    fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize>;
+}
+
+macro_rules! impl_effect_admin {
+    ($conn:ty) => {
+        impl EffectAdminStore for $conn {
+            fn effects_in_state(
+                &mut self,
+                state: &str,
+                limit: i64,
+                offset: i64,
+            ) -> QueryResult<Vec<EffectRow>> {
+                effect_rows!()
+                    .filter(side_effects::state.eq(state))
+                    .order(side_effects::updated_at.desc())
+                    .limit(limit)
+                    .offset(offset)
+                    .load(self)
+            }
+
+            fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>> {
+                effect_rows!()
+                    .filter(side_effects::submission_id.eq(submission_id))
+                    .order((side_effects::kind, side_effects::batch))
+                    .load(self)
+            }
+
+            fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>> {
+                effect_rows!().filter(side_effects::id.eq(id)).first(self).optional()
+            }
+
+            fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>> {
+                effect_attempts::table
+                    .filter(effect_attempts::effect_id.eq(effect_id))
+                    .order(effect_attempts::started_at)
+                    .select((
+                        effect_attempts::started_at,
+                        effect_attempts::duration_ms,
+                        effect_attempts::outcome,
+                        effect_attempts::http_status,
+                        effect_attempts::smtp_code,
+                        effect_attempts::error_class,
+                        effect_attempts::provider_ref,
+                    ))
+                    .load(self)
+            }
+
+            fn change_effect(
+                &mut self,
+                id: &str,
+                change: &EffectChange<'_>,
+                now: NaiveDateTime,
+            ) -> QueryResult<bool> {
+                let n = diesel::update(
+                    side_effects::table
+                        .filter(side_effects::id.eq(id))
+                        .filter(side_effects::state.eq_any(change.from)),
+                )
+                .set((
+                    side_effects::state.eq(change.to),
+                    side_effects::provider_ref.eq(&change.provider_ref),
+                    side_effects::last_error.eq(&change.last_error),
+                    side_effects::next_attempt_at.eq(change.next_attempt_at),
+                    side_effects::lease_owner.eq(None::<String>),
+                    side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
+                    side_effects::updated_at.eq(now),
+                ))
+                .execute(self)?;
+                Ok(n == 1)
+            }
+
+            fn replay_effect(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<Option<String>> {
+                let Some((submission_id, kind)) = side_effects::table
+                    .filter(side_effects::id.eq(id))
+                    .select((side_effects::submission_id, side_effects::kind))
+                    .first::<(String, String)>(self)
+                    .optional()?
+                else {
+                    return Ok(None);
+                };
+                let last: Option<i32> = side_effects::table
+                    .filter(side_effects::submission_id.eq(&submission_id))
+                    .filter(side_effects::kind.eq(&kind))
+                    .select(diesel::dsl::max(side_effects::batch))
+                    .first(self)?;
+                let batch = last.unwrap_or(0) + 1;
+                let new_id = uuid::Uuid::now_v7().to_string();
+                let row = NewEffect {
+                    id: new_id.clone(),
+                    effect_key: format!("{submission_id}:{kind}:{batch}"),
+                    submission_id,
+                    kind,
+                    batch,
+                    state: "PENDING".into(),
+                    held: false,
+                    next_attempt_at: now,
+                    created_at: now,
+                    updated_at: now,
+                };
+                diesel::insert_into(side_effects::table).values(&row).execute(self)?;
+                Ok(Some(new_id))
+            }
+
+            fn cancel_pending_of(
+                &mut self,
+                submission_id: &str,
+                note: &str,
+                now: NaiveDateTime,
+            ) -> QueryResult<usize> {
+                diesel::update(
+                    side_effects::table
+                        .filter(side_effects::submission_id.eq(submission_id))
+                        .filter(side_effects::state.eq("PENDING")),
+                )
+                .set((
+                    side_effects::state.eq("CANCELLED"),
+                    side_effects::held.eq(false),
+                    side_effects::last_error.eq(note),
+                    side_effects::updated_at.eq(now),
+                ))
+                .execute(self)
+            }
+
+            fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
+                diesel::update(
+                    side_effects::table
+                        .filter(side_effects::submission_id.eq(submission_id))
+                        .filter(side_effects::held.eq(true)),
+                )
+                .set((
+                    side_effects::held.eq(false),
+                    side_effects::next_attempt_at.eq(now),
+                    side_effects::updated_at.eq(now),
+                ))
+                .execute(self)
+            }
+        }
+    };
+}
+
+impl_effect_admin!(diesel::SqliteConnection);
+impl_effect_admin!(diesel::PgConnection);

@@ -1,0 +1,6 @@
+//! Queries of the admin pages, one file (and one trait) per area.
+
+pub mod accounts;
+pub mod browse;
+pub mod effects;
+pub mod review;
