@@ -12,3 +12,4 @@ pub mod effects;
 pub mod http;
 pub mod status;
 pub mod worker;
+pub mod duplicates;

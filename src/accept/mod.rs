@@ -5,7 +5,9 @@
 mod plan;
 
 use crate::config::FormConfig;
-use crate::db::models::Submission;
+use crate::db::duplicates::DuplicateStore;
+use crate::db::models::{NewEffect, Submission};
+use crate::duplicates;
 use crate::db::{DbError, Pool, Store};
 use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId};
@@ -60,11 +62,16 @@ pub fn accept(pool: &Pool, intake: Intake<'_>) -> Result<Outcome, DbError> {
 /// How long a request waits for a first request with the same key to commit (PostgreSQL).
 const IN_FLIGHT_WAIT_MS: u32 = 2000;
 
-fn run<C: Store>(c: &mut C, plan: &Plan) -> Result<Outcome, DbError> {
+fn run<C: Store + DuplicateStore>(c: &mut C, plan: &Plan<'_>) -> Result<Outcome, DbError> {
     let sub = &plan.submission;
     c.limit_lock_wait(IN_FLIGHT_WAIT_MS)?;
     if c.insert_submission(sub)? {
-        c.insert_effects(&plan.effects)?;
+        if duplicates::detect(c, plan.form, sub, plan.now())? {
+            let held: Vec<NewEffect> = plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
+            c.insert_effects(&held)?;
+        } else {
+            c.insert_effects(&plan.effects)?;
+        }
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
         c.insert_delivery(&plan.delivery(outcome, Some(&sub.id)))?;
         return Ok(Outcome::Created(receipt_of(

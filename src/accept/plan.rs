@@ -5,7 +5,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::Intake;
-use crate::config::FieldType;
+use crate::config::{FieldType, FormConfig};
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::{digest, fingerprint, EffectKind, EffectState, OperationId};
@@ -28,15 +28,16 @@ pub struct EffectSummary {
     pub state: &'static str,
 }
 
-pub(super) struct Plan {
+pub(super) struct Plan<'a> {
+    pub form: &'a FormConfig,
     pub submission: NewSubmission,
     pub effects: Vec<NewEffect>,
     channel: Channel,
     now: NaiveDateTime,
 }
 
-impl Plan {
-    pub fn new(intake: Intake<'_>) -> Plan {
+impl<'a> Plan<'a> {
+    pub fn new(intake: Intake<'a>) -> Plan<'a> {
         let now = deliveries::now();
         let id = Uuid::now_v7().to_string();
         let keyless = intake.operation_id.is_none();
@@ -95,7 +96,11 @@ impl Plan {
             received_at: now,
             operation_expires_at: expires,
         };
-        Plan { submission, effects, channel: intake.channel, now }
+        Plan { form, submission, effects, channel: intake.channel, now }
+    }
+
+    pub fn now(&self) -> NaiveDateTime {
+        self.now
     }
 
     pub fn conflict_with(&self, original_id: &str) -> NewConflict {

@@ -194,10 +194,44 @@ pub struct FormConfig {
     /// CRM field name for each form field sent with the lead (default: the same names).
     #[serde(default)]
     pub crm_fields: BTreeMap<String, String>,
+    /// The duplicate detector: how far back it looks and what a likely duplicate does.
+    #[serde(default)]
+    #[validate(nested)]
+    pub duplicates: DuplicateConfig,
     /// How long an operation ID keeps answering replays.
     #[serde(default = "default_operation_ttl_days")]
     #[validate(range(min = 1, max = 3650))]
     pub operation_ttl_days: u32,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct DuplicateConfig {
+    /// Earlier submissions of the same form within this window are compared.
+    #[serde(default = "default_window_hours")]
+    #[validate(range(min = 1, max = 8760))]
+    pub window_hours: u32,
+    /// `flag`: pairs are listed for review and effects go ahead; `hold`: the effects of a
+    /// submission with a pair scoring at least `hold_score` wait for a decision.
+    #[serde(default)]
+    pub policy: DuplicatePolicy,
+    #[serde(default = "default_hold_score")]
+    #[validate(range(min = 0.0, max = 1.0))]
+    pub hold_score: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DuplicatePolicy {
+    #[default]
+    Flag,
+    Hold,
+}
+
+impl Default for DuplicateConfig {
+    fn default() -> Self {
+        Self { window_hours: default_window_hours(), policy: DuplicatePolicy::Flag, hold_score: default_hold_score() }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]
@@ -414,6 +448,12 @@ fn default_max_body_bytes() -> usize {
 }
 fn default_operation_ttl_days() -> u32 {
     395
+}
+fn default_window_hours() -> u32 {
+    72
+}
+fn default_hold_score() -> f64 {
+    0.8
 }
 fn default_mail_from() -> String {
     "onceform <noreply@localhost>".into()

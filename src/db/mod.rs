@@ -4,6 +4,7 @@
 //! runs a block on whichever backend the pool holds.
 
 pub mod admin;
+pub mod duplicates;
 pub mod models;
 mod queue;
 pub mod schema;
@@ -23,8 +24,8 @@ pub use url::DatabaseUrl;
 
 use crate::config::DatabaseConfig;
 
-const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
-const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+/// One set of migrations for both backends: they use only SQL both understand.
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 /// Serialises migrations of several processes starting at once on one PostgreSQL.
 const PG_MIGRATION_LOCK: i64 = 0x6f6e_6365_666f;
 
@@ -135,7 +136,7 @@ impl Pool {
                 let mut conn = SqliteConnection::establish(&path)
                     .map_err(|e| anyhow::anyhow!("cannot open SQLite database {path}: {e}"))?;
                 pragmas.apply(&mut conn)?;
-                conn.run_pending_migrations(SQLITE_MIGRATIONS)
+                conn.run_pending_migrations(MIGRATIONS)
                     .map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))?;
                 let pool = R2Pool::builder()
                     .max_size(pool_size(config.pool_size, 8))
@@ -174,7 +175,7 @@ impl Pool {
 
 fn migrate_pg(conn: &mut PgConnection) -> anyhow::Result<()> {
     conn.batch_execute(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))?;
-    let result = conn.run_pending_migrations(PG_MIGRATIONS).map(|_| ());
+    let result = conn.run_pending_migrations(MIGRATIONS).map(|_| ());
     conn.batch_execute(&format!("SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))?;
     result.map_err(|e| anyhow::anyhow!("migrating PostgreSQL: {e}"))
 }

@@ -13,3 +13,5 @@ mod malformed;
 mod submit;
 mod unavailable;
 mod workers;
+mod duplicates;
+mod browser;

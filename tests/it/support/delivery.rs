@@ -63,8 +63,9 @@ impl DeliveryApp {
         Worker::new(self.app.pool.clone(), registry, self.app.config.worker.clone())
     }
 
-    /// Runs worker passes until nothing is PENDING or SENDING and no CRM outcome is UNKNOWN
-    /// (emails without a lookup may stay UNKNOWN: they wait for an admin).
+    /// Runs worker passes until nothing is PENDING (unless held for a duplicate decision) or
+    /// SENDING and no CRM outcome is UNKNOWN (emails without a lookup may stay UNKNOWN: they
+    /// wait for an admin).
     pub async fn settle(&self, worker: &Worker) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -74,8 +75,8 @@ impl DeliveryApp {
                 .query(|pool| {
                     with_conn!(pool, |c| side_effects::table
                         .filter(
-                            side_effects::state
-                                .eq_any(["PENDING", "SENDING"])
+                            (side_effects::state.eq("PENDING").and(side_effects::held.eq(false)))
+                                .or(side_effects::state.eq("SENDING"))
                                 .or(side_effects::state.eq("UNKNOWN").and(side_effects::kind.eq("crm_lead"))),
                         )
                         .count()

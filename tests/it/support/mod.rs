@@ -2,6 +2,7 @@
 //! PostgreSQL database, dropped afterwards), with helpers per route and for counting rows.
 
 pub mod admin;
+pub mod browser;
 pub mod crm;
 pub mod delivery;
 pub mod proxy;

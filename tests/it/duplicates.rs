@@ -1,0 +1,105 @@
+//! The duplicate detector: pairs, scores and reasons; `hold` keeps effects back until decided.
+
+use diesel::prelude::*;
+use onceform::config::DuplicatePolicy;
+use onceform::db::admin::effects::EffectAdminStore;
+use onceform::db::schema::duplicate_pairs;
+use onceform::db::DbError;
+use onceform::with_conn;
+use serde_json::Value;
+
+use crate::on_both_backends;
+use crate::support::delivery::spawn_delivery_app;
+use crate::support::{inquiry, new_key, spawn_app, Backend, TestApp};
+
+on_both_backends!(
+    a_repeat_with_the_same_email_and_topic_is_paired_with_reasons,
+    hold_keeps_the_duplicates_effects_until_released,
+    identical_keyless_posts_are_paired,
+);
+
+type Pair = (String, String, f64, String, String);
+
+async fn pairs(app: &TestApp) -> Vec<Pair> {
+    app.query(|pool| {
+        with_conn!(pool, |c| duplicate_pairs::table
+            .order(duplicate_pairs::score.desc())
+            .select((
+                duplicate_pairs::original_id,
+                duplicate_pairs::duplicate_id,
+                duplicate_pairs::score,
+                duplicate_pairs::reasons,
+                duplicate_pairs::status,
+            ))
+            .load(c)
+            .map_err(DbError::from))
+    })
+    .await
+}
+
+fn with(topic: &str, message: &str) -> Value {
+    let mut v = inquiry(message);
+    v["topic"] = topic.into();
+    v
+}
+
+async fn a_repeat_with_the_same_email_and_topic_is_paired_with_reasons(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let first: Value = app.submit(&new_key(), &with("Sales", "Quote for 40 units of the X200 please")).await.json().await.unwrap();
+    let again: Value = app.submit(&new_key(), &with("Sales", "Quote for 40 units of X200, please")).await.json().await.unwrap();
+    let other: Value = app.submit(&new_key(), &with("Support", "The display flickers")).await.json().await.unwrap();
+    let mut stranger = with("Sales", "Quote for 40 units of the X200 please");
+    stranger["email"] = "someone.else@example.com".into();
+    app.submit(&new_key(), &stranger).await;
+
+    let pairs = pairs(&app).await;
+    let top = &pairs[0];
+    assert_eq!((&top.0, &top.1), (&first["submission_id"].as_str().unwrap().to_string(), &again["submission_id"].as_str().unwrap().to_string()));
+    assert!(top.2 >= 0.9, "{top:?}");
+    let reasons: Vec<String> = serde_json::from_str(&top.3).unwrap();
+    assert_eq!(reasons[..2], ["same email address".to_string(), "same topic".to_string()]);
+    assert!(reasons.iter().any(|r| r.starts_with("message ")), "{reasons:?}");
+    let to_other: Vec<&Pair> = pairs.iter().filter(|p| p.1 == other["submission_id"].as_str().unwrap()).collect();
+    assert!(!to_other.is_empty() && to_other.iter().all(|p| p.2 < top.2 && p.2 < 0.8), "{to_other:?}");
+    assert!(pairs.iter().all(|p| p.4 == "open"));
+    assert_eq!(pairs.len(), 3, "first~again, first~other, again~other; the stranger has no pair: {pairs:?}");
+    assert_eq!(app.stats().await.submissions, 4, "pairs never merge inquiries");
+}
+
+async fn hold_keeps_the_duplicates_effects_until_released(backend: Backend) {
+    let d = spawn_delivery_app(backend, |c| {
+        c.forms.get_mut("contact").unwrap().duplicates.policy = DuplicatePolicy::Hold;
+    })
+    .await;
+    let (a, b) = (new_key(), new_key());
+    d.app.submit(&a, &with("Sales", "Quote for 40 units of the X200 please")).await;
+    d.app.submit(&b, &with("Sales", "Quote for 40 units of the X200 please!")).await;
+    let worker = d.worker();
+    d.settle(&worker).await;
+    assert!(d.effects(Some(&a)).await.iter().all(|e| e.state == "SENT"));
+    assert!(d.effects(Some(&b)).await.iter().all(|e| e.state == "PENDING"), "held for a decision");
+    assert_eq!(d.crm.leads().len(), 1);
+
+    let duplicate = pairs(&d.app).await[0].1.clone();
+    d.app
+        .query(move |pool| {
+            with_conn!(pool, |c| c.release_held_of(&duplicate, onceform::deliveries::now()).map_err(DbError::from))
+        })
+        .await;
+    d.settle(&worker).await;
+    assert!(d.effects(Some(&b)).await.iter().all(|e| e.state == "SENT"), "released: delivered");
+    assert_eq!(d.crm.leads().len(), 2);
+}
+
+async fn identical_keyless_posts_are_paired(backend: Backend) {
+    let app = spawn_app(backend).await;
+    // A static site's form: no operation ID, so each post is its own submission.
+    let form = [("name", "Grace"), ("email", "grace@example.com"), ("topic", "Support"), ("message", "Same words")];
+    for _ in 0..2 {
+        assert_eq!(app.client.post(app.url("/f/contact")).form(&form).send().await.unwrap().status(), 303);
+    }
+    let pairs = pairs(&app).await;
+    assert_eq!(pairs.len(), 1);
+    assert_eq!(pairs[0].2, 1.0);
+    assert!(pairs[0].3.contains("identical content"), "{:?}", pairs[0]);
+}
