@@ -16,6 +16,7 @@ on_both_backends!(
     transient_failures_exhaust_the_attempts,
     an_smtp_drop_after_data_is_held_unknown_and_never_resent,
     one_kind_failing_never_blocks_another,
+    smtp_4xx_is_retried_and_5xx_fails_at_once,
 );
 
 async fn happy_path_delivers_one_lead_one_confirmation_one_owner_email(backend: Backend) {
@@ -198,4 +199,28 @@ async fn one_kind_failing_never_blocks_another(backend: Backend) {
             .map(|(k, s)| (k.to_string(), s.to_string()))
     );
     assert_eq!(d.smtp.messages().len(), 2);
+}
+
+async fn smtp_4xx_is_retried_and_5xx_fails_at_once(backend: Backend) {
+    let d = spawn_delivery_app(backend, |c| {
+        c.forms.get_mut("contact").unwrap().effects.retain(|k| k.as_str() == "confirmation_email")
+    })
+    .await;
+    d.smtp.refuse_next(451);
+    let retried = new_key();
+    d.app.submit(&retried, &inquiry("Greylisted")).await;
+    let worker = d.worker();
+    d.settle(&worker).await;
+    let mail = d.effect(&retried, "confirmation_email").await;
+    assert_eq!((mail.state.as_str(), mail.attempts), ("SENT", 2));
+    let history = d.attempts(&retried, "confirmation_email").await;
+    assert_eq!(history[0], ("transient".to_string(), Some("smtp_451".to_string())));
+
+    d.smtp.refuse_next(550);
+    let refused = new_key();
+    d.app.submit(&refused, &inquiry("No such mailbox")).await;
+    d.settle(&worker).await;
+    let mail = d.effect(&refused, "confirmation_email").await;
+    assert_eq!((mail.state.as_str(), mail.attempts), ("FAILED_FINAL", 1));
+    assert_eq!(d.attempts(&refused, "confirmation_email").await[0].1.as_deref(), Some("smtp_550"));
 }

@@ -1,6 +1,7 @@
 //! A real SMTP server on loopback that keeps what it receives; it can drop the connection
 //! right after a message's DATA, before answering.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -14,13 +15,20 @@ pub struct SmtpSink {
     pub messages: Arc<Mutex<Vec<String>>>,
     /// How many of the next messages to drop after DATA.
     drop_next: Arc<AtomicUsize>,
+    /// Replies to give the next messages after DATA instead of 250 (e.g. 451, 550).
+    refuse_next: Arc<Mutex<VecDeque<u16>>>,
 }
 
 impl SmtpSink {
     pub async fn start() -> SmtpSink {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("smtp://{}", listener.local_addr().unwrap());
-        let sink = SmtpSink { url, messages: Arc::default(), drop_next: Arc::default() };
+        let sink = SmtpSink {
+            url,
+            messages: Arc::default(),
+            drop_next: Arc::default(),
+            refuse_next: Arc::default(),
+        };
         let s = sink.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -28,6 +36,10 @@ impl SmtpSink {
             }
         });
         sink
+    }
+
+    pub fn refuse_next(&self, code: u16) {
+        self.refuse_next.lock().unwrap().push_back(code);
     }
 
     pub fn drop_after_data(&self, n: usize) {
@@ -85,7 +97,12 @@ async fn session(stream: TcpStream, sink: SmtpSink) {
                 if drop {
                     return; // DATA received, never acknowledged
                 }
-                let _ = io.get_mut().write_all(format!("250 2.0.0 queued as Q{n}\r\n").as_bytes()).await;
+                let refusal = sink.refuse_next.lock().unwrap().pop_front();
+                let reply = match refusal {
+                    Some(code) => format!("{code} {}.0.0 refused by the test\r\n", code / 100),
+                    None => format!("250 2.0.0 queued as Q{n}\r\n"),
+                };
+                let _ = io.get_mut().write_all(reply.as_bytes()).await;
                 continue;
             }
             _ => b"502 not implemented\r\n",
