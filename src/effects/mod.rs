@@ -91,8 +91,8 @@ impl Registry {
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         let mut registry = Registry::default();
         registry.register(crm_lead::CrmLead::new(crm, config.clone()));
-        registry.register(confirmation_email::ConfirmationEmail::new(mailer.clone(), config.clone()));
-        registry.register(owner_notification::OwnerNotification::new(mailer, config));
+        registry.register(confirmation_email::new(mailer.clone(), config.clone()));
+        registry.register(owner_notification::new(mailer, config));
         Ok(registry)
     }
 

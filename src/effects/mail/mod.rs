@@ -1,9 +1,11 @@
 //! Sending mail: SMTP (lettre, pooled, TLS/STARTTLS and auth from the URL) or `.eml` files.
 
 mod compose;
+mod effect;
 pub mod template;
 
 pub use compose::{vars, visitor};
+pub use effect::EmailEffect;
 
 use std::path::PathBuf;
 use std::time::Duration;
