@@ -7,10 +7,10 @@ mod plan;
 use crate::config::FormConfig;
 use crate::db::duplicates::DuplicateStore;
 use crate::db::models::{NewEffect, Submission};
-use crate::duplicates;
 use crate::db::{DbError, Pool, Store};
 use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId};
+use crate::duplicates;
 use crate::with_conn;
 
 use plan::Plan;
@@ -67,7 +67,8 @@ fn run<C: Store + DuplicateStore>(c: &mut C, plan: &Plan<'_>) -> Result<Outcome,
     c.limit_lock_wait(IN_FLIGHT_WAIT_MS)?;
     if c.insert_submission(sub)? {
         if duplicates::detect(c, plan.form, sub, plan.now())? {
-            let held: Vec<NewEffect> = plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
+            let held: Vec<NewEffect> =
+                plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
             c.insert_effects(&held)?;
         } else {
             c.insert_effects(&plan.effects)?;

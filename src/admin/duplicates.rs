@@ -1,5 +1,138 @@
-//! (being written)
+//! Suspected duplicates: pairs the detector stored, highest score first, both records side by
+//! side with the reasons; "not a duplicate", "duplicate of", undo, and batch decisions.
 
-use actix_web::web;
+#[path = "duplicates_actions.rs"]
+mod actions;
 
-pub fn routes(_cfg: &mut web::ServiceConfig) {}
+use std::collections::HashMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use super::conflicts::{compare, fields_of, when, FieldPair};
+use super::guard::SessionUser;
+use super::{db_failure, Chrome};
+use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
+use crate::db::DbError;
+use crate::effects::reference;
+use crate::http::pages::html;
+use crate::http::AppState;
+use crate::with_conn;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/duplicates", web::get().to(list))
+        .route("/admin/duplicates/batch", web::post().to(actions::batch))
+        .route("/admin/duplicates/{id}/{action}", web::post().to(actions::act));
+}
+
+pub const STATUSES: [&str; 3] = ["open", "not_duplicate", "duplicate"];
+const PAGE_SIZE: i64 = 100;
+
+/// One submission of a pair.
+pub struct SideView {
+    pub id: String,
+    pub reference: String,
+    pub received: String,
+    pub duplicate_of: Option<String>,
+}
+
+impl SideView {
+    fn new(id: &str, s: Option<&SubmissionBrief>) -> SideView {
+        SideView {
+            id: id.to_string(),
+            reference: reference(id),
+            received: s.map(|s| when(s.received_at)).unwrap_or_default(),
+            duplicate_of: s.and_then(|s| s.duplicate_of.as_deref()).map(reference),
+        }
+    }
+}
+
+pub struct PairView {
+    pub id: String,
+    pub form: String,
+    pub score: String,
+    pub reasons: Vec<String>,
+    pub status: String,
+    pub decided: Option<String>,
+    pub original: SideView,
+    pub duplicate: SideView,
+    pub fields: Vec<FieldPair>,
+}
+
+fn reasons_of(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_else(|_| vec![text.to_string()])
+}
+
+#[derive(Template)]
+#[template(path = "admin/duplicates.html")]
+struct ListPage {
+    chrome: Chrome,
+    status: String,
+    counts: Vec<(&'static str, i64)>,
+    pairs: Vec<PairView>,
+    more: bool,
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    status: Option<String>,
+    flash: Option<String>,
+}
+
+async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
+    let status = STATUSES.iter().find(|s| Some(**s) == q.status.as_deref()).copied().unwrap_or("open");
+    let pool = state.pool.clone();
+    let read = move || {
+        with_conn!(&pool, |c| {
+            let counts = c.pair_counts()?;
+            let pairs = c.pairs_in_status(status, PAGE_SIZE + 1)?;
+            let ids: Vec<String> =
+                pairs.iter().flat_map(|p| [p.original_id.clone(), p.duplicate_id.clone()]).collect();
+            let subs = c.submissions_by_id(&ids)?;
+            Ok::<_, DbError>((counts, pairs, subs))
+        })
+    };
+    let (counts, mut pairs, subs) = match web::block(read).await {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => return db_failure(e),
+        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+    };
+    let more = pairs.len() as i64 > PAGE_SIZE;
+    pairs.truncate(PAGE_SIZE as usize);
+    let subs: HashMap<&str, &SubmissionBrief> = subs.iter().map(|s| (s.id.as_str(), s)).collect();
+    let view = |p: PairRow| {
+        let (o, d) = (subs.get(p.original_id.as_str()).copied(), subs.get(p.duplicate_id.as_str()).copied());
+        let fields = compare(
+            state.config.form(&p.form),
+            &fields_of(o.and_then(|s| s.fields_json.as_deref())),
+            &fields_of(d.and_then(|s| s.fields_json.as_deref())),
+        );
+        PairView {
+            score: format!("{:.2}", p.score),
+            reasons: reasons_of(&p.reasons),
+            decided: p
+                .decided_at
+                .map(|t| format!("{} by {}", when(t), p.decided_by.as_deref().unwrap_or("?"))),
+            original: SideView::new(&p.original_id, o),
+            duplicate: SideView::new(&p.duplicate_id, d),
+            fields,
+            id: p.id,
+            form: p.form,
+            status: p.status,
+        }
+    };
+    let counts = STATUSES
+        .iter()
+        .map(|s| (*s, counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum()))
+        .collect();
+    let page = ListPage {
+        chrome: Chrome::new(&user, "duplicates", q.flash.as_deref()),
+        status: status.into(),
+        counts,
+        pairs: pairs.into_iter().map(view).collect(),
+        more,
+    };
+    html(StatusCode::OK, &page)
+}

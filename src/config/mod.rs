@@ -230,7 +230,11 @@ pub enum DuplicatePolicy {
 
 impl Default for DuplicateConfig {
     fn default() -> Self {
-        Self { window_hours: default_window_hours(), policy: DuplicatePolicy::Flag, hold_score: default_hold_score() }
+        Self {
+            window_hours: default_window_hours(),
+            policy: DuplicatePolicy::Flag,
+            hold_score: default_hold_score(),
+        }
     }
 }
 

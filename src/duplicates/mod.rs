@@ -41,7 +41,8 @@ pub fn detect<C: DuplicateStore>(
             phone: new.phone_digest.is_some() && candidate.phone_digest == new.phone_digest,
             content: new.keyless && candidate.fingerprint == new.fingerprint,
         };
-        let Some((score, reasons)) = score(form, &fields, &parse(candidate.fields_json.as_deref()), shared) else {
+        let Some((score, reasons)) = score(form, &fields, &parse(candidate.fields_json.as_deref()), shared)
+        else {
             continue;
         };
         hold |= form.duplicates.policy == DuplicatePolicy::Hold && score >= form.duplicates.hold_score;

@@ -58,7 +58,11 @@ pub fn score(
                 let similarity = overlap(a.map_or("", String::as_str), b.map_or("", String::as_str));
                 score += 0.25 * similarity;
                 if similarity >= 0.3 {
-                    reasons.push(format!("{} {:.0}% alike", field.label().to_lowercase(), similarity * 100.0));
+                    reasons.push(format!(
+                        "{} {:.0}% alike",
+                        field.label().to_lowercase(),
+                        similarity * 100.0
+                    ));
                 }
             }
             _ => {}
@@ -71,7 +75,10 @@ pub fn score(
 /// Jaccard overlap of the two texts' words (lower case, 3+ letters).
 fn overlap(a: &str, b: &str) -> f64 {
     let words = |s: &str| -> BTreeSet<String> {
-        s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3).map(str::to_lowercase).collect()
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .collect()
     };
     let (a, b) = (words(a), words(b));
     if a.is_empty() && b.is_empty() {
@@ -97,7 +104,9 @@ mod tests {
         let form = &Config::builtin().unwrap().forms["contact"];
         let email = Shared { email: true, ..Shared::default() };
         let first = fields("Sales", "Please send a quote for 40 units of the X200");
-        let (same, reasons) = score(form, &fields("Sales", "Please send me a quote for 40 units of X200"), &first, email).unwrap();
+        let (same, reasons) =
+            score(form, &fields("Sales", "Please send me a quote for 40 units of X200"), &first, email)
+                .unwrap();
         assert!(same >= 0.9, "{same}");
         assert_eq!(reasons[..2], ["same email address".to_string(), "same topic".to_string()]);
         let (other, reasons) = score(form, &fields("Support", "My X200 is broken"), &first, email).unwrap();

@@ -33,6 +33,7 @@ async fn an_admin_reviews_a_duplicate_and_resolves_an_unknown_effect_in_a_browse
     browser.type_into("input[name=email]", "reviewer@example.com").await;
     browser.type_into("input[name=password]", "a long enough password").await;
     browser.click("form[action='/admin/login'] button").await;
+    browser.wait_for_text("Dashboard").await;
     assert!(browser.current_url().await.ends_with("/admin"), "{}", browser.current_url().await);
     browser.screenshot("dashboard").await;
 
@@ -40,6 +41,7 @@ async fn an_admin_reviews_a_duplicate_and_resolves_an_unknown_effect_in_a_browse
     assert!(browser.source().await.contains("same email address"));
     browser.screenshot("duplicate-review").await;
     browser.click("form[action$='/duplicate'] button").await;
+    browser.wait_for_text("class=\"flash\"").await;
     let status: String = app
         .query(|pool| {
             with_conn!(pool, |c| duplicate_pairs::table
@@ -54,7 +56,7 @@ async fn an_admin_reviews_a_duplicate_and_resolves_an_unknown_effect_in_a_browse
     browser.type_into("form[action$='/mark-sent'] input[name=provider_ref]", "L-1").await;
     browser.type_into("form[action$='/mark-sent'] input[name=note]", "seen in the CRM").await;
     browser.click("form[action$='/mark-sent'] button").await;
-    assert!(browser.source().await.contains("Mark sent: done."));
+    browser.wait_for_text("Mark sent: done.").await;
     let lead = d.effect(&first, "crm_lead").await;
     assert_eq!((lead.state.as_str(), lead.provider_ref.as_deref()), ("SENT", Some("L-1")));
 }

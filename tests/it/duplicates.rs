@@ -45,21 +45,39 @@ fn with(topic: &str, message: &str) -> Value {
 
 async fn a_repeat_with_the_same_email_and_topic_is_paired_with_reasons(backend: Backend) {
     let app = spawn_app(backend).await;
-    let first: Value = app.submit(&new_key(), &with("Sales", "Quote for 40 units of the X200 please")).await.json().await.unwrap();
-    let again: Value = app.submit(&new_key(), &with("Sales", "Quote for 40 units of X200, please")).await.json().await.unwrap();
-    let other: Value = app.submit(&new_key(), &with("Support", "The display flickers")).await.json().await.unwrap();
+    let first: Value = app
+        .submit(&new_key(), &with("Sales", "Quote for 40 units of the X200 please"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let again: Value = app
+        .submit(&new_key(), &with("Sales", "Quote for 40 units of X200, please"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let other: Value =
+        app.submit(&new_key(), &with("Support", "The display flickers")).await.json().await.unwrap();
     let mut stranger = with("Sales", "Quote for 40 units of the X200 please");
     stranger["email"] = "someone.else@example.com".into();
     app.submit(&new_key(), &stranger).await;
 
     let pairs = pairs(&app).await;
     let top = &pairs[0];
-    assert_eq!((&top.0, &top.1), (&first["submission_id"].as_str().unwrap().to_string(), &again["submission_id"].as_str().unwrap().to_string()));
+    assert_eq!(
+        (&top.0, &top.1),
+        (
+            &first["submission_id"].as_str().unwrap().to_string(),
+            &again["submission_id"].as_str().unwrap().to_string()
+        )
+    );
     assert!(top.2 >= 0.9, "{top:?}");
     let reasons: Vec<String> = serde_json::from_str(&top.3).unwrap();
     assert_eq!(reasons[..2], ["same email address".to_string(), "same topic".to_string()]);
     assert!(reasons.iter().any(|r| r.starts_with("message ")), "{reasons:?}");
-    let to_other: Vec<&Pair> = pairs.iter().filter(|p| p.1 == other["submission_id"].as_str().unwrap()).collect();
+    let to_other: Vec<&Pair> =
+        pairs.iter().filter(|p| p.1 == other["submission_id"].as_str().unwrap()).collect();
     assert!(!to_other.is_empty() && to_other.iter().all(|p| p.2 < top.2 && p.2 < 0.8), "{to_other:?}");
     assert!(pairs.iter().all(|p| p.4 == "open"));
     assert_eq!(pairs.len(), 3, "first~again, first~other, again~other; the stranger has no pair: {pairs:?}");
@@ -83,7 +101,9 @@ async fn hold_keeps_the_duplicates_effects_until_released(backend: Backend) {
     let duplicate = pairs(&d.app).await[0].1.clone();
     d.app
         .query(move |pool| {
-            with_conn!(pool, |c| c.release_held_of(&duplicate, onceform::deliveries::now()).map_err(DbError::from))
+            with_conn!(pool, |c| c
+                .release_held_of(&duplicate, onceform::deliveries::now())
+                .map_err(DbError::from))
         })
         .await;
     d.settle(&worker).await;
@@ -94,7 +114,8 @@ async fn hold_keeps_the_duplicates_effects_until_released(backend: Backend) {
 async fn identical_keyless_posts_are_paired(backend: Backend) {
     let app = spawn_app(backend).await;
     // A static site's form: no operation ID, so each post is its own submission.
-    let form = [("name", "Grace"), ("email", "grace@example.com"), ("topic", "Support"), ("message", "Same words")];
+    let form =
+        [("name", "Grace"), ("email", "grace@example.com"), ("topic", "Support"), ("message", "Same words")];
     for _ in 0..2 {
         assert_eq!(app.client.post(app.url("/f/contact")).form(&form).send().await.unwrap().status(), 303);
     }

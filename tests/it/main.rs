@@ -4,14 +4,16 @@
 mod support;
 
 mod admin_effects;
+mod admin_pages;
+mod admin_review;
+mod browser;
 mod cli;
 mod concurrency;
 mod delivery;
+mod duplicates;
 mod html;
 mod limits;
 mod malformed;
 mod submit;
 mod unavailable;
 mod workers;
-mod duplicates;
-mod browser;

@@ -104,7 +104,7 @@ macro_rules! impl_accounts {
 
             fn audit_entries(&mut self, limit: i64, offset: i64) -> QueryResult<Vec<AuditEntry>> {
                 audit_log::table
-                    .order(audit_log::at.desc())
+                    .order((audit_log::at.desc(), audit_log::id.desc()))
                     .limit(limit)
                     .offset(offset)
                     .select(AuditEntry::as_select())

@@ -39,7 +39,8 @@ impl Browser {
             assert!(Instant::now() < deadline, "chromedriver did not start");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let profile = std::env::temp_dir().join(format!("onceform-chromium-{}", uuid::Uuid::new_v4().simple()));
+        let profile =
+            std::env::temp_dir().join(format!("onceform-chromium-{}", uuid::Uuid::new_v4().simple()));
         let args = [
             "--headless",
             "--no-sandbox",
@@ -55,8 +56,10 @@ impl Browser {
         args.push(format!("--user-data-dir={}", profile.display()));
         let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome",
             "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}}}});
-        let created: Value = http.post(format!("{base}/session")).json(&caps).send().await.unwrap().json().await.unwrap();
-        let session = created["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+        let created: Value =
+            http.post(format!("{base}/session")).json(&caps).send().await.unwrap().json().await.unwrap();
+        let session =
+            created["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
         Browser { driver, base, session, http, profile }
     }
 
@@ -83,14 +86,26 @@ impl Browser {
         self.call(reqwest::Method::GET, "/source", None).await.as_str().unwrap().to_string()
     }
 
+    /// Waits (up to 10 s) until the page contains `needle`, e.g. after a click that posts a form.
+    pub async fn wait_for_text(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.source().await.contains(needle) {
+            assert!(Instant::now() < deadline, "the page never showed {needle:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     async fn find(&self, css: &str) -> String {
-        let v = self.call(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css}))).await;
+        let v = self
+            .call(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css})))
+            .await;
         v[ELEMENT].as_str().unwrap_or_else(|| panic!("no element {css}")).to_string()
     }
 
     pub async fn type_into(&self, css: &str, text: &str) {
         let id = self.find(css).await;
-        self.call(reqwest::Method::POST, &format!("/element/{id}/value"), Some(json!({ "text": text }))).await;
+        self.call(reqwest::Method::POST, &format!("/element/{id}/value"), Some(json!({ "text": text })))
+            .await;
     }
 
     pub async fn click(&self, css: &str) {

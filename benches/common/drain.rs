@@ -1,0 +1,108 @@
+//! The workers' drain rate against an instant loopback CRM and file mail.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use onceform::config::Config;
+use onceform::db::{DbError, Pool, Store};
+use onceform::with_conn;
+
+use super::{seed, Db, Process};
+
+/// Seeds `submissions` (3 effects each) on a fresh `backend` database, starts `processes`
+/// workers and returns (effects, seconds) until all are SENT; checks each lead arrived once.
+pub fn drain_rate(crm: &InstantCrm, backend: &str, processes: usize, submissions: usize) -> (i64, f64) {
+    let db = Db::new(backend);
+    let (path, config) = write_config(&db, &crm.url);
+    let pool = Pool::connect(&config.database).unwrap();
+    seed(&pool, &config, submissions);
+    let before = crm.created();
+    let started = Instant::now();
+    let path = path.to_str().unwrap();
+    let workers: Vec<Process> =
+        (0..processes).map(|_| Process::start(&["worker", "--config", path], &[])).collect();
+    let total = (submissions * 3) as i64;
+    while sent(&pool) < total {
+        assert!(started.elapsed() < Duration::from_secs(600), "drain did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let secs = started.elapsed().as_secs_f64();
+    drop(workers);
+    assert_eq!(crm.created() - before, submissions, "each lead exactly once");
+    (total, secs)
+}
+
+/// A CRM that answers every create at once (HTTP/1.1 keep-alive, one thread per connection).
+pub struct InstantCrm {
+    pub url: String,
+    created: Arc<AtomicUsize>,
+}
+
+impl InstantCrm {
+    pub fn start() -> InstantCrm {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/leads", listener.local_addr().unwrap());
+        let created = Arc::new(AtomicUsize::new(0));
+        let c = created.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let c = c.clone();
+                std::thread::spawn(move || serve(stream, &c));
+            }
+        });
+        InstantCrm { url, created }
+    }
+
+    pub fn created(&self) -> usize {
+        self.created.load(Ordering::SeqCst)
+    }
+}
+
+fn serve(stream: std::net::TcpStream, created: &AtomicUsize) {
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut length = 0;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let n = created.fetch_add(1, Ordering::SeqCst) + 1;
+        let reply = format!("{{\"id\":\"L-{n}\"}}");
+        let head = format!(
+            "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            reply.len()
+        );
+        if writer.write_all(head.as_bytes()).and_then(|_| writer.write_all(reply.as_bytes())).is_err() {
+            return;
+        }
+    }
+}
+
+fn write_config(db: &Db, crm_url: &str) -> (std::path::PathBuf, Config) {
+    let mail = db.dir.join("mail").display().to_string();
+    db.config(&format!(
+        "[crm]\nurl = {crm_url:?}\n\n[smtp]\nmail_dir = {mail:?}\n\n[worker]\nconcurrency = 64\npoll_ms = 10"
+    ))
+}
+
+fn sent(pool: &Pool) -> i64 {
+    let stats = with_conn!(pool, |c| c.stats().map_err(DbError::from)).unwrap();
+    stats.effects.iter().filter(|(_, s, _)| s == "SENT").map(|(_, _, n)| n).sum()
+}

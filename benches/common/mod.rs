@@ -1,0 +1,147 @@
+//! What the benchmarks share: fresh databases, `onceform` child processes, seeding through
+//! the accept transaction, peak RSS and percentiles.
+#![allow(dead_code)]
+
+pub mod drain;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use onceform::accept::{accept, Intake};
+use onceform::config::{Config, DEFAULT_CONFIG};
+use onceform::db::Pool;
+use onceform::deliveries::Channel;
+use onceform::domain::{normalise, OperationId};
+
+pub fn pg_admin() -> String {
+    std::env::var("ONCEFORM_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A fresh database (SQLite file or PostgreSQL database) and a scratch directory, removed on drop.
+pub struct Db {
+    pub url: String,
+    pub dir: std::path::PathBuf,
+    pg_name: Option<String>,
+}
+
+impl Db {
+    pub fn new(backend: &str) -> Db {
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        let dir = std::env::temp_dir().join(format!("onceform-bench-{tag}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        if backend == "sqlite" {
+            return Db { url: format!("sqlite://{}", dir.join("bench.db").display()), dir, pg_name: None };
+        }
+        let name = format!("onceform_bench_{tag}");
+        PgConnection::establish(&pg_admin())
+            .unwrap()
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        let admin = pg_admin();
+        let server = admin.rsplit_once('/').unwrap().0;
+        Db { url: format!("{server}/{name}"), dir, pg_name: Some(name) }
+    }
+
+    pub fn is_pg(&self) -> bool {
+        self.pg_name.is_some()
+    }
+
+    /// Writes a configuration file: the demo forms, this database, `extra` TOML sections.
+    pub fn config(&self, extra: &str) -> (std::path::PathBuf, Config) {
+        let forms = &DEFAULT_CONFIG[DEFAULT_CONFIG.find("[forms.contact]").unwrap()..];
+        let text = format!("[database]\nurl = {:?}\n\n{extra}\n\n{forms}", self.url);
+        let path = self.dir.join(format!("onceform-{}.toml", uuid::Uuid::new_v4().simple()));
+        std::fs::write(&path, text).unwrap();
+        let parsed = Config::load(Some(&path), |_| None).unwrap();
+        (path, parsed)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let (Some(name), Ok(mut admin)) = (&self.pg_name, PgConnection::establish(&pg_admin())) {
+            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        }
+    }
+}
+
+/// An `onceform` child process (killed on drop); `first_line` is what it printed first.
+pub struct Process {
+    pub child: Child,
+    pub first_line: String,
+}
+
+impl Process {
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> Process {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
+        cmd.args(args).env("RUST_LOG", "warn").stdout(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first_line = String::new();
+        out.read_line(&mut first_line).unwrap();
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        Process { child, first_line }
+    }
+
+    /// The address a `serve` process printed.
+    pub fn address(&self) -> String {
+        self.first_line.trim().rsplit(' ').next().unwrap().to_string()
+    }
+
+    /// Peak resident set size so far, in MiB (Linux `VmHWM`).
+    pub fn peak_rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A valid contact inquiry as field pairs.
+pub fn inquiry(message: &str) -> Vec<(String, String)> {
+    [("name", "Bench Mark"), ("email", "bench@example.com"), ("topic", "Sales"), ("message", message)]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Accepts `n` submissions through the accept transaction.
+pub fn seed(pool: &Pool, config: &Config, n: usize) {
+    let form = config.form("contact").unwrap();
+    for i in 0..n {
+        let fields = normalise(form, &inquiry(&format!("Inquiry {i}"))).unwrap();
+        let intake = Intake {
+            form_name: "contact",
+            form,
+            operation_id: Some(OperationId::generate()),
+            channel: Channel::Api,
+            fields,
+        };
+        accept(pool, intake).unwrap();
+    }
+}
+
+/// The `q` quantile (0..=1) of sorted microsecond samples, in milliseconds.
+pub fn quantile_ms(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i] as f64 / 1000.0
+}

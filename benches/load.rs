@@ -1,0 +1,163 @@
+//! The benchmark: onceform over HTTP against its own database ceiling, on SQLite and
+//! PostgreSQL, in one run.
+//!
+//! `cargo bench --bench load [-- --quick] [-- --seconds N] [-- --grow N]`
+//!
+//! Per backend: the ceiling (the accept transaction through onceform's database layer,
+//! in-process, at the same concurrency), then accept / replay / mixed / conflict traffic over
+//! HTTP at 1, 16 and 64 clients (requests/s, p50, p99, ratio to the ceiling, the server's peak
+//! RSS), latency growth with 10 k and `--grow` (default 1 M) submissions stored, and on
+//! PostgreSQL two `serve` processes sharing the database. Every response's status is checked;
+//! the run ends with a consistency check of the database (submissions = distinct operations
+//! accepted, effect records = 3 × submissions, no 5xx) and fails loudly if it does not hold.
+//! Nothing here is a pass/fail timing test. Worker drain rates: `cargo bench --bench drain`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/mod.rs"]
+mod common;
+#[path = "load/grow.rs"]
+mod grow;
+#[path = "load/traffic.rs"]
+mod traffic;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{inquiry, Db, Process};
+use onceform::accept::{accept, Intake};
+use onceform::config::Config;
+use onceform::db::{DbError, Pool, Store};
+use onceform::deliveries::Channel;
+use onceform::domain::{normalise, OperationId};
+use onceform::with_conn;
+use traffic::{Scenario, Tally};
+
+pub struct Options {
+    pub seconds: u64,
+    pub grow: usize,
+    pub clients: Vec<usize>,
+}
+
+fn options() -> Options {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let quick = args.iter().any(|a| a == "--quick");
+    Options {
+        seconds: value("--seconds").and_then(|v| v.parse().ok()).unwrap_or(if quick { 2 } else { 5 }),
+        grow: value("--grow").and_then(|v| v.parse().ok()).unwrap_or(if quick { 100_000 } else { 1_000_000 }),
+        clients: vec![1, 16, 64],
+    }
+}
+
+fn main() {
+    let opts = options();
+    println!("onceform load benchmark: {} s per cell, clients {:?}\n", opts.seconds, opts.clients);
+    println!("| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | server peak RSS MiB | unexpected |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut growth_rows = Vec::new();
+    for backend in ["sqlite", "postgres"] {
+        let db = Db::new(backend);
+        let (path, config) = db.config("[worker]\nenabled = false");
+        let pool = Pool::connect(&config.database).unwrap();
+        let server = serve(&path);
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let (mut accepted, mut five_xx) = (0usize, 0usize);
+        for &clients in &opts.clients {
+            let (count, ceiling) = ceiling(&pool, &config, clients, opts.seconds);
+            row(backend, "ceiling (in-process)", clients, &Tally::rate_only(ceiling), ceiling, None);
+            accepted += count;
+            for scenario in [Scenario::Accept, Scenario::Replay, Scenario::Mixed, Scenario::Conflict] {
+                let tally = rt.block_on(traffic::run(&[server.address()], scenario, clients, opts.seconds));
+                (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
+                row(backend, scenario.name(), clients, &tally, ceiling, Some(server.peak_rss_mib()));
+            }
+        }
+        if db.is_pg() {
+            let second = serve(&path);
+            let addrs = [server.address(), second.address()];
+            let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds));
+            (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
+            let (count, ceiling) = ceiling(&pool, &config, 64, opts.seconds);
+            accepted += count;
+            row(backend, "accept, 2 serve processes", 64, &tally, ceiling, Some(second.peak_rss_mib()));
+        }
+        consistency(&pool, accepted, five_xx, backend);
+        growth_rows.extend(grow::measure(&rt, &db, &pool, &config, &server, &opts));
+    }
+    println!(
+        "\n| backend | stored submissions | accept p50 ms | accept p99 ms | replay p50 ms | replay p99 ms |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for r in growth_rows {
+        println!("{r}");
+    }
+}
+
+fn serve(config: &std::path::Path) -> Process {
+    let p = Process::start(
+        &["serve", "--config", config.to_str().unwrap()],
+        &[("ONCEFORM_BIND", "127.0.0.1:0"), ("ONCEFORM_RATE_LIMIT", "off")],
+    );
+    assert!(p.first_line.contains("listening on"), "{}", p.first_line);
+    p
+}
+
+fn row(backend: &str, traffic: &str, clients: usize, t: &Tally, ceiling: f64, rss: Option<f64>) {
+    let rss = rss.map_or("".into(), |r| format!("{r:.0}"));
+    println!(
+        "| {backend} | {traffic} | {clients} | {:.0} | {:.2} | {:.2} | {:.2} | {rss} | {} |",
+        t.rate,
+        t.p50_ms,
+        t.p99_ms,
+        t.rate / ceiling,
+        t.unexpected
+    );
+}
+
+/// The accept transaction driven directly through the database layer by `clients` threads:
+/// (transactions committed, per second).
+fn ceiling(pool: &Pool, config: &Config, clients: usize, seconds: u64) -> (usize, f64) {
+    let done = Arc::new(AtomicUsize::new(0));
+    let until = Instant::now() + Duration::from_secs(seconds);
+    std::thread::scope(|s| {
+        for _ in 0..clients {
+            let done = done.clone();
+            s.spawn(move || {
+                let form = config.form("contact").unwrap();
+                while Instant::now() < until {
+                    let fields = normalise(form, &inquiry("Ceiling")).unwrap();
+                    let op = Some(OperationId::generate());
+                    let intake = Intake {
+                        form_name: "contact",
+                        form,
+                        operation_id: op,
+                        channel: Channel::Api,
+                        fields,
+                    };
+                    if accept(pool, intake).is_ok() {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let n = done.load(Ordering::Relaxed);
+    (n, n as f64 / seconds as f64)
+}
+
+/// submissions = operations accepted, effect records = 3 × submissions; loud if not.
+fn consistency(pool: &Pool, accepted: usize, five_xx: usize, backend: &str) {
+    let stats = with_conn!(pool, |c| c.stats().map_err(DbError::from)).unwrap();
+    let ok = stats.submissions == accepted as i64
+        && stats.effects_total() == 3 * stats.submissions
+        && five_xx == 0;
+    println!(
+        "\nconsistency ({backend}): {} submissions for {accepted} operations accepted, {} effect records, \
+         {five_xx} 5xx: {}\n",
+        stats.submissions,
+        stats.effects_total(),
+        if ok { "OK" } else { "FAILED" }
+    );
+    assert!(ok, "consistency check failed on {backend}");
+}

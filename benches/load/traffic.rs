@@ -1,0 +1,160 @@
+//! The HTTP load generator: clients in a loop until the time is up, every status checked.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use serde_json::json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// Every request a new operation: 201.
+    Accept,
+    /// Existing operations, same content: 200.
+    Replay,
+    /// 70 % new, 30 % retries, and every 100th request of a client a burst of 64
+    /// simultaneous requests on one new key (one 201, the rest 200 or in-progress 409).
+    Mixed,
+    /// Existing operations, different content: 409.
+    Conflict,
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Accept => "accept",
+            Scenario::Replay => "replay",
+            Scenario::Mixed => "mixed",
+            Scenario::Conflict => "conflict",
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    pub rate: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// Responses whose status the scenario did not expect (5xx included).
+    pub unexpected: usize,
+    pub five_xx: usize,
+    /// 201 responses: operations accepted.
+    pub created: usize,
+}
+
+impl Tally {
+    pub fn rate_only(rate: f64) -> Tally {
+        Tally { rate, ..Tally::default() }
+    }
+}
+
+fn body(key: &str, message: &str) -> serde_json::Value {
+    json!({"name": "Load Test", "email": "load@example.com", "topic": "Sales", "message": format!("{message} {key}")})
+}
+
+fn new_key() -> String {
+    format!("load-{}", uuid::Uuid::new_v4().simple())
+}
+
+struct Shared {
+    client: reqwest::Client,
+    addrs: Vec<String>,
+    next: AtomicUsize,
+    created: AtomicUsize,
+    unexpected: AtomicUsize,
+    five_xx: AtomicUsize,
+}
+
+impl Shared {
+    /// Sends one submission; returns its latency in µs after checking the status.
+    async fn send(&self, key: &str, message: &str, ok: &[u16]) -> u64 {
+        let addr = &self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()];
+        let started = Instant::now();
+        let resp = self
+            .client
+            .post(format!("{addr}/api/forms/contact/submissions"))
+            .header("Idempotency-Key", key)
+            .json(&body(key, message))
+            .send()
+            .await;
+        let status = resp.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
+        if let Ok(r) = resp {
+            let _ = r.bytes().await;
+        }
+        let micros = started.elapsed().as_micros() as u64;
+        if status == 201 {
+            self.created.fetch_add(1, Ordering::Relaxed);
+        }
+        if status >= 500 || status == 0 {
+            self.five_xx.fetch_add(1, Ordering::Relaxed);
+        }
+        if !ok.contains(&status) {
+            self.unexpected.fetch_add(1, Ordering::Relaxed);
+        }
+        micros
+    }
+}
+
+/// Runs `scenario` with `clients` concurrent clients for `seconds` against `addrs` (round robin).
+pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: u64) -> Tally {
+    let shared = Arc::new(Shared {
+        client: reqwest::Client::builder().pool_max_idle_per_host(clients * 2).build().unwrap(),
+        addrs: addrs.to_vec(),
+        next: AtomicUsize::new(0),
+        created: AtomicUsize::new(0),
+        unexpected: AtomicUsize::new(0),
+        five_xx: AtomicUsize::new(0),
+    });
+    // Operations to replay or contradict, accepted before the clock starts.
+    let existing: Arc<Vec<String>> = Arc::new(match scenario {
+        Scenario::Accept => Vec::new(),
+        _ => {
+            let keys: Vec<String> = (0..(clients * 4).max(64)).map(|_| new_key()).collect();
+            for chunk in keys.chunks(16) {
+                join_all(chunk.iter().map(|k| shared.send(k, "Load", &[201]))).await;
+            }
+            keys
+        }
+    });
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let started = Instant::now();
+    let tasks = (0..clients).map(|c| {
+        let (shared, existing) = (shared.clone(), existing.clone());
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut i = c;
+            while Instant::now() < until {
+                i += clients;
+                let old = existing.get(i % existing.len().max(1)).cloned().unwrap_or_default();
+                match scenario {
+                    Scenario::Accept => samples.push(shared.send(&new_key(), "Load", &[201]).await),
+                    Scenario::Replay => samples.push(shared.send(&old, "Load", &[200]).await),
+                    Scenario::Conflict => samples.push(shared.send(&old, "Changed", &[409]).await),
+                    Scenario::Mixed if (i / clients) % 100 == 99 => {
+                        let key = new_key();
+                        let burst = (0..64).map(|_| shared.send(&key, "Load", &[201, 200, 409]));
+                        samples.extend(join_all(burst).await);
+                    }
+                    Scenario::Mixed if fastrand::f64() < 0.3 => {
+                        samples.push(shared.send(&old, "Load", &[200]).await)
+                    }
+                    Scenario::Mixed => samples.push(shared.send(&new_key(), "Load", &[201]).await),
+                }
+            }
+            samples
+        })
+    });
+    let mut samples: Vec<u64> =
+        join_all(tasks).await.into_iter().flat_map(|r| r.unwrap_or_default()).collect();
+    let elapsed = started.elapsed().as_secs_f64();
+    samples.sort_unstable();
+    Tally {
+        rate: samples.len() as f64 / elapsed,
+        p50_ms: crate::common::quantile_ms(&samples, 0.50),
+        p99_ms: crate::common::quantile_ms(&samples, 0.99),
+        unexpected: shared.unexpected.load(Ordering::Relaxed),
+        five_xx: shared.five_xx.load(Ordering::Relaxed),
+        created: shared.created.load(Ordering::Relaxed),
+    }
+}

@@ -1,0 +1,236 @@
+//! Decisions on suspected duplicate pairs, each in one write transaction with one audit row
+//! per pair decided.
+
+use actix_web::{web, HttpResponse, ResponseError};
+use chrono::NaiveDateTime;
+use serde::Deserialize;
+
+use crate::admin::audit;
+use crate::admin::guard::{authorize, AdminAction, AuthError, CsrfForm, SessionUser};
+use crate::admin::{db_failure, done, refused};
+use crate::db::admin::accounts::AccountStore;
+use crate::db::admin::effects::EffectAdminStore;
+use crate::db::admin::review::{PairRow, ReviewStore};
+use crate::db::{DbError, Store};
+use crate::deliveries::now;
+use crate::effects::reference;
+use crate::http::AppState;
+use crate::with_conn;
+
+#[derive(Deserialize)]
+pub struct PairForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    note: String,
+}
+
+impl CsrfForm for PairForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    NotDuplicate,
+    Duplicate,
+}
+
+impl Decision {
+    fn parse(s: &str) -> Option<Decision> {
+        match s {
+            "not-duplicate" => Some(Decision::NotDuplicate),
+            "duplicate" => Some(Decision::Duplicate),
+            _ => None,
+        }
+    }
+
+    fn status(self) -> &'static str {
+        match self {
+            Decision::NotDuplicate => "not_duplicate",
+            Decision::Duplicate => "duplicate",
+        }
+    }
+
+    fn audit_name(self) -> &'static str {
+        match self {
+            Decision::NotDuplicate => "duplicate.not_duplicate",
+            Decision::Duplicate => "duplicate.duplicate_of",
+        }
+    }
+}
+
+/// The note on the effects a "duplicate of" decision cancels: undo restores exactly those.
+fn cancel_note(original_id: &str) -> String {
+    format!("duplicate of {}", reference(original_id))
+}
+
+trait ReviewConn: ReviewStore + EffectAdminStore + AccountStore {}
+impl<C: ReviewStore + EffectAdminStore + AccountStore> ReviewConn for C {}
+
+/// Decides an open pair; `None` when it is not open (any more), else the effects changed.
+fn decide<C: ReviewConn>(
+    c: &mut C,
+    user: &SessionUser,
+    pair: &PairRow,
+    decision: Decision,
+    note: &str,
+    t: NaiveDateTime,
+) -> diesel::QueryResult<Option<usize>> {
+    if !c.decide_pair(&pair.id, &["open"], decision.status(), Some(&user.email), Some(t))? {
+        return Ok(None);
+    }
+    let changed = match decision {
+        // Held effects wait until no open pair suspects this submission any more.
+        Decision::NotDuplicate if c.open_pairs_of(&pair.duplicate_id)? == 0 => {
+            c.release_held_of(&pair.duplicate_id, t)?
+        }
+        Decision::NotDuplicate => 0,
+        Decision::Duplicate => {
+            c.set_duplicate_of(&pair.duplicate_id, &pair.original_id)?;
+            c.cancel_pending_of(&pair.duplicate_id, &cancel_note(&pair.original_id), t)?
+        }
+    };
+    audit::record(c, user, decision.audit_name(), ("duplicate_pair", &pair.id), Some(note))?;
+    Ok(Some(changed))
+}
+
+/// Reopens a decided pair; a "duplicate of" decision gives back what it cancelled, held.
+fn undo<C: ReviewConn>(
+    c: &mut C,
+    user: &SessionUser,
+    pair: &PairRow,
+    note: &str,
+    t: NaiveDateTime,
+) -> diesel::QueryResult<Option<usize>> {
+    if pair.status == "open" || !c.decide_pair(&pair.id, &[pair.status.as_str()], "open", None, None)? {
+        return Ok(None);
+    }
+    let mut restored = 0;
+    if pair.status == "duplicate" {
+        c.clear_duplicate_of(&pair.duplicate_id, &pair.original_id)?;
+        restored = c.restore_cancelled(&pair.duplicate_id, &cancel_note(&pair.original_id), t)?;
+    }
+    audit::record(c, user, "duplicate.undo", ("duplicate_pair", &pair.id), Some(note))?;
+    Ok(Some(restored))
+}
+
+enum Step {
+    Done { back: String, flash: String },
+    NotFound,
+    Refused(&'static str),
+}
+
+fn respond(result: Result<Result<Step, DbError>, actix_web::error::BlockingError>) -> HttpResponse {
+    match result {
+        Ok(Ok(Step::Done { back, flash })) => done(&format!("/admin/duplicates?status={back}"), &flash),
+        Ok(Ok(Step::NotFound)) => HttpResponse::NotFound().body("No such pair."),
+        Ok(Ok(Step::Refused(message))) => refused(message),
+        Ok(Err(e)) => db_failure(e),
+        Err(_) => db_failure(DbError::Unavailable("blocking pool".into())),
+    }
+}
+
+pub async fn act(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    action: AdminAction<PairForm>,
+) -> HttpResponse {
+    let (id, name) = path.into_inner();
+    let decision = match name.as_str() {
+        "undo" => None,
+        other => match Decision::parse(other) {
+            Some(d) => Some(d),
+            None => return HttpResponse::NotFound().finish(),
+        },
+    };
+    let AdminAction { user, form } = action;
+    let pool = state.pool.clone();
+    let run = move || {
+        with_conn!(&pool, |c| c.write_tx(|c| {
+            let Some(pair) = c.pair_row(&id)? else { return Ok::<_, DbError>(Step::NotFound) };
+            let (dup, orig) = (reference(&pair.duplicate_id), reference(&pair.original_id));
+            let t = now();
+            Ok(match decision {
+                Some(d) => match decide(c, &user, &pair, d, &form.note, t)? {
+                    None => Step::Refused("The pair is already decided; undo that decision first."),
+                    Some(n) => Step::Done {
+                        back: "open".into(),
+                        flash: match d {
+                            Decision::NotDuplicate => {
+                                format!("{dup} is not a duplicate of {orig}; {n} held effect(s) released.")
+                            }
+                            Decision::Duplicate => {
+                                format!(
+                                    "{dup} marked a duplicate of {orig}; {n} pending effect(s) cancelled."
+                                )
+                            }
+                        },
+                    },
+                },
+                None => match undo(c, &user, &pair, &form.note, t)? {
+                    None => Step::Refused("The pair is open: there is no decision to undo."),
+                    Some(n) => Step::Done {
+                        back: pair.status.clone(),
+                        flash: format!("Decision undone; the pair is open again ({n} effect(s) held)."),
+                    },
+                },
+            })
+        }))
+    };
+    respond(web::block(run).await)
+}
+
+/// Most pairs one batch request decides.
+const BATCH_MAX: usize = 500;
+
+/// `ids` repeated (the ticked pairs), `decision`, `note` and `csrf`.
+pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Bytes) -> HttpResponse {
+    let Ok(fields) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&body) else {
+        return AuthError::BadForm.error_response();
+    };
+    let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim()).unwrap_or("");
+    if let Err(e) = authorize(&user, field("csrf")) {
+        return e.error_response();
+    }
+    let Some(decision) = Decision::parse(field("decision")) else {
+        return HttpResponse::BadRequest().body("Pick a decision: not-duplicate or duplicate.");
+    };
+    let mut ids: Vec<String> = fields.iter().filter(|(n, _)| n == "ids").map(|(_, v)| v.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    if ids.is_empty() {
+        return done("/admin/duplicates?status=open", "Select at least one pair.");
+    }
+    if ids.len() > BATCH_MAX {
+        return HttpResponse::BadRequest().body(format!("At most {BATCH_MAX} pairs at once."));
+    }
+    let note = field("note").to_string();
+    let pool = state.pool.clone();
+    let run = move || {
+        with_conn!(&pool, |c| c.write_tx(|c| {
+            let t = now();
+            let mut decided = 0;
+            for id in &ids {
+                let Some(pair) = c.pair_row(id)? else { continue };
+                if decide(c, &user, &pair, decision, &note, t)?.is_some() {
+                    decided += 1;
+                }
+            }
+            if decided == 0 {
+                return Ok::<_, DbError>(Step::Refused(
+                    "None of the selected pairs is open; reload the page.",
+                ));
+            }
+            let what = match decision {
+                Decision::NotDuplicate => "not a duplicate",
+                Decision::Duplicate => "a duplicate",
+            };
+            let skipped = ids.len() - decided;
+            let flash = format!("{decided} pair(s) marked {what}; {skipped} skipped (not open).");
+            Ok(Step::Done { back: "open".into(), flash })
+        }))
+    };
+    respond(web::block(run).await)
+}

@@ -1,0 +1,80 @@
+//! The dashboard's figures: deliveries against submissions (24 h, 7 days, per UTC day), the
+//! effects by state, the oldest PENDING record, open conflicts and duplicate pairs. Counts
+//! over time ranges only, so both backends run the same SQL.
+
+use chrono::{NaiveDate, NaiveDateTime};
+
+/// Submissions and deliveries (HTTP requests) received on one UTC day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayCount {
+    pub day: NaiveDate,
+    pub submissions: i64,
+    pub deliveries: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Dashboard {
+    pub submissions_24h: i64,
+    pub submissions_7d: i64,
+    pub deliveries_24h: i64,
+    pub deliveries_7d: i64,
+    /// The last 7 UTC days, oldest first, today last.
+    pub days: Vec<DayCount>,
+    /// (state, count)
+    pub effects: Vec<(String, i64)>,
+    pub oldest_pending: Option<NaiveDateTime>,
+    pub open_conflicts: i64,
+    pub open_pairs: i64,
+}
+
+/// `BrowseStore::dashboard`, expanded inside its impl for each backend.
+macro_rules! dashboard_query {
+    () => {
+        fn dashboard(&mut self, now: NaiveDateTime) -> QueryResult<Dashboard> {
+            let subs = |c: &mut Self, from: NaiveDateTime, to: NaiveDateTime| -> QueryResult<i64> {
+                submissions::table
+                    .filter(submissions::received_at.ge(from).and(submissions::received_at.lt(to)))
+                    .count()
+                    .get_result(c)
+            };
+            let dels = |c: &mut Self, from: NaiveDateTime, to: NaiveDateTime| -> QueryResult<i64> {
+                deliveries::table
+                    .filter(deliveries::received_at.ge(from).and(deliveries::received_at.lt(to)))
+                    .count()
+                    .get_result(c)
+            };
+            let (day_ago, week_ago, end) =
+                (now - Duration::hours(24), now - Duration::days(7), now + Duration::days(1));
+            let mut days = Vec::with_capacity(7);
+            for back in (0..7).rev() {
+                let start = (now.date() - Duration::days(back)).and_time(NaiveTime::MIN);
+                let next = start + Duration::days(1);
+                let (submissions, deliveries) = (subs(self, start, next)?, dels(self, start, next)?);
+                days.push(DayCount { day: start.date(), submissions, deliveries });
+            }
+            Ok(Dashboard {
+                submissions_24h: subs(self, day_ago, end)?,
+                submissions_7d: subs(self, week_ago, end)?,
+                deliveries_24h: dels(self, day_ago, end)?,
+                deliveries_7d: dels(self, week_ago, end)?,
+                days,
+                effects: side_effects::table
+                    .group_by(side_effects::state)
+                    .select((side_effects::state, count_star()))
+                    .load(self)?,
+                oldest_pending: side_effects::table
+                    .filter(side_effects::state.eq("PENDING"))
+                    .select(min(side_effects::created_at))
+                    .get_result(self)?,
+                open_conflicts: conflicts::table
+                    .filter(conflicts::status.eq("open"))
+                    .count()
+                    .get_result(self)?,
+                open_pairs: duplicate_pairs::table
+                    .filter(duplicate_pairs::status.eq("open"))
+                    .count()
+                    .get_result(self)?,
+            })
+        }
+    };
+}
