@@ -22,10 +22,10 @@ async fn an_admin_reviews_a_duplicate_and_resolves_an_unknown_effect_in_a_browse
     d.crm.push_fault(Fault::SlowAfterCreate(Duration::from_secs(2)));
     let (first, second) = (new_key(), new_key());
     app.submit(&first, &inquiry("Quote for 40 units of the X200 please")).await;
-    app.submit(&second, &inquiry("Quote for 40 units of the X200, please")).await;
     let worker = d.worker();
     worker.run_once().await;
     assert_eq!(d.effect(&first, "crm_lead").await.state, "UNKNOWN");
+    app.submit(&second, &inquiry("Quote for 40 units of the X200, please")).await;
     app.create_user("reviewer@example.com", Role::Admin).await;
 
     let browser = Browser::start().await;

@@ -56,10 +56,22 @@ impl Browser {
         args.push(format!("--user-data-dir={}", profile.display()));
         let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome",
             "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}}}});
-        let created: Value =
-            http.post(format!("{base}/session")).json(&caps).send().await.unwrap().json().await.unwrap();
-        let session =
-            created["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+        // Chromium occasionally fails to come up on a loaded machine: try a few times.
+        let mut created = Value::Null;
+        for _ in 0..3 {
+            created = match http.post(format!("{base}/session")).json(&caps).send().await {
+                Ok(r) => r.json().await.unwrap_or_default(),
+                Err(_) => Value::Null,
+            };
+            if created["value"]["sessionId"].is_string() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created}"))
+            .to_string();
         Browser { driver, base, session, http, profile }
     }
 
