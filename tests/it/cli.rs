@@ -87,3 +87,36 @@ fn migrate_prepares_both_backends() {
         }
     }
 }
+
+#[test]
+fn admin_create_user_takes_the_password_from_the_environment_and_refuses_weak_or_repeated() {
+    let db = TestDb::new(Backend::Sqlite);
+    let env = [("ONCEFORM_DATABASE_URL", db.url.as_str()), ("ADMIN_PW", "a long enough password")];
+    let args = ["admin", "create-user", "--email", "Ops@Example.com", "--role", "viewer", "--password-env", "ADMIN_PW"];
+    let out = onceform(&args, &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("created viewer user ops@example.com"));
+    let again = onceform(&args, &env);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("exists already"), "{}", stderr(&again));
+    let weak = onceform(
+        &["admin", "create-user", "--email", "x@example.com", "--password-env", "ADMIN_PW"],
+        &[("ONCEFORM_DATABASE_URL", db.url.as_str()), ("ADMIN_PW", "short")],
+    );
+    assert_eq!(weak.status.code(), Some(1));
+    assert!(stderr(&weak).contains("at least 12 characters"));
+    assert_eq!(onceform(&["admin", "delete-everything"], &[]).status.code(), Some(2));
+}
+
+#[test]
+fn the_first_start_creates_one_admin_with_a_one_time_password() {
+    let db = TestDb::new(Backend::Sqlite);
+    let mut config = onceform::config::Config::builtin().unwrap();
+    config.database.url = db.url.clone();
+    let pool = onceform::db::Pool::connect(&config.database).unwrap();
+    let password = onceform::admin::accounts::bootstrap(&pool).unwrap().expect("a password the first time");
+    assert!(password.len() >= 12);
+    assert!(onceform::admin::accounts::login(&pool, "admin@localhost", &password).unwrap().is_some());
+    assert!(onceform::admin::accounts::login(&pool, "admin@localhost", "wrong password!").unwrap().is_none());
+    assert_eq!(onceform::admin::accounts::bootstrap(&pool).unwrap(), None, "only when there is no account");
+}
