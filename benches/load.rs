@@ -1,7 +1,7 @@
 //! The benchmark: onceform over HTTP against its own database ceiling, on SQLite and
 //! PostgreSQL, in one run.
 //!
-//! `cargo bench --bench load [-- --quick] [-- --seconds N] [-- --grow N]`
+//! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N] [--clients 1,16,64] [--backend sqlite|postgres]`
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency), then accept / replay / mixed / conflict traffic over
@@ -37,6 +37,7 @@ pub struct Options {
     pub seconds: u64,
     pub grow: usize,
     pub clients: Vec<usize>,
+    pub backends: Vec<String>,
 }
 
 fn options() -> Options {
@@ -46,7 +47,12 @@ fn options() -> Options {
     Options {
         seconds: value("--seconds").and_then(|v| v.parse().ok()).unwrap_or(if quick { 2 } else { 5 }),
         grow: value("--grow").and_then(|v| v.parse().ok()).unwrap_or(if quick { 100_000 } else { 1_000_000 }),
-        clients: vec![1, 16, 64],
+        clients: value("--clients")
+            .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
+            .unwrap_or_else(|| vec![1, 16, 64]),
+        backends: value("--backend")
+            .map(|b| vec![b])
+            .unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]),
     }
 }
 
@@ -56,7 +62,7 @@ fn main() {
     println!("| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | server peak RSS MiB | unexpected |");
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut growth_rows = Vec::new();
-    for backend in ["sqlite", "postgres"] {
+    for backend in opts.backends.iter().map(String::as_str) {
         let db = Db::new(backend);
         let (path, config) = db.config("[worker]\nenabled = false");
         let pool = Pool::connect(&config.database).unwrap();

@@ -113,9 +113,10 @@ impl Drop for Process {
     }
 }
 
-/// A valid contact inquiry as field pairs.
+/// A valid contact inquiry as field pairs, from its own visitor.
 pub fn inquiry(message: &str) -> Vec<(String, String)> {
-    [("name", "Bench Mark"), ("email", "bench@example.com"), ("topic", "Sales"), ("message", message)]
+    let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
+    [("name", "Bench Mark"), ("email", email.as_str()), ("topic", "Sales"), ("message", message)]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()

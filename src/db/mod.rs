@@ -154,6 +154,7 @@ impl Pool {
                     .max_size(pool_size(config.pool_size, 16))
                     .min_idle(Some(1))
                     .connection_timeout(timeout)
+                    .connection_customizer(Box::new(PgSession))
                     .build_unchecked(ConnectionManager::new(url));
                 Ok(Pool::Pg(pool))
             }
@@ -185,6 +186,20 @@ fn pool_size(configured: u32, default: u32) -> u32 {
         default
     } else {
         configured
+    }
+}
+
+/// How long a statement waits for a row lock (a first request with the same key still in
+/// flight) before it gives up with `DbError::LockTimeout` (then: 409 in progress).
+const PG_LOCK_TIMEOUT_MS: u32 = 2000;
+
+#[derive(Debug, Clone, Copy)]
+struct PgSession;
+
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PgSession {
+    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        conn.batch_execute(&format!("SET lock_timeout = '{PG_LOCK_TIMEOUT_MS}ms'"))
+            .map_err(diesel::r2d2::Error::QueryError)
     }
 }
 

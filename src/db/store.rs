@@ -1,6 +1,6 @@
 //! Every query, written once and compiled for both backends by `impl_store!`.
 
-use diesel::connection::Connection;
+use diesel::connection::{Connection, SimpleConnection};
 use diesel::dsl::count_star;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
@@ -41,9 +41,6 @@ pub trait Store: Connection + Sized {
         F: FnOnce(&mut Self) -> Result<T, E>,
         E: From<diesel::result::Error>;
 
-    /// Bounds how long this transaction waits for a row another one holds (PostgreSQL).
-    fn limit_lock_wait(&mut self, ms: u32) -> QueryResult<()>;
-
     /// Inserts unless (form, operation_id) exists; true when this call created the row.
     fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool>;
     fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>>;
@@ -52,11 +49,15 @@ pub trait Store: Connection + Sized {
     /// Keeps one conflict row per (original, conflicting content), counting repeats.
     fn record_conflict(&mut self, row: &NewConflict) -> QueryResult<()>;
     fn insert_delivery(&mut self, row: &NewDelivery) -> QueryResult<()>;
+    /// Inserts a delivery in its own transaction whose commit does not wait for the disk
+    /// (PostgreSQL `synchronous_commit = off`, SQLite `synchronous = NORMAL`): a crash may
+    /// lose the last such rows, never corrupt anything.
+    fn insert_delivery_lazily(&mut self, row: &NewDelivery) -> QueryResult<()>;
     fn stats(&mut self) -> QueryResult<Stats>;
 }
 
 macro_rules! impl_store {
-    ($conn:ty, $begin:ident, $lock_wait:expr) => {
+    ($conn:ty, $begin:ident, $lazily:expr) => {
         impl Store for $conn {
             fn write_tx<T, E, F>(&mut self, f: F) -> Result<T, E>
             where
@@ -64,13 +65,6 @@ macro_rules! impl_store {
                 E: From<diesel::result::Error>,
             {
                 self.$begin(f)
-            }
-
-            fn limit_lock_wait(&mut self, ms: u32) -> QueryResult<()> {
-                match $lock_wait(ms) {
-                    Some(sql) => diesel::connection::SimpleConnection::batch_execute(self, &sql),
-                    None => Ok(()),
-                }
             }
 
             fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool> {
@@ -124,6 +118,10 @@ macro_rules! impl_store {
                 Ok(())
             }
 
+            fn insert_delivery_lazily(&mut self, row: &NewDelivery) -> QueryResult<()> {
+                $lazily(self, row)
+            }
+
             fn stats(&mut self) -> QueryResult<Stats> {
                 let submissions = submissions::table.select(count_star()).get_result(self)?;
                 let effects = side_effects::table
@@ -146,6 +144,16 @@ macro_rules! impl_store {
     };
 }
 
-// SQLite: the write transaction already serialises writers (bounded by busy_timeout).
-impl_store!(diesel::SqliteConnection, immediate_transaction, |_| None::<String>);
-impl_store!(diesel::PgConnection, transaction, |ms| Some(format!("SET LOCAL lock_timeout = '{ms}ms'")));
+impl_store!(diesel::SqliteConnection, immediate_transaction, |c: &mut diesel::SqliteConnection, row| {
+    // WAL with synchronous = NORMAL: the commit reaches the WAL but is not fsynced.
+    c.batch_execute("PRAGMA synchronous = NORMAL")?;
+    let inserted = c.insert_delivery(row);
+    c.batch_execute("PRAGMA synchronous = FULL")?;
+    inserted
+});
+impl_store!(diesel::PgConnection, transaction, |c: &mut diesel::PgConnection, row| {
+    c.transaction(|c| {
+        c.batch_execute("SET LOCAL synchronous_commit = off")?;
+        c.insert_delivery(row)
+    })
+});

@@ -1,8 +1,5 @@
 //! Reading request bodies under a size limit and turning them into field pairs.
 
-use std::cell::Cell;
-use std::rc::Rc;
-
 use actix_web::error::PayloadError;
 use actix_web::http::header::{HeaderMap, CONTENT_TYPE};
 use actix_web::web::{Bytes, BytesMut, Payload};
@@ -24,16 +21,27 @@ pub fn is_json(media_type: Option<&str>) -> bool {
         .is_some_and(|m| m == "application/json" || (m.starts_with("application/") && m.ends_with("+json")))
 }
 
+/// Bytes of an oversized body read (and dropped) before answering 413, so that the client,
+/// still sending, reads the answer instead of a reset connection.
+const DRAIN_LIMIT: usize = 1 << 20;
+
 /// Reads the whole body, refusing it once it passes `limit` bytes.
 pub async fn read_limited(mut payload: Payload, limit: usize) -> Result<Bytes, Problem> {
     let mut buf = BytesMut::new();
+    let mut seen = 0usize;
     while let Some(chunk) = payload.next().await {
         let chunk = chunk
             .map_err(|_| Problem::new(ProblemKind::MalformedBody, "the request body could not be read"))?;
-        if buf.len() + chunk.len() > limit {
-            return Err(too_large(limit));
+        seen += chunk.len();
+        if seen > limit + DRAIN_LIMIT {
+            break;
         }
-        buf.extend_from_slice(&chunk);
+        if seen <= limit {
+            buf.extend_from_slice(&chunk);
+        }
+    }
+    if seen > limit {
+        return Err(too_large(limit));
     }
     Ok(buf.freeze())
 }
@@ -103,32 +111,15 @@ pub fn parse_urlencoded(bytes: &[u8]) -> Result<RawFields, Problem> {
 /// Parts a multipart form may have.
 const MAX_PARTS: usize = 256;
 
-/// `multipart/form-data` text parts, in order; file uploads are refused. Every byte of the
-/// body (part headers included) counts against `limit`.
-pub async fn parse_multipart(
-    headers: &HeaderMap,
-    payload: Payload,
-    limit: usize,
-) -> Result<RawFields, Problem> {
-    let overflow = Rc::new(Cell::new(false));
-    let (seen, flag) = (Cell::new(0usize), overflow.clone());
-    let counted = payload.map(move |chunk| {
-        let chunk = chunk?;
-        seen.set(seen.get() + chunk.len());
-        if seen.get() > limit {
-            flag.set(true);
-            return Err(PayloadError::Overflow);
-        }
-        Ok(chunk)
-    });
-    let broken = |o: &Rc<Cell<bool>>| match o.get() {
-        true => too_large(limit),
-        false => malformed("the multipart body could not be decoded"),
-    };
-    let mut parts = actix_multipart::Multipart::new(headers, counted);
+/// `multipart/form-data` text parts of a body read with `read_limited`, in order; file
+/// uploads are refused.
+pub async fn parse_multipart(headers: &HeaderMap, body: Bytes) -> Result<RawFields, Problem> {
+    let broken = || malformed("the multipart body could not be decoded");
+    let stream = futures_util::stream::once(async move { Ok::<_, PayloadError>(body) });
+    let mut parts = actix_multipart::Multipart::new(headers, stream);
     let mut fields = Vec::new();
     while let Some(part) = parts.next().await {
-        let mut part = part.map_err(|_| broken(&overflow))?;
+        let mut part = part.map_err(|_| broken())?;
         if fields.len() >= MAX_PARTS {
             return Err(malformed("the form has too many parts"));
         }
@@ -139,7 +130,7 @@ pub async fn parse_multipart(
         let name = disposition.as_ref().and_then(|d| d.get_name()).unwrap_or("").to_string();
         let mut value = Vec::new();
         while let Some(chunk) = part.next().await {
-            value.extend_from_slice(&chunk.map_err(|_| broken(&overflow))?);
+            value.extend_from_slice(&chunk.map_err(|_| broken())?);
         }
         let value = String::from_utf8(value).map_err(|_| malformed("a form field is not valid UTF-8"))?;
         fields.push((name, value));

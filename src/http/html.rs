@@ -95,7 +95,9 @@ async fn post_fields(
         Some("application/x-www-form-urlencoded") => {
             parse_urlencoded(&read_limited(payload, form.max_body_bytes).await?)?
         }
-        Some("multipart/form-data") => parse_multipart(req.headers(), payload, form.max_body_bytes).await?,
+        Some("multipart/form-data") => {
+            parse_multipart(req.headers(), read_limited(payload, form.max_body_bytes).await?).await?
+        }
         _ => {
             return Err(Problem::new(
                 ProblemKind::UnsupportedMediaType,

@@ -92,7 +92,16 @@ fn migrate_prepares_both_backends() {
 fn admin_create_user_takes_the_password_from_the_environment_and_refuses_weak_or_repeated() {
     let db = TestDb::new(Backend::Sqlite);
     let env = [("ONCEFORM_DATABASE_URL", db.url.as_str()), ("ADMIN_PW", "a long enough password")];
-    let args = ["admin", "create-user", "--email", "Ops@Example.com", "--role", "viewer", "--password-env", "ADMIN_PW"];
+    let args = [
+        "admin",
+        "create-user",
+        "--email",
+        "Ops@Example.com",
+        "--role",
+        "viewer",
+        "--password-env",
+        "ADMIN_PW",
+    ];
     let out = onceform(&args, &env);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("created viewer user ops@example.com"));
