@@ -2,19 +2,16 @@
 //! submission, and the audit log. Visitor content is inert on every one of them.
 
 use diesel::prelude::*;
-use onceform::accept::{accept, Intake};
 use onceform::admin::accounts::Role;
 use onceform::db::schema::{duplicate_pairs, side_effects, submissions};
 use onceform::db::DbError;
-use onceform::deliveries::Channel;
-use onceform::domain::{normalise, OperationId};
 use onceform::with_conn;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;
 use crate::support::admin::AdminSession;
 use crate::support::delivery::spawn_delivery_app;
-use crate::support::{inquiry, new_key, spawn_app, spawn_app_with, Backend, TestApp};
+use crate::support::{inquiry, new_key, seed, spawn_app, spawn_app_with, Backend, TestApp};
 
 on_both_backends!(
     every_page_needs_a_session_and_opens_for_a_viewer,
@@ -94,28 +91,6 @@ async fn post_html(app: &TestApp, with_key: bool, website: &str) -> reqwest::Res
     let resp = app.client.post(app.url("/f/contact")).form(&form).send().await.unwrap();
     assert_eq!(resp.status(), 303);
     resp
-}
-
-/// Accepts `n` contact submissions directly through the accept transaction.
-async fn seed(app: &TestApp, n: usize) {
-    let (pool, config) = (app.pool.clone(), app.config.clone());
-    tokio::task::spawn_blocking(move || {
-        let form = config.form("contact").unwrap();
-        for i in 0..n {
-            let raw = inquiry(&format!("Inquiry number {i}"))
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                .collect();
-            let fields = normalise(form, &raw).unwrap();
-            let operation_id = Some(OperationId::generate());
-            let intake = Intake { form_name: "contact", form, operation_id, channel: Channel::Api, fields };
-            accept(&pool, intake).unwrap();
-        }
-    })
-    .await
-    .unwrap();
 }
 
 async fn every_page_needs_a_session_and_opens_for_a_viewer(backend: Backend) {
@@ -236,7 +211,7 @@ async fn filters_narrow_the_list(backend: Backend) {
 
 async fn the_list_pages_by_fifty(backend: Backend) {
     let app = spawn_app(backend).await;
-    seed(&app, 51).await;
+    seed(&app.pool, &app.config, 51).await;
     let viewer = app.sign_in(Role::Viewer).await;
     let first = page(&app, &viewer, "/admin/submissions").await;
     assert_eq!(listed(&first).len(), 50);

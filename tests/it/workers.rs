@@ -4,14 +4,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use onceform::accept::{accept, Intake};
 use onceform::config::{Config, DEFAULT_CONFIG};
-use onceform::deliveries::Channel;
-use onceform::domain::{normalise, OperationId};
 
 use crate::support::crm::{FakeCrm, Fault};
 use crate::support::smtp::SmtpSink;
-use crate::support::{Backend, TestDb};
+use crate::support::{seed, Backend, TestDb};
 
 /// A configuration file for a worker process: the demo forms, the fakes, quick timings.
 fn config_file(db: &TestDb, crm: &FakeCrm, smtp: &SmtpSink, lease_seconds: u64) -> std::path::PathBuf {
@@ -61,34 +58,6 @@ impl Drop for WorkerProcess {
     }
 }
 
-/// Accepts `n` contact submissions directly through the accept transaction.
-async fn seed(config: &Config, n: usize) {
-    let config = config.clone();
-    tokio::task::spawn_blocking(move || {
-        let pool = onceform::db::Pool::connect(&config.database).unwrap();
-        let form = config.form("contact").unwrap();
-        for i in 0..n {
-            let raw = crate::support::inquiry(&format!("Inquiry number {i}"))
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                .collect();
-            let fields = normalise(form, &raw).unwrap();
-            let intake = Intake {
-                form_name: "contact",
-                form,
-                operation_id: Some(OperationId::generate()),
-                channel: Channel::Api,
-                fields,
-            };
-            accept(&pool, intake).unwrap();
-        }
-    })
-    .await
-    .unwrap();
-}
-
 async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done() {
@@ -121,7 +90,7 @@ async fn a_worker_killed_mid_call_leaves_unknown_which_is_reconciled(backend: Ba
     crm.push_fault(Fault::SlowAfterCreate(Duration::from_secs(30)));
     let path = config_file(&db, &crm, &smtp, 2);
     let config = parsed(&path);
-    seed(&config, 1).await;
+    seed(&onceform::db::Pool::connect(&config.database).unwrap(), &config, 1).await;
 
     let mut first = WorkerProcess::start(&path);
     wait_for("the CRM call", Duration::from_secs(10), || !crm.leads().is_empty()).await;
@@ -153,7 +122,7 @@ async fn two_worker_processes_on_one_postgres_deliver_each_effect_exactly_once()
     let (crm, smtp) = (FakeCrm::start().await, SmtpSink::start().await);
     let path = config_file(&db, &crm, &smtp, 30);
     let config = parsed(&path);
-    seed(&config, 334).await; // 1,002 effects
+    seed(&onceform::db::Pool::connect(&config.database).unwrap(), &config, 334).await; // 1,002 effects
 
     let _workers = [WorkerProcess::start(&path), WorkerProcess::start(&path)];
     let expected_mail = 2 * 334;

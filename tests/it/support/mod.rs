@@ -222,3 +222,27 @@ impl TestApp {
 pub fn problem_type(body: &Value) -> &str {
     body["type"].as_str().unwrap_or("").rsplit('/').next().unwrap_or("")
 }
+
+/// Accepts `n` contact submissions directly through the accept transaction (no HTTP).
+pub async fn seed(pool: &Pool, config: &Config, n: usize) {
+    let (pool, config) = (pool.clone(), config.clone());
+    tokio::task::spawn_blocking(move || {
+        let form = config.form("contact").unwrap();
+        for i in 0..n {
+            let raw = inquiry(&format!("Inquiry number {i}"))
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            let fields = onceform::domain::normalise(form, &raw).unwrap();
+            let operation_id = Some(onceform::domain::OperationId::generate());
+            let channel = onceform::deliveries::Channel::Api;
+            let intake =
+                onceform::accept::Intake { form_name: "contact", form, operation_id, channel, fields };
+            onceform::accept::accept(&pool, intake).unwrap();
+        }
+    })
+    .await
+    .unwrap();
+}
