@@ -6,7 +6,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{db_failure, Chrome};
+use super::{blocking, db_failure, Chrome};
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::BrowseStore;
 use crate::db::DbError;
@@ -60,10 +60,9 @@ async fn page(state: web::Data<AppState>, user: SessionUser, q: web::Query<Audit
             Ok::<_, DbError>((entries, owners))
         })
     };
-    let (mut entries, owners) = match web::block(read).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => return db_failure(e),
-        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+    let (mut entries, owners) = match blocking(read).await {
+        Ok(v) => v,
+        Err(e) => return db_failure(e),
     };
     let more = entries.len() > PAGE_SIZE as usize;
     entries.truncate(PAGE_SIZE as usize);

@@ -13,7 +13,7 @@ use chrono::NaiveDateTime;
 use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{db_failure, Chrome};
+use super::{blocking, db_failure, Chrome};
 use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
@@ -163,10 +163,9 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
             Ok::<_, DbError>((counts, rows))
         })
     };
-    let (counts, rows) = match web::block(read).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => return db_failure(e),
-        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+    let (counts, rows) = match blocking(read).await {
+        Ok(v) => v,
+        Err(e) => return db_failure(e),
     };
     let counts = STATUSES
         .iter()

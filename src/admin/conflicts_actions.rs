@@ -8,7 +8,7 @@ use super::{accepted_operation_id, fields_of};
 use crate::accept::{accept, Intake, Outcome};
 use crate::admin::audit;
 use crate::admin::guard::{AdminAction, CsrfForm, SessionUser};
-use crate::admin::{db_failure, done, refused};
+use crate::admin::{blocking, db_failure, done, refused};
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::deliveries::Channel;
@@ -60,12 +60,6 @@ pub async fn act(
         Ok(Step::Refused(message)) => refused(&message),
         Err(e) => db_failure(e),
     }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, DbError> + Send + 'static,
-) -> Result<T, DbError> {
-    web::block(f).await.map_err(|_| DbError::Unavailable("blocking pool".into()))?
 }
 
 async fn dismiss(state: &AppState, id: &str, user: SessionUser, note: String) -> Result<Step, DbError> {

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::conflicts::{compare, fields_of, when, FieldPair};
 use super::guard::SessionUser;
-use super::{db_failure, Chrome};
+use super::{blocking, db_failure, Chrome};
 use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
 use crate::db::DbError;
 use crate::effects::reference;
@@ -94,10 +94,9 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
             Ok::<_, DbError>((counts, pairs, subs))
         })
     };
-    let (counts, mut pairs, subs) = match web::block(read).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => return db_failure(e),
-        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+    let (counts, mut pairs, subs) = match blocking(read).await {
+        Ok(v) => v,
+        Err(e) => return db_failure(e),
     };
     let more = pairs.len() as i64 > PAGE_SIZE;
     pairs.truncate(PAGE_SIZE as usize);

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::audit;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{db_failure, done, refused, Chrome};
+use super::{blocking, db_failure, done, refused, Chrome};
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
 use crate::db::{DbError, Store};
 use crate::deliveries::now;
@@ -81,10 +81,9 @@ async fn queue(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queu
             Ok::<_, DbError>((stats, rows))
         })
     };
-    let (stats, rows) = match web::block(read).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => return db_failure(e),
-        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+    let (stats, rows) = match blocking(read).await {
+        Ok(v) => v,
+        Err(e) => return db_failure(e),
     };
     let counts = EffectState::ALL
         .iter()

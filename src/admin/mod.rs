@@ -60,6 +60,13 @@ fn form_urlencode(s: &str) -> String {
     serde_urlencoded::to_string([("", s)]).map(|e| e[1..].to_string()).unwrap_or_default()
 }
 
+/// Runs `f` (database work) on the blocking thread pool.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, DbError> + Send + 'static,
+) -> Result<T, DbError> {
+    web::block(f).await.map_err(|_| DbError::Unavailable("blocking pool".into()))?
+}
+
 /// A database failure on an admin page.
 pub fn db_failure(e: DbError) -> HttpResponse {
     tracing::warn!(error = %e, "admin page: database error");

@@ -7,7 +7,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::{constant_time_eq, AuthError, SessionUser};
-use super::{db_failure, Chrome};
+use super::{blocking, db_failure, Chrome};
 use crate::config::{Config, FieldType};
 use crate::db::admin::browse::{csv, BrowseStore, EffectStates, FilterParams, SubmissionPage, SubmissionRow};
 use crate::db::DbError;
@@ -151,10 +151,6 @@ impl ListPage {
     }
 }
 
-fn blocked<T>(r: Result<Result<T, DbError>, actix_web::error::BlockingError>) -> Result<T, DbError> {
-    r.map_err(|_| DbError::Unavailable("blocking pool".into()))?
-}
-
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
     let (filter, page) = (q.filters.filter(), q.page());
     let pool = state.pool.clone();
@@ -165,7 +161,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
             Ok::<_, DbError>((rows, states, total))
         })
     };
-    let (rows, states, total) = match blocked(web::block(read).await) {
+    let (rows, states, total) = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),
     };
@@ -191,7 +187,7 @@ async fn export(state: web::Data<AppState>, _user: SessionUser, q: web::Query<Li
     }
     let pool = state.pool.clone();
     let build = move || with_conn!(&pool, |c| csv::document(c, &filter, &fields).map_err(DbError::from));
-    match blocked(web::block(build).await) {
+    match blocking(build).await {
         Ok(body) => HttpResponse::Ok()
             .content_type("text/csv; charset=utf-8")
             .insert_header(("Content-Disposition", "attachment; filename=\"submissions.csv\""))
@@ -225,7 +221,7 @@ async fn search(state: web::Data<AppState>, user: SessionUser, form: web::Form<S
                 Ok::<_, DbError>((rows, states))
             })
         };
-        let (rows, states) = match blocked(web::block(read).await) {
+        let (rows, states) = match blocking(read).await {
             Ok(v) => v,
             Err(e) => return db_failure(e),
         };
@@ -265,7 +261,7 @@ async fn detail(
     let id = path.into_inner();
     let (pool, wanted) = (state.pool.clone(), id.clone());
     let read = move || with_conn!(&pool, |c| c.submission_page(&wanted).map_err(DbError::from));
-    let found = match blocked(web::block(read).await) {
+    let found = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),
     };
