@@ -187,7 +187,7 @@ fn serve(config: Config) -> Result<(), Exit> {
         if let Some(password) = first_admin {
             let _ = writeln!(
                 out,
-                "no admin account existed: created admin@localhost with the one-time password {password} \
+                "no admin account existed: created admin@localhost with the password {password}, shown only now \
                  (create your own with `onceform admin create-user --email you@example.com`)"
             );
         }

@@ -87,7 +87,7 @@ pub fn create_user(pool: &Pool, email: &str, password: &str, role: Role) -> anyh
     })
 }
 
-/// On a first start with no account, creates `admin@localhost` and returns its one-time password.
+/// On a first start with no account, creates `admin@localhost` and returns its generated password.
 pub fn bootstrap(pool: &Pool) -> anyhow::Result<Option<String>> {
     if with_conn!(pool, |c| c.count_users().map_err(DbError::from))? > 0 {
         return Ok(None);
