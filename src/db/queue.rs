@@ -80,6 +80,43 @@ macro_rules! jobs_by_id {
     };
 }
 
+/// In one write transaction: the ids of up to `$limit` records matching `$filter` that are
+/// due, locked with `$lock`; `$set` applied to them; the records loaded as jobs.
+macro_rules! take_due {
+    ($conn:expr, [$($lock:tt)*], $filter:expr, $now:expr, $limit:expr, $set:expr) => {
+        $conn.write_tx(|c| {
+            let ids: Vec<String> = side_effects::table
+                .filter($filter)
+                .filter(side_effects::next_attempt_at.le($now))
+                .order(side_effects::next_attempt_at)
+                .limit($limit)
+                .select(side_effects::id)
+                $($lock)*
+                .load(c)?;
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            diesel::update(side_effects::table.filter(side_effects::id.eq_any(&ids))).set($set).execute(c)?;
+            jobs_by_id!(c, &ids)
+        })
+    };
+}
+
+/// The columns a `Transition` sets; the lease is released.
+macro_rules! transition {
+    ($t:expr, $now:expr) => {
+        (
+            side_effects::state.eq(&$t.state),
+            side_effects::next_attempt_at.eq($t.next_attempt_at),
+            side_effects::provider_ref.eq(&$t.provider_ref),
+            side_effects::last_error.eq(&$t.last_error),
+            side_effects::lease_owner.eq(None::<String>),
+            side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
+            side_effects::updated_at.eq($now),
+        )
+    };
+}
+
 /// `$($lock)*` is the row-locking clause: `FOR UPDATE SKIP LOCKED` on PostgreSQL; nothing on
 /// SQLite, where the write transaction already excludes other writers.
 macro_rules! impl_queue {
@@ -92,30 +129,20 @@ macro_rules! impl_queue {
                 lease_until: NaiveDateTime,
                 limit: i64,
             ) -> QueryResult<Vec<JobRow>> {
-                self.write_tx(|c| {
-                    let ids: Vec<String> = side_effects::table
-                        .filter(side_effects::state.eq(PENDING))
-                        .filter(side_effects::held.eq(false))
-                        .filter(side_effects::next_attempt_at.le(now))
-                        .order(side_effects::next_attempt_at)
-                        .limit(limit)
-                        .select(side_effects::id)
-                        $($lock)*
-                        .load(c)?;
-                    if ids.is_empty() {
-                        return Ok(Vec::new());
-                    }
-                    diesel::update(side_effects::table.filter(side_effects::id.eq_any(&ids)))
-                        .set((
-                            side_effects::state.eq(SENDING),
-                            side_effects::lease_owner.eq(owner),
-                            side_effects::lease_expires_at.eq(lease_until),
-                            side_effects::attempts.eq(side_effects::attempts + 1),
-                            side_effects::updated_at.eq(now),
-                        ))
-                        .execute(c)?;
-                    jobs_by_id!(c, &ids)
-                })
+                take_due!(
+                    self,
+                    [$($lock)*],
+                    side_effects::state.eq(PENDING).and(side_effects::held.eq(false)),
+                    now,
+                    limit,
+                    (
+                        side_effects::state.eq(SENDING),
+                        side_effects::lease_owner.eq(owner),
+                        side_effects::lease_expires_at.eq(lease_until),
+                        side_effects::attempts.eq(side_effects::attempts + 1),
+                        side_effects::updated_at.eq(now),
+                    )
+                )
             }
 
             fn take_unknown_due(
@@ -125,24 +152,14 @@ macro_rules! impl_queue {
                 retry_at: NaiveDateTime,
                 limit: i64,
             ) -> QueryResult<Vec<JobRow>> {
-                self.write_tx(|c| {
-                    let ids: Vec<String> = side_effects::table
-                        .filter(side_effects::state.eq(UNKNOWN))
-                        .filter(side_effects::kind.eq_any(kinds))
-                        .filter(side_effects::next_attempt_at.le(now))
-                        .order(side_effects::next_attempt_at)
-                        .limit(limit)
-                        .select(side_effects::id)
-                        $($lock)*
-                        .load(c)?;
-                    if ids.is_empty() {
-                        return Ok(Vec::new());
-                    }
-                    diesel::update(side_effects::table.filter(side_effects::id.eq_any(&ids)))
-                        .set(side_effects::next_attempt_at.eq(retry_at))
-                        .execute(c)?;
-                    jobs_by_id!(c, &ids)
-                })
+                take_due!(
+                    self,
+                    [$($lock)*],
+                    side_effects::state.eq(UNKNOWN).and(side_effects::kind.eq_any(kinds)),
+                    now,
+                    limit,
+                    side_effects::next_attempt_at.eq(retry_at)
+                )
             }
 
             fn finish(&mut self, id: &str, owner: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
@@ -152,15 +169,7 @@ macro_rules! impl_queue {
                         .filter(side_effects::lease_owner.eq(owner))
                         .filter(side_effects::state.eq_any([SENDING, UNKNOWN])),
                 )
-                .set((
-                    side_effects::state.eq(&t.state),
-                    side_effects::next_attempt_at.eq(t.next_attempt_at),
-                    side_effects::provider_ref.eq(&t.provider_ref),
-                    side_effects::last_error.eq(&t.last_error),
-                    side_effects::lease_owner.eq(None::<String>),
-                    side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
-                    side_effects::updated_at.eq(now),
-                ))
+                .set(transition!(t, now))
                 .execute(self)?;
                 Ok(n == 1)
             }
@@ -169,15 +178,7 @@ macro_rules! impl_queue {
                 let n = diesel::update(
                     side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq(UNKNOWN)),
                 )
-                .set((
-                    side_effects::state.eq(&t.state),
-                    side_effects::next_attempt_at.eq(t.next_attempt_at),
-                    side_effects::provider_ref.eq(&t.provider_ref),
-                    side_effects::last_error.eq(&t.last_error),
-                    side_effects::lease_owner.eq(None::<String>),
-                    side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
-                    side_effects::updated_at.eq(now),
-                ))
+                .set(transition!(t, now))
                 .execute(self)?;
                 Ok(n == 1)
             }

@@ -38,6 +38,37 @@ fn fields<'a>(op: &'a str, message: &'a str) -> Vec<(&'a str, &'a str)> {
     ]
 }
 
+/// One boolean column (`spam` or `keyless`) of every stored submission.
+async fn flags(app: &TestApp, column: &'static str) -> Vec<bool> {
+    app.query(move |pool| {
+        use diesel::prelude::*;
+        use onceform::db::schema::submissions::dsl as s;
+        onceform::with_conn!(pool, |c| match column {
+            "spam" => s::submissions.select(s::spam).load(c),
+            _ => s::submissions.select(s::keyless).load(c),
+        }
+        .map_err(onceform::db::DbError::from))
+    })
+    .await
+}
+
+/// POSTs `form` as `multipart/form-data`.
+async fn post_multipart(app: &TestApp, form: &[(&str, &str)]) -> reqwest::Response {
+    let boundary = "XyZboundary";
+    let body: String = form
+        .iter()
+        .map(|(k, v)| format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n"))
+        .chain(std::iter::once(format!("--{boundary}--\r\n")))
+        .collect();
+    app.client
+        .post(app.url("/f/contact"))
+        .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 async fn post(app: &TestApp, form: &[(&str, &str)]) -> reqwest::Response {
     app.client.post(app.url("/f/contact")).form(form).send().await.unwrap()
 }
@@ -103,16 +134,7 @@ async fn a_honeypot_hit_looks_accepted_but_has_no_effects(backend: Backend) {
     let stats = app.stats().await;
     assert_eq!((stats.submissions, stats.effects_total()), (1, 0));
     assert_eq!(stats.deliveries_with("spam"), 1);
-    let spam: Vec<bool> = app
-        .query(|pool| {
-            use diesel::prelude::*;
-            use onceform::db::schema::submissions::dsl as s;
-            onceform::with_conn!(pool, |c| s::submissions
-                .select(s::spam)
-                .load(c)
-                .map_err(onceform::db::DbError::from))
-        })
-        .await;
+    let spam = flags(&app, "spam").await;
     assert_eq!(spam, [true]);
 }
 
@@ -135,16 +157,7 @@ async fn keyless_posts_are_accepted_and_flagged(backend: Backend) {
     let b = post(&app, &form).await;
     assert_eq!((a.status().as_u16(), b.status().as_u16()), (303, 303));
     assert_ne!(a.headers()["location"], b.headers()["location"], "without a key, each post is its own");
-    let keyless: Vec<bool> = app
-        .query(|pool| {
-            use diesel::prelude::*;
-            use onceform::db::schema::submissions::dsl as s;
-            onceform::with_conn!(pool, |c| s::submissions
-                .select(s::keyless)
-                .load(c)
-                .map_err(onceform::db::DbError::from))
-        })
-        .await;
+    let keyless = flags(&app, "keyless").await;
     assert_eq!(keyless, [true, true]);
 
     let strict =
@@ -156,20 +169,7 @@ async fn keyless_posts_are_accepted_and_flagged(backend: Backend) {
 async fn multipart_posts_are_accepted(backend: Backend) {
     let app = spawn_app(backend).await;
     let op = hidden_operation_id(&get_form(&app).await);
-    let boundary = "XyZboundary";
-    let body: String = fields(&op, "Sent as multipart")
-        .iter()
-        .map(|(k, v)| format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n"))
-        .chain(std::iter::once(format!("--{boundary}--\r\n")))
-        .collect();
-    let resp = app
-        .client
-        .post(app.url("/f/contact"))
-        .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let resp = post_multipart(&app, &fields(&op, "Sent as multipart")).await;
     assert_eq!(resp.status(), 303);
     assert_eq!(app.stored_fields(&op).await.unwrap()["message"], "Sent as multipart");
 }
@@ -189,18 +189,8 @@ async fn submitted_markup_is_escaped_when_re_rendered(backend: Backend) {
 
 async fn a_multipart_body_over_the_limit_is_refused(backend: Backend) {
     let app = spawn_app(backend).await;
-    let boundary = "XyZboundary";
     // Many small parts: only the whole body's size can catch this.
-    let part = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n");
-    let body = format!("{}--{boundary}--\r\n", part.repeat(2000));
-    let resp = app
-        .client
-        .post(app.url("/f/contact"))
-        .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let resp = post_multipart(&app, &vec![("name", "x"); 2000]).await;
     assert_eq!(resp.status(), 413);
     assert_eq!(app.stats().await.submissions, 0);
 }
