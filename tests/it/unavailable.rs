@@ -91,7 +91,8 @@ async fn sqlite_locked_by_another_writer_answers_503_and_writes_nothing() {
     let key = new_key();
 
     let mut locker = SqliteConnection::establish(&path).unwrap();
-    locker.batch_execute("BEGIN EXCLUSIVE").unwrap();
+    // Wait out the app's own brief locks (its pool opening connections), then hold the lock.
+    locker.batch_execute("PRAGMA busy_timeout = 5000; BEGIN EXCLUSIVE").unwrap();
     assert_unavailable(&app, &key).await;
     locker.batch_execute("ROLLBACK").unwrap();
 
