@@ -2,6 +2,8 @@
 //! constraint and writes the submission, one record per side effect and the delivery.
 //! A second request with the same key reads what the first one committed.
 
+mod acceptor;
+mod cache;
 mod plan;
 
 use crate::config::FormConfig;
@@ -12,6 +14,7 @@ use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId};
 use crate::duplicates;
 use crate::with_conn;
+pub use acceptor::Acceptor;
 
 use plan::Plan;
 pub use plan::{rfc3339, ResultBody};
@@ -48,42 +51,53 @@ pub struct Receipt {
     pub body: String,
 }
 
-/// Accepts `intake` exactly once per (form, operation ID).
+/// Accepts `intake` exactly once per (form, operation ID), on a connection of `pool` with
+/// the delivery row written at once: for seeding, admin actions and the benchmark's
+/// baseline. The service goes through [`Acceptor`], which adds the replay cache, batched
+/// delivery rows and SQLite group commit.
 pub fn accept(pool: &Pool, intake: Intake<'_>) -> Result<Outcome, DbError> {
+    let form = intake.form;
     let plan = Plan::new(intake);
-    let result = with_conn!(pool, |c| match replay(c, &plan)? {
-        Some(outcome) => Ok(outcome),
-        None => c.write_tx(|c| run(c, &plan)),
-    });
-    match result {
-        Err(DbError::LockTimeout) => {
-            Ok(Outcome::InProgress { operation_id: plan.submission.operation_id.clone() })
+    let result = with_conn!(pool, |c| match committed(c, &plan)? {
+        Some(outcome) => {
+            c.insert_deliveries_lazily(&[
+                plan.delivery(DeliveryOutcome::Replayed, Some(&outcome.submission_id))
+            ])?;
+            Ok(Outcome::Replayed(outcome))
         }
-        other => other,
-    }
+        None => c.write_tx(|c| run(c, form, &plan)),
+    });
+    in_progress_on_lock_timeout(result, &plan.submission.operation_id)
 }
 
-/// The fast path of a retry: a committed submission with the same content is answered
-/// from a plain read, without the write lock; its delivery is recorded with a commit that
-/// does not wait for the disk (a statistic, not an acceptance). Anything else: `None`.
-fn replay<C: Store>(c: &mut C, plan: &Plan<'_>) -> Result<Option<Outcome>, DbError> {
+/// The fast path of a retry: the committed receipt when the same content was accepted
+/// under this key, from a plain read without the write lock. Anything else: `None`.
+fn committed<C: Store>(c: &mut C, plan: &Plan) -> Result<Option<Receipt>, DbError> {
     let sub = &plan.submission;
     if sub.keyless {
         return Ok(None);
     }
-    match c.find_submission(&sub.form, &sub.operation_id)? {
-        Some(s) if s.fingerprint == sub.fingerprint => {
-            c.insert_delivery_lazily(&plan.delivery(DeliveryOutcome::Replayed, Some(&s.id)))?;
-            Ok(Some(Outcome::Replayed(receipt(s))))
-        }
-        _ => Ok(None),
+    Ok(c.find_submission(&sub.form, &sub.operation_id)?
+        .filter(|s| s.fingerprint == sub.fingerprint)
+        .map(receipt))
+}
+
+/// A lock wait that timed out means the first request with this key is still in flight.
+fn in_progress_on_lock_timeout(
+    result: Result<Outcome, DbError>,
+    operation_id: &str,
+) -> Result<Outcome, DbError> {
+    match result {
+        Err(DbError::LockTimeout) => Ok(Outcome::InProgress { operation_id: operation_id.into() }),
+        other => other,
     }
 }
 
-fn run<C: Store + DuplicateStore>(c: &mut C, plan: &Plan<'_>) -> Result<Outcome, DbError> {
+/// The write transaction: claim the key, or find what holds it.
+fn run<C: Store + DuplicateStore>(c: &mut C, form: &FormConfig, plan: &Plan) -> Result<Outcome, DbError> {
     let sub = &plan.submission;
     if c.insert_submission(sub)? {
-        if duplicates::detect(c, plan.form, sub, plan.now())? {
+        if duplicates::detect(c, form, sub, plan.now())? {
             let held: Vec<NewEffect> =
                 plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
             c.insert_effects(&held)?;
@@ -91,7 +105,7 @@ fn run<C: Store + DuplicateStore>(c: &mut C, plan: &Plan<'_>) -> Result<Outcome,
             c.insert_effects(&plan.effects)?;
         }
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
-        c.insert_delivery(&plan.delivery(outcome, Some(&sub.id)))?;
+        c.insert_deliveries(&[plan.delivery(outcome, Some(&sub.id))])?;
         return Ok(Outcome::Created(receipt_of(
             sub.id.clone(),
             sub.operation_id.clone(),
@@ -107,7 +121,7 @@ fn run<C: Store + DuplicateStore>(c: &mut C, plan: &Plan<'_>) -> Result<Outcome,
             Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
         }
     };
-    c.insert_delivery(&plan.delivery(delivery_outcome(&outcome), submission_id(&outcome)))?;
+    c.insert_deliveries(&[plan.delivery(delivery_outcome(&outcome), submission_id(&outcome))])?;
     Ok(outcome)
 }
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::Intake;
-use crate::config::{FieldType, FormConfig};
+use crate::config::FieldType;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::{digest, fingerprint, EffectKind, EffectState, OperationId};
@@ -28,16 +28,15 @@ pub struct EffectSummary {
     pub state: &'static str,
 }
 
-pub(super) struct Plan<'a> {
-    pub form: &'a FormConfig,
+pub(super) struct Plan {
     pub submission: NewSubmission,
     pub effects: Vec<NewEffect>,
     channel: Channel,
     now: NaiveDateTime,
 }
 
-impl<'a> Plan<'a> {
-    pub fn new(intake: Intake<'a>) -> Plan<'a> {
+impl Plan {
+    pub fn new(intake: Intake<'_>) -> Plan {
         let now = deliveries::now();
         let id = Uuid::now_v7().to_string();
         let keyless = intake.operation_id.is_none();
@@ -96,7 +95,7 @@ impl<'a> Plan<'a> {
             received_at: now,
             operation_expires_at: expires,
         };
-        Plan { form, submission, effects, channel: intake.channel, now }
+        Plan { submission, effects, channel: intake.channel, now }
     }
 
     pub fn now(&self) -> NaiveDateTime {
@@ -117,16 +116,8 @@ impl<'a> Plan<'a> {
     }
 
     pub fn delivery(&self, outcome: DeliveryOutcome, submission_id: Option<&str>) -> NewDelivery {
-        NewDelivery {
-            id: Uuid::now_v7().to_string(),
-            form: Some(self.submission.form.clone()),
-            operation_id: Some(self.submission.operation_id.clone()),
-            submission_id: submission_id.map(String::from),
-            channel: self.submission.channel.clone(),
-            outcome: outcome.as_str().into(),
-            http_status: i32::from(outcome.http_status(self.channel)),
-            received_at: self.now,
-        }
+        let sub = &self.submission;
+        deliveries::row(&sub.form, &sub.operation_id, submission_id, self.channel, outcome, self.now)
     }
 }
 

@@ -64,6 +64,7 @@ struct FlashQuery {
 }
 
 async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
+    state.acceptor.deliveries().flush().await;
     let pool = state.pool.clone();
     let at = now();
     let d = match web::block(move || with_conn!(&pool, |c| c.dashboard(at).map_err(DbError::from))).await {

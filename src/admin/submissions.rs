@@ -259,6 +259,7 @@ async fn detail(
     q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let id = path.into_inner();
+    state.acceptor.deliveries().flush().await;
     let (pool, wanted) = (state.pool.clone(), id.clone());
     let read = move || with_conn!(&pool, |c| c.submission_page(&wanted).map_err(DbError::from));
     let found = match blocking(read).await {

@@ -44,6 +44,11 @@ pub struct ServerConfig {
     #[serde(default)]
     #[validate(range(max = 256))]
     pub http_workers: usize,
+    /// Committed results kept in memory to answer retries without the database (entries,
+    /// about 1 KiB each); 0 turns the cache off.
+    #[serde(default = "default_replay_cache")]
+    #[validate(range(max = 10_000_000))]
+    pub replay_cache: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]
@@ -63,6 +68,9 @@ pub struct DatabaseConfig {
     #[serde(default = "default_busy_timeout_ms")]
     #[validate(range(min = 0, max = 60000))]
     pub busy_timeout_ms: u64,
+    /// SQLite: commit concurrent accepts together (one fsync per batch, a savepoint each).
+    #[serde(default = "yes")]
+    pub group_commit: bool,
 }
 
 /// Mail delivery: SMTP when `url` is set, else `.eml` files under `mail_dir`.
@@ -375,7 +383,7 @@ impl FormConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { bind: default_bind(), rate_limit: true, http_workers: 0 }
+        Self { bind: default_bind(), rate_limit: true, http_workers: 0, replay_cache: default_replay_cache() }
     }
 }
 
@@ -422,6 +430,7 @@ impl Default for DatabaseConfig {
             pool_size: 0,
             acquire_timeout_ms: default_acquire_timeout_ms(),
             busy_timeout_ms: default_busy_timeout_ms(),
+            group_commit: true,
         }
     }
 }
@@ -440,6 +449,9 @@ fn default_acquire_timeout_ms() -> u64 {
 }
 fn default_busy_timeout_ms() -> u64 {
     5000
+}
+fn default_replay_cache() -> usize {
+    20_000
 }
 fn default_honeypot() -> String {
     "website".into()

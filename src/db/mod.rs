@@ -10,6 +10,7 @@ mod queue;
 pub mod schema;
 mod store;
 mod url;
+mod writer;
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
 pub use url::DatabaseUrl;
+pub use writer::SqliteWriter;
 
 use crate::config::DatabaseConfig;
 

@@ -48,11 +48,11 @@ pub trait Store: Connection + Sized {
     fn effects_of(&mut self, submission_id: &str) -> QueryResult<Vec<Effect>>;
     /// Keeps one conflict row per (original, conflicting content), counting repeats.
     fn record_conflict(&mut self, row: &NewConflict) -> QueryResult<()>;
-    fn insert_delivery(&mut self, row: &NewDelivery) -> QueryResult<()>;
-    /// Inserts a delivery in its own transaction whose commit does not wait for the disk
+    fn insert_deliveries(&mut self, rows: &[NewDelivery]) -> QueryResult<()>;
+    /// Inserts deliveries in their own transaction whose commit does not wait for the disk
     /// (PostgreSQL `synchronous_commit = off`, SQLite `synchronous = NORMAL`): a crash may
     /// lose the last such rows, never corrupt anything.
-    fn insert_delivery_lazily(&mut self, row: &NewDelivery) -> QueryResult<()>;
+    fn insert_deliveries_lazily(&mut self, rows: &[NewDelivery]) -> QueryResult<()>;
     fn stats(&mut self) -> QueryResult<Stats>;
 }
 
@@ -113,13 +113,15 @@ macro_rules! impl_store {
                 Ok(())
             }
 
-            fn insert_delivery(&mut self, row: &NewDelivery) -> QueryResult<()> {
-                diesel::insert_into(deliveries::table).values(row).execute(self)?;
+            fn insert_deliveries(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
+                if !rows.is_empty() {
+                    diesel::insert_into(deliveries::table).values(rows).execute(self)?;
+                }
                 Ok(())
             }
 
-            fn insert_delivery_lazily(&mut self, row: &NewDelivery) -> QueryResult<()> {
-                $lazily(self, row)
+            fn insert_deliveries_lazily(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
+                $lazily(self, rows)
             }
 
             fn stats(&mut self) -> QueryResult<Stats> {
@@ -144,16 +146,16 @@ macro_rules! impl_store {
     };
 }
 
-impl_store!(diesel::SqliteConnection, immediate_transaction, |c: &mut diesel::SqliteConnection, row| {
+impl_store!(diesel::SqliteConnection, immediate_transaction, |c: &mut diesel::SqliteConnection, rows| {
     // WAL with synchronous = NORMAL: the commit reaches the WAL but is not fsynced.
     c.batch_execute("PRAGMA synchronous = NORMAL")?;
-    let inserted = c.insert_delivery(row);
+    let inserted = c.immediate_transaction(|c| c.insert_deliveries(rows));
     c.batch_execute("PRAGMA synchronous = FULL")?;
     inserted
 });
-impl_store!(diesel::PgConnection, transaction, |c: &mut diesel::PgConnection, row| {
+impl_store!(diesel::PgConnection, transaction, |c: &mut diesel::PgConnection, rows| {
     c.transaction(|c| {
         c.batch_execute("SET LOCAL synchronous_commit = off")?;
-        c.insert_delivery(row)
+        c.insert_deliveries(rows)
     })
 });

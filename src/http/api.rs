@@ -42,7 +42,7 @@ async fn submit(
     match submit_json(&state, &form, &req, payload, &mut key).await {
         Ok(response) => response,
         Err(problem) => {
-            record_refusal(&state, &form, key.as_ref(), Channel::Api, &problem).await;
+            record_refusal(&state, &form, key.as_ref(), Channel::Api, &problem);
             problem.response()
         }
     }

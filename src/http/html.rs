@@ -43,7 +43,7 @@ async fn post_form(
     let f = match state.form(&form) {
         Ok(f) => f,
         Err(problem) => {
-            record_refusal(&state, &form, None, Channel::Html, &problem).await;
+            record_refusal(&state, &form, None, Channel::Html, &problem);
             return not_found();
         }
     };
@@ -70,7 +70,7 @@ async fn post_form(
         }
         Err(problem) => problem,
     };
-    record_refusal(&state, &form, key.as_ref(), Channel::Html, &problem).await;
+    record_refusal(&state, &form, key.as_ref(), Channel::Html, &problem);
     match (&problem.kind, &problem.errors) {
         (ProblemKind::ValidationFailed, Some(errors)) => {
             // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.

@@ -18,8 +18,10 @@ use actix_web::dev::{Server, Service};
 use actix_web::{web, App, HttpResponse, HttpServer};
 use futures_util::FutureExt;
 
+use crate::accept::Acceptor;
 use crate::config::{Config, FormConfig};
 use crate::db::Pool;
+use crate::deliveries::DeliveryLog;
 use problem::{Problem, ProblemKind};
 pub use rate_limit::RateLimiter;
 
@@ -27,6 +29,7 @@ pub use rate_limit::RateLimiter;
 pub struct AppState {
     pub config: Arc<Config>,
     pub pool: Pool,
+    pub acceptor: Acceptor,
     pub limiter: RateLimiter,
     pub login_throttle: crate::admin::accounts::LoginThrottle,
 }
@@ -43,6 +46,7 @@ impl AppState {
 pub struct Application {
     port: u16,
     server: Server,
+    deliveries: DeliveryLog,
 }
 
 impl Application {
@@ -55,7 +59,10 @@ impl Application {
             0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             n => n,
         };
+        let acceptor = Acceptor::start(config.clone(), pool.clone())?;
+        let deliveries = acceptor.deliveries().clone();
         let state = web::Data::new(AppState {
+            acceptor,
             limiter: RateLimiter::new(config.server.rate_limit),
             login_throttle: Default::default(),
             config,
@@ -86,16 +93,24 @@ impl Application {
         .shutdown_timeout(10)
         .listen(listener)?
         .run();
-        Ok(Application { port, server })
+        Ok(Application { port, server, deliveries })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Serves until the process is told to stop (SIGINT/SIGTERM).
+    /// The queue of delivery rows written in the background (tests flush it before counting).
+    pub fn deliveries(&self) -> DeliveryLog {
+        self.deliveries.clone()
+    }
+
+    /// Serves until the process is told to stop (SIGINT/SIGTERM), then writes the queued
+    /// delivery rows.
     pub async fn run(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        self.deliveries.flush().await;
+        served
     }
 }
 

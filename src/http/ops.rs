@@ -44,18 +44,24 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let log = state.acceptor.deliveries();
+    log.flush().await;
+    let dropped = log.dropped();
     let pool = state.pool.clone();
     let read = move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?)));
     match web::block(read).await {
-        Ok(Ok((stats, queue))) => {
-            HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(render(&stats, &queue, now()))
-        }
+        Ok(Ok((stats, queue))) => HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(render(
+            &stats,
+            &queue,
+            dropped,
+            now(),
+        )),
         Ok(Err(e)) => db_problem(e).response(),
         Err(_) => Problem::unavailable().response(),
     }
 }
 
-fn render(s: &Stats, q: &QueueStats, now: NaiveDateTime) -> String {
+fn render(s: &Stats, q: &QueueStats, dropped_deliveries: u64, now: NaiveDateTime) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -65,6 +71,12 @@ fn render(s: &Stats, q: &QueueStats, now: NaiveDateTime) -> String {
     for (outcome, n) in &s.deliveries {
         let _ = writeln!(out, "onceform_deliveries_total{{outcome=\"{outcome}\"}} {n}");
     }
+    let _ = writeln!(
+        out,
+        "# HELP onceform_deliveries_dropped_total Delivery rows this process could not write (queue full, database down)."
+    );
+    let _ = writeln!(out, "# TYPE onceform_deliveries_dropped_total counter");
+    let _ = writeln!(out, "onceform_deliveries_dropped_total {dropped_deliveries}");
     let _ = writeln!(out, "# HELP onceform_submissions_total Logical submissions stored.");
     let _ = writeln!(out, "# TYPE onceform_submissions_total counter");
     let _ = writeln!(out, "onceform_submissions_total {}", s.submissions);

@@ -7,9 +7,9 @@ use actix_web::web;
 
 use super::problem::{Problem, ProblemKind};
 use super::AppState;
-use crate::accept::{accept, Intake, Outcome};
+use crate::accept::{Intake, Outcome};
 use crate::db::DbError;
-use crate::deliveries::{record_refused, Channel, Refused};
+use crate::deliveries::{Channel, Refused};
 use crate::domain::{normalise, OperationId, RawFields};
 
 pub fn check_rate(state: &AppState, form_name: &str, peer: Option<IpAddr>) -> Result<(), Problem> {
@@ -60,12 +60,17 @@ pub async fn accept_fields(
 ) -> Result<Outcome, Problem> {
     let form = state.form(form_name)?;
     let fields = normalise(form, raw).map_err(Problem::invalid_fields)?;
-    let config = state.config.clone();
-    let pool = state.pool.clone();
+    let remembered = operation_id
+        .as_ref()
+        .and_then(|op| state.acceptor.replay_from_memory(form_name, op, &fields, channel));
+    if let Some(outcome) = remembered {
+        return Ok(outcome);
+    }
+    let (config, acceptor) = (state.config.clone(), state.acceptor.clone());
     let form_name = form_name.to_string();
     let result = web::block(move || {
         let form = config.form(&form_name).ok_or(DbError::Unavailable("form vanished".into()))?;
-        accept(&pool, Intake { form_name: &form_name, form, operation_id, channel, fields })
+        acceptor.accept(Intake { form_name: &form_name, form, operation_id, channel, fields })
     })
     .await;
     match result {
@@ -115,7 +120,7 @@ pub fn outcome_problem(outcome: &Outcome) -> Option<Problem> {
 }
 
 /// Records a delivery refused before the accept transaction (which records its own).
-pub async fn record_refusal(
+pub fn record_refusal(
     state: &AppState,
     form_name: &str,
     operation_id: Option<&OperationId>,
@@ -132,10 +137,5 @@ pub async fn record_refusal(
         outcome: problem.kind.delivery_outcome(),
         http_status: problem.status().as_u16(),
     };
-    let pool = state.pool.clone();
-    match web::block(move || record_refused(&pool, refused)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "could not record a refused delivery"),
-        Err(e) => tracing::warn!(error = %e, "could not record a refused delivery"),
-    }
+    state.acceptor.deliveries().record(refused.row());
 }

@@ -15,6 +15,7 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Stats, Store};
+use onceform::deliveries::DeliveryLog;
 use onceform::http::Application;
 use onceform::with_conn;
 use serde_json::{json, Value};
@@ -108,6 +109,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub pool: Pool,
     pub config: Arc<Config>,
+    /// The app's queue of delivery rows written in the background.
+    pub deliveries: DeliveryLog,
     /// Dropped with the app: the database goes away after the test.
     _db: TestDb,
 }
@@ -140,9 +143,10 @@ pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
     let config = Arc::new(config);
     let app = Application::build(config.clone(), pool.clone()).unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
+    let deliveries = app.deliveries();
     tokio::spawn(app.run());
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    TestApp { address, client, pool, config, _db: db }
+    TestApp { address, client, pool, config, deliveries, _db: db }
 }
 
 /// A valid contact submission.
@@ -171,7 +175,9 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Row counts, once the delivery rows queued so far are written.
     pub async fn stats(&self) -> Stats {
+        self.deliveries.flush().await;
         let pool = self.pool.clone();
         tokio::task::spawn_blocking(move || with_conn!(&pool, |c| c.stats().map_err(DbError::from)))
             .await

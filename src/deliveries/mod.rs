@@ -3,9 +3,11 @@
 use chrono::{NaiveDateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
+pub mod log;
+
+pub use log::DeliveryLog;
+
 use crate::db::models::NewDelivery;
-use crate::db::{DbError, Pool, Store};
-use crate::with_conn;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Channel {
@@ -78,19 +80,41 @@ pub struct Refused {
     pub http_status: u16,
 }
 
-/// Records a refused delivery (the accept transaction records the others itself).
-pub fn record_refused(pool: &Pool, refused: Refused) -> Result<(), DbError> {
-    let row = NewDelivery {
+/// The delivery row of one request to a submit endpoint.
+pub fn row(
+    form: &str,
+    operation_id: &str,
+    submission_id: Option<&str>,
+    channel: Channel,
+    outcome: DeliveryOutcome,
+    received_at: NaiveDateTime,
+) -> NewDelivery {
+    NewDelivery {
         id: Uuid::now_v7().to_string(),
-        form: refused.form,
-        operation_id: refused.operation_id,
-        submission_id: None,
-        channel: refused.channel.as_str().into(),
-        outcome: refused.outcome.as_str().into(),
-        http_status: i32::from(refused.http_status),
-        received_at: now(),
-    };
-    with_conn!(pool, |c| c.insert_delivery(&row).map_err(DbError::from))
+        form: Some(form.into()),
+        operation_id: Some(operation_id.into()),
+        submission_id: submission_id.map(String::from),
+        channel: channel.as_str().into(),
+        outcome: outcome.as_str().into(),
+        http_status: i32::from(outcome.http_status(channel)),
+        received_at,
+    }
+}
+
+impl Refused {
+    /// Its delivery row (the accept transaction writes the others itself).
+    pub fn row(self) -> NewDelivery {
+        NewDelivery {
+            id: Uuid::now_v7().to_string(),
+            form: self.form,
+            operation_id: self.operation_id,
+            submission_id: None,
+            channel: self.channel.as_str().into(),
+            outcome: self.outcome.as_str().into(),
+            http_status: i32::from(self.http_status),
+            received_at: now(),
+        }
+    }
 }
 
 /// The current time in UTC at the precision both databases keep (microseconds).

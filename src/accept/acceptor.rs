@@ -1,0 +1,113 @@
+//! The accept service: the accept transaction plus what makes it fast without weakening it.
+//! - Retries of committed operations are answered from memory (`ReplayCache`), else from a
+//!   plain read; their delivery rows are queued on the `DeliveryLog`.
+//! - On SQLite, write transactions go through the group-commit writer: one fsync per batch
+//!   of concurrent accepts, each in its own savepoint, each answered after the commit.
+
+use std::sync::Arc;
+
+use super::cache::ReplayCache;
+use super::{committed, in_progress_on_lock_timeout, run, Intake, Outcome, Plan};
+use crate::config::Config;
+use crate::db::{DbError, Pool, SqliteWriter, Store};
+use crate::deliveries::{self, Channel, DeliveryLog, DeliveryOutcome};
+use crate::domain::{fingerprint, NormalisedFields, OperationId};
+use crate::with_conn;
+
+/// Cheap to clone: the clones share the cache, the delivery log and the writer.
+#[derive(Clone)]
+pub struct Acceptor {
+    config: Arc<Config>,
+    pool: Pool,
+    writer: Option<SqliteWriter>,
+    cache: Arc<ReplayCache>,
+    deliveries: DeliveryLog,
+}
+
+impl Acceptor {
+    /// Starts the background threads (delivery log; SQLite writer unless turned off).
+    pub fn start(config: Arc<Config>, pool: Pool) -> std::io::Result<Acceptor> {
+        let writer = match &pool {
+            Pool::Sqlite(p) if config.database.group_commit => Some(SqliteWriter::start(p.clone())?),
+            _ => None,
+        };
+        let deliveries = DeliveryLog::start(delivery_sink(&pool, writer.clone()))?;
+        let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
+        Ok(Acceptor { config, pool, writer, cache, deliveries })
+    }
+
+    pub fn deliveries(&self) -> &DeliveryLog {
+        &self.deliveries
+    }
+
+    /// A retry answered from memory: the stored result when this key's committed content
+    /// equals `fields`; `None` sends the request to the database.
+    pub fn replay_from_memory(
+        &self,
+        form: &str,
+        operation_id: &OperationId,
+        fields: &NormalisedFields,
+        channel: Channel,
+    ) -> Option<Outcome> {
+        let entry = self.cache.get(form, operation_id.as_str())?;
+        if entry.fingerprint != fingerprint(fields) {
+            return None;
+        }
+        let receipt = &entry.receipt;
+        let now = deliveries::now();
+        let outcome = DeliveryOutcome::Replayed;
+        let row =
+            deliveries::row(form, operation_id.as_str(), Some(&receipt.submission_id), channel, outcome, now);
+        self.deliveries.record(row);
+        Some(Outcome::Replayed(receipt.clone()))
+    }
+
+    /// Accepts `intake` exactly once per (form, operation ID). Blocks: call it from a
+    /// blocking thread.
+    pub fn accept(&self, intake: Intake<'_>) -> Result<Outcome, DbError> {
+        let (form, form_name) = (intake.form, intake.form_name.to_string());
+        let plan = Plan::new(intake);
+        let (operation_id, fingerprint, keyless) = (
+            plan.submission.operation_id.clone(),
+            plan.submission.fingerprint.clone(),
+            plan.submission.keyless,
+        );
+        if let Some(receipt) = with_conn!(&self.pool, |c| committed(c, &plan))? {
+            self.deliveries.record(plan.delivery(DeliveryOutcome::Replayed, Some(&receipt.submission_id)));
+            self.cache.put(&form_name, fingerprint, receipt.clone());
+            return Ok(Outcome::Replayed(receipt));
+        }
+        let result = match &self.writer {
+            Some(writer) => {
+                let (config, name) = (self.config.clone(), form_name.clone());
+                writer.run(move |c| {
+                    let form = config.form(&name).ok_or(DbError::Unavailable("unknown form".into()))?;
+                    run(c, form, &plan)
+                })
+            }
+            None => with_conn!(&self.pool, |c| c.write_tx(|c| run(c, form, &plan))),
+        };
+        let outcome = in_progress_on_lock_timeout(result, &operation_id)?;
+        if let (Outcome::Created(r) | Outcome::Replayed(r), false) = (&outcome, keyless) {
+            self.cache.put(&form_name, fingerprint, r.clone());
+        }
+        Ok(outcome)
+    }
+}
+
+/// Where the log's batches go: into the SQLite writer's next batch (no competing writer),
+/// or a transaction of their own that does not wait for the disk.
+fn delivery_sink(pool: &Pool, writer: Option<SqliteWriter>) -> deliveries::log::Sink {
+    match writer {
+        Some(writer) => Box::new(move |rows| {
+            let rows = rows.to_vec();
+            writer.run(move |c| c.insert_deliveries(&rows).map_err(DbError::from))
+        }),
+        None => {
+            let pool = pool.clone();
+            Box::new(move |rows| {
+                with_conn!(&pool, |c| c.insert_deliveries_lazily(rows).map_err(DbError::from))
+            })
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Committed results kept in memory, so that a retry is answered without the database.
+//!
+//! Safe because a committed (form, operation ID) never changes its submission, content
+//! fingerprint or result body, and an entry is added only after its commit. A miss, or a
+//! different fingerprint (a conflict, which must be recorded), goes to the database.
+//! Bounded: two generations of at most half the capacity each; a hit in the old one moves
+//! the entry to the new one, and when the new one is full the old one is dropped.
+
+use std::collections::HashMap;
+use std::mem;
+use std::sync::{Arc, Mutex};
+
+use super::Receipt;
+
+pub struct Entry {
+    pub fingerprint: String,
+    pub receipt: Receipt,
+}
+
+pub struct ReplayCache {
+    half: usize,
+    generations: Mutex<Generations>,
+}
+
+#[derive(Default)]
+struct Generations {
+    new: HashMap<String, Arc<Entry>>,
+    old: HashMap<String, Arc<Entry>>,
+}
+
+impl ReplayCache {
+    /// A cache of about `capacity` entries; 0 turns it off.
+    pub fn new(capacity: usize) -> ReplayCache {
+        ReplayCache { half: capacity / 2, generations: Mutex::default() }
+    }
+
+    pub fn get(&self, form: &str, operation_id: &str) -> Option<Arc<Entry>> {
+        if self.half == 0 {
+            return None;
+        }
+        let key = key(form, operation_id);
+        let mut g = self.generations.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(entry) = g.new.get(&key) {
+            return Some(entry.clone());
+        }
+        let entry = g.old.remove(&key)?;
+        self.insert(&mut g, key, entry.clone());
+        Some(entry)
+    }
+
+    /// Remembers a committed result.
+    pub fn put(&self, form: &str, fingerprint: String, receipt: Receipt) {
+        if self.half == 0 {
+            return;
+        }
+        let key = key(form, &receipt.operation_id);
+        let mut g = self.generations.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.insert(&mut g, key, Arc::new(Entry { fingerprint, receipt }));
+    }
+
+    fn insert(&self, g: &mut Generations, key: String, entry: Arc<Entry>) {
+        g.new.insert(key, entry);
+        if g.new.len() >= self.half {
+            g.old = mem::take(&mut g.new);
+        }
+    }
+}
+
+fn key(form: &str, operation_id: &str) -> String {
+    format!("{form}\n{operation_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt(op: &str) -> Receipt {
+        Receipt { submission_id: format!("s-{op}"), operation_id: op.into(), body: "{}".into() }
+    }
+
+    #[test]
+    fn keeps_what_was_put_per_form_and_key() {
+        let cache = ReplayCache::new(10);
+        cache.put("contact", "fp".into(), receipt("a"));
+        assert_eq!(cache.get("contact", "a").unwrap().receipt.submission_id, "s-a");
+        assert!(cache.get("other", "a").is_none());
+        assert!(cache.get("contact", "b").is_none());
+    }
+
+    #[test]
+    fn stays_bounded_and_keeps_recently_used_entries() {
+        let cache = ReplayCache::new(10);
+        cache.put("f", "fp".into(), receipt("kept"));
+        for i in 0..100 {
+            cache.put("f", "fp".into(), receipt(&i.to_string()));
+            assert!(cache.get("f", "kept").is_some(), "used after every insert, so never evicted");
+        }
+        let g = cache.generations.lock().unwrap();
+        assert!(g.new.len() + g.old.len() <= 10);
+        drop(g);
+        assert!(cache.get("f", "0").is_none(), "the oldest unused entries are gone");
+    }
+
+    #[test]
+    fn capacity_zero_keeps_nothing() {
+        let cache = ReplayCache::new(0);
+        cache.put("f", "fp".into(), receipt("a"));
+        assert!(cache.get("f", "a").is_none());
+    }
+}
