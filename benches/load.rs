@@ -1,10 +1,12 @@
 //! The benchmark: onceform over HTTP against its own database ceiling, on SQLite and
 //! PostgreSQL, in one run.
 //!
-//! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N] [--clients 1,16,64] [--backend sqlite|postgres]`
+//! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--clients 1,16,32,64]
+//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict]`
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
-//! in-process, at the same concurrency), then accept / replay / mixed / conflict traffic over
+//! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
+//! group commit) and the baseline (one transaction per accept, `accept::accept`), then accept / replay / mixed / conflict traffic over
 //! HTTP at 1, 16 and 64 clients (requests/s, p50, p99, ratio to the ceiling, the server's peak
 //! RSS), latency growth with 10 k and `--grow` (default 1 M) submissions stored, and on
 //! PostgreSQL two `serve` processes sharing the database. Every response's status is checked;
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{inquiry, Db, Process};
-use onceform::accept::{accept, Intake};
+use onceform::accept::{accept, Acceptor, Intake};
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Store};
 use onceform::deliveries::Channel;
@@ -38,6 +40,7 @@ pub struct Options {
     pub grow: usize,
     pub clients: Vec<usize>,
     pub backends: Vec<String>,
+    pub scenarios: Vec<Scenario>,
 }
 
 fn options() -> Options {
@@ -49,10 +52,13 @@ fn options() -> Options {
         grow: value("--grow").and_then(|v| v.parse().ok()).unwrap_or(if quick { 100_000 } else { 1_000_000 }),
         clients: value("--clients")
             .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
-            .unwrap_or_else(|| vec![1, 16, 64]),
+            .unwrap_or_else(|| vec![1, 16, 32, 64]),
         backends: value("--backend")
             .map(|b| vec![b])
             .unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]),
+        scenarios: value("--traffic")
+            .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.name())).collect())
+            .unwrap_or_else(|| Scenario::ALL.to_vec()),
     }
 }
 
@@ -66,14 +72,18 @@ fn main() {
         let db = Db::new(backend);
         let (path, config) = db.config("[worker]\nenabled = false");
         let pool = Pool::connect(&config.database).unwrap();
+        let acceptor = Acceptor::start(Arc::new(config.clone()), pool.clone()).unwrap();
         let server = serve(&path);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let (mut accepted, mut five_xx) = (0usize, 0usize);
         for &clients in &opts.clients {
-            let (count, ceiling) = ceiling(&pool, &config, clients, opts.seconds);
+            let (count, ceiling) = in_process(&config, clients, opts.seconds, |i| acceptor.accept(i).is_ok());
             row(backend, "ceiling (in-process)", clients, &Tally::rate_only(ceiling), ceiling, None);
-            accepted += count;
-            for scenario in [Scenario::Accept, Scenario::Replay, Scenario::Mixed, Scenario::Conflict] {
+            let (more, baseline) = in_process(&config, clients, opts.seconds, |i| accept(&pool, i).is_ok());
+            let label = "baseline: a transaction per accept";
+            row(backend, label, clients, &Tally::rate_only(baseline), ceiling, None);
+            accepted += count + more;
+            for &scenario in &opts.scenarios {
                 let tally = rt.block_on(traffic::run(&[server.address()], scenario, clients, opts.seconds));
                 (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
                 row(backend, scenario.name(), clients, &tally, ceiling, Some(server.peak_rss_mib()));
@@ -84,12 +94,15 @@ fn main() {
             let addrs = [server.address(), second.address()];
             let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds));
             (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
-            let (count, ceiling) = ceiling(&pool, &config, 64, opts.seconds);
+            let (count, ceiling) = in_process(&config, 64, opts.seconds, |i| acceptor.accept(i).is_ok());
             accepted += count;
             row(backend, "accept, 2 serve processes", 64, &tally, ceiling, Some(second.peak_rss_mib()));
         }
+        acceptor.deliveries().flush_blocking();
         consistency(&pool, accepted, five_xx, backend);
-        growth_rows.extend(grow::measure(&rt, backend, &opts));
+        if opts.grow > 0 {
+            growth_rows.extend(grow::measure(&rt, backend, &opts));
+        }
     }
     println!("\nLatency growth (16 clients, a fresh database filled with delivered submissions):\n");
     println!(
@@ -122,14 +135,19 @@ fn row(backend: &str, traffic: &str, clients: usize, t: &Tally, ceiling: f64, rs
     );
 }
 
-/// The accept transaction driven directly through the database layer by `clients` threads:
-/// (transactions committed, per second).
-fn ceiling(pool: &Pool, config: &Config, clients: usize, seconds: u64) -> (usize, f64) {
+/// New operations accepted by `clients` threads through `accept` (the database layer, no
+/// HTTP): (operations accepted, per second).
+fn in_process(
+    config: &Config,
+    clients: usize,
+    seconds: u64,
+    accept: impl Fn(Intake<'_>) -> bool + Sync,
+) -> (usize, f64) {
     let done = Arc::new(AtomicUsize::new(0));
     let until = Instant::now() + Duration::from_secs(seconds);
     std::thread::scope(|s| {
         for _ in 0..clients {
-            let done = done.clone();
+            let (done, accept) = (done.clone(), &accept);
             s.spawn(move || {
                 let form = config.form("contact").unwrap();
                 while Instant::now() < until {
@@ -142,7 +160,7 @@ fn ceiling(pool: &Pool, config: &Config, clients: usize, seconds: u64) -> (usize
                         channel: Channel::Api,
                         fields,
                     };
-                    if accept(pool, intake).is_ok() {
+                    if accept(intake) {
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                 }

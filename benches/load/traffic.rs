@@ -21,6 +21,8 @@ pub enum Scenario {
 }
 
 impl Scenario {
+    pub const ALL: [Scenario; 4] = [Scenario::Accept, Scenario::Replay, Scenario::Mixed, Scenario::Conflict];
+
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Accept => "accept",

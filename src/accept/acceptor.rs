@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::cache::ReplayCache;
-use super::{committed, in_progress_on_lock_timeout, run, Intake, Outcome, Plan};
+use super::{committed, in_progress_on_lock_timeout, run, Intake, Outcome, Plan, Receipt};
 use crate::config::Config;
 use crate::db::{DbError, Pool, SqliteWriter, Store};
 use crate::deliveries::{self, Channel, DeliveryLog, DeliveryOutcome};
@@ -72,26 +72,34 @@ impl Acceptor {
             plan.submission.fingerprint.clone(),
             plan.submission.keyless,
         );
-        if let Some(receipt) = with_conn!(&self.pool, |c| committed(c, &plan))? {
-            self.deliveries.record(plan.delivery(DeliveryOutcome::Replayed, Some(&receipt.submission_id)));
-            self.cache.put(&form_name, fingerprint, receipt.clone());
-            return Ok(Outcome::Replayed(receipt));
-        }
+        // A retry not in the cache is answered from a plain read.
         let result = match &self.writer {
-            Some(writer) => {
-                let (config, name) = (self.config.clone(), form_name.clone());
-                writer.run(move |c| {
-                    let form = config.form(&name).ok_or(DbError::Unavailable("unknown form".into()))?;
-                    run(c, form, &plan)
-                })
-            }
-            None => with_conn!(&self.pool, |c| c.write_tx(|c| run(c, form, &plan))),
+            Some(writer) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
+                Some(receipt) => Ok(self.replayed(&plan, receipt)),
+                None => {
+                    let (config, name) = (self.config.clone(), form_name.clone());
+                    writer.run(move |c| {
+                        let form = config.form(&name).ok_or(DbError::Unavailable("unknown form".into()))?;
+                        run(c, form, &plan)
+                    })
+                }
+            },
+            None => with_conn!(&self.pool, |c| match committed(c, &plan)? {
+                Some(receipt) => Ok(self.replayed(&plan, receipt)),
+                None => c.write_tx(|c| run(c, form, &plan)),
+            }),
         };
         let outcome = in_progress_on_lock_timeout(result, &operation_id)?;
         if let (Outcome::Created(r) | Outcome::Replayed(r), false) = (&outcome, keyless) {
             self.cache.put(&form_name, fingerprint, r.clone());
         }
         Ok(outcome)
+    }
+
+    /// A replay found outside the write transaction: its delivery row is queued.
+    fn replayed(&self, plan: &Plan, receipt: Receipt) -> Outcome {
+        self.deliveries.record(plan.delivery(DeliveryOutcome::Replayed, Some(&receipt.submission_id)));
+        Outcome::Replayed(receipt)
     }
 }
 

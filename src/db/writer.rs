@@ -88,3 +88,58 @@ fn write_loop(pool: &SqlitePool, queue: &Receiver<Job>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::DatabaseConfig;
+    use crate::db::{Pool, Store};
+    use crate::deliveries::{self, Channel, DeliveryOutcome};
+
+    fn sqlite_pool(dir: &std::path::Path) -> SqlitePool {
+        let url = format!("sqlite://{}", dir.join("writer.db").display());
+        match Pool::connect(&DatabaseConfig { url, ..DatabaseConfig::default() }).unwrap() {
+            Pool::Sqlite(p) => p,
+            Pool::Pg(_) => unreachable!(),
+        }
+    }
+
+    fn delivery(n: usize) -> crate::db::models::NewDelivery {
+        let now = deliveries::now();
+        deliveries::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Created, now)
+    }
+
+    #[test]
+    fn concurrent_jobs_commit_together_and_a_failed_job_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("onceform-writer-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pool = sqlite_pool(&dir);
+        let writer = Arc::new(SqliteWriter::start(pool.clone()).unwrap());
+        let barrier = Arc::new(std::sync::Barrier::new(64));
+        let threads: Vec<_> = (0..64)
+            .map(|n| {
+                let (writer, barrier) = (writer.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    writer.run(move |c| {
+                        c.insert_deliveries(&[delivery(n)])?;
+                        // Every fourth job fails after writing: its savepoint is rolled back.
+                        if n % 4 == 0 {
+                            return Err(DbError::Unavailable(format!("job {n} fails")));
+                        }
+                        Ok(n)
+                    })
+                })
+            })
+            .collect();
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        for (n, result) in results.iter().enumerate() {
+            assert_eq!(result.is_ok(), n % 4 != 0, "job {n}: {:?}", result.as_ref().err());
+        }
+        let stats = pool.get().unwrap().stats().unwrap();
+        assert_eq!(stats.deliveries_total(), 48, "the 48 jobs that succeeded, none of the 16 that failed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
