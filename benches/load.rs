@@ -19,6 +19,8 @@
 mod common;
 #[path = "load/grow.rs"]
 mod grow;
+#[path = "load/pgbench.rs"]
+mod pgbench;
 #[path = "load/traffic.rs"]
 mod traffic;
 
@@ -65,8 +67,10 @@ fn options() -> Options {
 fn main() {
     let opts = options();
     println!("onceform load benchmark: {} s per cell, clients {:?}\n", opts.seconds, opts.clients);
-    println!("| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | server peak RSS MiB | unexpected |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | × pgbench | server peak RSS MiB | unexpected |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut growth_rows = Vec::new();
     for backend in opts.backends.iter().map(String::as_str) {
         let db = Db::new(backend);
@@ -77,16 +81,32 @@ fn main() {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let (mut accepted, mut five_xx) = (0usize, 0usize);
         for &clients in &opts.clients {
-            let (count, ceiling) = in_process(&config, clients, opts.seconds, |i| acceptor.accept(i).is_ok());
-            row(backend, "ceiling (in-process)", clients, &Tally::rate_only(ceiling), ceiling, None);
+            let (count, tally) = in_process(&config, clients, opts.seconds, |i| acceptor.accept(i).is_ok());
+            let ceiling = tally.rate;
+            row(backend, "ceiling (in-process)", clients, &tally, ceiling, None, None);
             let (more, baseline) = in_process(&config, clients, opts.seconds, |i| accept(&pool, i).is_ok());
             let label = "baseline: a transaction per accept";
-            row(backend, label, clients, &Tally::rate_only(baseline), ceiling, None);
+            row(backend, label, clients, &baseline, ceiling, None, None);
             accepted += count + more;
+            let mut pgbench = None;
+            if db.is_pg() {
+                if let Some((n, tps)) = pgbench::run(&db.url, &db.dir, clients, opts.seconds) {
+                    row(
+                        backend,
+                        "pgbench: the same SQL, no application",
+                        clients,
+                        &Tally::rate_only(tps),
+                        ceiling,
+                        None,
+                        None,
+                    );
+                    (accepted, pgbench) = (accepted + n, Some(tps));
+                }
+            }
             for &scenario in &opts.scenarios {
                 let tally = rt.block_on(traffic::run(&[server.address()], scenario, clients, opts.seconds));
                 (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
-                row(backend, scenario.name(), clients, &tally, ceiling, Some(server.peak_rss_mib()));
+                row(backend, scenario.name(), clients, &tally, ceiling, pgbench, Some(server.peak_rss_mib()));
             }
         }
         if db.is_pg() {
@@ -94,9 +114,22 @@ fn main() {
             let addrs = [server.address(), second.address()];
             let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds));
             (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
-            let (count, ceiling) = in_process(&config, 64, opts.seconds, |i| acceptor.accept(i).is_ok());
+            let (count, tally) = in_process(&config, 64, opts.seconds, |i| acceptor.accept(i).is_ok());
+            let ceiling = tally.rate;
             accepted += count;
-            row(backend, "accept, 2 serve processes", 64, &tally, ceiling, Some(second.peak_rss_mib()));
+            let pgbench = pgbench::run(&db.url, &db.dir, 64, opts.seconds).map(|(n, tps)| {
+                accepted += n;
+                tps
+            });
+            row(
+                backend,
+                "accept, 2 serve processes",
+                64,
+                &tally,
+                ceiling,
+                pgbench,
+                Some(second.peak_rss_mib()),
+            );
         }
         acceptor.deliveries().flush_blocking();
         consistency(&pool, accepted, five_xx, backend);
@@ -123,10 +156,20 @@ fn serve(config: &std::path::Path) -> Process {
     p
 }
 
-fn row(backend: &str, traffic: &str, clients: usize, t: &Tally, ceiling: f64, rss: Option<f64>) {
+/// A table row; the ratios divide the rate by the same-run ceiling and pgbench figures.
+fn row(
+    backend: &str,
+    traffic: &str,
+    clients: usize,
+    t: &Tally,
+    ceiling: f64,
+    pgbench: Option<f64>,
+    rss: Option<f64>,
+) {
     let rss = rss.map_or("".into(), |r| format!("{r:.0}"));
+    let to_pgbench = pgbench.map_or("".into(), |p| format!("{:.2}", t.rate / p));
     println!(
-        "| {backend} | {traffic} | {clients} | {:.0} | {:.2} | {:.2} | {:.2} | {rss} | {} |",
+        "| {backend} | {traffic} | {clients} | {:.0} | {:.2} | {:.2} | {:.2} | {to_pgbench} | {rss} | {} |",
         t.rate,
         t.p50_ms,
         t.p99_ms,
@@ -136,18 +179,18 @@ fn row(backend: &str, traffic: &str, clients: usize, t: &Tally, ceiling: f64, rs
 }
 
 /// New operations accepted by `clients` threads through `accept` (the database layer, no
-/// HTTP): (operations accepted, per second).
+/// HTTP): (operations accepted, their rate; failed calls count as unexpected).
 fn in_process(
     config: &Config,
     clients: usize,
     seconds: u64,
     accept: impl Fn(Intake<'_>) -> bool + Sync,
-) -> (usize, f64) {
-    let done = Arc::new(AtomicUsize::new(0));
+) -> (usize, Tally) {
+    let (done, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let until = Instant::now() + Duration::from_secs(seconds);
     std::thread::scope(|s| {
         for _ in 0..clients {
-            let (done, accept) = (done.clone(), &accept);
+            let (done, failed, accept) = (done.clone(), failed.clone(), &accept);
             s.spawn(move || {
                 let form = config.form("contact").unwrap();
                 while Instant::now() < until {
@@ -162,13 +205,16 @@ fn in_process(
                     };
                     if accept(intake) {
                         done.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        failed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             });
         }
     });
     let n = done.load(Ordering::Relaxed);
-    (n, n as f64 / seconds as f64)
+    let rate = n as f64 / seconds as f64;
+    (n, Tally { rate, unexpected: failed.load(Ordering::Relaxed), ..Tally::default() })
 }
 
 /// submissions = operations accepted, effect records = 3 × submissions; loud if not.
