@@ -1,5 +1,6 @@
 //! Drain rate of the side-effect workers: effects/s for one and two `onceform worker`
-//! processes against an instant loopback CRM and file mail, on SQLite and PostgreSQL.
+//! processes against an instant loopback CRM and file mail, on SQLite and PostgreSQL
+//! (also the last table of `--bench load`).
 //!
 //! `cargo bench --bench drain [-- --submissions N]` (PostgreSQL from ONCEFORM_TEST_PG_URL,
 //! default postgres://postgres@127.0.0.1:5432/postgres). It prints a table; it asserts only
@@ -9,8 +10,6 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::drain::{drain_rate, InstantCrm};
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let submissions = args
@@ -19,13 +18,5 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(1000usize);
-    let crm = InstantCrm::start();
-    println!("| backend | worker processes | effects | seconds | effects/s |");
-    println!("|---|---|---|---|---|");
-    for backend in ["sqlite", "postgres"] {
-        for processes in [1, 2] {
-            let (total, secs) = drain_rate(&crm, backend, processes, submissions);
-            println!("| {backend} | {processes} | {total} | {secs:.2} | {:.0} |", total as f64 / secs);
-        }
-    }
+    common::drain::print_table(["sqlite", "postgres"], submissions);
 }

@@ -1,7 +1,7 @@
 //! The benchmark: onceform over HTTP against its own database ceiling, on SQLite and
 //! PostgreSQL, in one run.
 //!
-//! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--clients 1,16,32,64]
+//! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
 //!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict]`
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
@@ -12,7 +12,9 @@
 //! PostgreSQL two `serve` processes sharing the database. Every response's status is checked;
 //! the run ends with a consistency check of the database (submissions = distinct operations
 //! accepted, effect records = 3 × submissions, no 5xx) and fails loudly if it does not hold.
-//! Nothing here is a pass/fail timing test. Worker drain rates: `cargo bench --bench drain`.
+//! Then the query plans at the largest size, and the workers' drain rate with one and two
+//! `worker` processes (`--drain N` submissions, 0 skips; `--bench drain` runs it alone).
+//! Nothing here is a pass/fail timing test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/mod.rs"]
@@ -21,6 +23,8 @@ mod common;
 mod grow;
 #[path = "load/pgbench.rs"]
 mod pgbench;
+#[path = "load/plans.rs"]
+mod plans;
 #[path = "load/traffic.rs"]
 mod traffic;
 
@@ -43,6 +47,8 @@ pub struct Options {
     pub clients: Vec<usize>,
     pub backends: Vec<String>,
     pub scenarios: Vec<Scenario>,
+    /// Submissions seeded for the drain runs (0 skips them).
+    pub drain: usize,
 }
 
 fn options() -> Options {
@@ -61,6 +67,7 @@ fn options() -> Options {
         scenarios: value("--traffic")
             .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.name())).collect())
             .unwrap_or_else(|| Scenario::ALL.to_vec()),
+        drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(1000),
     }
 }
 
@@ -71,7 +78,7 @@ fn main() {
         "| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | × pgbench | server peak RSS MiB | unexpected |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    let mut growth_rows = Vec::new();
+    let (mut growth_rows, mut plans) = (Vec::new(), Vec::new());
     for backend in opts.backends.iter().map(String::as_str) {
         let db = Db::new(backend);
         let (path, config) = db.config("[worker]\nenabled = false");
@@ -110,23 +117,24 @@ fn main() {
             }
         }
         if db.is_pg() {
-            let second = serve(&path);
-            let addrs = [server.address(), second.address()];
-            let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds));
-            (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
-            let (count, tally) = in_process(&config, 64, opts.seconds, |i| acceptor.accept(i).is_ok());
-            let ceiling = tally.rate;
+            // The same-run references first: pgbench's connections and a second server's
+            // would not fit in PostgreSQL's default 100 together.
+            let (count, reference) = in_process(&config, 64, opts.seconds, |i| acceptor.accept(i).is_ok());
             accepted += count;
             let pgbench = pgbench::run(&db.url, &db.dir, 64, opts.seconds).map(|(n, tps)| {
                 accepted += n;
                 tps
             });
+            let second = serve(&path);
+            let addrs = [server.address(), second.address()];
+            let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds));
+            (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
             row(
                 backend,
                 "accept, 2 serve processes",
                 64,
                 &tally,
-                ceiling,
+                reference.rate,
                 pgbench,
                 Some(second.peak_rss_mib()),
             );
@@ -134,7 +142,9 @@ fn main() {
         acceptor.deliveries().flush_blocking();
         consistency(&pool, accepted, five_xx, backend);
         if opts.grow > 0 {
-            growth_rows.extend(grow::measure(&rt, backend, &opts));
+            let (rows, explained) = grow::measure(&rt, backend, &opts);
+            growth_rows.extend(rows);
+            plans.push(format!("{backend}, {} submissions stored:\n{explained}", opts.grow));
         }
     }
     println!("\nLatency growth (16 clients, a fresh database filled with delivered submissions):\n");
@@ -144,6 +154,17 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     for r in growth_rows {
         println!("{r}");
+    }
+    println!("\nQuery plans:\n");
+    for p in plans {
+        println!("{p}");
+    }
+    if opts.drain > 0 {
+        println!(
+            "\nWorker drain rate ({} submissions, 3 effects each, instant loopback CRM, mail as files):\n",
+            opts.drain
+        );
+        common::drain::print_table(opts.backends.iter().map(String::as_str), opts.drain);
     }
 }
 

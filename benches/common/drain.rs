@@ -12,6 +12,19 @@ use onceform::with_conn;
 
 use super::{seed, Db, Process};
 
+/// Prints effects/s for one and two `worker` processes per backend.
+pub fn print_table<'a>(backends: impl IntoIterator<Item = &'a str>, submissions: usize) {
+    println!("| backend | worker processes | effects | seconds | effects/s |");
+    println!("|---|---|---|---|---|");
+    let crm = InstantCrm::start();
+    for backend in backends {
+        for processes in [1, 2] {
+            let (total, secs) = drain_rate(&crm, backend, processes, submissions);
+            println!("| {backend} | {processes} | {total} | {secs:.2} | {:.0} |", total as f64 / secs);
+        }
+    }
+}
+
 /// Seeds `submissions` (3 effects each) on a fresh `backend` database, starts `processes`
 /// workers and returns (effects, seconds) until all are SENT; checks each lead arrived once.
 pub fn drain_rate(crm: &InstantCrm, backend: &str, processes: usize, submissions: usize) -> (i64, f64) {

@@ -10,8 +10,8 @@ use crate::Options;
 
 /// On a fresh database of `backend`, bulk-inserts synthetic, already delivered submissions
 /// (3 SENT effects each) up to 10 k and then `opts.grow`, and measures accept and replay at
-/// 16 clients after each; returns table rows.
-pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) -> Vec<String> {
+/// 16 clients after each; returns table rows and the query plans at the largest size.
+pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) -> (Vec<String>, String) {
     let db = Db::new(backend);
     let (path, config) = db.config("[worker]\nenabled = false");
     let pool = Pool::connect(&config.database).unwrap();
@@ -32,7 +32,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) -> V
             accept.p50_ms, accept.p99_ms, replay.p50_ms, replay.p99_ms
         ));
     }
-    rows
+    (rows, crate::plans::explain(&pool))
 }
 
 fn fill(db: &Db, pool: &Pool, n: usize) {

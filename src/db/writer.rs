@@ -6,6 +6,7 @@
 //! fails every job of the batch gets the error and nothing of it is kept. A job that fails
 //! is rolled back to its savepoint and does not disturb the others.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 
 use diesel::connection::Connection;
@@ -68,25 +69,38 @@ fn write_loop(pool: &SqlitePool, queue: &Receiver<Job>) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         batch.extend(queue.try_iter().take(MAX_BATCH - 1));
-        let mut replies = Vec::with_capacity(batch.len());
-        let committed = match pool.get() {
-            Ok(mut conn) => conn
-                .immediate_transaction(|c| {
-                    replies.extend(batch.drain(..).map(|job| job(c)));
-                    Ok::<_, DbError>(())
-                })
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(DbError::from(e).to_string()),
-        };
-        if let Err(reason) = &committed {
-            tracing::warn!(%reason, jobs = replies.len().max(batch.len()), "SQLite batch not committed");
-        }
-        // Jobs never started (no connection, BEGIN failed) are dropped: their callers get
-        // "dropped the batch".
-        for reply in replies {
-            reply(committed.clone());
+        let jobs = batch.len();
+        // A panicking job must not stop the writer: the batch is rolled back (the connection
+        // is dropped, not reused) and its callers hear that it was dropped.
+        let replies = std::panic::catch_unwind(AssertUnwindSafe(|| commit(pool, batch)));
+        match replies {
+            Ok((committed, replies)) => {
+                if let Err(reason) = &committed {
+                    tracing::warn!(%reason, jobs, "SQLite batch not committed");
+                }
+                for reply in replies {
+                    reply(committed.clone());
+                }
+            }
+            Err(_) => tracing::error!(jobs, "SQLite batch abandoned: a job panicked"),
         }
     }
+}
+
+/// Runs `batch` in one transaction: the commit's result and each job's reply. Jobs never
+/// started (no connection, BEGIN failed) are dropped: their callers hear "dropped the batch".
+fn commit(pool: &SqlitePool, mut batch: Vec<Job>) -> (Result<(), String>, Vec<Reply>) {
+    let mut replies = Vec::with_capacity(batch.len());
+    let committed = match pool.get() {
+        Ok(mut conn) => conn
+            .immediate_transaction(|c| {
+                replies.extend(batch.drain(..).map(|job| job(c)));
+                Ok::<_, DbError>(())
+            })
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(DbError::from(e).to_string()),
+    };
+    (committed, replies)
 }
 
 #[cfg(test)]
@@ -140,6 +154,22 @@ mod tests {
         }
         let stats = pool.get().unwrap().stats().unwrap();
         assert_eq!(stats.deliveries_total(), 48, "the 48 jobs that succeeded, none of the 16 that failed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_panicking_job_loses_its_batch_but_not_the_writer() {
+        let dir = std::env::temp_dir().join(format!("onceform-writer-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pool = sqlite_pool(&dir);
+        let writer = SqliteWriter::start(pool.clone()).unwrap();
+        let lost = writer.run(|c| -> Result<(), DbError> {
+            c.insert_deliveries(&[delivery(1)])?;
+            panic!("a job panics")
+        });
+        assert!(matches!(lost, Err(DbError::Unavailable(_))), "{lost:?}");
+        writer.run(|c| c.insert_deliveries(&[delivery(2)]).map_err(DbError::from)).unwrap();
+        assert_eq!(pool.get().unwrap().stats().unwrap().deliveries_total(), 1, "only the later job's row");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
