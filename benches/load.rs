@@ -27,6 +27,8 @@ mod pgbench;
 mod plans;
 #[path = "load/traffic.rs"]
 mod traffic;
+#[path = "load/wrk.rs"]
+mod wrk;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -114,6 +116,10 @@ fn main() {
                 let tally = rt.block_on(traffic::run(&[server.address()], scenario, clients, opts.seconds));
                 (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
                 row(backend, scenario.name(), clients, &tally, ceiling, pgbench, Some(server.peak_rss_mib()));
+            }
+            if let Some(tally) = rt.block_on(wrk::replay(&server.address(), &db.dir, clients, opts.seconds)) {
+                (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
+                row(backend, "replay (wrk)", clients, &tally, ceiling, pgbench, Some(server.peak_rss_mib()));
             }
         }
         if db.is_pg() {

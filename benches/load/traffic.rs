@@ -52,7 +52,7 @@ impl Tally {
 }
 
 /// Each operation from its own visitor (its own email), as real traffic is.
-fn body(key: &str, message: &str) -> serde_json::Value {
+pub fn body(key: &str, message: &str) -> serde_json::Value {
     json!({"name": "Load Test", "email": format!("{key}@example.com"), "topic": "Sales",
            "message": format!("{message} {key}")})
 }

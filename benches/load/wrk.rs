@@ -1,0 +1,79 @@
+//! Replays measured with `wrk`, the tool svix-server's figures were taken with: a C load
+//! generator leaves more of the two cores to the server than the Rust client does. Its Lua
+//! script counts every answer that is not 200. Skipped when `wrk` is not installed
+//! (`apt-get install wrk`).
+
+use std::process::Command;
+
+use crate::traffic::{body, Tally};
+
+/// Operations accepted before the clock starts, replayed round robin.
+const KEYS: usize = 64;
+
+const SCRIPT: &str = r#"
+local keys = {KEYS}
+local n = 0
+bad, five_xx = 0, 0 -- globals: done() reads them from each thread
+function setup(thread) table.insert(threads, thread) end
+threads = {}
+function request()
+  n = n % #keys + 1
+  local k = keys[n]
+  local body = string.format('{"name":"Load Test","email":"%s@example.com","topic":"Sales","message":"Load %s"}', k, k)
+  return wrk.format("POST", "/api/forms/contact/submissions",
+    {["Content-Type"] = "application/json", ["Idempotency-Key"] = k}, body)
+end
+function response(status)
+  if status ~= 200 then bad = bad + 1 end
+  if status >= 500 then five_xx = five_xx + 1 end
+end
+function done(summary, latency, requests)
+  local b, f = 0, 0
+  for _, t in ipairs(threads) do b, f = b + t:get("bad"), f + t:get("five_xx") end
+  io.write(string.format("onceform: %d %d %.0f %.0f %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), b, f))
+end
+"#;
+
+/// Replay traffic from `clients` wrk connections for `seconds`; `None` without wrk.
+pub async fn replay(addr: &str, dir: &std::path::Path, clients: usize, seconds: u64) -> Option<Tally> {
+    Command::new("wrk").arg("--version").output().ok()?;
+    let client = reqwest::Client::new();
+    let keys: Vec<String> = (0..KEYS).map(|_| format!("wrk-{}", uuid::Uuid::new_v4().simple())).collect();
+    let mut created = 0;
+    for key in &keys {
+        let url = format!("{addr}/api/forms/contact/submissions");
+        let resp =
+            client.post(url).header("Idempotency-Key", key).json(&body(key, "Load")).send().await.ok()?;
+        created += usize::from(resp.status() == 201);
+    }
+    let quoted: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+    let script = dir.join("replay.lua");
+    std::fs::write(&script, SCRIPT.replace("{KEYS}", &format!("{{{}}}", quoted.join(",")))).ok()?;
+    let out = Command::new("wrk")
+        .args([
+            "-t",
+            &clients.min(2).to_string(),
+            "-c",
+            &clients.to_string(),
+            "-d",
+            &format!("{seconds}s"),
+            "-s",
+        ])
+        .arg(&script)
+        .arg(addr)
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find_map(|l| l.strip_prefix("onceform: "))?;
+    let v: Vec<f64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    let [requests, duration_us, p50_us, p99_us, bad, five_xx] = v[..] else { return None };
+    Some(Tally {
+        rate: requests / (duration_us / 1e6),
+        p50_ms: p50_us / 1000.0,
+        p99_ms: p99_us / 1000.0,
+        unexpected: bad as usize,
+        five_xx: five_xx as usize,
+        created,
+    })
+}
