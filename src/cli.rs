@@ -137,8 +137,8 @@ pub fn run(args: Args) -> Result<(), Exit> {
         }
         Command::Migrate => {
             let config = load(&args)?;
-            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
-            println!("migrations applied ({})", pool.backend());
+            let url = crate::db::migrate(&config.database).map_err(Exit::failure)?;
+            println!("migrations applied ({})", url.backend());
             Ok(())
         }
         Command::CreateUser { ref email, role, ref password_env } => {

@@ -124,43 +124,28 @@ macro_rules! with_conn {
 impl Pool {
     /// Connects (reporting the real error), migrates, and builds the pool.
     pub fn connect(config: &DatabaseConfig) -> anyhow::Result<Pool> {
-        let url = DatabaseUrl::parse(&config.url).map_err(anyhow::Error::msg)?;
         let timeout = Duration::from_millis(config.acquire_timeout_ms);
-        match url {
+        Ok(match migrate(config)? {
             DatabaseUrl::Sqlite(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        anyhow::anyhow!("cannot create database directory {}: {e}", dir.display())
-                    })?;
-                }
-                let path = path.to_string_lossy().into_owned();
                 let pragmas = SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms };
-                let mut conn = SqliteConnection::establish(&path)
-                    .map_err(|e| anyhow::anyhow!("cannot open SQLite database {path}: {e}"))?;
-                pragmas.apply(&mut conn)?;
-                conn.run_pending_migrations(MIGRATIONS)
-                    .map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))?;
                 let pool = R2Pool::builder()
                     .max_size(pool_size(config.pool_size, 8))
                     .min_idle(Some(1))
                     .connection_timeout(timeout)
                     .connection_customizer(Box::new(pragmas))
-                    .build_unchecked(ConnectionManager::new(path));
-                Ok(Pool::Sqlite(pool))
+                    .build_unchecked(ConnectionManager::new(path.to_string_lossy()));
+                Pool::Sqlite(pool)
             }
             DatabaseUrl::Postgres(url) => {
-                let mut conn = PgConnection::establish(&url)
-                    .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim()))?;
-                migrate_pg(&mut conn)?;
                 let pool = R2Pool::builder()
                     .max_size(pool_size(config.pool_size, 16))
                     .min_idle(Some(1))
                     .connection_timeout(timeout)
                     .connection_customizer(Box::new(PgSession))
                     .build_unchecked(ConnectionManager::new(url));
-                Ok(Pool::Pg(pool))
+                Pool::Pg(pool)
             }
-        }
+        })
     }
 
     /// The database can take a write now (readiness).
@@ -174,6 +159,32 @@ impl Pool {
             Pool::Pg(_) => "postgres",
         }
     }
+}
+
+/// Connects once (reporting the real error) and applies pending migrations, without a
+/// pool: `onceform migrate` exits right after, with no pool thread still connecting.
+pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
+    let url = DatabaseUrl::parse(&config.url).map_err(anyhow::Error::msg)?;
+    match &url {
+        DatabaseUrl::Sqlite(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    anyhow::anyhow!("cannot create database directory {}: {e}", dir.display())
+                })?;
+            }
+            let path = path.to_string_lossy();
+            let mut conn = SqliteConnection::establish(&path)
+                .map_err(|e| anyhow::anyhow!("cannot open SQLite database {path}: {e}"))?;
+            SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms }.apply(&mut conn)?;
+            conn.run_pending_migrations(MIGRATIONS).map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))?;
+        }
+        DatabaseUrl::Postgres(url) => {
+            let mut conn = PgConnection::establish(url)
+                .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim()))?;
+            migrate_pg(&mut conn)?;
+        }
+    }
+    Ok(url)
 }
 
 fn migrate_pg(conn: &mut PgConnection) -> anyhow::Result<()> {

@@ -30,6 +30,13 @@ impl DatabaseUrl {
             None => Ok(DatabaseUrl::Sqlite(PathBuf::from(s))),
         }
     }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            DatabaseUrl::Sqlite(_) => "sqlite",
+            DatabaseUrl::Postgres(_) => "postgres",
+        }
+    }
 }
 
 /// libpq waits forever for an unreachable host by default; give up after 5 s instead.

@@ -83,7 +83,7 @@ fn migrate_prepares_both_backends() {
         let db = TestDb::new(backend);
         for _ in 0..2 {
             let out = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
-            assert!(out.status.success(), "{}", stderr(&out));
+            assert!(out.status.success(), "{:?} {:?}: {}", backend, out.status, stderr(&out));
         }
     }
 }
