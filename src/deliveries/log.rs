@@ -111,3 +111,54 @@ fn write(sink: &mut Sink, rows: &[NewDelivery], dropped: &AtomicU64) {
     }
     dropped.fetch_add(rows.len() as u64, Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::deliveries::{self, Channel, DeliveryOutcome};
+
+    fn row(n: usize) -> NewDelivery {
+        let now = deliveries::now();
+        deliveries::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Replayed, now)
+    }
+
+    /// A sink that keeps the batch sizes it was given, takes 10 ms a batch (a transaction)
+    /// and fails its first `failures` calls.
+    fn sink(batches: Arc<Mutex<Vec<usize>>>, mut failures: usize) -> Sink {
+        Box::new(move |rows| {
+            std::thread::sleep(Duration::from_millis(10));
+            if failures > 0 {
+                failures -= 1;
+                return Err(DbError::Unavailable("database down".into()));
+            }
+            batches.lock().unwrap().push(rows.len());
+            Ok(())
+        })
+    }
+
+    #[tokio::test]
+    async fn rows_are_written_in_batches_and_flush_waits_for_them() {
+        let batches = Arc::new(Mutex::new(Vec::new()));
+        let log = DeliveryLog::start(sink(batches.clone(), 0)).unwrap();
+        for n in 0..5000 {
+            log.record(row(n));
+        }
+        log.flush().await;
+        let batches = batches.lock().unwrap();
+        assert_eq!(batches.iter().sum::<usize>(), 5000, "every row written before flush returns");
+        assert!(batches.len() < 100 && batches.iter().all(|&b| b <= BATCH), "{batches:?}");
+        assert_eq!(log.dropped(), 0);
+    }
+
+    #[tokio::test]
+    async fn rows_wait_out_an_unavailable_database() {
+        let batches = Arc::new(Mutex::new(Vec::new()));
+        let log = DeliveryLog::start(sink(batches.clone(), 1)).unwrap();
+        log.record(row(1));
+        log.flush().await;
+        assert_eq!(*batches.lock().unwrap(), vec![1], "written on the second attempt");
+        assert_eq!(log.dropped(), 0);
+    }
+}
