@@ -87,73 +87,40 @@ fn main() {
         let (path, config) = db.config("[worker]\nenabled = false");
         let pool = Pool::connect(&config.database).unwrap();
         let acceptor = Acceptor::start(Arc::new(config.clone()), pool.clone()).unwrap();
+        let bench = Bench { backend, db: &db, config: &config, pool: &pool, acceptor: &acceptor };
         let server = serve(&path);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let (mut accepted, mut five_xx) = (0usize, 0usize);
+        let mut count =
+            |created: usize, errors: usize| (accepted, five_xx) = (accepted + created, five_xx + errors);
         for &clients in &opts.clients {
-            if db.is_pg() {
-                // A second of warm-up, then fresh statistics (see `analyze`).
-                let (warm, _) = in_process(&config, clients, 1, |i| acceptor.accept(i).is_ok());
-                accepted += warm;
-                analyze(&pool);
-            }
-            let (count, tally) = in_process(&config, clients, opts.seconds, |i| acceptor.accept(i).is_ok());
-            let ceiling = tally.rate;
-            row(backend, "ceiling (in-process)", clients, &tally, ceiling, None, None);
-            let (more, baseline) = in_process(&config, clients, opts.seconds, |i| accept(&pool, i).is_ok());
-            let label = "baseline: a transaction per accept";
-            row(backend, label, clients, &baseline, ceiling, None, None);
-            accepted += count + more;
-            let mut pgbench = None;
-            if db.is_pg() {
-                if let Some((n, tps)) = pgbench::run(&db.url, &db.dir, clients, opts.seconds) {
-                    row(
-                        backend,
-                        "pgbench: the same SQL, no application",
-                        clients,
-                        &Tally::rate_only(tps),
-                        ceiling,
-                        None,
-                        None,
-                    );
-                    (accepted, pgbench) = (accepted + n, Some(tps));
-                }
-            }
+            let r = bench.references(clients, opts.seconds, true);
+            count(r.accepted, 0);
+            let rss = || Some(server.peak_rss_mib());
             for &scenario in &opts.scenarios {
                 let tally = rt.block_on(traffic::run(&[server.address()], scenario, clients, opts.seconds));
-                (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
-                row(backend, scenario.name(), clients, &tally, ceiling, pgbench, Some(server.peak_rss_mib()));
+                count(tally.created, tally.five_xx);
+                row(backend, scenario.name(), clients, &tally, r.ceiling, r.pgbench, rss());
             }
             let address = server.address();
             let replays = opts.scenarios.contains(&Scenario::Replay);
             let wrk = replays.then(|| rt.block_on(wrk::replay(&address, &db.dir, clients, opts.seconds)));
             if let Some(tally) = wrk.flatten() {
-                (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
-                row(backend, "replay (wrk)", clients, &tally, ceiling, pgbench, Some(server.peak_rss_mib()));
+                count(tally.created, tally.five_xx);
+                row(backend, "replay (wrk)", clients, &tally, r.ceiling, r.pgbench, rss());
             }
         }
         if db.is_pg() {
-            // The same-run references first: pgbench's connections and a second server's
-            // would not fit in PostgreSQL's default 100 together.
-            let (count, reference) = in_process(&config, 64, opts.seconds, |i| acceptor.accept(i).is_ok());
-            accepted += count;
-            let pgbench = pgbench::run(&db.url, &db.dir, 64, opts.seconds).map(|(n, tps)| {
-                accepted += n;
-                tps
-            });
+            // The references first: pgbench's connections and a second server's would not
+            // fit in PostgreSQL's default 100 together.
+            let r = bench.references(64, opts.seconds, false);
+            count(r.accepted, 0);
             let second = serve(&path);
             let addrs = [server.address(), second.address()];
             let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds));
-            (accepted, five_xx) = (accepted + tally.created, five_xx + tally.five_xx);
-            row(
-                backend,
-                "accept, 2 serve processes",
-                64,
-                &tally,
-                reference.rate,
-                pgbench,
-                Some(second.peak_rss_mib()),
-            );
+            count(tally.created, tally.five_xx);
+            let rss = Some(second.peak_rss_mib());
+            row(backend, "accept, 2 serve processes", 64, &tally, r.ceiling, r.pgbench, rss);
         }
         acceptor.deliveries().flush_blocking();
         consistency(&pool, accepted, five_xx, backend);
@@ -181,6 +148,57 @@ fn main() {
             opts.drain
         );
         common::drain::print_table(opts.backends.iter().map(String::as_str), opts.drain);
+    }
+}
+
+/// One backend's database, configuration and in-process accept paths.
+struct Bench<'a> {
+    backend: &'a str,
+    db: &'a Db,
+    config: &'a Config,
+    pool: &'a Pool,
+    acceptor: &'a Acceptor,
+}
+
+/// The same-run references at one concurrency.
+struct References {
+    ceiling: f64,
+    pgbench: Option<f64>,
+    /// Operations the references accepted, for the consistency check.
+    accepted: usize,
+}
+
+impl Bench<'_> {
+    /// The ceiling (`Acceptor`, in-process), the baseline (a transaction per accept) and, on
+    /// PostgreSQL, pgbench; prints their rows when `print`.
+    fn references(&self, clients: usize, seconds: u64, print: bool) -> References {
+        let (config, pool, acceptor) = (self.config, self.pool, self.acceptor);
+        let mut accepted = 0;
+        if self.db.is_pg() {
+            // A second of warm-up, then fresh statistics (see `analyze`).
+            accepted += in_process(config, clients, 1, |i| acceptor.accept(i).is_ok()).0;
+            analyze(pool);
+        }
+        let (n, ceiling) = in_process(config, clients, seconds, |i| acceptor.accept(i).is_ok());
+        accepted += n;
+        let show = |label: &str, t: &Tally| {
+            if print {
+                row(self.backend, label, clients, t, ceiling.rate, None, None);
+            }
+        };
+        show("ceiling (in-process)", &ceiling);
+        if print {
+            let (n, baseline) = in_process(config, clients, seconds, |i| accept(pool, i).is_ok());
+            accepted += n;
+            show("baseline: a transaction per accept", &baseline);
+        }
+        let pgbench =
+            self.db.is_pg().then(|| pgbench::run(&self.db.url, &self.db.dir, clients, seconds)).flatten();
+        if let Some((n, tps)) = pgbench {
+            accepted += n;
+            show("pgbench: the same SQL, no application", &Tally::rate_only(tps));
+        }
+        References { ceiling: ceiling.rate, pgbench: pgbench.map(|(_, tps)| tps), accepted }
     }
 }
 
