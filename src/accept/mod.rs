@@ -52,7 +52,7 @@ pub struct Receipt {
 }
 
 /// Accepts `intake` exactly once per (form, operation ID), on a connection of `pool` with
-/// the delivery row written at once: for seeding, admin actions and the benchmark's
+/// the delivery row written at once: for seeding tests and the benchmark's
 /// baseline. The service goes through [`Acceptor`], which adds the replay cache, batched
 /// delivery rows and SQLite group commit.
 pub fn accept(pool: &Pool, intake: Intake<'_>) -> Result<Outcome, DbError> {

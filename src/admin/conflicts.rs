@@ -10,10 +10,9 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 use chrono::NaiveDateTime;
-use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{blocking, db_failure, Chrome};
+use super::{blocking, db_failure, status_counts, Chrome, FlashQuery, QueueQuery};
 use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
@@ -147,14 +146,8 @@ struct DetailPage {
     accepted_as: Option<(String, String)>,
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    status: Option<String>,
-    flash: Option<String>,
-}
-
-async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
-    let status = STATUSES.iter().find(|s| Some(**s) == q.status.as_deref()).copied().unwrap_or("open");
+async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<QueueQuery>) -> HttpResponse {
+    let status = q.status(&STATUSES);
     let pool = state.pool.clone();
     let read = move || {
         with_conn!(&pool, |c| {
@@ -167,10 +160,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
         Ok(v) => v,
         Err(e) => return db_failure(e),
     };
-    let counts = STATUSES
-        .iter()
-        .map(|s| (*s, counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum()))
-        .collect();
+    let counts = status_counts(&STATUSES, &counts);
     let rows = rows.into_iter().map(|r| {
         let form = state.config.form(&r.form);
         ConflictView::new(r, form)
@@ -184,16 +174,11 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
     html(StatusCode::OK, &page)
 }
 
-#[derive(Deserialize)]
-struct DetailQuery {
-    flash: Option<String>,
-}
-
 async fn detail(
     state: web::Data<AppState>,
     user: SessionUser,
     path: web::Path<String>,
-    q: web::Query<DetailQuery>,
+    q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let id = path.into_inner();
     let pool = state.pool.clone();

@@ -5,7 +5,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use super::{accepted_operation_id, fields_of};
-use crate::accept::{accept, Intake, Outcome};
+use crate::accept::{Acceptor, Intake, Outcome};
 use crate::admin::audit;
 use crate::admin::guard::{AdminAction, CsrfForm, SessionUser};
 use crate::admin::{blocking, db_failure, done, refused};
@@ -90,12 +90,12 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
         }
         Some(row) => row,
     };
-    let (pool, config) = (state.pool.clone(), state.config.clone());
+    let (acceptor, config) = (state.acceptor.clone(), state.config.clone());
     let created = blocking(move || {
         let Some(form) = config.form(&row.form) else {
             return Ok(Err(format!("The form {} is no longer configured.", row.form)));
         };
-        accept_content(&pool, &row, form)
+        accept_content(&acceptor, &row, form)
     })
     .await?;
     let submission_id = match created {
@@ -124,7 +124,7 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
 
 /// The new submission's id, or why the content cannot be accepted.
 fn accept_content(
-    pool: &crate::db::Pool,
+    acceptor: &Acceptor,
     row: &ConflictRow,
     form: &crate::config::FormConfig,
 ) -> Result<Result<String, String>, DbError> {
@@ -148,7 +148,7 @@ fn accept_content(
         channel: Channel::Api,
         fields,
     };
-    Ok(match accept(pool, intake)? {
+    Ok(match acceptor.accept(intake)? {
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),
         Outcome::Conflict { .. } => Err("An inquiry with other content was already accepted for it.".into()),
         Outcome::InProgress { .. } => Err("The new inquiry is being written; try again in a moment.".into()),

@@ -5,10 +5,9 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 use chrono::NaiveDateTime;
-use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{db_failure, Chrome};
+use super::{db_failure, Chrome, FlashQuery};
 use crate::db::admin::browse::{BrowseStore, Dashboard, DayCount};
 use crate::db::DbError;
 use crate::deliveries::now;
@@ -56,11 +55,6 @@ struct DashboardPage {
     chart_width: i64,
     chart_height: i64,
     bar_width: i64,
-}
-
-#[derive(Deserialize)]
-struct FlashQuery {
-    flash: Option<String>,
 }
 
 async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {

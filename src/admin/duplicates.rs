@@ -9,11 +9,10 @@ use std::collections::HashMap;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
-use serde::Deserialize;
 
 use super::conflicts::{compare, fields_of, when, FieldPair};
 use super::guard::SessionUser;
-use super::{blocking, db_failure, Chrome};
+use super::{blocking, db_failure, status_counts, Chrome, QueueQuery};
 use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
 use crate::db::DbError;
 use crate::effects::reference;
@@ -75,14 +74,8 @@ struct ListPage {
     more: bool,
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    status: Option<String>,
-    flash: Option<String>,
-}
-
-async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
-    let status = STATUSES.iter().find(|s| Some(**s) == q.status.as_deref()).copied().unwrap_or("open");
+async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<QueueQuery>) -> HttpResponse {
+    let status = q.status(&STATUSES);
     let pool = state.pool.clone();
     let read = move || {
         with_conn!(&pool, |c| {
@@ -122,10 +115,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
             status: p.status,
         }
     };
-    let counts = STATUSES
-        .iter()
-        .map(|s| (*s, counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum()))
-        .collect();
+    let counts = status_counts(&STATUSES, &counts);
     let page = ListPage {
         chrome: Chrome::new(&user, "duplicates", q.flash.as_deref()),
         status: status.into(),

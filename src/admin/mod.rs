@@ -14,9 +14,36 @@ mod submissions;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
+use serde::Deserialize;
 
 use crate::db::DbError;
 use guard::SessionUser;
+
+/// `?flash=`: the message a redirect after an action carries to the page.
+#[derive(Deserialize)]
+pub struct FlashQuery {
+    pub flash: Option<String>,
+}
+
+/// `?status=&flash=` of a review queue (conflicts, duplicates).
+#[derive(Deserialize)]
+pub struct QueueQuery {
+    status: Option<String>,
+    pub flash: Option<String>,
+}
+
+impl QueueQuery {
+    /// The requested status if it is one of `statuses`, else the first (`open`).
+    pub fn status(&self, statuses: &[&'static str]) -> &'static str {
+        let wanted = statuses.iter().find(|s| Some(**s) == self.status.as_deref());
+        wanted.or(statuses.first()).copied().unwrap_or("open")
+    }
+}
+
+/// Rows per status in `statuses` order, 0 where a status has none.
+pub fn status_counts(statuses: &[&'static str], counts: &[(String, i64)]) -> Vec<(&'static str, i64)> {
+    statuses.iter().map(|s| (*s, counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum())).collect()
+}
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     login::routes(cfg);

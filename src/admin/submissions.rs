@@ -7,7 +7,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::{constant_time_eq, AuthError, SessionUser};
-use super::{blocking, db_failure, Chrome};
+use super::{blocking, db_failure, Chrome, FlashQuery};
 use crate::config::{Config, FieldType};
 use crate::db::admin::browse::{csv, BrowseStore, EffectStates, FilterParams, SubmissionPage, SubmissionRow};
 use crate::db::DbError;
@@ -245,11 +245,6 @@ struct DetailPage {
     reference: String,
     /// (label, value) in the form's order, then stored fields it no longer declares.
     fields: Vec<(String, String)>,
-}
-
-#[derive(Deserialize)]
-struct FlashQuery {
-    flash: Option<String>,
 }
 
 async fn detail(
