@@ -28,26 +28,13 @@ async fn set_state(app: &TestApp, kind: &str, state: &str) {
     .await;
 }
 
-async fn effect_id(app: &TestApp, kind: &str) -> String {
-    let kind = kind.to_string();
-    app.query(move |pool| {
-        with_conn!(pool, |c| side_effects::table
-            .filter(side_effects::kind.eq(&kind))
-            .order(side_effects::batch)
-            .select(side_effects::id)
-            .first::<String>(c)
-            .map_err(DbError::from))
-    })
-    .await
-}
-
 async fn every_effect_action_is_guarded_audited_and_applied(backend: Backend) {
     let d = spawn_delivery_app(backend, |_| {}).await;
     let app = &d.app;
     let key = new_key();
     app.submit(&key, &inquiry("Admin actions")).await;
     let (admin, viewer) = (app.sign_in(Role::Admin).await, app.sign_in(Role::Viewer).await);
-    let crm = effect_id(app, "crm_lead").await;
+    let crm = app.effect_id("crm_lead").await;
 
     set_state(app, "crm_lead", "FAILED_FINAL").await;
     assert_guarded(app, &admin, &viewer, &format!("/admin/effects/{crm}/retry"), &[]).await;
@@ -92,7 +79,7 @@ async fn replay_as_a_new_batch_delivers_again_and_leaves_the_first_record(backen
     d.settle(&worker).await;
     assert_eq!(d.crm.leads().len(), 1);
     let (admin, viewer) = (app.sign_in(Role::Admin).await, app.sign_in(Role::Viewer).await);
-    let first = effect_id(app, "crm_lead").await;
+    let first = app.effect_id("crm_lead").await;
     let before = d.effect(&key, "crm_lead").await;
 
     assert_guarded(

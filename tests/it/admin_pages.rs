@@ -3,7 +3,7 @@
 
 use diesel::prelude::*;
 use onceform::admin::accounts::Role;
-use onceform::db::schema::{duplicate_pairs, side_effects, submissions};
+use onceform::db::schema::{duplicate_pairs, submissions};
 use onceform::db::DbError;
 use onceform::with_conn;
 use serde_json::{json, Value};
@@ -308,15 +308,7 @@ async fn the_detail_page_shows_fields_deliveries_effects_and_attempts(backend: B
     for outcome in ["<td>created</td>", "<td>replayed</td>", "<td>conflict</td>"] {
         assert!(deliveries.contains(outcome), "{outcome}: {deliveries}");
     }
-    let crm: String = app
-        .query(|pool| {
-            with_conn!(pool, |c| side_effects::table
-                .filter(side_effects::kind.eq("crm_lead"))
-                .select(side_effects::id)
-                .first(c)
-                .map_err(DbError::from))
-        })
-        .await;
+    let crm: String = app.effect_id("crm_lead").await;
     let section =
         html.split(&format!(r#"id="effect-{crm}""#)).nth(1).unwrap().split("</section>").next().unwrap();
     assert!(
@@ -368,15 +360,7 @@ async fn visitor_markup_is_inert_on_every_page(backend: Backend) {
     assert_eq!(app.submit(&key, &body).await.status(), 201);
     let id = id_of(&app, &key).await;
     let (admin, viewer) = (app.sign_in(Role::Admin).await, app.sign_in(Role::Viewer).await);
-    let effect: String = app
-        .query(|pool| {
-            with_conn!(pool, |c| side_effects::table
-                .filter(side_effects::kind.eq("crm_lead"))
-                .select(side_effects::id)
-                .first(c)
-                .map_err(DbError::from))
-        })
-        .await;
+    let effect: String = app.effect_id("crm_lead").await;
     let note = "<script>alert(2)</script>";
     let cancelled = app
         .admin_post(

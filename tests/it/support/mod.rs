@@ -211,6 +211,21 @@ impl TestApp {
         text.flatten().map(|t| serde_json::from_str(&t).unwrap())
     }
 
+    /// The id of the first (lowest batch) side-effect record of `kind`.
+    pub async fn effect_id(&self, kind: &str) -> String {
+        use onceform::db::schema::side_effects::dsl as e;
+        let kind = kind.to_string();
+        self.query(move |pool| {
+            with_conn!(pool, |c| e::side_effects
+                .filter(e::kind.eq(&kind))
+                .order(e::batch)
+                .select(e::id)
+                .first::<String>(c)
+                .map_err(DbError::from))
+        })
+        .await
+    }
+
     /// (kind, state) of every side-effect record of the submission under `key`.
     pub async fn effects_of(&self, key: &str) -> Vec<(String, String)> {
         let (form, key) = ("contact".to_string(), key.to_string());
