@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use diesel::connection::SimpleConnection;
-use diesel::prelude::*;
 use onceform::accept::{accept, Intake};
 use onceform::config::{Config, DEFAULT_CONFIG};
 use onceform::db::Pool;
@@ -36,7 +35,7 @@ impl Db {
             return Db { url: format!("sqlite://{}", dir.join("bench.db").display()), dir, pg_name: None };
         }
         let name = format!("onceform_bench_{tag}");
-        PgConnection::establish(&pg_admin())
+        onceform::db::establish_pg(&pg_admin())
             .unwrap()
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .unwrap();
@@ -63,7 +62,7 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        if let (Some(name), Ok(mut admin)) = (&self.pg_name, PgConnection::establish(&pg_admin())) {
+        if let (Some(name), Ok(mut admin)) = (&self.pg_name, onceform::db::establish_pg(&pg_admin())) {
             let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
         }
     }

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod duplicates;
 pub mod models;
+mod openssl_exit;
 mod queue;
 pub mod schema;
 mod store;
@@ -19,6 +20,7 @@ use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool as R2Pool};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
+pub use openssl_exit::{establish_pg, skip_openssl_exit_cleanup};
 pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
 pub use url::DatabaseUrl;
@@ -179,7 +181,7 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
             conn.run_pending_migrations(MIGRATIONS).map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))?;
         }
         DatabaseUrl::Postgres(url) => {
-            let mut conn = PgConnection::establish(url)
+            let mut conn = establish_pg(url)
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim()))?;
             migrate_pg(&mut conn)?;
         }

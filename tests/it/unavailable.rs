@@ -33,7 +33,7 @@ async fn postgres_cut_mid_transaction_leaves_nothing_half_written() {
     let mut config = test_config(&db.url_via(&format!("127.0.0.1:{}", proxy.port)));
     config.database.acquire_timeout_ms = 500;
     let app = spawn_on(db, config).await;
-    let mut direct = PgConnection::establish(&direct_url).unwrap();
+    let mut direct = onceform::db::establish_pg(&direct_url).unwrap();
     direct
         .batch_execute(
             "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
@@ -66,7 +66,7 @@ async fn a_key_held_by_an_open_transaction_is_in_progress() {
     let direct_url = db.url.clone();
     let app = spawn_on(db, test_config(&direct_url)).await;
     let key = new_key();
-    let mut holder = PgConnection::establish(&direct_url).unwrap();
+    let mut holder = onceform::db::establish_pg(&direct_url).unwrap();
     holder
         .batch_execute(&format!(
             "BEGIN; INSERT INTO submissions (id, form, operation_id, fingerprint, response_body, channel, \

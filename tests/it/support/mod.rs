@@ -66,7 +66,7 @@ impl TestDb {
             }
             Backend::Postgres => {
                 let name = format!("onceform_t_{tag}");
-                let mut admin = PgConnection::establish(&pg_admin_url()).expect("PostgreSQL for tests");
+                let mut admin = onceform::db::establish_pg(&pg_admin_url()).expect("PostgreSQL for tests");
                 admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
                 let base = pg_admin_url();
                 let server = base.rsplit_once('/').map(|(s, _)| s).unwrap_or(&base);
@@ -97,7 +97,7 @@ impl Drop for TestDb {
             let _ = std::fs::remove_dir_all(dir);
         }
         if let Some(name) = &self.pg_name {
-            if let Ok(mut admin) = PgConnection::establish(&pg_admin_url()) {
+            if let Ok(mut admin) = onceform::db::establish_pg(&pg_admin_url()) {
                 let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
             }
         }
