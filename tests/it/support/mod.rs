@@ -47,6 +47,11 @@ pub fn pg_admin_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
+/// The test server has no Kerberos. With libpq's default `gssencmode=prefer`, a pool thread
+/// still connecting when the test process exits can trip krb5's exit-time assertion
+/// (`krb5int_getspecific`), so tests' connections skip GSSAPI.
+const PG_TEST_PARAMS: &str = "gssencmode=disable";
+
 /// A database that exists for one test.
 pub struct TestDb {
     pub url: String,
@@ -70,7 +75,7 @@ impl TestDb {
                 admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
                 let base = pg_admin_url();
                 let server = base.rsplit_once('/').map(|(s, _)| s).unwrap_or(&base);
-                TestDb { url: format!("{server}/{name}"), dir: None, pg_name: Some(name) }
+                TestDb { url: format!("{server}/{name}?{PG_TEST_PARAMS}"), dir: None, pg_name: Some(name) }
             }
         }
     }
