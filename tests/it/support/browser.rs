@@ -1,6 +1,7 @@
 //! A real headless Chromium driven through chromedriver's W3C WebDriver HTTP API.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,8 @@ impl Browser {
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            // Its own process group, so that Drop can end the Chromium it starts too.
+            .process_group(0)
             .spawn()
             .expect("chromedriver (apt-get install chromium chromium-driver)");
         let base = format!("http://127.0.0.1:{port}");
@@ -139,7 +142,9 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        // Killing chromedriver alone would leave its Chromium processes running.
+        // SAFETY: kill(2) on the process group created for chromedriver at spawn.
+        unsafe { libc::kill(-(self.driver.id() as i32), libc::SIGKILL) };
         let _ = self.driver.wait();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
