@@ -26,7 +26,7 @@ pub const USAGE: &str =
   --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`
                  form on SQLite at ./data/onceform.db
 Environment: ONCEFORM_DATABASE_URL, ONCEFORM_BIND, ONCEFORM_SMTP_URL, ONCEFORM_CRM_URL,
-             ONCEFORM_RATE_LIMIT=off, RUST_LOG";
+             ONCEFORM_RATE_LIMIT=off, ONCEFORM_TRUSTED_PROXIES=10.0.0.1,10.1.0.0/16, RUST_LOG";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {

@@ -84,7 +84,7 @@ async fn submit(state: web::Data<AppState>, req: HttpRequest, form: web::Form<Lo
             Some("The form expired; please sign in again."),
         );
     }
-    let ip = req.peer_addr().map(|a| a.ip());
+    let ip = state.proxies.client_of(&req);
     if let Err(seconds) = state.login_throttle.check(ip, &form.email) {
         let msg = format!("Too many failed sign-ins; try again in {} minutes.", seconds.div_ceil(60));
         let mut resp = page(&req, StatusCode::TOO_MANY_REQUESTS, &form.email, Some(&msg));

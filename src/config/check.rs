@@ -15,6 +15,9 @@ pub fn problems(config: &Config) -> Vec<String> {
         out.push(format!("server.bind: `{}` is not an address like 127.0.0.1:8080", config.server.bind));
     }
     push_validation(&mut out, "server", config.server.validate());
+    if let Err(e) = crate::http::TrustedProxies::parse(&config.server.trusted_proxies) {
+        out.push(format!("server.trusted_proxies: {e}"));
+    }
     push_validation(&mut out, "database", config.database.validate());
     push_validation(&mut out, "worker", config.worker.validate());
     if config.worker.call_timeout_ms / 1000 >= config.worker.lease_seconds {
@@ -166,6 +169,7 @@ mod tests {
             r#"
             [server]
             bind = "nowhere"
+            trusted_proxies = ["10.0.0.0/8", "10.0.0.0/33"]
             [forms.contact]
             title = "x"
             effects = ["confirmation_email", "crm_lead", "crm_lead"]
@@ -183,6 +187,7 @@ mod tests {
         let p = problems(&c).join("\n");
         for needle in [
             "server.bind",
+            "server.trusted_proxies: `10.0.0.0/33` is not an IP address or CIDR range",
             "max_body_bytes: out of range",
             "select needs options",
             "declared twice",

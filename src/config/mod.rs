@@ -49,6 +49,10 @@ pub struct ServerConfig {
     #[serde(default = "default_replay_cache")]
     #[validate(range(max = 10_000_000))]
     pub replay_cache: usize,
+    /// Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` names the client
+    /// for rate limits and sign-in throttling. Empty: the header is ignored.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]
@@ -361,6 +365,10 @@ impl Config {
         if let Some(url) = env("ONCEFORM_CRM_URL") {
             self.crm.url = Some(url);
         }
+        if let Some(v) = env("ONCEFORM_TRUSTED_PROXIES") {
+            self.server.trusted_proxies =
+                v.split(',').map(str::trim).filter(|e| !e.is_empty()).map(String::from).collect();
+        }
         if let Some(v) = env("ONCEFORM_RATE_LIMIT") {
             self.server.rate_limit = !matches!(v.trim(), "off" | "0" | "false" | "no");
         }
@@ -383,7 +391,13 @@ impl FormConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { bind: default_bind(), rate_limit: true, http_workers: 0, replay_cache: default_replay_cache() }
+        Self {
+            bind: default_bind(),
+            rate_limit: true,
+            http_workers: 0,
+            replay_cache: default_replay_cache(),
+            trusted_proxies: Vec::new(),
+        }
     }
 }
 
@@ -512,4 +526,27 @@ fn default_backoff_max_seconds() -> u64 {
 }
 fn default_reconcile_ms() -> u64 {
     30_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_overrides_deploy_time_settings() {
+        let mut c = Config::builtin().unwrap();
+        c.apply_env(|name| {
+            match name {
+                "ONCEFORM_BIND" => Some("0.0.0.0:9000"),
+                "ONCEFORM_RATE_LIMIT" => Some("off"),
+                "ONCEFORM_TRUSTED_PROXIES" => Some(" 10.0.0.1, 10.1.0.0/16 ,"),
+                _ => None,
+            }
+            .map(String::from)
+        });
+        assert_eq!(c.server.bind, "0.0.0.0:9000");
+        assert!(!c.server.rate_limit);
+        assert_eq!(c.server.trusted_proxies, ["10.0.0.1", "10.1.0.0/16"]);
+        assert!(problems(&c).is_empty(), "{:?}", problems(&c));
+    }
 }

@@ -56,7 +56,7 @@ async fn submit_json(
     key: &mut Option<OperationId>,
 ) -> Result<HttpResponse, Problem> {
     let form = state.form(form_name)?;
-    check_rate(state, form_name, req.peer_addr().map(|a| a.ip()))?;
+    check_rate(state, form_name, req)?;
     if !is_json(media_type(req.headers()).as_deref()) {
         return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json"));
     }

@@ -90,7 +90,7 @@ async fn post_fields(
     key: &mut Option<OperationId>,
 ) -> Result<Outcome, Problem> {
     let form = state.form(form_name)?;
-    check_rate(state, form_name, req.peer_addr().map(|a| a.ip()))?;
+    check_rate(state, form_name, req)?;
     *raw = match media_type(req.headers()).as_deref() {
         Some("application/x-www-form-urlencoded") => {
             parse_urlencoded(&read_limited(payload, form.max_body_bytes).await?)?

@@ -3,6 +3,7 @@
 
 mod api;
 mod body;
+mod client_ip;
 mod html;
 mod ops;
 pub(crate) mod pages;
@@ -22,6 +23,7 @@ use crate::accept::Acceptor;
 use crate::config::{Config, FormConfig};
 use crate::db::Pool;
 use crate::deliveries::DeliveryLog;
+pub use client_ip::TrustedProxies;
 use problem::{Problem, ProblemKind};
 pub use rate_limit::RateLimiter;
 
@@ -31,6 +33,8 @@ pub struct AppState {
     pub pool: Pool,
     pub acceptor: Acceptor,
     pub limiter: RateLimiter,
+    /// Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
+    pub proxies: TrustedProxies,
     pub login_throttle: crate::admin::accounts::LoginThrottle,
 }
 
@@ -64,6 +68,7 @@ impl Application {
         let state = web::Data::new(AppState {
             acceptor,
             limiter: RateLimiter::new(config.server.rate_limit),
+            proxies: TrustedProxies::parse(&config.server.trusted_proxies).map_err(anyhow::Error::msg)?,
             login_throttle: Default::default(),
             config,
             pool,

@@ -1,9 +1,7 @@
 //! What both submit endpoints (JSON and HTML) share: rate limit, key, validation, accept.
 
-use std::net::IpAddr;
-
 use actix_web::http::header::HeaderValue;
-use actix_web::web;
+use actix_web::{web, HttpRequest};
 
 use super::problem::{Problem, ProblemKind};
 use super::AppState;
@@ -12,8 +10,11 @@ use crate::db::DbError;
 use crate::deliveries::{Channel, Refused};
 use crate::domain::{normalise, OperationId, RawFields};
 
-pub fn check_rate(state: &AppState, form_name: &str, peer: Option<IpAddr>) -> Result<(), Problem> {
-    let (Some(form), Some(ip)) = (state.config.form(form_name), peer) else { return Ok(()) };
+/// Takes a token from the bucket of the request's client (see [`super::TrustedProxies`]).
+pub fn check_rate(state: &AppState, form_name: &str, req: &HttpRequest) -> Result<(), Problem> {
+    let (Some(form), Some(ip)) = (state.config.form(form_name), state.proxies.client_of(req)) else {
+        return Ok(());
+    };
     state.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
         Problem::new(
             ProblemKind::RateLimited,
