@@ -230,7 +230,8 @@ impl SqlitePragmas {
             "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; \
              PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
             self.busy_timeout_ms
-        ))
+        ))?;
+        admin::browse::register_unicode_lower(conn)
     }
 }
 

@@ -257,7 +257,7 @@ async fn the_csv_has_a_header_and_one_neutralised_row_per_submission(backend: Ba
 async fn search_finds_content_without_putting_the_term_in_a_url(backend: Backend) {
     let app = spawn_app(backend).await;
     let (grace, ada) = (new_key(), new_key());
-    let mut body = inquiry("The printer is on fire, 100% sure");
+    let mut body = inquiry("The printer is on fire, 100% sure. Ångström units");
     body["name"] = json!("Grace Hopper");
     body["email"] = json!("grace@example.com");
     app.submit(&grace, &body).await;
@@ -266,7 +266,13 @@ async fn search_finds_content_without_putting_the_term_in_a_url(backend: Backend
     let viewer = app.sign_in(Role::Viewer).await;
     let admin = app.sign_in(Role::Admin).await;
 
-    for (session, term) in [(&viewer, "grace@example.com"), (&viewer, "PRINTER"), (&admin, "fire, 100%")] {
+    for (session, term) in [
+        (&viewer, "grace@example.com"),
+        (&viewer, "PRINTER"),
+        (&admin, "fire, 100%"),
+        (&viewer, "ångström"),
+        (&viewer, "ÅNGSTRÖM UNITS"),
+    ] {
         let resp = search(&app, session, &session.csrf, term).await;
         assert_eq!(resp.status(), 200, "{term}");
         assert!(resp.headers().get("location").is_none());

@@ -12,6 +12,8 @@ mod dashboard;
 #[path = "browse_list.rs"]
 mod list;
 
+pub(crate) use list::register_unicode_lower;
+
 use std::collections::BTreeMap;
 
 use chrono::{Duration, NaiveDateTime, NaiveTime};

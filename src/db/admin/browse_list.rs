@@ -96,6 +96,13 @@ extern "SQL" {
     ) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
 }
 
+/// Makes SQLite's `lower()` fold every letter, as PostgreSQL's does, not only A–Z: the
+/// search's SQL pre-filter must not drop "Ångström" for "ångström". Called for every
+/// SQLite connection.
+pub fn register_unicode_lower(conn: &mut diesel::SqliteConnection) -> diesel::QueryResult<()> {
+    lower_utils::register_impl(conn, |text: Option<String>| text.map(|t| t.to_lowercase()))
+}
+
 /// A LIKE pattern (escape character `\`) finding `term` inside the stored JSON text: the
 /// term lower-cased and encoded as a JSON string would be, with `%`, `_` and `\` escaped.
 pub fn like_pattern(term: &str) -> String {
