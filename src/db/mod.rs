@@ -20,7 +20,7 @@ use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool as R2Pool};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
-pub use openssl_exit::{establish_pg, skip_openssl_exit_cleanup};
+pub use openssl_exit::establish_pg;
 pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
 pub use url::DatabaseUrl;

@@ -14,7 +14,7 @@ const OPENSSL_INIT_NO_ATEXIT: u64 = 0x0008_0000;
 
 /// Tells OpenSSL, if the process has it (through libpq), not to clean up at exit.
 /// Idempotent; must run before the first PostgreSQL connection.
-pub fn skip_openssl_exit_cleanup() {
+fn skip_openssl_exit_cleanup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: dlsym with a NUL-terminated name only looks a symbol up. When found, it is
