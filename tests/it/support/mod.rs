@@ -50,7 +50,7 @@ pub fn pg_admin_url() -> String {
 /// The test server has no Kerberos. With libpq's default `gssencmode=prefer`, a pool thread
 /// still connecting when the test process exits can trip krb5's exit-time assertion
 /// (`krb5int_getspecific`), so tests' connections skip GSSAPI.
-const PG_TEST_PARAMS: &str = "gssencmode=disable";
+pub const PG_TEST_PARAMS: &str = "gssencmode=disable";
 
 /// A database that exists for one test.
 pub struct TestDb {
