@@ -1,4 +1,11 @@
-//! `hubspot`: create a contact carrying the external reference in a unique property; look it up by it.
+//! `hubspot`: upsert a contact by a unique property holding the external reference
+//! (`POST /crm/v3/objects/contacts/batch/upsert` with `idProperty`, one input per lead), so
+//! sending twice leaves one contact; look it up by the same property.
+//!
+//! Shapes from HubSpot's OpenAPI description of CRM v3 contacts
+//! (`HubSpot/HubSpot-public-api-spec-collection`, `PublicApiSpecs/CRM/Contacts/Rollouts/424/v3/contacts.json`):
+//! `BatchInputSimplePublicObjectBatchInputUpsert` in, `BatchResponseSimplePublicUpsertObject`
+//! (200) or `…WithErrors` (207) out, `Error` on failure.
 
 use std::time::Duration;
 
@@ -7,7 +14,7 @@ use serde_json::{json, Map, Value};
 use super::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use super::salesforce::encode_segment;
 use super::{Capabilities, CrmAdapter, Lead};
-use crate::effects::{BoxFuture, Lookup, Report};
+use crate::effects::{BoxFuture, Lookup, Outcome, Report};
 
 pub struct Hubspot {
     client: reqwest::Client,
@@ -27,42 +34,78 @@ impl Hubspot {
         let base_url = url.trim_end_matches('/').to_string();
         Ok(Hubspot { client: client(timeout)?, base_url, id_property, token })
     }
+
+    /// One `SimplePublicObjectBatchInputUpsert`: `id` is the reference, `idProperty` names the
+    /// unique property; the reference is also among the properties, so a new contact carries it.
+    fn upsert_body(&self, lead: &Lead) -> Value {
+        let mut properties: Map<String, Value> =
+            lead.fields.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        properties.insert(self.id_property.clone(), Value::String(lead.external_ref.clone()));
+        json!({"inputs": [{
+            "idProperty": self.id_property,
+            "id": lead.external_ref,
+            "properties": properties,
+        }]})
+    }
 }
 
-/// The ID in HubSpot's conflict message: "Contact already exists. Existing ID: 12345".
-fn existing_id(body: &Value) -> Option<String> {
-    const MARK: &str = "Existing ID:";
-    let message = body["message"].as_str()?;
-    let rest = &message[message.find(MARK)? + MARK.len()..];
-    let id: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
-    (!id.is_empty()).then_some(id)
+/// A 200/207 batch answer: the upserted contact's id, else the first error's outcome.
+fn batch_outcome(body: &Value, status: u16) -> Report {
+    if let Some(id) = body["results"].as_array().and_then(|r| r.first()).and_then(|o| id_of(o, "id")) {
+        return Report::sent(id).with_http(status);
+    }
+    match body["errors"].as_array().and_then(|e| e.first()) {
+        Some(error) => error_outcome(error, error["status"].as_str().and_then(|s| s.parse().ok()))
+            .unwrap_or_else(|| Report::failed(Outcome::Permanent, "hubspot_batch_error"))
+            .with_http(status),
+        // A success without a result: whether it took effect is unclear; an upsert may be resent.
+        None => Report::failed(Outcome::Ambiguous, "hubspot_no_result").with_http(status),
+    }
+}
+
+/// What an `Error` / `StandardError` body says, where it says more than its status: another
+/// contact already has this email (`CONFLICT`), or the error's own status inside a 207.
+fn error_outcome(error: &Value, status: Option<u16>) -> Option<Report> {
+    if error["category"] == "CONFLICT" {
+        return Some(Report::failed(Outcome::Permanent, "contact_exists"));
+    }
+    let class = format!("hubspot_{}", status?);
+    Some(match status? {
+        429 => Report::failed(Outcome::Transient { retry_after: None }, class),
+        s if s >= 500 => Report::failed(Outcome::Ambiguous, class),
+        _ => Report::failed(Outcome::Permanent, class),
+    })
 }
 
 impl CrmAdapter for Hubspot {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_upsert: false, lookup: true }
+        Capabilities { idempotent_upsert: true, lookup: true }
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
         Box::pin(async move {
-            let mut properties: Map<String, Value> =
-                lead.fields.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-            properties.insert(self.id_property.clone(), Value::String(lead.external_ref.clone()));
-            let url = format!("{}/crm/v3/objects/contacts", self.base_url);
-            let req = self.client.post(url).json(&json!({ "properties": properties }));
+            let url = format!("{}/crm/v3/objects/contacts/batch/upsert", self.base_url);
+            let req = self.client.post(url).json(&self.upsert_body(lead));
             let resp = match authorize(req, &self.token).send().await {
                 Ok(r) => r,
                 Err(e) => return transport_error(&e),
             };
             let status = resp.status().as_u16();
-            if resp.status().is_success() {
-                let body: Value = resp.json().await.unwrap_or_default();
-                let id = id_of(&body, "id").unwrap_or_else(|| lead.external_ref.clone());
-                return Report::sent(id).with_http(status);
+            if matches!(status, 200 | 207) {
+                return match resp.json::<Value>().await {
+                    Ok(body) => batch_outcome(&body, status),
+                    Err(_) => Report::failed(Outcome::Ambiguous, "hubspot_body").with_http(status),
+                };
             }
             let refused = status_error(&resp);
-            let body: Value = if status == 409 { resp.json().await.unwrap_or_default() } else { Value::Null };
-            existing_id(&body).map_or(refused, |id| Report::sent(id).with_http(status))
+            if status != 409 {
+                return refused;
+            }
+            let body: Value = resp.json().await.unwrap_or_default();
+            match error_outcome(&body, None) {
+                Some(report) => report.with_http(status),
+                None => refused,
+            }
         })
     }
 
@@ -136,7 +179,6 @@ pub(super) mod fake {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::effects::Outcome;
 
     const REF: &str = "0193-ab:crm_lead:0";
 
@@ -144,32 +186,65 @@ mod tests {
         Hubspot::new(base, "onceform_ref".into(), Some(Secret("tok".into())), Duration::from_secs(5)).unwrap()
     }
 
-    async fn create(status: &str, body: &str) -> (Report, fake::Received) {
+    async fn upsert(status: &str, body: &str) -> (Report, fake::Received) {
         let (base, rx) = fake::serve(status, "", body).await;
         let lead = Lead { external_ref: REF.into(), fields: [("email".into(), "a@b.c".into())].into() };
         (hubspot(base).create(&lead).await, rx.await.unwrap())
     }
 
+    const UPSERTED: &str = r#"{"status":"COMPLETE","results":[{"id":"901","new":true,"archived":false,
+        "properties":{},"createdAt":"2026-12-01T00:00:00Z","updatedAt":"2026-12-01T00:00:00Z"}],
+        "startedAt":"2026-12-01T00:00:00Z","completedAt":"2026-12-01T00:00:00Z"}"#;
+
     #[tokio::test]
-    async fn create_201_sends_properties_and_returns_id() {
-        let (report, got) = create("201 Created", r#"{"id":"901"}"#).await;
-        assert_eq!(report, Report::sent("901").with_http(201));
-        assert_eq!(got.request_line(), "POST /crm/v3/objects/contacts HTTP/1.1");
+    async fn upsert_sends_one_input_by_id_property_and_returns_the_contact_id() {
+        let (report, got) = upsert("200 OK", UPSERTED).await;
+        assert_eq!(report, Report::sent("901").with_http(200));
+        assert_eq!(got.request_line(), "POST /crm/v3/objects/contacts/batch/upsert HTTP/1.1");
         assert_eq!(got.header("authorization"), Some("Bearer tok"));
+        assert_eq!(got.header("content-type"), Some("application/json"));
         let body: Value = serde_json::from_str(&got.body).unwrap();
-        assert_eq!(body, json!({"properties": {"email": "a@b.c", "onceform_ref": REF}}));
+        let input = json!({"idProperty": "onceform_ref", "id": REF,
+                           "properties": {"email": "a@b.c", "onceform_ref": REF}});
+        assert_eq!(body, json!({ "inputs": [input] }));
+    }
+
+    #[test]
+    fn the_adapter_is_an_idempotent_upsert_with_lookup() {
+        let caps = hubspot("http://127.0.0.1:9".into()).capabilities();
+        assert_eq!(caps, Capabilities { idempotent_upsert: true, lookup: true });
     }
 
     #[tokio::test]
-    async fn conflict_409_with_existing_id_is_sent() {
-        let body = r#"{"status":"error","message":"Contact already exists. Existing ID: 12345","category":"CONFLICT"}"#;
-        assert_eq!(create("409 Conflict", body).await.0, Report::sent("12345").with_http(409));
+    async fn conflict_409_another_contact_has_the_email_is_permanent() {
+        let body = r#"{"status":"error","message":"Contact already exists. Existing ID: 12345","correlationId":"c","category":"CONFLICT"}"#;
+        let want = Report::failed(Outcome::Permanent, "contact_exists").with_http(409);
+        assert_eq!(upsert("409 Conflict", body).await.0, want);
     }
 
     #[tokio::test]
-    async fn conflict_409_without_id_is_permanent() {
-        let (report, _) = create("409 Conflict", r#"{"message":"Conflict"}"#).await;
-        assert_eq!(report, Report::failed(Outcome::Permanent, "http_409").with_http(409));
+    async fn a_207_with_an_error_takes_the_error_s_own_status() {
+        let body = r#"{"status":"COMPLETE","results":[],"numErrors":1,"errors":[{"status":"error",
+            "category":"VALIDATION_ERROR","message":"bad","context":{},"errors":[],"links":{}}],
+            "startedAt":"2026-12-01T00:00:00Z","completedAt":"2026-12-01T00:00:00Z"}"#;
+        let want = Report::failed(Outcome::Permanent, "hubspot_batch_error").with_http(207);
+        assert_eq!(upsert("207 Multi-Status", body).await.0, want);
+        let busy = body.replace(r#""status":"error""#, r#""status":"503""#);
+        let want = Report::failed(Outcome::Ambiguous, "hubspot_503").with_http(207);
+        assert_eq!(upsert("207 Multi-Status", &busy).await.0, want);
+    }
+
+    #[tokio::test]
+    async fn a_200_without_a_result_is_ambiguous() {
+        let want = Report::failed(Outcome::Ambiguous, "hubspot_no_result").with_http(200);
+        assert_eq!(upsert("200 OK", r#"{"status":"COMPLETE","results":[]}"#).await.0, want);
+    }
+
+    #[tokio::test]
+    async fn validation_error_400_is_permanent() {
+        let body = r#"{"status":"error","message":"Property values were not valid","correlationId":"c","category":"VALIDATION_ERROR"}"#;
+        let want = Report::failed(Outcome::Permanent, "http_400").with_http(400);
+        assert_eq!(upsert("400 Bad Request", body).await.0, want);
     }
 
     #[tokio::test]

@@ -1,8 +1,14 @@
 //! `salesforce`: upsert a Lead by an external ID field (idempotent); look it up by that field.
+//!
+//! Held to Salesforce's REST API guide, "sObject Rows by External ID": upsert is
+//! `PATCH /services/data/vXX.X/sobjects/Lead/{field}/{value}` whose body names neither `Id` nor
+//! the external ID field (201 created, 200 updated with `{id, success, errors, created}`,
+//! 204 before API 46.0, 300 when the value matches several records); the lookup is a `GET` of
+//! the same resource, which takes no parameters; errors are arrays of `{message, errorCode, fields}`.
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use super::{Capabilities, CrmAdapter, Lead};
@@ -36,6 +42,17 @@ impl Salesforce {
         Ok(Salesforce { client: client(timeout)?, instance_url, external_id_field: field, token })
     }
 
+    /// The Lead's fields as the upsert body: without `Id` or the external ID field (field
+    /// names are case-insensitive), which the resource refuses in the body.
+    fn body(&self, lead: &Lead) -> Map<String, Value> {
+        let named = |k: &str| k.eq_ignore_ascii_case("Id") || k.eq_ignore_ascii_case(&self.external_id_field);
+        lead.fields
+            .iter()
+            .filter(|(k, _)| !named(k))
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect()
+    }
+
     fn record_url(&self, external_ref: &str) -> String {
         let (field, r) = (encode_segment(&self.external_id_field), encode_segment(external_ref));
         format!("{}/services/data/{API_VERSION}/sobjects/Lead/{field}/{r}", self.instance_url)
@@ -54,7 +71,7 @@ impl CrmAdapter for Salesforce {
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
         Box::pin(async move {
-            let req = self.client.patch(self.record_url(&lead.external_ref)).json(&lead.fields);
+            let req = self.client.patch(self.record_url(&lead.external_ref)).json(&self.body(lead));
             let resp = match authorize(req, &self.token).send().await {
                 Ok(r) => r,
                 Err(e) => return transport_error(&e),
@@ -82,11 +99,11 @@ impl CrmAdapter for Salesforce {
 
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
-            let url = format!("{}?fields=Id", self.record_url(external_ref));
-            let resp = match authorize(self.client.get(url), &self.token).send().await {
-                Ok(r) => r,
-                Err(_) => return lookup_failed("lookup_transport"),
-            };
+            let resp =
+                match authorize(self.client.get(self.record_url(external_ref)), &self.token).send().await {
+                    Ok(r) => r,
+                    Err(_) => return lookup_failed("lookup_transport"),
+                };
             match resp.status().as_u16() {
                 404 => Lookup::Absent,
                 200 => {
@@ -128,12 +145,15 @@ mod tests {
     #[tokio::test]
     async fn upsert_201_patches_encoded_ref_and_returns_id() {
         let (base, rx) = serve("201 Created", "", r#"{"id":"00Q1","success":true,"created":true}"#).await;
-        let lead = Lead { external_ref: REF.into(), fields: [("Company".into(), "Acme".into())].into() };
+        let fields = [("Company", "Acme"), ("onceform_ref__C", "x"), ("ID", "y")];
+        let lead =
+            Lead { external_ref: REF.into(), fields: fields.map(|(k, v)| (k.into(), v.into())).into() };
         assert_eq!(salesforce(base).create(&lead).await, Report::sent("00Q1").with_http(201));
         let got = rx.await.unwrap();
         assert_eq!(got.request_line(), format!("PATCH {PATH} HTTP/1.1"));
         assert_eq!(got.header("authorization"), Some("Bearer tok"));
-        assert_eq!(serde_json::from_str::<Value>(&got.body).unwrap(), json!({"Company": "Acme"}));
+        let body = serde_json::from_str::<Value>(&got.body).unwrap();
+        assert_eq!(body, json!({"Company": "Acme"}), "neither Id nor the external ID field in the body");
     }
 
     #[tokio::test]
@@ -173,7 +193,7 @@ mod tests {
         let (base, rx) = serve("200 OK", "", r#"{"attributes":{"type":"Lead"},"Id":"00Q1"}"#).await;
         assert_eq!(salesforce(base).lookup(REF).await, Lookup::Found { provider_ref: "00Q1".into() });
         let got = rx.await.unwrap();
-        assert_eq!(got.request_line(), format!("GET {PATH}?fields=Id HTTP/1.1"));
+        assert_eq!(got.request_line(), format!("GET {PATH} HTTP/1.1"), "the resource takes no parameters");
         assert_eq!(got.header("authorization"), Some("Bearer tok"));
     }
 
