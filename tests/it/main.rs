@@ -9,6 +9,8 @@ mod admin_review;
 mod browser;
 mod cli;
 mod concurrency;
+mod crm_hubspot;
+mod crm_salesforce;
 mod delivery;
 mod duplicates;
 mod html;

@@ -5,8 +5,11 @@ pub mod admin;
 pub mod browser;
 pub mod crm;
 pub mod delivery;
+pub mod hubspot;
 pub mod proxy;
+pub mod salesforce;
 pub mod smtp;
+pub mod vendor;
 
 use std::path::PathBuf;
 use std::sync::Arc;

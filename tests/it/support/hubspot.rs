@@ -1,0 +1,280 @@
+//! A loopback HubSpot that holds requests to HubSpot's own description of the CRM v3 contacts
+//! API and refuses anything else the way HubSpot does (an `Error` body, its status).
+//!
+//! Where each rule comes from:
+//! - [spec] HubSpot's OpenAPI description, `HubSpot/HubSpot-public-api-spec-collection`,
+//!   `PublicApiSpecs/CRM/Contacts/Rollouts/424/v3/contacts.json` (paths, parameters, schemas
+//!   `BatchInputSimplePublicObjectBatchInputUpsert`, `SimplePublicObjectBatchInputUpsert`,
+//!   `BatchResponseSimplePublicUpsertObject`, `SimplePublicObjectWithAssociations`, `Error`).
+//! - [auth] the same description's security (OAuth2 / private apps, scopes
+//!   `crm.objects.contacts.write` for the upsert and `.read` for the read) and HubSpot's API
+//!   reference, whose every example sends `Authorization: Bearer <token>`.
+//! - [docs] HubSpot's API reference for contacts: "Read-only and non-existent properties will
+//!   result in an error"; `email` is the contacts' unique identifier; batch inputs are limited
+//!   to 100.
+//! - [seen] error bodies HubSpot returns, as quoted in HubSpot's SDK issues: `CONFLICT`
+//!   "Contact already exists. Existing ID: N" (hubspot-api-python#51), "Unable to perform
+//!   update/upsert by non-unique 0-1 property" (hubspot-api-nodejs#548).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio::net::TcpListener;
+
+use super::crm::Fault;
+use super::vendor::{serve, Reply, Request, TOKEN};
+
+/// The portal's contact properties; `onceform_ref` is the custom one with unique values.
+const PROPERTIES: &[&str] =
+    &["email", "firstname", "lastname", "company", "phone", "message", "onceform_ref"];
+const UNIQUE: &[&str] = &["onceform_ref"];
+const NOW: &str = "2026-12-01T00:00:00.000Z";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contact {
+    pub id: String,
+    pub properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Inner {
+    pub contacts: Vec<Contact>,
+    pub faults: VecDeque<Fault>,
+    /// Upserts that passed validation (faulted ones included).
+    pub upserts: usize,
+    pub lookups: usize,
+    /// Each refused request's rule, e.g. `auth`, `schema: inputs[0].id`.
+    pub refused: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct FakeHubspot {
+    pub url: String,
+    pub state: Arc<Mutex<Inner>>,
+}
+
+impl FakeHubspot {
+    pub async fn start() -> FakeHubspot {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state: Arc<Mutex<Inner>> = Arc::default();
+        let s = state.clone();
+        serve(listener, move |req| handle(s.clone(), req));
+        FakeHubspot { url, state }
+    }
+
+    pub fn push_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().faults.push_back(fault);
+    }
+
+    pub fn contacts(&self) -> Vec<Contact> {
+        self.state.lock().unwrap().contacts.clone()
+    }
+
+    pub fn upserts(&self) -> usize {
+        self.state.lock().unwrap().upserts
+    }
+
+    pub fn refused(&self) -> Vec<String> {
+        self.state.lock().unwrap().refused.clone()
+    }
+}
+
+/// HubSpot's `Error` body [spec]: `message`, `correlationId`, `category` required.
+fn error(status: u16, category: &str, message: &str) -> Reply {
+    let body = json!({"status": "error", "message": message,
+                      "correlationId": uuid::Uuid::new_v4().to_string(), "category": category});
+    Some((status, String::new(), body.to_string()))
+}
+
+async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
+    let path: Vec<&str> = req.segments.iter().map(String::as_str).collect();
+    let route = match (req.method.as_str(), path.as_slice()) {
+        ("POST", ["crm", "v3", "objects", "contacts", "batch", "upsert"]) => Route::Upsert,
+        ("GET", ["crm", "v3", "objects", "contacts", id]) if !id.is_empty() => Route::Read(id.to_string()),
+        // [spec] only the described operations exist.
+        _ => return refuse(&state, "route", error(404, "OBJECT_NOT_FOUND", "resource not found")),
+    };
+    // [auth] a private app's access token as a bearer token.
+    if req.bearer() != Some(TOKEN) {
+        let message = "Authentication credentials not found. This API supports OAuth 2.0 authentication.";
+        return refuse(&state, "auth", error(401, "INVALID_AUTHENTICATION", message));
+    }
+    match route {
+        Route::Upsert => upsert(&state, &req).await,
+        Route::Read(id) => read(&state, &req, &id),
+    }
+}
+
+/// Records which rule refused a request, and answers with `reply`.
+fn refuse(state: &Arc<Mutex<Inner>>, rule: &str, reply: Reply) -> Reply {
+    state.lock().unwrap().refused.push(rule.to_string());
+    reply
+}
+
+enum Route {
+    Upsert,
+    Read(String),
+}
+
+/// `POST /crm/v3/objects/contacts/batch/upsert`.
+async fn upsert(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    // [spec] requestBody: `application/json`, required.
+    if !req.is_json() {
+        return refuse(state, "content-type", error(415, "VALIDATION_ERROR", "Unsupported media type"));
+    }
+    let input = match validate_upsert(&req.body) {
+        Ok(input) => input,
+        Err((rule, status, category, message)) => {
+            return refuse(state, &rule, error(status, category, &message))
+        }
+    };
+    let fault = {
+        let mut s = state.lock().unwrap();
+        s.upserts += 1;
+        s.faults.pop_front()
+    };
+    match fault {
+        Some(Fault::Status(status)) => return error(status, "INTERNAL_ERROR", "injected"),
+        Some(Fault::RateLimited(secs)) => {
+            let mut reply = error(429, "RATE_LIMITS", "You have reached your secondly limit.")?;
+            reply.1 = format!("retry-after: {secs}\r\n");
+            return Some(reply);
+        }
+        _ => {}
+    }
+    let answer = apply(state, input);
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+/// One validated `SimplePublicObjectBatchInputUpsert`.
+struct Input {
+    id_property: String,
+    id: String,
+    properties: BTreeMap<String, String>,
+}
+
+type Refusal = (String, u16, &'static str, String);
+
+fn invalid(rule: &str, message: &str) -> Refusal {
+    (format!("schema: {rule}"), 400, "VALIDATION_ERROR", message.to_string())
+}
+
+/// [spec] `BatchInputSimplePublicObjectBatchInputUpsert`: `inputs` (array) required; each
+/// input `id` (string) and `properties` (object of strings) required, `idProperty` and
+/// `objectWriteTraceId` strings. The fake takes one input, as the adapter sends.
+fn validate_upsert(body: &[u8]) -> Result<Input, Refusal> {
+    let body: Value = serde_json::from_slice(body).map_err(|_| invalid("json", "Invalid input JSON"))?;
+    let inputs = body["inputs"].as_array().ok_or_else(|| invalid("inputs", "inputs is required"))?;
+    if inputs.len() > 100 {
+        return Err(invalid("inputs", "Batch size exceeds 100")); // [docs]
+    }
+    let [input] = inputs.as_slice() else { return Err(invalid("inputs", "one input per lead")) };
+    let input = input.as_object().ok_or_else(|| invalid("inputs[0]", "input must be an object"))?;
+    for (key, value) in input {
+        let known = ["id", "idProperty", "objectWriteTraceId", "properties"].contains(&key.as_str());
+        if !known {
+            return Err(invalid(&format!("inputs[0].{key}"), "Unrecognized field"));
+        }
+        if key != "properties" && !value.is_string() {
+            return Err(invalid(&format!("inputs[0].{key}"), "must be a string"));
+        }
+    }
+    let id =
+        input.get("id").and_then(Value::as_str).ok_or_else(|| invalid("inputs[0].id", "id is required"))?;
+    let properties: &Map<String, Value> = input
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("inputs[0].properties", "properties is required"))?;
+    // [spec] `idProperty`: "a property whose values are unique for this object"; [seen] a
+    // non-unique one is refused. Without it, `id` is HubSpot's own record ID, which a new
+    // lead cannot know.
+    let id_property = input.get("idProperty").and_then(Value::as_str).unwrap_or("hs_object_id");
+    if !UNIQUE.contains(&id_property) {
+        let message = format!("Unable to perform update/upsert by non-unique 0-1 property {id_property}");
+        return Err(invalid("inputs[0].idProperty", &message));
+    }
+    let mut props = BTreeMap::new();
+    for (name, value) in properties {
+        // [docs] non-existent properties are an error; [spec] values are strings.
+        if !PROPERTIES.contains(&name.as_str()) {
+            let message = format!("Property values were not valid: Property \"{name}\" does not exist");
+            return Err((format!("property {name}"), 400, "VALIDATION_ERROR", message));
+        }
+        let value =
+            value.as_str().ok_or_else(|| invalid(&format!("properties.{name}"), "must be a string"))?;
+        props.insert(name.clone(), value.to_string());
+    }
+    Ok(Input { id_property: id_property.to_string(), id: id.to_string(), properties: props })
+}
+
+/// Updates the contact whose unique property holds `id`, else creates one carrying it.
+/// [docs] a new contact whose email another contact has is a `CONFLICT`.
+fn apply(state: &Arc<Mutex<Inner>>, input: Input) -> Reply {
+    let mut s = state.lock().unwrap();
+    let existing = s.contacts.iter().position(|c| c.properties.get(&input.id_property) == Some(&input.id));
+    let (index, new) = match existing {
+        Some(i) => (i, false),
+        None => {
+            let email = input.properties.get("email");
+            let clash = s.contacts.iter().find(|c| email.is_some() && c.properties.get("email") == email);
+            if let Some(other) = clash {
+                return error(409, "CONFLICT", &format!("Contact already exists. Existing ID: {}", other.id));
+            }
+            let id = (s.contacts.len() + 901).to_string();
+            let mut properties = BTreeMap::new();
+            properties.insert(input.id_property.clone(), input.id.clone());
+            s.contacts.push(Contact { id, properties });
+            (s.contacts.len() - 1, true)
+        }
+    };
+    let contact = &mut s.contacts[index];
+    contact.properties.extend(input.properties);
+    // [spec] `BatchResponseSimplePublicUpsertObject` with one `SimplePublicUpsertObject`.
+    let result = json!({"id": contact.id, "new": new, "archived": false, "properties": contact.properties,
+                        "createdAt": NOW, "updatedAt": NOW});
+    let body = json!({"status": "COMPLETE", "results": [result], "startedAt": NOW, "completedAt": NOW});
+    Some((200, String::new(), body.to_string()))
+}
+
+/// `GET /crm/v3/objects/contacts/{contactId}` [spec]: query parameters `archived`,
+/// `associations`, `idProperty`, `properties`, `propertiesWithHistory`; 404 when absent.
+fn read(state: &Arc<Mutex<Inner>>, req: &Request, id: &str) -> Reply {
+    const PARAMS: &[&str] =
+        &["archived", "associations", "idProperty", "properties", "propertiesWithHistory"];
+    if let Some((k, _)) = req.query.iter().find(|(k, _)| !PARAMS.contains(&k.as_str())) {
+        return refuse(
+            state,
+            &format!("query {k}"),
+            error(400, "VALIDATION_ERROR", &format!("Unknown parameter {k}")),
+        );
+    }
+    let by = req.query("idProperty").unwrap_or("hs_object_id");
+    if by != "hs_object_id" && !UNIQUE.contains(&by) {
+        let message = format!("Unable to perform lookup by non-unique property {by}");
+        return refuse(state, "query idProperty", error(400, "VALIDATION_ERROR", &message));
+    }
+    let mut s = state.lock().unwrap();
+    s.lookups += 1;
+    let found = s.contacts.iter().find(|c| match by {
+        "hs_object_id" => c.id == id,
+        p => c.properties.get(p).map(String::as_str) == Some(id),
+    });
+    match found {
+        // [spec] `SimplePublicObjectWithAssociations`.
+        Some(c) => {
+            let body = json!({"id": c.id, "properties": c.properties, "archived": false,
+                              "createdAt": NOW, "updatedAt": NOW});
+            Some((200, String::new(), body.to_string()))
+        }
+        None => error(404, "OBJECT_NOT_FOUND", "Object not found.  objectId are usually numeric."),
+    }
+}

@@ -1,0 +1,264 @@
+//! A loopback Salesforce that holds requests to Salesforce's REST API documentation for
+//! "sObject Rows by External ID" on Lead and refuses anything else the way Salesforce does
+//! (an array of `{message, errorCode, fields}`, its status).
+//!
+//! Where each rule comes from (Salesforce REST API Developer Guide):
+//! - [upsert] "Upsert Records Using sObject Rows by External ID" and "Insert or Update (Upsert)
+//!   a Record Using an External ID": `PATCH /services/data/vXX.X/sobjects/Lead/{field}/{value}`;
+//!   "Do not specify Id or an external ID field in the request body or an error is generated";
+//!   201 with `{id, success, errors, created: true}` for a new record, 200 with
+//!   `created: false` for an update (API 46.0 and later); an incorrect external ID field is a
+//!   404 `NOT_FOUND`; a value matching several records is a 300.
+//! - [get] "Get Records Using sObject Rows by External ID": `GET` of the same URI,
+//!   "Parameters: None"; the record with `attributes` and `Id`.
+//! - [auth] every resource: `Authorization: Bearer token`; a bad session is a 401
+//!   `INVALID_SESSION_ID` ("Status Codes and Error Responses").
+//! - [errors] "Status Codes and Error Responses": errors are arrays; `JSON_PARSER_ERROR` for
+//!   a body that is not JSON, `INVALID_FIELD` for a field the object does not have.
+//! - [lead] Object Reference, Lead: `LastName` and `Company` are required on create.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+use super::crm::Fault;
+use super::vendor::{serve, Reply, Request, TOKEN};
+
+/// The org's Lead fields; `Onceform_Ref__c` is the custom External ID field (unique).
+const FIELDS: &[&str] = &[
+    "Id",
+    "FirstName",
+    "LastName",
+    "Company",
+    "Email",
+    "Phone",
+    "Description",
+    "LeadSource",
+    "Onceform_Ref__c",
+];
+const EXTERNAL_IDS: &[&str] = &["Onceform_Ref__c"];
+const REQUIRED: &[&str] = &["LastName", "Company"];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadRecord {
+    pub id: String,
+    pub fields: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Inner {
+    pub leads: Vec<LeadRecord>,
+    pub faults: VecDeque<Fault>,
+    /// Upserts that passed validation (faulted ones included).
+    pub upserts: usize,
+    pub lookups: usize,
+    /// Each refused request's rule.
+    pub refused: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct FakeSalesforce {
+    pub url: String,
+    pub state: Arc<Mutex<Inner>>,
+}
+
+impl FakeSalesforce {
+    pub async fn start() -> FakeSalesforce {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state: Arc<Mutex<Inner>> = Arc::default();
+        let s = state.clone();
+        serve(listener, move |req| handle(s.clone(), req));
+        FakeSalesforce { url, state }
+    }
+
+    pub fn push_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().faults.push_back(fault);
+    }
+
+    pub fn leads(&self) -> Vec<LeadRecord> {
+        self.state.lock().unwrap().leads.clone()
+    }
+
+    pub fn upserts(&self) -> usize {
+        self.state.lock().unwrap().upserts
+    }
+
+    pub fn refused(&self) -> Vec<String> {
+        self.state.lock().unwrap().refused.clone()
+    }
+}
+
+/// [errors] one error in Salesforce's array format.
+fn error(status: u16, code: &str, message: &str, fields: &[&str]) -> Reply {
+    let body = json!([{"message": message, "errorCode": code, "fields": fields}]);
+    Some((status, String::new(), body.to_string()))
+}
+
+fn refuse(state: &Arc<Mutex<Inner>>, rule: &str, reply: Reply) -> Reply {
+    state.lock().unwrap().refused.push(rule.to_string());
+    reply
+}
+
+/// `vNN.N`, as every `/services/data/` URI starts.
+fn is_version(s: &str) -> bool {
+    let Some((major, minor)) = s.strip_prefix('v').and_then(|v| v.split_once('.')) else { return false };
+    !major.is_empty() && !minor.is_empty() && (major.to_owned() + minor).chars().all(|c| c.is_ascii_digit())
+}
+
+async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
+    let path: Vec<&str> = req.segments.iter().map(String::as_str).collect();
+    let (field, value) = match path.as_slice() {
+        ["services", "data", v, "sobjects", "Lead", field, value] if is_version(v) && !value.is_empty() => {
+            (field.to_string(), value.to_string())
+        }
+        _ => {
+            let message = "The requested resource does not exist";
+            return refuse(&state, "route", error(404, "NOT_FOUND", message, &[]));
+        }
+    };
+    // [auth]
+    if req.bearer() != Some(TOKEN) {
+        return refuse(&state, "auth", error(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]));
+    }
+    // [upsert] an incorrect external ID field is a 404 NOT_FOUND.
+    if !EXTERNAL_IDS.contains(&field.as_str()) {
+        let message = "The requested resource does not exist";
+        return refuse(&state, "external id field", error(404, "NOT_FOUND", message, &[]));
+    }
+    match req.method.as_str() {
+        "PATCH" => upsert(&state, &req, &field, &value).await,
+        "GET" => get(&state, &req, &field, &value),
+        m => {
+            let message = format!("HTTP Method '{m}' not allowed. Allowed are GET,PATCH,DELETE,HEAD");
+            refuse(&state, "method", error(405, "METHOD_NOT_ALLOWED", &message, &[]))
+        }
+    }
+}
+
+/// `PATCH …/sobjects/Lead/{field}/{value}` [upsert].
+async fn upsert(state: &Arc<Mutex<Inner>>, req: &Request, field: &str, value: &str) -> Reply {
+    if !req.is_json() {
+        let message = "Content type not supported; use application/json";
+        return refuse(state, "content-type", error(415, "UNSUPPORTED_MEDIA_TYPE", message, &[]));
+    }
+    let fields = match validate(&req.body, field) {
+        Ok(fields) => fields,
+        Err((rule, code, message, named)) => {
+            let named: Vec<&str> = named.iter().map(String::as_str).collect();
+            return refuse(state, &rule, error(400, code, &message, &named));
+        }
+    };
+    let fault = {
+        let mut s = state.lock().unwrap();
+        s.upserts += 1;
+        s.faults.pop_front()
+    };
+    match fault {
+        Some(Fault::Status(status)) => return error(status, "UNKNOWN_EXCEPTION", "injected", &[]),
+        Some(Fault::RateLimited(secs)) => {
+            let mut reply = error(429, "REQUEST_LIMIT_EXCEEDED", "TotalRequests Limit exceeded.", &[])?;
+            reply.1 = format!("retry-after: {secs}\r\n");
+            return Some(reply);
+        }
+        _ => {}
+    }
+    let answer = apply(state, field, value, fields);
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+type Refusal = (String, &'static str, String, Vec<String>);
+
+/// [errors] a JSON object of Lead fields with string (or null) values; [upsert] neither `Id`
+/// nor the external ID field among them.
+fn validate(body: &[u8], external_field: &str) -> Result<BTreeMap<String, String>, Refusal> {
+    let parse = || ("json".to_string(), "JSON_PARSER_ERROR", "Unexpected character".to_string(), Vec::new());
+    let body: Value = serde_json::from_slice(body).map_err(|_| parse())?;
+    let object = body.as_object().ok_or_else(parse)?;
+    let mut fields = BTreeMap::new();
+    for (name, value) in object {
+        let Some(known) = FIELDS.iter().find(|f| f.eq_ignore_ascii_case(name)) else {
+            let message = format!("No such column '{name}' on sobject of type Lead");
+            return Err((format!("field {name}"), "INVALID_FIELD", message, vec![name.clone()]));
+        };
+        if known.eq_ignore_ascii_case("Id") || known.eq_ignore_ascii_case(external_field) {
+            let message = format!("The field {known} cannot be specified in the request body of an upsert");
+            return Err((format!("body names {known}"), "INVALID_FIELD", message, vec![known.to_string()]));
+        }
+        match value {
+            Value::String(s) => {
+                fields.insert(known.to_string(), s.clone());
+            }
+            Value::Null => {}
+            _ => {
+                return Err((
+                    format!("field {name} type"),
+                    "JSON_PARSER_ERROR",
+                    "Cannot deserialize".into(),
+                    Vec::new(),
+                ))
+            }
+        }
+    }
+    Ok(fields)
+}
+
+fn apply(state: &Arc<Mutex<Inner>>, field: &str, value: &str, fields: BTreeMap<String, String>) -> Reply {
+    let mut s = state.lock().unwrap();
+    let existing = s.leads.iter().position(|l| l.fields.get(field).map(String::as_str) == Some(value));
+    let (index, created) = match existing {
+        Some(i) => (i, false),
+        None => {
+            // [lead] required fields on create.
+            let missing: Vec<&str> = REQUIRED.iter().copied().filter(|f| !fields.contains_key(*f)).collect();
+            if !missing.is_empty() {
+                drop(s);
+                let message = format!("Required fields are missing: [{}]", missing.join(", "));
+                return refuse(
+                    state,
+                    "required fields",
+                    error(400, "REQUIRED_FIELD_MISSING", &message, &missing),
+                );
+            }
+            let id = format!("00Q{:015}", s.leads.len() + 1);
+            let mut record = BTreeMap::new();
+            record.insert(field.to_string(), value.to_string());
+            s.leads.push(LeadRecord { id, fields: record });
+            (s.leads.len() - 1, true)
+        }
+    };
+    let lead = &mut s.leads[index];
+    lead.fields.extend(fields);
+    let body = json!({"id": lead.id, "success": true, "errors": [], "created": created});
+    Some((if created { 201 } else { 200 }, String::new(), body.to_string()))
+}
+
+/// `GET …/sobjects/Lead/{field}/{value}` [get]: no parameters.
+fn get(state: &Arc<Mutex<Inner>>, req: &Request, field: &str, value: &str) -> Reply {
+    if let Some((k, _)) = req.query.first() {
+        let message = format!("Unexpected parameter '{k}': this resource takes none");
+        return refuse(state, &format!("query {k}"), error(400, "INVALID_QUERY_PARAMETER", &message, &[]));
+    }
+    let mut s = state.lock().unwrap();
+    s.lookups += 1;
+    match s.leads.iter().find(|l| l.fields.get(field).map(String::as_str) == Some(value)) {
+        Some(lead) => {
+            let mut body = json!({"attributes": {"type": "Lead", "url": format!("/services/data/v59.0/sobjects/Lead/{}", lead.id)},
+                                  "Id": lead.id});
+            for (k, v) in &lead.fields {
+                body[k] = Value::String(v.clone());
+            }
+            Some((200, String::new(), body.to_string()))
+        }
+        None => error(404, "NOT_FOUND", "The requested resource does not exist", &[]),
+    }
+}
