@@ -102,7 +102,7 @@ pub struct CrmConfig {
     /// The environment variable holding the API token (never logged).
     #[serde(default = "default_token_env")]
     pub token_env: String,
-    /// file: where `leads.jsonl` is written.
+    /// file: leads are written as `DIR/leads/{external_ref}.json`.
     #[serde(default = "default_crm_dir")]
     pub dir: String,
     /// hubspot: the unique contact property holding the external reference.

@@ -13,6 +13,7 @@ mod crm_hubspot;
 mod crm_salesforce;
 mod delivery;
 mod duplicates;
+mod file_adapters;
 mod html;
 mod limits;
 mod malformed;

@@ -1,55 +1,79 @@
-//! `file`: leads appended as JSON lines to `DIR/leads.jsonl`, one per external reference.
-//! The embedded default, so `cargo run` shows the whole flow without a CRM.
+//! `file`: one JSON file per lead, `DIR/leads/{external_ref}.json`, written atomically (a
+//! temporary file, fsync, rename, then a directory fsync shared with concurrent writers).
+//! Writing is O(1) per lead, and so is the lookup by external reference: the file exists or
+//! not. Every file operation runs on the blocking pool, never on the async threads. The
+//! embedded default, so `cargo run` shows the whole flow without a CRM.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
+use super::dir_sync::DirSync;
 use super::{Capabilities, CrmAdapter, Lead};
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
 
 pub struct FileCrm {
-    path: PathBuf,
-    /// Serialises check-then-append within this process.
-    lock: Mutex<()>,
+    /// `DIR/leads`: one file per external reference.
+    leads: PathBuf,
+    sync: Arc<DirSync>,
 }
 
 impl FileCrm {
     pub fn new(dir: &str) -> Self {
-        FileCrm { path: PathBuf::from(dir).join("leads.jsonl"), lock: Mutex::new(()) }
+        let leads = PathBuf::from(dir).join("leads");
+        FileCrm { sync: Arc::new(DirSync::new(leads.clone())), leads }
     }
+}
 
-    fn find(&self, external_ref: &str) -> std::io::Result<Option<String>> {
-        let file = match std::fs::File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        for line in BufReader::new(file).lines() {
-            let v: serde_json::Value = serde_json::from_str(&line?).unwrap_or_default();
-            if v["external_ref"] == external_ref {
-                return Ok(Some(external_ref.to_string()));
-            }
+/// The lead's file name: the reference with everything but ASCII letters, digits, `-` and `_`
+/// percent-encoded (one name per reference, no path tricks); a very long reference by its
+/// SHA-256 instead, to stay within file name limits.
+pub fn file_name(external_ref: &str) -> String {
+    let mut name = String::with_capacity(external_ref.len() + 8);
+    for b in external_ref.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => name.push(b as char),
+            _ => name.push_str(&format!("%{b:02X}")),
         }
-        Ok(None)
     }
+    if name.len() > 200 {
+        let digest: String =
+            Sha256::digest(external_ref.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        name = format!("sha256-{digest}");
+    }
+    name + ".json"
+}
 
-    fn append(&self, lead: &Lead) -> std::io::Result<String> {
-        let _guard = self.lock.lock().map_err(|_| std::io::Error::other("lock poisoned"))?;
-        if let Some(existing) = self.find(&lead.external_ref)? {
-            return Ok(existing);
-        }
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let line = json!({"external_ref": lead.external_ref, "fields": lead.fields});
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
-        writeln!(f, "{line}")?;
-        f.sync_data()?;
-        Ok(lead.external_ref.clone())
+/// Whether the lead's file exists.
+fn exists(path: &Path) -> std::io::Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
+}
+
+/// Writes the lead's file unless it exists; blocking.
+fn write(leads: &Path, sync: &DirSync, external_ref: &str, body: &[u8]) -> std::io::Result<()> {
+    let name = file_name(external_ref);
+    let path = leads.join(&name);
+    if exists(&path)? {
+        return sync.sync(); // written before, perhaps by a writer whose directory fsync is still under way
+    }
+    std::fs::create_dir_all(leads)?;
+    let tmp = leads.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(body)?;
+        f.sync_data()
+    });
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    sync.sync()
 }
 
 impl CrmAdapter for FileCrm {
@@ -59,20 +83,79 @@ impl CrmAdapter for FileCrm {
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
         Box::pin(async move {
-            match self.append(lead) {
-                Ok(reference) => Report::sent(reference),
-                Err(_) => Report::failed(Outcome::Transient { retry_after: None }, "file_io"),
+            let body = json!({"external_ref": lead.external_ref, "fields": lead.fields}).to_string();
+            let (leads, sync, external_ref) =
+                (self.leads.clone(), self.sync.clone(), lead.external_ref.clone());
+            let written =
+                tokio::task::spawn_blocking(move || write(&leads, &sync, &external_ref, body.as_bytes()))
+                    .await;
+            match written {
+                Ok(Ok(())) => Report::sent(lead.external_ref.clone()),
+                _ => Report::failed(Outcome::Transient { retry_after: None }, "file_io"),
             }
         })
     }
 
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
-            match self.find(external_ref) {
-                Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
-                Ok(None) => Lookup::Absent,
-                Err(_) => Lookup::Failed { error_class: "file_io".into() },
+            let path = self.leads.join(file_name(external_ref));
+            match tokio::task::spawn_blocking(move || exists(&path)).await {
+                Ok(Ok(true)) => Lookup::Found { provider_ref: external_ref.to_string() },
+                Ok(Ok(false)) => Lookup::Absent,
+                _ => Lookup::Failed { error_class: "file_io".into() },
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lead(external_ref: &str) -> Lead {
+        Lead { external_ref: external_ref.into(), fields: [("email".into(), "a@b.c".into())].into() }
+    }
+
+    fn scratch() -> PathBuf {
+        std::env::temp_dir().join(format!("onceform-filecrm-{}", uuid::Uuid::new_v4().simple()))
+    }
+
+    #[test]
+    fn file_names_are_one_per_reference_and_stay_in_the_directory() {
+        assert_eq!(file_name("0193-ab:crm_lead:0"), "0193-ab%3Acrm_lead%3A0.json");
+        assert_ne!(file_name("a:b"), file_name("a_b"));
+        assert_eq!(file_name("../x"), "%2E%2E%2Fx.json");
+        let long = file_name(&"x".repeat(300));
+        assert!(long.starts_with("sha256-") && long.len() < 100, "{long}");
+    }
+
+    #[tokio::test]
+    async fn a_lead_is_written_once_and_found_by_its_reference() {
+        let dir = scratch();
+        let crm = FileCrm::new(dir.to_str().unwrap());
+        assert_eq!(crm.lookup("r:1").await, Lookup::Absent);
+        assert_eq!(crm.create(&lead("r:1")).await, Report::sent("r:1"));
+        assert_eq!(crm.lookup("r:1").await, Lookup::Found { provider_ref: "r:1".into() });
+        let path = dir.join("leads").join("r%3A1.json");
+        let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(stored, json!({"external_ref": "r:1", "fields": {"email": "a@b.c"}}));
+
+        let mut again = lead("r:1");
+        again.fields.insert("email".into(), "changed@b.c".into());
+        assert_eq!(crm.create(&again).await, Report::sent("r:1"), "sending twice is harmless");
+        assert_eq!(std::fs::read(&path).unwrap(), serde_json::to_vec(&stored).unwrap(), "the first stays");
+        let files: Vec<_> = std::fs::read_dir(dir.join("leads")).unwrap().collect();
+        assert_eq!(files.len(), 1, "no temporary files left behind");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_unwritable_directory_is_a_transient_failure() {
+        let dir = scratch();
+        std::fs::write(&dir, "a file where the directory should be").unwrap();
+        let crm = FileCrm::new(dir.to_str().unwrap());
+        let want = Report::failed(Outcome::Transient { retry_after: None }, "file_io");
+        assert_eq!(crm.create(&lead("r:1")).await, want);
+        std::fs::remove_file(dir).unwrap();
     }
 }

@@ -1,5 +1,6 @@
 //! CRM adapters: where a lead goes, and whether it can be looked up by its external reference.
 
+mod dir_sync;
 mod file;
 mod generic;
 mod http;

@@ -35,7 +35,13 @@ impl Effect for EmailEffect {
             let Some(form) = self.config.form(&job.form) else {
                 return Report::failed(Outcome::Permanent, "form_removed");
             };
-            let content = template::render(self.template, &job.form, &vars(form, job));
+            // Rendering may read per-form template files: on the blocking pool.
+            let (name, form_name, vars) = (self.template, job.form.clone(), vars(form, job));
+            let rendered =
+                tokio::task::spawn_blocking(move || template::render(name, &form_name, &vars)).await;
+            let Ok(content) = rendered else {
+                return Report::failed(Outcome::Transient { retry_after: None }, "template");
+            };
             self.mailer.send(&job.effect_key, (self.envelope)(form, job), content).await
         })
     }

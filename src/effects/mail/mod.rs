@@ -65,7 +65,12 @@ impl Mailer {
             Err(class) => return Report::failed(Outcome::Permanent, class),
         };
         match &self.transport {
-            Transport::Files(dir) => write_eml(dir, effect_key, &message),
+            Transport::Files(dir) => {
+                let (dir, key, bytes) = (dir.clone(), effect_key.to_string(), message.formatted());
+                tokio::task::spawn_blocking(move || write_eml(&dir, &key, &bytes))
+                    .await
+                    .unwrap_or_else(|_| Report::failed(Outcome::Transient { retry_after: None }, "file_io"))
+            }
             Transport::Smtp(smtp) => match tokio::time::timeout(self.timeout, smtp.send(message)).await {
                 Err(_) => Report::failed(Outcome::Ambiguous, "timeout"),
                 Ok(Ok(response)) => {
@@ -140,11 +145,12 @@ fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-fn write_eml(dir: &std::path::Path, effect_key: &str, message: &Message) -> Report {
+/// Writes `KEY.eml` through a temporary file and a rename; blocking (run on the blocking pool).
+fn write_eml(dir: &std::path::Path, effect_key: &str, message: &[u8]) -> Report {
     let name = format!("{}.eml", effect_key.replace(':', "_"));
     let result = std::fs::create_dir_all(dir).and_then(|()| {
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, message.formatted())?;
+        let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        std::fs::write(&tmp, message)?;
         std::fs::rename(&tmp, dir.join(&name))
     });
     match result {
