@@ -109,7 +109,8 @@ async fn a_repeat_after_unknown_creates_nothing_new(backend: Backend) {
     assert_eq!((lead.state.as_str(), &lead.provider_ref), ("SENT", &first), "found by its reference");
     assert_eq!(hubspot.upserts(), 1, "looked up, not sent again");
 
-    // An admin sends it again anyway ("retry now"): the upsert finds the same contact.
+    // Sent again with the same reference (as after an admin marks an UNKNOWN lead "not sent"):
+    // the upsert finds the same contact.
     force_lead_state(&d.app, "PENDING").await;
     d.settle(&worker).await;
     let lead = d.effect(&key, "crm_lead").await;

@@ -106,7 +106,8 @@ async fn a_repeat_after_unknown_creates_nothing_new(backend: Backend) {
     assert_eq!((lead.state.as_str(), &lead.provider_ref), ("SENT", &first), "found by its external ID");
     assert_eq!(salesforce.upserts(), 1, "looked up, not sent again");
 
-    // Sent again anyway (an admin's "retry now"): the upsert updates the same Lead (200).
+    // Sent again with the same reference (as after an admin marks an UNKNOWN lead "not sent"):
+    // the upsert updates the same Lead (200).
     force_lead_state(&d.app, "PENDING").await;
     d.settle(&worker).await;
     let lead = d.effect(&key, "crm_lead").await;

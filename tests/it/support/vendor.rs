@@ -63,7 +63,7 @@ pub async fn lead_ref(app: &super::TestApp, key: &str) -> String {
 }
 
 /// Puts every CRM lead in `state`, due now: as a worker that died after sending leaves it
-/// (`UNKNOWN`, once its lease runs out) or as an admin's "retry now" does (`PENDING`).
+/// (`UNKNOWN`, once its lease runs out) or as an admin's "mark not sent" does (`PENDING`).
 pub async fn force_lead_state(app: &super::TestApp, state: &str) {
     let state = state.to_string();
     app.query(move |pool| {
