@@ -72,6 +72,10 @@ pub struct ServerConfig {
     /// `ONCEFORM_METRICS_TOKEN`: `/metrics` then needs `Authorization: Bearer TOKEN`.
     #[serde(default)]
     pub metrics_token: Option<crate::http::MetricsToken>,
+    /// How old `/metrics`' database figures may be (they are counted at most this often).
+    #[serde(default = "default_metrics_cache_ms")]
+    #[validate(range(max = 300000))]
+    pub metrics_cache_ms: u64,
     /// Where the first start writes the generated admin password (mode 0600).
     #[serde(default = "default_initial_password_file")]
     pub initial_password_file: String,
@@ -438,6 +442,7 @@ impl Default for ServerConfig {
             max_connections_per_worker: default_max_connections(),
             secure_cookies: None,
             metrics_token: None,
+            metrics_cache_ms: default_metrics_cache_ms(),
             initial_password_file: default_initial_password_file(),
         }
     }
@@ -508,6 +513,9 @@ fn default_keep_alive_seconds() -> u64 {
 }
 fn default_max_connections() -> usize {
     10_000
+}
+fn default_metrics_cache_ms() -> u64 {
+    5_000
 }
 fn default_initial_password_file() -> String {
     "./data/initial-admin-password".into()

@@ -10,9 +10,6 @@ use serde::Deserialize;
 
 use crate::admin::guard::constant_time_eq;
 
-/// How old the database figures on `/metrics` may be.
-pub const METRICS_MAX_AGE: Duration = Duration::from_secs(5);
-
 /// The bearer token `/metrics` needs when set; never shown by `Debug`.
 #[derive(Clone, Deserialize)]
 #[serde(transparent)]
@@ -42,22 +39,27 @@ impl std::fmt::Debug for MetricsToken {
     }
 }
 
-/// The last rendering of the database figures; one scrape at a time refreshes it, the
-/// others wait for that one instead of querying too.
+/// The last rendering of the database figures (`server.metrics_cache_ms`); one scrape at
+/// a time refreshes it, the others wait for that one instead of querying too.
 #[derive(Default)]
 pub struct MetricsCache {
+    max_age: Duration,
     last: tokio::sync::Mutex<Option<(Instant, Arc<String>)>>,
 }
 
 impl MetricsCache {
-    /// The cached text if younger than [`METRICS_MAX_AGE`], else `refresh()`'s (kept on success).
+    pub fn new(max_age: Duration) -> MetricsCache {
+        MetricsCache { max_age, last: Default::default() }
+    }
+
+    /// The cached text if younger than its max age, else `refresh()`'s (kept on success).
     pub async fn get_or_refresh<E, F>(&self, refresh: impl FnOnce() -> F) -> Result<Arc<String>, E>
     where
         F: std::future::Future<Output = Result<String, E>>,
     {
         let mut last = self.last.lock().await;
         if let Some((at, text)) = last.as_ref() {
-            if at.elapsed() < METRICS_MAX_AGE {
+            if at.elapsed() < self.max_age {
                 return Ok(text.clone());
             }
         }
@@ -78,7 +80,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_fresh_result_is_served_from_the_cache() {
-        let cache = MetricsCache::default();
+        let cache = MetricsCache::new(Duration::from_secs(60));
         let first = cache.get_or_refresh(|| async { Ok::<_, ()>("one".to_string()) }).await.unwrap();
         let second = cache.get_or_refresh(|| async { Ok::<_, ()>("two".to_string()) }).await.unwrap();
         assert_eq!((first.as_str(), second.as_str()), ("one", "one"));

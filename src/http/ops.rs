@@ -50,7 +50,7 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-/// Prometheus text: the database figures at most [`super::metrics_access::METRICS_MAX_AGE`] old, then this
+/// Prometheus text: the database figures at most `server.metrics_cache_ms` old, then this
 /// process's live counters.
 async fn metrics(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     if let Some(token) = &state.config.server.metrics_token {

@@ -9,6 +9,7 @@ mod admin_review;
 mod browser;
 mod cli;
 mod concurrency;
+mod connections;
 mod delivery;
 mod duplicates;
 mod html;
