@@ -192,8 +192,8 @@ pub fn run(args: Args) -> Result<(), Exit> {
             let config = load(&args)?;
             let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
             let target = lifecycle::Target::Email(email);
-            let done =
-                lifecycle::disable_user(&pool, target, &lifecycle::Actor::CommandLine).map_err(Exit::failure)?;
+            let done = lifecycle::disable_user(&pool, target, &lifecycle::Actor::CommandLine)
+                .map_err(Exit::failure)?;
             println!("disabled {}; {} session(s) ended", done.email, done.sessions_ended);
             Ok(())
         }

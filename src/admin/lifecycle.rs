@@ -59,7 +59,12 @@ pub struct Changed {
 }
 
 /// Sets `target`'s password (it need not be changed again) and ends all their sessions.
-pub fn set_password(pool: &Pool, target: Target, password: &str, actor: &Actor) -> Result<Changed, ChangeError> {
+pub fn set_password(
+    pool: &Pool,
+    target: Target,
+    password: &str,
+    actor: &Actor,
+) -> Result<Changed, ChangeError> {
     check_password(password).map_err(|e| ChangeError::Invalid(e.to_string()))?;
     let hash = hash_password(password).map_err(|e| ChangeError::Invalid(e.to_string()))?;
     change(pool, target, actor, "set_password", move |c, user| {
@@ -74,7 +79,13 @@ pub fn disable_user(pool: &Pool, target: Target, actor: &Actor) -> Result<Change
 
 /// Finds the user, applies `apply`, ends their sessions and writes the audit row, in one
 /// transaction.
-fn change<F>(pool: &Pool, target: Target, actor: &Actor, action: &str, apply: F) -> Result<Changed, ChangeError>
+fn change<F>(
+    pool: &Pool,
+    target: Target,
+    actor: &Actor,
+    action: &str,
+    apply: F,
+) -> Result<Changed, ChangeError>
 where
     F: FnOnce(&mut dyn ChangeConn, &User) -> diesel::QueryResult<()>,
 {

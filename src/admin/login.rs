@@ -74,7 +74,12 @@ async fn submit(state: web::Data<AppState>, req: HttpRequest, form: web::Form<Lo
     let policy = CookiePolicy::of(&state.config);
     let expected = req.cookie(policy.login_csrf_name()).map(|c| c.value().to_string()).unwrap_or_default();
     if expected.is_empty() || !constant_time_eq(expected.as_bytes(), form.csrf.as_bytes()) {
-        return page(&state, StatusCode::FORBIDDEN, &form.email, Some("The form expired; please sign in again."));
+        return page(
+            &state,
+            StatusCode::FORBIDDEN,
+            &form.email,
+            Some("The form expired; please sign in again."),
+        );
     }
     let client = state.proxies.client_of(&req);
     let who = client.map(|c| c.to_string()).unwrap_or_default();

@@ -197,7 +197,12 @@ impl LoginThrottle {
         let lines = [
             ("login_verifications_total", "counter", "Password verifications run.", &self.verifications),
             ("login_verifications_peak", "gauge", "Most verifications running at once.", &self.peak),
-            ("login_delayed_total", "counter", "Sign-ins refused to wait (per email or client).", &self.delayed),
+            (
+                "login_delayed_total",
+                "counter",
+                "Sign-ins refused to wait (per email or client).",
+                &self.delayed,
+            ),
             ("login_busy_total", "counter", "Sign-ins refused: every verification slot busy.", &self.busy),
         ];
         for (name, kind, help, value) in lines {

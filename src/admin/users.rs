@@ -40,9 +40,10 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Flash
     }
     let pool = state.pool.clone();
     match blocking(move || with_conn!(&pool, |c| c.list_users().map_err(DbError::from))).await {
-        Ok(users) => {
-            html(StatusCode::OK, &UsersPage { chrome: Chrome::new(&user, "users", q.flash.as_deref()), users })
-        }
+        Ok(users) => html(
+            StatusCode::OK,
+            &UsersPage { chrome: Chrome::new(&user, "users", q.flash.as_deref()), users },
+        ),
         Err(e) => db_failure(e),
     }
 }
@@ -84,14 +85,17 @@ async fn set_password(
 ) -> HttpResponse {
     let AdminAction { user, form } = action;
     let pool = state.pool.clone();
-    let changed = web::block(move || {
-        lifecycle::set_password(&pool, Target::Id(&id), &form.password, &actor(&user))
-    })
-    .await;
+    let changed =
+        web::block(move || lifecycle::set_password(&pool, Target::Id(&id), &form.password, &actor(&user)))
+            .await;
     after_change(changed, "Password set")
 }
 
-async fn disable(state: web::Data<AppState>, id: web::Path<String>, action: AdminAction<PlainForm>) -> HttpResponse {
+async fn disable(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    action: AdminAction<PlainForm>,
+) -> HttpResponse {
     let user = action.user;
     let pool = state.pool.clone();
     let changed = web::block(move || lifecycle::disable_user(&pool, Target::Id(&id), &actor(&user))).await;
@@ -103,7 +107,9 @@ fn after_change(
     what: &str,
 ) -> HttpResponse {
     match changed {
-        Ok(Ok(c)) => done("/admin/users", &format!("{what}: {}; {} session(s) ended.", c.email, c.sessions_ended)),
+        Ok(Ok(c)) => {
+            done("/admin/users", &format!("{what}: {}; {} session(s) ended.", c.email, c.sessions_ended))
+        }
         Ok(Err(ChangeError::Invalid(msg))) => super::refused(&msg),
         Ok(Err(ChangeError::NoSuchUser(_))) => HttpResponse::NotFound().finish(),
         Ok(Err(ChangeError::Db(e))) => db_failure(e),
@@ -120,8 +126,11 @@ struct OwnPasswordPage<'a> {
 }
 
 fn own_page(user: &SessionUser, status: StatusCode, error: Option<&str>) -> HttpResponse {
-    let page =
-        OwnPasswordPage { chrome: Chrome::new(user, "password", None), required: user.must_change_password, error };
+    let page = OwnPasswordPage {
+        chrome: Chrome::new(user, "password", None),
+        required: user.must_change_password,
+        error,
+    };
     html(status, &page)
 }
 
@@ -157,7 +166,11 @@ async fn own_change(
         return Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some("The two new passwords differ.")));
     }
     if form.password == form.current {
-        return Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some("Choose a password you have not used.")));
+        return Ok(own_page(
+            &user,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("Choose a password you have not used."),
+        ));
     }
     let throttle = &state.login_throttle;
     let attempt = match throttle.begin(state.proxies.client_of(&req), &user.email) {

@@ -2,8 +2,8 @@
 
 use actix_web::error::PayloadError;
 use actix_web::http::header::{HeaderMap, CONTENT_LENGTH, CONTENT_TYPE};
-use actix_web::HttpRequest;
 use actix_web::web::{Bytes, BytesMut, Payload};
+use actix_web::HttpRequest;
 use futures_util::StreamExt;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;

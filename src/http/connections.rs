@@ -91,4 +91,3 @@ impl Stream for BodyDeadline {
         Poll::Pending
     }
 }
-

@@ -81,7 +81,9 @@ impl Application {
             limiter: RateLimiter::new(config.server.rate_limit),
             proxies: TrustedProxies::parse(&config.server.trusted_proxies).map_err(anyhow::Error::msg)?,
             login_throttle: Default::default(),
-            metrics_cache: MetricsCache::new(std::time::Duration::from_millis(config.server.metrics_cache_ms)),
+            metrics_cache: MetricsCache::new(std::time::Duration::from_millis(
+                config.server.metrics_cache_ms,
+            )),
             config,
             pool,
         });

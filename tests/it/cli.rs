@@ -138,6 +138,10 @@ fn the_first_start_creates_one_admin_with_a_one_time_password() {
     let (_, user) = login(&password).expect("the written password signs in");
     assert!(user.must_change_password, "the first sign-in must choose a new password");
     assert!(login("wrong password!").is_none());
-    assert_eq!(onceform::admin::accounts::bootstrap(&pool, &file).unwrap(), None, "only when there is no account");
+    assert_eq!(
+        onceform::admin::accounts::bootstrap(&pool, &file).unwrap(),
+        None,
+        "only when there is no account"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

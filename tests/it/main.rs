@@ -12,6 +12,7 @@ mod concurrency;
 mod connections;
 mod delivery;
 mod duplicates;
+mod headers;
 mod html;
 mod limits;
 mod malformed;

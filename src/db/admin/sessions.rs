@@ -78,19 +78,30 @@ macro_rules! impl_sessions {
                 diesel::delete(sessions::table.filter(sessions::user_id.eq(user_id))).execute(self)
             }
 
-            fn set_password_hash(&mut self, user_id: &str, hash: &str, must_change: bool) -> QueryResult<usize> {
+            fn set_password_hash(
+                &mut self,
+                user_id: &str,
+                hash: &str,
+                must_change: bool,
+            ) -> QueryResult<usize> {
                 diesel::update(users::table.filter(users::id.eq(user_id)))
                     .set((users::password_hash.eq(hash), users::must_change_password.eq(must_change)))
                     .execute(self)
             }
 
             fn disable_user(&mut self, user_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
-                diesel::update(users::table.filter(users::id.eq(user_id)).filter(users::disabled_at.is_null()))
-                    .set(users::disabled_at.eq(now))
-                    .execute(self)
+                diesel::update(
+                    users::table.filter(users::id.eq(user_id)).filter(users::disabled_at.is_null()),
+                )
+                .set(users::disabled_at.eq(now))
+                .execute(self)
             }
 
-            fn sweep_sessions(&mut self, now: NaiveDateTime, idle_since: NaiveDateTime) -> QueryResult<usize> {
+            fn sweep_sessions(
+                &mut self,
+                now: NaiveDateTime,
+                idle_since: NaiveDateTime,
+            ) -> QueryResult<usize> {
                 diesel::delete(
                     sessions::table.filter(
                         sessions::expires_at
