@@ -15,6 +15,7 @@ mod duplicates;
 mod headers;
 mod html;
 mod limits;
+mod login_throttle;
 mod malformed;
 mod process_exit;
 mod submit;
