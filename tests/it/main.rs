@@ -18,6 +18,7 @@ mod limits;
 mod login_throttle;
 mod malformed;
 mod process_exit;
+mod sessions;
 mod submit;
 mod unavailable;
 mod workers;
