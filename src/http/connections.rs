@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::error::PayloadError;
+use actix_web::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use actix_web::http::KeepAlive;
 use actix_web::web::Bytes;
 use actix_web::HttpMessage;
@@ -53,8 +54,15 @@ impl ConnectionLimits {
 /// The I/O error kind a body cut by its deadline ends with (see [`is_deadline`]).
 const DEADLINE_KIND: std::io::ErrorKind = std::io::ErrorKind::TimedOut;
 
-/// Wraps the request's body so that reading it fails once `deadline` has passed.
+/// Wraps the request's body so that reading it fails once `deadline` has passed. A request
+/// that declares no body (most GETs) is left as it is: no timer to arm.
 pub fn with_body_deadline(mut req: ServiceRequest, deadline: Duration) -> ServiceRequest {
+    let headers = req.headers();
+    let declares_body = headers.contains_key(TRANSFER_ENCODING)
+        || headers.get(CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0");
+    if !declares_body {
+        return req;
+    }
     let inner = req.take_payload();
     let stream: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> =
         Box::pin(BodyDeadline { inner, timer: Box::pin(sleep(deadline)), expired: false });
