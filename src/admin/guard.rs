@@ -49,6 +49,8 @@ pub enum AuthError {
     Csrf,
     #[error("the form could not be read")]
     BadForm,
+    #[error("the form did not arrive in time")]
+    Timeout,
     #[error("the database is unavailable")]
     Unavailable,
 }
@@ -59,6 +61,7 @@ impl ResponseError for AuthError {
             AuthError::SignIn | AuthError::NewPassword => StatusCode::SEE_OTHER,
             AuthError::Forbidden | AuthError::Csrf => StatusCode::FORBIDDEN,
             AuthError::BadForm => StatusCode::BAD_REQUEST,
+            AuthError::Timeout => StatusCode::REQUEST_TIMEOUT,
             AuthError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -149,7 +152,13 @@ impl<T: DeserializeOwned + CsrfForm + 'static> FromRequest for AdminAction<T> {
         let form = web::Form::<T>::from_request(req, payload);
         Box::pin(async move {
             let user = user.await?;
-            let form = form.await.map_err(|_| AuthError::BadForm)?.into_inner();
+            let form = form
+                .await
+                .map_err(|e| match e.as_response_error().status_code() {
+                    StatusCode::REQUEST_TIMEOUT => AuthError::Timeout,
+                    _ => AuthError::BadForm,
+                })?
+                .into_inner();
             authorize(&user, form.csrf())?;
             Ok(AdminAction { user, form })
         })

@@ -97,6 +97,9 @@ async fn disable(
     action: AdminAction<PlainForm>,
 ) -> HttpResponse {
     let user = action.user;
+    if *id == user.id {
+        return super::refused("You cannot disable your own account; ask another admin.");
+    }
     let pool = state.pool.clone();
     let changed = web::block(move || lifecycle::disable_user(&pool, Target::Id(&id), &actor(&user))).await;
     after_change(changed, "User disabled")

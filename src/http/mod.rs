@@ -90,6 +90,7 @@ impl Application {
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .app_data(connections::form_config())
                 .wrap_fn(move |req, srv| {
                     srv.call(with_body_deadline(req, limits.body)).map(move |res| {
                         res.map(|mut r| {

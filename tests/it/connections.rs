@@ -27,7 +27,12 @@ async fn read_answer(stream: &mut tokio::net::tcp::OwnedReadHalf, limit: Duratio
         match tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) => break,
             Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
-            Err(_) if got.windows(4).any(|w| w == b"\r\n\r\n") && got.ends_with(b"}") => break,
+            Err(_)
+                if got.windows(4).any(|w| w == b"\r\n\r\n")
+                    && (got.ends_with(b"}") || got.ends_with(b".")) =>
+            {
+                break
+            }
             Err(_) => {}
         }
     }
@@ -60,6 +65,31 @@ async fn a_body_sent_one_byte_a_second_is_cut_at_the_deadline_with_408() {
     let problem: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
     assert_eq!(problem["type"].as_str().unwrap().rsplit('/').next(), Some("request-timeout"));
     assert_eq!(app.stats().await.submissions, 0, "nothing stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_sign_in_form_is_cut_at_the_deadline_too() {
+    let app = spawn_app_with(Backend::Sqlite, |c| c.server.body_timeout_ms = 1_000).await;
+    let stream = TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let body = b"csrf=x&email=boss%40example.com&password=trickled".to_vec();
+    let head = format!(
+        "POST /admin/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    write.write_all(head.as_bytes()).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        for byte in body {
+            if write.write_all(&[byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    let answer = read_answer(&mut read, Duration::from_secs(20)).await;
+    trickle.abort();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
