@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::admin::accounts::{self, Role};
+use crate::admin::lifecycle;
 use crate::config::Config;
 use crate::db::Pool;
 use crate::effects::Registry;
@@ -20,6 +21,10 @@ pub const USAGE: &str =
   worker        side-effect workers only
   admin create-user --email E [--role admin|viewer] [--password-env VAR]
                 an admin account; the password is read from stdin unless VAR names it
+  admin set-password --email E [--password-env VAR]
+                a new password (stdin unless VAR names it); ends all of E's sessions
+  admin disable-user --email E
+                no more sign-ins for E; ends all of E's sessions
   migrate       apply pending database migrations and exit
   check-config  validate the configuration and exit
 
@@ -35,6 +40,8 @@ pub enum Command {
     Migrate,
     CheckConfig,
     CreateUser { email: String, role: Role, password_env: Option<String> },
+    SetPassword { email: String, password_env: Option<String> },
+    DisableUser { email: String },
     Help,
     Version,
 }
@@ -96,26 +103,48 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
     Ok(Args { command: command.unwrap_or(Command::Serve), config })
 }
 
-/// `admin create-user --email E [--role R] [--password-env VAR]`.
+/// `admin create-user --email E [--role R] [--password-env VAR]`,
+/// `admin set-password --email E [--password-env VAR]`, `admin disable-user --email E`.
 fn parse_admin(args: &mut impl Iterator<Item = String>) -> Result<Command, Exit> {
-    match args.next().as_deref() {
-        Some("create-user") => {}
-        other => return Err(Exit::usage(format!("unknown admin command `{}`", other.unwrap_or("")))),
-    }
+    let sub = args.next().unwrap_or_default();
+    let flags: &[&str] = match sub.as_str() {
+        "create-user" => &["--email", "--role", "--password-env"],
+        "set-password" => &["--email", "--password-env"],
+        "disable-user" => &["--email"],
+        other => return Err(Exit::usage(format!("unknown admin command `{other}`"))),
+    };
     let (mut email, mut role, mut password_env) = (None, Role::Admin, None);
     while let Some(flag) = args.next() {
+        if !flags.contains(&flag.as_str()) {
+            return Err(Exit::usage(format!("unknown flag `{flag}` for admin {sub}")));
+        }
         let value = args.next().ok_or_else(|| Exit::usage(format!("{flag} needs a value")))?;
         match flag.as_str() {
             "--email" => email = Some(value),
             "--role" => {
                 role = Role::parse(&value).ok_or_else(|| Exit::usage(format!("unknown role `{value}`")))?
             }
-            "--password-env" => password_env = Some(value),
-            other => return Err(Exit::usage(format!("unknown flag `{other}`"))),
+            _ => password_env = Some(value),
         }
     }
-    let email = email.ok_or_else(|| Exit::usage("admin create-user needs --email".into()))?;
-    Ok(Command::CreateUser { email, role, password_env })
+    let email = email.ok_or_else(|| Exit::usage(format!("admin {sub} needs --email")))?;
+    Ok(match sub.as_str() {
+        "create-user" => Command::CreateUser { email, role, password_env },
+        "set-password" => Command::SetPassword { email, password_env },
+        _ => Command::DisableUser { email },
+    })
+}
+
+/// The password from `$VAR`, else one line of stdin.
+fn read_password(password_env: Option<&str>) -> Result<String, Exit> {
+    match password_env {
+        Some(var) => std::env::var(var).map_err(|_| Exit::failure(format!("{var} is not set"))),
+        None => {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map_err(Exit::failure)?;
+            Ok(line.trim_end_matches(['\r', '\n']).to_string())
+        }
+    }
 }
 
 /// Runs a parsed command to completion.
@@ -143,17 +172,29 @@ pub fn run(args: Args) -> Result<(), Exit> {
         }
         Command::CreateUser { ref email, role, ref password_env } => {
             let config = load(&args)?;
-            let password = match password_env {
-                Some(var) => std::env::var(var).map_err(|_| Exit::failure(format!("{var} is not set")))?,
-                None => {
-                    let mut line = String::new();
-                    std::io::stdin().read_line(&mut line).map_err(Exit::failure)?;
-                    line.trim_end_matches(['\r', '\n']).to_string()
-                }
-            };
+            let password = read_password(password_env.as_deref())?;
             let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
             accounts::create_user(&pool, email, &password, role).map_err(Exit::failure)?;
             println!("created {} user {}", role.as_str(), email.trim().to_lowercase());
+            Ok(())
+        }
+        Command::SetPassword { ref email, ref password_env } => {
+            let config = load(&args)?;
+            let password = read_password(password_env.as_deref())?;
+            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+            let target = lifecycle::Target::Email(email);
+            let done = lifecycle::set_password(&pool, target, &password, &lifecycle::Actor::CommandLine)
+                .map_err(Exit::failure)?;
+            println!("password set for {}; {} session(s) ended", done.email, done.sessions_ended);
+            Ok(())
+        }
+        Command::DisableUser { ref email } => {
+            let config = load(&args)?;
+            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+            let target = lifecycle::Target::Email(email);
+            let done = lifecycle::disable_user(&pool, target, &lifecycle::Actor::CommandLine)
+                .map_err(Exit::failure)?;
+            println!("disabled {}; {} session(s) ended", done.email, done.sessions_ended);
             Ok(())
         }
         Command::Serve => serve(load(&args)?),
@@ -173,7 +214,8 @@ fn serve(config: Config) -> Result<(), Exit> {
         true => Some(spawn_worker(&config, &pool, stopped)?),
         false => None,
     };
-    let first_admin = accounts::bootstrap(&pool).map_err(Exit::failure)?;
+    let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
+    let first_admin = accounts::bootstrap(&pool, &password_file).map_err(Exit::failure)?;
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
         let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
@@ -184,11 +226,12 @@ fn serve(config: Config) -> Result<(), Exit> {
         if let Some(form) = config.forms.keys().next() {
             let _ = writeln!(out, "open {base}/f/{form} for the {form} form, {base}/admin for the admin");
         }
-        if let Some(password) = first_admin {
+        if let Some(path) = first_admin {
             let _ = writeln!(
                 out,
-                "no admin account existed: created admin@localhost with the password {password}, shown only now \
-                 (create your own with `onceform admin create-user --email you@example.com`)"
+                "no admin account existed: created admin@localhost; its password is in {} (readable by \
+                 this user only); the first sign-in asks for a new one",
+                path.display()
             );
         }
         let _ = out.flush();

@@ -1,11 +1,6 @@
 //! Admin accounts: argon2id password hashes, sessions (only a hash of the cookie's token is
 //! stored), login throttling, and the first-run bootstrap.
 
-use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
@@ -17,7 +12,15 @@ use crate::deliveries::now;
 use crate::domain::digest;
 use crate::with_conn;
 
+/// A session ends this long after sign-in, however busy.
 pub const SESSION_HOURS: i64 = 12;
+/// … and this long after its last request (sliding).
+pub const SESSION_IDLE_MINUTES: i64 = 30;
+
+/// An email as sign-in, account creation and the throttle all see it.
+pub fn normalise_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -61,20 +64,37 @@ pub fn random_token() -> String {
     format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple())
 }
 
-pub fn create_user(pool: &Pool, email: &str, password: &str, role: Role) -> anyhow::Result<()> {
-    let email = email.trim().to_lowercase();
-    if !validator::ValidateEmail::validate_email(&email) {
-        anyhow::bail!("`{email}` is not an email address");
-    }
+/// The rule every new password meets.
+pub fn check_password(password: &str) -> anyhow::Result<()> {
     if password.chars().count() < 12 {
         anyhow::bail!("the password needs at least 12 characters");
     }
+    Ok(())
+}
+
+pub fn create_user(pool: &Pool, email: &str, password: &str, role: Role) -> anyhow::Result<()> {
+    create_user_with(pool, email, password, role, false)
+}
+
+fn create_user_with(
+    pool: &Pool,
+    email: &str,
+    password: &str,
+    role: Role,
+    must_change_password: bool,
+) -> anyhow::Result<()> {
+    let email = normalise_email(email);
+    if !validator::ValidateEmail::validate_email(&email) {
+        anyhow::bail!("`{email}` is not an email address");
+    }
+    check_password(password)?;
     let user = NewUser {
         id: Uuid::now_v7().to_string(),
         email: email.clone(),
         password_hash: hash_password(password)?,
         role: role.as_str().into(),
         created_at: now(),
+        must_change_password,
     };
     with_conn!(pool, |c| c.insert_user(&user).map_err(DbError::from)).map_err(|e| match e {
         DbError::Query(diesel::result::Error::DatabaseError(
@@ -87,91 +107,69 @@ pub fn create_user(pool: &Pool, email: &str, password: &str, role: Role) -> anyh
     })
 }
 
-/// On a first start with no account, creates `admin@localhost` and returns its generated password.
-pub fn bootstrap(pool: &Pool) -> anyhow::Result<Option<String>> {
+/// On a first start with no account, creates `admin@localhost` with a generated password
+/// that must be changed at its first sign-in, writes the password to `password_file`
+/// (readable by the owner only) and returns that path. The password itself is never printed.
+pub fn bootstrap(pool: &Pool, password_file: &std::path::Path) -> anyhow::Result<Option<std::path::PathBuf>> {
     if with_conn!(pool, |c| c.count_users().map_err(DbError::from))? > 0 {
         return Ok(None);
     }
     let password = random_token()[..24].to_string();
-    match create_user(pool, "admin@localhost", &password, Role::Admin) {
-        Ok(()) => Ok(Some(password)),
+    match create_user_with(pool, "admin@localhost", &password, Role::Admin, true) {
+        Ok(()) => {}
         // Another process created it at the same moment.
-        Err(e) if e.to_string().contains("exists already") => Ok(None),
-        Err(e) => Err(e),
+        Err(e) if e.to_string().contains("exists already") => return Ok(None),
+        Err(e) => return Err(e),
     }
+    super::lifecycle::write_owner_only(password_file, &format!("admin@localhost\n{password}\n"))?;
+    Ok(Some(password_file.to_path_buf()))
 }
 
-/// Checks a login; on success returns (session token for the cookie, user).
-pub fn login(pool: &Pool, email: &str, password: &str) -> Result<Option<(String, User)>, DbError> {
-    let email = email.trim().to_lowercase();
+/// Checks a login (one verification, counted by `throttle`); on success returns (session
+/// token for the cookie, user). A disabled user never signs in.
+pub fn login(
+    pool: &Pool,
+    throttle: &LoginThrottle,
+    email: &str,
+    password: &str,
+) -> Result<Option<(String, User)>, DbError> {
+    let email = normalise_email(email);
     let user = with_conn!(pool, |c| c.user_by_email(&email).map_err(DbError::from))?;
     // Verify against a fixed hash when the user is unknown, so timing does not tell.
     let hash = user.as_ref().map(|u| u.password_hash.clone()).unwrap_or_else(|| DUMMY_HASH.to_string());
-    if !verify_password(password, &hash) {
+    if !throttle.verify(password, &hash) {
         return Ok(None);
     }
-    let Some(user) = user else { return Ok(None) };
+    let Some(user) = user.filter(|u| u.disabled_at.is_none()) else { return Ok(None) };
+    let token = start_session(pool, &user.id)?;
+    Ok(Some((token, user)))
+}
+
+/// A new session for `user_id`; returns the cookie's token.
+pub fn start_session(pool: &Pool, user_id: &str) -> Result<String, DbError> {
     let token = random_token();
+    let session = new_session(&token, user_id);
+    with_conn!(pool, |c| c.write_tx(|c| c.insert_session(&session).map_err(DbError::from)))?;
+    Ok(token)
+}
+
+pub fn new_session(token: &str, user_id: &str) -> NewSession {
     let t = now();
-    let session = NewSession {
-        token_hash: digest(&token),
-        user_id: user.id.clone(),
+    NewSession {
+        token_hash: digest(token),
+        user_id: user_id.to_string(),
         csrf_token: random_token(),
         created_at: t,
         expires_at: t + chrono::Duration::hours(SESSION_HOURS),
-    };
-    with_conn!(pool, |c| c.write_tx(|c| c.insert_session(&session).map_err(DbError::from)))?;
-    Ok(Some((token, user)))
+        last_seen_at: Some(t),
+    }
 }
 
 /// argon2id of a random string nobody knows.
 const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Q2p0w1y8uKzT3n2c9m7kq8b0yX4VQ1c2H6xq9Zr1T0E";
 
-/// Failed logins per client and per email: after `LIMIT` within `WINDOW`, wait.
-#[derive(Default)]
-pub struct LoginThrottle {
-    failures: Mutex<HashMap<String, Vec<Instant>>>,
-}
-
-const LIMIT: usize = 5;
-const WINDOW: Duration = Duration::from_secs(15 * 60);
-
-impl LoginThrottle {
-    fn keys(ip: Option<IpAddr>, email: &str) -> [String; 2] {
-        [
-            format!("ip:{}", ip.map(|i| i.to_string()).unwrap_or_default()),
-            format!("email:{}", digest(&email.to_lowercase())),
-        ]
-    }
-
-    /// `Err(seconds)` while either the client or the email is over the limit.
-    pub fn check(&self, ip: Option<IpAddr>, email: &str) -> Result<(), u64> {
-        let Ok(mut map) = self.failures.lock() else { return Ok(()) };
-        let now = Instant::now();
-        let mut wait = 0;
-        for key in Self::keys(ip, email) {
-            let list = map.entry(key).or_default();
-            list.retain(|t| now.duration_since(*t) < WINDOW);
-            if list.len() >= LIMIT {
-                wait = wait.max((WINDOW - now.duration_since(list[0])).as_secs().max(1));
-            }
-        }
-        if wait > 0 {
-            Err(wait)
-        } else {
-            Ok(())
-        }
-    }
-
-    pub fn failed(&self, ip: Option<IpAddr>, email: &str) {
-        if let Ok(mut map) = self.failures.lock() {
-            for key in Self::keys(ip, email) {
-                map.entry(key).or_default().push(Instant::now());
-            }
-        }
-    }
-}
+pub use super::throttle::LoginThrottle;
 
 #[cfg(test)]
 mod tests {
@@ -184,18 +182,5 @@ mod tests {
         assert!(verify_password("correct horse battery", &h));
         assert!(!verify_password("wrong", &h));
         assert!(!verify_password("anything", DUMMY_HASH));
-    }
-
-    #[test]
-    fn throttles_after_five_failures() {
-        let t = LoginThrottle::default();
-        let ip = Some([10, 0, 0, 1].into());
-        for _ in 0..5 {
-            assert!(t.check(ip, "a@b.c").is_ok());
-            t.failed(ip, "a@b.c");
-        }
-        assert!(t.check(ip, "a@b.c").is_err());
-        assert!(t.check(Some([10, 0, 0, 2].into()), "A@b.c").is_err(), "per email too");
-        assert!(t.check(Some([10, 0, 0, 2].into()), "x@b.c").is_ok());
     }
 }

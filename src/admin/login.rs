@@ -1,20 +1,18 @@
 //! Signing in and out. The login form has its own CSRF token (a cookie and a hidden field).
 
-use actix_web::cookie::{Cookie, SameSite};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
 use super::accounts::{login, random_token};
-use super::guard::{constant_time_eq, AuthError, CsrfForm, SessionUser, SESSION_COOKIE};
+use super::cookies::CookiePolicy;
+use super::guard::{constant_time_eq, AuthError, CsrfForm, SessionUser};
 use crate::db::admin::accounts::AccountStore;
 use crate::db::DbError;
 use crate::http::pages::html;
 use crate::http::AppState;
 use crate::with_conn;
-
-const LOGIN_CSRF_COOKIE: &str = "onceform_login_csrf";
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/login", web::get().to(show))
@@ -52,64 +50,82 @@ impl CsrfForm for LogoutForm {
     }
 }
 
-fn cookie<'a>(req: &HttpRequest, name: &'a str, value: String) -> Cookie<'a> {
-    let secure = req.connection_info().scheme() == "https";
-    Cookie::build(name, value)
-        .path("/admin")
-        .http_only(true)
-        .same_site(SameSite::Strict)
-        .secure(secure)
-        .finish()
-}
-
-fn page(req: &HttpRequest, status: StatusCode, email: &str, error: Option<&str>) -> HttpResponse {
+fn page(state: &AppState, status: StatusCode, email: &str, error: Option<&str>) -> HttpResponse {
+    let policy = CookiePolicy::of(&state.config);
     let csrf = random_token();
     let mut resp = html(status, &LoginPage { csrf: &csrf, email, error });
-    let _ = resp.add_cookie(&cookie(req, LOGIN_CSRF_COOKIE, csrf));
+    let _ = resp.add_cookie(&policy.build(policy.login_csrf_name(), csrf));
     resp
 }
 
-async fn show(req: HttpRequest) -> HttpResponse {
-    page(&req, StatusCode::OK, "", None)
+async fn show(state: web::Data<AppState>) -> HttpResponse {
+    page(&state, StatusCode::OK, "", None)
+}
+
+/// 429 with `Retry-After` and the login form again.
+fn wait(state: &AppState, email: &str, seconds: u64, msg: &str) -> HttpResponse {
+    let mut resp = page(state, StatusCode::TOO_MANY_REQUESTS, email, Some(msg));
+    resp.headers_mut().insert(actix_web::http::header::RETRY_AFTER, seconds.into());
+    resp
 }
 
 async fn submit(state: web::Data<AppState>, req: HttpRequest, form: web::Form<LoginForm>) -> HttpResponse {
     let form = form.into_inner();
-    let expected = req.cookie(LOGIN_CSRF_COOKIE).map(|c| c.value().to_string()).unwrap_or_default();
+    let policy = CookiePolicy::of(&state.config);
+    let expected = req.cookie(policy.login_csrf_name()).map(|c| c.value().to_string()).unwrap_or_default();
     if expected.is_empty() || !constant_time_eq(expected.as_bytes(), form.csrf.as_bytes()) {
         return page(
-            &req,
+            &state,
             StatusCode::FORBIDDEN,
             &form.email,
             Some("The form expired; please sign in again."),
         );
     }
-    let ip = state.proxies.client_of(&req);
-    if let Err(seconds) = state.login_throttle.check(ip, &form.email) {
-        let msg = format!("Too many failed sign-ins; try again in {} minutes.", seconds.div_ceil(60));
-        let mut resp = page(&req, StatusCode::TOO_MANY_REQUESTS, &form.email, Some(&msg));
-        resp.headers_mut().insert(actix_web::http::header::RETRY_AFTER, seconds.into());
-        return resp;
-    }
-    let pool = state.pool.clone();
-    let (email, password) = (form.email.clone(), form.password);
-    match web::block(move || login(&pool, &email, &password)).await {
+    let client = state.proxies.client_of(&req);
+    let who = client.map(|c| c.to_string()).unwrap_or_default();
+    // Counted before the password is checked: parallel guesses cannot all pass.
+    let attempt = match state.login_throttle.begin(client, &form.email) {
+        Ok(attempt) => attempt,
+        Err(seconds) => {
+            let email_digest = super::throttle::short_digest(&form.email);
+            tracing::warn!(client = %who, %email_digest, retry_after = seconds, "admin sign-in delayed");
+            let msg = format!("Too many failed sign-ins; try again in {seconds} s.");
+            return wait(&state, &form.email, seconds, &msg);
+        }
+    };
+    let Some(slot) = state.login_throttle.slot().await else {
+        state.login_throttle.release(attempt);
+        tracing::warn!(client = %who, "admin sign-in refused: every verification slot busy");
+        return wait(&state, &form.email, 1, "The server is busy; try again in a moment.");
+    };
+    let (email, password, app) = (form.email.clone(), form.password, state.clone());
+    let checked = web::block(move || {
+        let _slot = slot;
+        login(&app.pool, &app.login_throttle, &email, &password)
+    })
+    .await;
+    let email_digest = attempt.email_digest.clone();
+    match checked {
         Ok(Ok(Some((token, _user)))) => {
+            state.login_throttle.succeeded(attempt);
+            tracing::info!(client = %who, %email_digest, "admin sign-in succeeded");
             let mut resp = HttpResponse::SeeOther().insert_header(("Location", "/admin")).finish();
-            let _ = resp.add_cookie(&cookie(&req, SESSION_COOKIE, token));
+            let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
             resp
         }
         Ok(Ok(None)) => {
-            state.login_throttle.failed(ip, &form.email);
-            page(&req, StatusCode::UNAUTHORIZED, &form.email, Some("Wrong email or password."))
+            tracing::warn!(client = %who, %email_digest, "admin sign-in failed");
+            page(&state, StatusCode::UNAUTHORIZED, &form.email, Some("Wrong email or password."))
         }
-        _ => page(&req, StatusCode::SERVICE_UNAVAILABLE, &form.email, Some("The database is unavailable.")),
+        _ => {
+            state.login_throttle.release(attempt);
+            page(&state, StatusCode::SERVICE_UNAVAILABLE, &form.email, Some("The database is unavailable."))
+        }
     }
 }
 
 async fn logout(
     state: web::Data<AppState>,
-    req: HttpRequest,
     user: SessionUser,
     form: web::Form<LogoutForm>,
 ) -> Result<HttpResponse, AuthError> {
@@ -120,8 +136,7 @@ async fn logout(
     let hash = user.token_hash.clone();
     let _ = web::block(move || with_conn!(&pool, |c| c.delete_session(&hash).map_err(DbError::from))).await;
     let mut resp = HttpResponse::SeeOther().insert_header(("Location", "/admin/login")).finish();
-    let mut gone = cookie(&req, SESSION_COOKIE, String::new());
-    gone.make_removal();
-    let _ = resp.add_cookie(&gone);
+    let policy = CookiePolicy::of(&state.config);
+    let _ = resp.add_cookie(&policy.removal(policy.session_name()));
     Ok(resp)
 }

@@ -5,12 +5,16 @@ pub mod accounts;
 mod audit;
 mod audit_page;
 mod conflicts;
+pub mod cookies;
 mod dashboard;
 mod duplicates;
 mod effects;
 pub mod guard;
+pub mod lifecycle;
 mod login;
 mod submissions;
+pub mod throttle;
+mod users;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -53,6 +57,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     conflicts::routes(cfg);
     duplicates::routes(cfg);
     audit_page::routes(cfg);
+    users::routes(cfg);
 }
 
 /// What every admin page shows around its content.

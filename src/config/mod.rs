@@ -53,6 +53,32 @@ pub struct ServerConfig {
     /// for rate limits and sign-in throttling. Empty: the header is ignored.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
+    /// Connection deadlines and caps (applied in `src/http/connections.rs`).
+    #[serde(default = "default_body_timeout_ms")]
+    #[validate(range(min = 100, max = 600000))]
+    pub body_timeout_ms: u64,
+    #[serde(default = "default_head_timeout_ms")]
+    #[validate(range(min = 100, max = 600000))]
+    pub request_head_timeout_ms: u64,
+    #[serde(default = "default_keep_alive_seconds")]
+    #[validate(range(max = 3600))]
+    pub keep_alive_seconds: u64,
+    #[serde(default = "default_max_connections")]
+    #[validate(range(min = 1, max = 1000000))]
+    pub max_connections_per_worker: usize,
+    /// `Secure` cookies with the `__Host-` prefix, and HSTS; unset: on unless bound to loopback.
+    #[serde(default)]
+    pub secure_cookies: Option<bool>,
+    /// `ONCEFORM_METRICS_TOKEN`: `/metrics` then needs `Authorization: Bearer TOKEN`.
+    #[serde(default)]
+    pub metrics_token: Option<crate::http::MetricsToken>,
+    /// How old `/metrics`' database figures may be (they are counted at most this often).
+    #[serde(default = "default_metrics_cache_ms")]
+    #[validate(range(max = 300000))]
+    pub metrics_cache_ms: u64,
+    /// Where the first start writes the generated admin password (mode 0600).
+    #[serde(default = "default_initial_password_file")]
+    pub initial_password_file: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]
@@ -369,9 +395,22 @@ impl Config {
             self.server.trusted_proxies =
                 v.split(',').map(str::trim).filter(|e| !e.is_empty()).map(String::from).collect();
         }
+        if let Some(token) = env("ONCEFORM_METRICS_TOKEN").filter(|t| !t.is_empty()) {
+            self.server.metrics_token = Some(crate::http::MetricsToken::new(token));
+        }
         if let Some(v) = env("ONCEFORM_RATE_LIMIT") {
             self.server.rate_limit = !matches!(v.trim(), "off" | "0" | "false" | "no");
         }
+    }
+
+    /// `server.secure_cookies`, or on unless the server is bound to a loopback address.
+    pub fn secure_cookies(&self) -> bool {
+        self.server.secure_cookies.unwrap_or_else(|| {
+            let bind = &self.server.bind;
+            let loopback = bind.parse::<std::net::SocketAddr>().is_ok_and(|a| a.ip().is_loopback())
+                || bind.rsplit_once(':').is_some_and(|(host, _)| host == "localhost");
+            !loopback
+        })
     }
 
     pub fn form(&self, name: &str) -> Option<&FormConfig> {
@@ -397,6 +436,14 @@ impl Default for ServerConfig {
             http_workers: 0,
             replay_cache: default_replay_cache(),
             trusted_proxies: Vec::new(),
+            body_timeout_ms: default_body_timeout_ms(),
+            request_head_timeout_ms: default_head_timeout_ms(),
+            keep_alive_seconds: default_keep_alive_seconds(),
+            max_connections_per_worker: default_max_connections(),
+            secure_cookies: None,
+            metrics_token: None,
+            metrics_cache_ms: default_metrics_cache_ms(),
+            initial_password_file: default_initial_password_file(),
         }
     }
 }
@@ -454,6 +501,24 @@ fn yes() -> bool {
 }
 fn default_bind() -> String {
     "127.0.0.1:8080".into()
+}
+fn default_body_timeout_ms() -> u64 {
+    10_000
+}
+fn default_head_timeout_ms() -> u64 {
+    5_000
+}
+fn default_keep_alive_seconds() -> u64 {
+    5
+}
+fn default_max_connections() -> usize {
+    10_000
+}
+fn default_metrics_cache_ms() -> u64 {
+    5_000
+}
+fn default_initial_password_file() -> String {
+    "./data/initial-admin-password".into()
 }
 fn default_database_url() -> String {
     "sqlite://./data/onceform.db".into()

@@ -87,6 +87,8 @@ diesel::table! {
         password_hash -> Text,
         role -> Text,
         created_at -> Timestamp,
+        disabled_at -> Nullable<Timestamp>,
+        must_change_password -> Bool,
     }
 }
 
@@ -97,6 +99,7 @@ diesel::table! {
         csrf_token -> Text,
         created_at -> Timestamp,
         expires_at -> Timestamp,
+        last_seen_at -> Nullable<Timestamp>,
     }
 }
 

@@ -60,7 +60,7 @@ async fn submit_json(
     if !is_json(media_type(req.headers()).as_deref()) {
         return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json"));
     }
-    let bytes = read_limited(payload, form.max_body_bytes).await?;
+    let bytes = read_limited(req, payload, form.max_body_bytes).await?;
     let (body_key, raw) = parse_json(&bytes)?;
     *key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
     let outcome = accept_fields(state, form_name, Channel::Api, key.clone(), &raw).await?;

@@ -1,8 +1,9 @@
 //! Reading request bodies under a size limit and turning them into field pairs.
 
 use actix_web::error::PayloadError;
-use actix_web::http::header::{HeaderMap, CONTENT_TYPE};
+use actix_web::http::header::{HeaderMap, CONTENT_LENGTH, CONTENT_TYPE};
 use actix_web::web::{Bytes, BytesMut, Payload};
+use actix_web::HttpRequest;
 use futures_util::StreamExt;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
@@ -25,13 +26,20 @@ pub fn is_json(media_type: Option<&str>) -> bool {
 /// still sending, reads the answer instead of a reset connection.
 const DRAIN_LIMIT: usize = 1 << 20;
 
-/// Reads the whole body, refusing it once it passes `limit` bytes.
-pub async fn read_limited(mut payload: Payload, limit: usize) -> Result<Bytes, Problem> {
+/// Reads the whole body, refusing it once it passes `limit` bytes (at once when its
+/// `Content-Length` says so) or when it does not arrive within the body deadline
+/// (see [`super::connections`]).
+pub async fn read_limited(req: &HttpRequest, mut payload: Payload, limit: usize) -> Result<Bytes, Problem> {
+    if declared_length(req.headers()).is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
+    }
     let mut buf = BytesMut::new();
     let mut seen = 0usize;
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk
-            .map_err(|_| Problem::new(ProblemKind::MalformedBody, "the request body could not be read"))?;
+        let chunk = chunk.map_err(|e| match super::connections::is_deadline(&e) {
+            true => Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time"),
+            false => Problem::new(ProblemKind::MalformedBody, "the request body could not be read"),
+        })?;
         seen += chunk.len();
         if seen > limit + DRAIN_LIMIT {
             break;
@@ -44,6 +52,10 @@ pub async fn read_limited(mut payload: Payload, limit: usize) -> Result<Bytes, P
         return Err(too_large(limit));
     }
     Ok(buf.freeze())
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
 }
 
 pub fn too_large(limit: usize) -> Problem {

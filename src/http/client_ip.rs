@@ -55,6 +55,19 @@ impl TrustedProxies {
     }
 }
 
+/// The address a client's rate limits and sign-in throttling count against: an IPv4
+/// address as it is, an IPv6 address by its /64 (one subscriber usually holds a whole /64,
+/// so counting single addresses would give them 2^64 buckets).
+pub fn client_bucket(ip: IpAddr) -> IpAddr {
+    match canonical(ip) {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
 fn parse_entry(entry: &str) -> Result<IpNet, String> {
     let entry = entry.trim();
     entry
@@ -123,6 +136,19 @@ mod tests {
         );
         assert_eq!(trusted.client(ip("::ffff:127.0.0.1"), &chain), ip("198.51.100.9"), "IPv4-mapped peer");
         assert_eq!(trusted.client(peer, &forwarded(&["2001:db8::1"])), ip("2001:db8::1"));
+    }
+
+    #[test]
+    fn ipv6_clients_are_bucketed_by_64() {
+        assert_eq!(
+            client_bucket("2001:db8:1:2:aaaa::1".parse().unwrap()),
+            "2001:db8:1:2::".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            client_bucket("::ffff:192.0.2.1".parse().unwrap()),
+            "192.0.2.1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(client_bucket("192.0.2.1".parse().unwrap()), "192.0.2.1".parse::<IpAddr>().unwrap());
     }
 
     #[test]

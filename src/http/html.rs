@@ -93,10 +93,10 @@ async fn post_fields(
     check_rate(state, form_name, req)?;
     *raw = match media_type(req.headers()).as_deref() {
         Some("application/x-www-form-urlencoded") => {
-            parse_urlencoded(&read_limited(payload, form.max_body_bytes).await?)?
+            parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?
         }
         Some("multipart/form-data") => {
-            parse_multipart(req.headers(), read_limited(payload, form.max_body_bytes).await?).await?
+            parse_multipart(req.headers(), read_limited(req, payload, form.max_body_bytes).await?).await?
         }
         _ => {
             return Err(Problem::new(

@@ -4,11 +4,14 @@
 mod api;
 mod body;
 mod client_ip;
+mod connections;
 mod html;
+mod metrics_access;
 mod ops;
 pub(crate) mod pages;
 pub mod problem;
 mod rate_limit;
+mod security_headers;
 mod submit;
 
 use std::net::TcpListener;
@@ -23,7 +26,9 @@ use crate::accept::Acceptor;
 use crate::config::{Config, FormConfig};
 use crate::db::Pool;
 use crate::deliveries::DeliveryLog;
-pub use client_ip::TrustedProxies;
+pub use client_ip::{client_bucket, TrustedProxies};
+use connections::{with_body_deadline, ConnectionLimits};
+pub use metrics_access::{MetricsCache, MetricsToken};
 use problem::{Problem, ProblemKind};
 pub use rate_limit::RateLimiter;
 
@@ -36,6 +41,8 @@ pub struct AppState {
     /// Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
     pub proxies: TrustedProxies,
     pub login_throttle: crate::admin::accounts::LoginThrottle,
+    /// `/metrics`' database figures, refreshed at most every few seconds.
+    pub metrics_cache: MetricsCache,
 }
 
 impl AppState {
@@ -51,6 +58,7 @@ pub struct Application {
     port: u16,
     server: Server,
     deliveries: DeliveryLog,
+    pool: Pool,
 }
 
 impl Application {
@@ -63,19 +71,34 @@ impl Application {
             0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             n => n,
         };
+        let limits = ConnectionLimits::of(&config.server);
+        let secure = config.secure_cookies();
         let acceptor = Acceptor::start(config.clone(), pool.clone())?;
+        let pool_for_sweep = pool.clone();
         let deliveries = acceptor.deliveries().clone();
         let state = web::Data::new(AppState {
             acceptor,
             limiter: RateLimiter::new(config.server.rate_limit),
             proxies: TrustedProxies::parse(&config.server.trusted_proxies).map_err(anyhow::Error::msg)?,
             login_throttle: Default::default(),
+            metrics_cache: MetricsCache::new(std::time::Duration::from_millis(
+                config.server.metrics_cache_ms,
+            )),
             config,
             pool,
         });
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .app_data(connections::form_config())
+                .wrap_fn(move |req, srv| {
+                    srv.call(with_body_deadline(req, limits.body)).map(move |res| {
+                        res.map(|mut r| {
+                            security_headers::apply(r.headers_mut(), secure);
+                            r
+                        })
+                    })
+                })
                 .wrap_fn(|req, srv| {
                     let (method, path, started) =
                         (req.method().clone(), req.path().to_string(), Instant::now());
@@ -95,10 +118,15 @@ impl Application {
                 .default_service(web::to(not_found))
         })
         .workers(workers)
+        // Deadlines and caps on every connection: see `connections`.
+        .client_request_timeout(limits.request_head)
+        .client_disconnect_timeout(limits.disconnect)
+        .keep_alive(limits.keep_alive)
+        .max_connections(limits.max_connections_per_worker)
         .shutdown_timeout(10)
         .listen(listener)?
         .run();
-        Ok(Application { port, server, deliveries })
+        Ok(Application { port, server, deliveries, pool: pool_for_sweep })
     }
 
     pub fn port(&self) -> u16 {
@@ -112,8 +140,11 @@ impl Application {
 
     /// Serves until the process is told to stop (SIGINT/SIGTERM), then writes the queued
     /// delivery rows.
+    /// Expired admin sessions are swept meanwhile.
     pub async fn run(self) -> std::io::Result<()> {
+        let sweeper = tokio::spawn(crate::admin::lifecycle::sweep_periodically(self.pool.clone()));
         let served = self.server.await;
+        sweeper.abort();
         self.deliveries.flush().await;
         served
     }

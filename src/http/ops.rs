@@ -2,9 +2,10 @@
 
 use std::fmt::Write;
 
-use actix_web::{web, HttpResponse};
+use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
+use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::problem::Problem;
+use super::problem::{Problem, ProblemKind};
 use super::submit::db_problem;
 use super::AppState;
 use chrono::NaiveDateTime;
@@ -28,10 +29,16 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({"status": "ok"}))
 }
 
-/// Ready when the database takes a write.
+/// Ready when the database answers a read (`SELECT 1`; never SQLite's write lock, which a
+/// long write would hold and a probe must not queue behind).
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let pool = state.pool.clone();
-    match web::block(move || pool.ping()).await {
+    let read = move || {
+        with_conn!(&pool, |c| diesel::RunQueryDsl::execute(diesel::sql_query("SELECT 1"), c)
+            .map(|_| ())
+            .map_err(DbError::from))
+    };
+    match web::block(read).await {
         Ok(Ok(())) => {
             HttpResponse::Ok().json(serde_json::json!({"status": "ready", "database": state.pool.backend()}))
         }
@@ -43,21 +50,40 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+/// Prometheus text: the database figures at most `server.metrics_cache_ms` old, then this
+/// process's live counters.
+async fn metrics(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    if let Some(token) = &state.config.server.metrics_token {
+        if !token.admits(&req) {
+            let mut resp =
+                Problem::new(ProblemKind::Unauthorized, "send Authorization: Bearer <the metrics token>")
+                    .response();
+            resp.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return resp;
+        }
+    }
+    let figures = state.metrics_cache.get_or_refresh(|| database_figures(&state)).await;
+    match figures {
+        Ok(text) => {
+            let mut out = String::with_capacity(text.len() + 512);
+            out.push_str(&text);
+            state.login_throttle.render_metrics(&mut out);
+            HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
+        }
+        Err(problem) => problem.response(),
+    }
+}
+
+async fn database_figures(state: &AppState) -> Result<String, Problem> {
     let log = state.acceptor.deliveries();
     log.flush().await;
     let dropped = log.dropped();
     let pool = state.pool.clone();
     let read = move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?)));
     match web::block(read).await {
-        Ok(Ok((stats, queue))) => HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(render(
-            &stats,
-            &queue,
-            dropped,
-            now(),
-        )),
-        Ok(Err(e)) => db_problem(e).response(),
-        Err(_) => Problem::unavailable().response(),
+        Ok(Ok((stats, queue))) => Ok(render(&stats, &queue, dropped, now())),
+        Ok(Err(e)) => Err(db_problem(e)),
+        Err(_) => Err(Problem::unavailable()),
     }
 }
 

@@ -123,11 +123,8 @@ pub fn html(status: StatusCode, page: &impl Template) -> HttpResponse {
         Ok(body) => HttpResponse::build(status)
             .content_type("text/html; charset=utf-8")
             .insert_header(("Cache-Control", "no-store"))
-            // Nothing inline runs: visitor content that slipped through escaping could not either.
-            .insert_header((
-                "Content-Security-Policy",
-                "default-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
-            ))
+            // The Content-Security-Policy (nothing inline runs) is set for every response by
+            // `security_headers`.
             .body(body),
         Err(error) => {
             tracing::error!(%error, "template failed");

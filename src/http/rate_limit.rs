@@ -39,8 +39,8 @@ impl RateLimiter {
         if buckets.len() >= MAX_BUCKETS {
             buckets.retain(|_, b| refill(b, now, per_second, capacity) < capacity);
         }
-        let bucket =
-            buckets.entry((form.to_string(), client)).or_insert(Bucket { tokens: capacity, last: now });
+        let key = (form.to_string(), super::client_bucket(client));
+        let bucket = buckets.entry(key).or_insert(Bucket { tokens: capacity, last: now });
         let tokens = refill(bucket, now, per_second, capacity);
         if tokens >= 1.0 {
             *bucket = Bucket { tokens: tokens - 1.0, last: now };
@@ -69,6 +69,11 @@ mod tests {
         }
         assert_eq!(rl.check("contact", ip, limit), Err(20));
         assert_eq!(rl.check("other", ip, limit), Ok(()), "buckets are per form");
+        let v6 = |s: &str| s.parse::<IpAddr>().unwrap();
+        let one = RateLimitConfig { requests: 1, per_seconds: 60 };
+        assert_eq!(rl.check("contact", v6("2001:db8::1"), one), Ok(()));
+        assert!(rl.check("contact", v6("2001:db8::ffff:2"), one).is_err(), "one bucket per /64");
+        assert_eq!(rl.check("contact", v6("2001:db8:0:1::1"), one), Ok(()));
         assert!(RateLimiter::new(false)
             .check("contact", ip, RateLimitConfig { requests: 1, per_seconds: 60 })
             .is_ok());

@@ -73,3 +73,27 @@ async fn behind_a_trusted_proxy_the_forwarded_client_is_limited_not_the_proxy() 
     assert_eq!(post_from(&direct, "198.51.100.1").await, 201);
     assert_eq!(post_from(&direct, "198.51.100.2").await, 429, "the header is ignored: one peer, one bucket");
 }
+
+/// IPv6 clients are counted by /64: one subscriber cannot get a fresh bucket per address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipv6_clients_share_one_bucket_per_64() {
+    let app = spawn_app_with(Backend::Sqlite, |c| {
+        c.server.rate_limit = true;
+        c.server.trusted_proxies = vec!["127.0.0.0/8".into()];
+        let form = c.forms.get_mut("contact").unwrap();
+        form.rate_limit.requests = 1;
+        form.rate_limit.per_seconds = 60;
+    })
+    .await;
+    let post_from = |client: &'static str| {
+        app.client
+            .post(app.url("/api/forms/contact/submissions"))
+            .header("Idempotency-Key", new_key())
+            .header("X-Forwarded-For", client)
+            .json(&inquiry("From an IPv6 client"))
+            .send()
+    };
+    assert_eq!(post_from("2001:db8:1:2::1").await.unwrap().status(), 201);
+    assert_eq!(post_from("2001:db8:1:2:ffff:ffff:ffff:ffff").await.unwrap().status(), 429, "same /64");
+    assert_eq!(post_from("2001:db8:1:3::1").await.unwrap().status(), 201, "another /64");
+}

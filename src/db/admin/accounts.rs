@@ -13,6 +13,8 @@ pub struct NewUser {
     pub password_hash: String,
     pub role: String,
     pub created_at: NaiveDateTime,
+    /// The generated first-start password: the first sign-in must replace it.
+    pub must_change_password: bool,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -22,6 +24,8 @@ pub struct User {
     pub email: String,
     pub password_hash: String,
     pub role: String,
+    pub disabled_at: Option<NaiveDateTime>,
+    pub must_change_password: bool,
 }
 
 #[derive(Debug, Clone, Insertable)]
@@ -32,6 +36,7 @@ pub struct NewSession {
     pub csrf_token: String,
     pub created_at: NaiveDateTime,
     pub expires_at: NaiveDateTime,
+    pub last_seen_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Insertable, Queryable, Selectable)]

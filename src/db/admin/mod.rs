@@ -4,3 +4,4 @@ pub mod accounts;
 pub mod browse;
 pub mod effects;
 pub mod review;
+pub mod sessions;

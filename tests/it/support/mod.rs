@@ -130,6 +130,8 @@ pub fn test_config(db_url: &str) -> Config {
     config.server.bind = "127.0.0.1:0".into();
     config.server.rate_limit = false;
     config.server.http_workers = 2;
+    // Every scrape counts afresh (tests that check the cache set their own age).
+    config.server.metrics_cache_ms = 0;
     config
 }
 

@@ -1,0 +1,145 @@
+//! Deadlines and caps on connections: a slow body is cut with 408, an oversized
+//! `Content-Length` is refused before reading, idle connections do not crowd out real ones.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::{inquiry, new_key, spawn_app_with, Backend, TestApp};
+
+fn head(app: &TestApp, content_length: usize) -> String {
+    format!(
+        "POST /api/forms/contact/submissions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Idempotency-Key: {}\r\nContent-Length: {content_length}\r\n\r\n",
+        app.address.trim_start_matches("http://"),
+        new_key()
+    )
+}
+
+/// Reads what the server sends until it closes the connection or `limit` passes.
+async fn read_answer(stream: &mut tokio::net::tcp::OwnedReadHalf, limit: Duration) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        match tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_)
+                if got.windows(4).any(|w| w == b"\r\n\r\n")
+                    && (got.ends_with(b"}") || got.ends_with(b".")) =>
+            {
+                break
+            }
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_sent_one_byte_a_second_is_cut_at_the_deadline_with_408() {
+    let app = spawn_app_with(Backend::Sqlite, |c| c.server.body_timeout_ms = 2_000).await;
+    let stream = TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let body = serde_json::to_vec(&inquiry("Slowly, one byte at a time")).unwrap();
+    write.write_all(head(&app, body.len()).as_bytes()).await.unwrap();
+    let started = Instant::now();
+    // One byte per second: the whole body would take over a minute.
+    let trickle = tokio::spawn(async move {
+        for byte in body {
+            if write.write_all(&[byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    let answer = read_answer(&mut read, Duration::from_secs(30)).await;
+    let waited = started.elapsed();
+    trickle.abort();
+    println!("slow body answered after {waited:?}: {}", answer.lines().next().unwrap_or(""));
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(waited < Duration::from_secs(10), "cut at the 2 s deadline, not after the body: {waited:?}");
+    let problem: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(problem["type"].as_str().unwrap().rsplit('/').next(), Some("request-timeout"));
+    assert_eq!(app.stats().await.submissions, 0, "nothing stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_sign_in_form_is_cut_at_the_deadline_too() {
+    let app = spawn_app_with(Backend::Sqlite, |c| c.server.body_timeout_ms = 1_000).await;
+    let stream = TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let body = b"csrf=x&email=boss%40example.com&password=trickled".to_vec();
+    let head = format!(
+        "POST /admin/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    write.write_all(head.as_bytes()).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        for byte in body {
+            if write.write_all(&[byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    let answer = read_answer(&mut read, Duration::from_secs(20)).await;
+    trickle.abort();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_length_over_the_limit_is_413_before_any_body_is_sent() {
+    let app = spawn_app_with(Backend::Sqlite, |_| {}).await;
+    let stream = TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    write.write_all(head(&app, 50_000_000).as_bytes()).await.unwrap();
+    let answer = read_answer(&mut read, Duration::from_secs(20)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("payload-too-large"), "{answer}");
+}
+
+/// The soft limit on open files raised to the hard one (each idle connection costs this
+/// process two descriptors: the client's and the server's).
+fn raise_fd_limit(wanted: u64) {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < wanted {
+            lim.rlim_cur = lim.rlim_max.min(wanted.max(lim.rlim_cur));
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_idle_connections_do_not_stop_a_submission() {
+    raise_fd_limit(8_192);
+    // A long head deadline, so the idle connections stay open for the whole test.
+    let app = spawn_app_with(Backend::Sqlite, |c| c.server.request_head_timeout_ms = 120_000).await;
+    let addr = app.address.trim_start_matches("http://").to_string();
+    let mut idle = Vec::with_capacity(2_000);
+    for i in 0..2_000 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        if i % 2 == 0 {
+            // Half of them start a request head and never finish it.
+            s.write_all(b"POST /api/forms/contact/submissions HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+        }
+        idle.push(s);
+    }
+    let resp = app.submit(&new_key(), &inquiry("Sent while 2,000 connections sit idle")).await;
+    assert_eq!(resp.status(), 201);
+    assert_eq!(app.client.get(app.url("/healthz")).send().await.unwrap().status(), 200);
+    // The idle ones are still open (the submission was not served by closing them).
+    let mut probe = [0u8; 1];
+    let still_open = idle
+        .iter()
+        .filter(|s| matches!(s.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock))
+        .count();
+    println!("idle connections still open after the submission: {still_open} of {}", idle.len());
+    assert!(still_open >= 1_900, "{still_open}");
+    assert_eq!(app.stats().await.submissions, 1);
+}
