@@ -97,6 +97,8 @@ fn normalise_value(kind: FieldType, raw: &str) -> String {
     let nfc: String = raw.nfc().collect();
     match kind {
         FieldType::Textarea => {
+            // CRLF and a lone CR are line breaks, as in a browser's textarea.
+            let nfc = nfc.replace("\r\n", "\n").replace('\r', "\n");
             let lines: Vec<&str> = nfc.split('\n').map(|l| l.trim_end()).collect();
             lines.join("\n").trim().to_string()
         }
@@ -180,6 +182,9 @@ mod tests {
         assert_eq!(n.get("name"), Some("Ada Lovelace"));
         assert_eq!(n.get("email"), Some("ada@example.com"));
         assert_eq!(n.get("message"), Some("Hello\nworld"));
+        let lone_cr =
+            raw(&[("name", "Ada"), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "one\rtwo")]);
+        assert_eq!(normalise(&contact(), &lone_cr).unwrap().get("message"), Some("one\ntwo"));
         assert_eq!(n.get("company"), None);
         assert!(!n.honeypot_hit);
     }

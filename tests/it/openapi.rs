@@ -32,7 +32,17 @@ async fn schemathesis_finds_no_failure_in_the_openapi_description() {
 
 /// Runs schemathesis to the end or to the wall-clock limit; (passed, stdout + stderr).
 fn run_schemathesis(schema_url: &str, examples: &str) -> (bool, String) {
+    // Its cache and reports go to a directory of its own, not into the repository.
+    let dir = std::env::temp_dir().join(format!("onceform-schemathesis-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let result = run_in(&dir, schema_url, examples);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn run_in(dir: &std::path::Path, schema_url: &str, examples: &str) -> (bool, String) {
     let mut child = Command::new("schemathesis")
+        .current_dir(dir)
         .args(["run", schema_url, "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful"])
         .args(["--max-examples", examples, "--request-timeout", "10", "--workers", "2"])
         .args(["--no-color", "--generation-database", "none", "--suppress-health-check", "all"])
