@@ -1,6 +1,12 @@
 //! The OpenAPI 3.1 description of the public HTTP API (`GET /openapi.json`), built in Rust
 //! beside the routes and from the configured forms; `GET /docs` renders it with the vendored
 //! Swagger UI under `static/docs/`. A method a documented path does not have is a 405.
+//!
+//! Built by hand with `serde_json` rather than derived with utoipa: the request schemas
+//! come from the runtime configuration (each form's fields, types, lengths and options),
+//! which derive macros cannot see, and it adds no proc-macro crate to the build. The unit
+//! tests check that every route registered under `src/http/` is documented, and the
+//! schemathesis integration test that the server does what the document says.
 
 mod document;
 mod forms;
