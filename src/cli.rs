@@ -15,7 +15,7 @@ use crate::http::Application;
 use crate::worker::Worker;
 
 pub const USAGE: &str =
-    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | admin create-user ...]
+    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | alert-rules | admin create-user ...]
 
   serve         HTTP server and side-effect workers (the default)
   worker        side-effect workers only
@@ -27,11 +27,14 @@ pub const USAGE: &str =
                 no more sign-ins for E; ends all of E's sessions
   migrate       apply pending database migrations and exit
   check-config  validate the configuration and exit
+  alert-rules   print the Prometheus alert rules with [alerts] owner and runbook_url
+  --version     print the version
 
   --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`
                  form on SQLite at ./data/onceform.db
 Environment: ONCEFORM_DATABASE_URL, ONCEFORM_BIND, ONCEFORM_SMTP_URL, ONCEFORM_CRM_URL,
-             ONCEFORM_RATE_LIMIT=off, ONCEFORM_TRUSTED_PROXIES=10.0.0.1,10.1.0.0/16, RUST_LOG";
+             ONCEFORM_RATE_LIMIT=off, ONCEFORM_TRUSTED_PROXIES=10.0.0.1,10.1.0.0/16, RUST_LOG,
+             ONCEFORM_LOG_FORMAT=json";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -39,6 +42,7 @@ pub enum Command {
     Worker,
     Migrate,
     CheckConfig,
+    AlertRules,
     CreateUser { email: String, role: Role, password_env: Option<String> },
     SetPassword { email: String, password_env: Option<String> },
     DisableUser { email: String },
@@ -86,6 +90,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
             "worker" => set(&mut command, Command::Worker)?,
             "migrate" => set(&mut command, Command::Migrate)?,
             "check-config" => set(&mut command, Command::CheckConfig)?,
+            "alert-rules" => set(&mut command, Command::AlertRules)?,
             "admin" => {
                 let c = parse_admin(&mut args)?;
                 set(&mut command, c)?
@@ -162,6 +167,10 @@ pub fn run(args: Args) -> Result<(), Exit> {
             let config = load(&args)?;
             let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
             println!("configuration OK: {} form(s): {}", names.len(), names.join(", "));
+            Ok(())
+        }
+        Command::AlertRules => {
+            print!("{}", crate::alert_rules::render(&load(&args)?.alerts));
             Ok(())
         }
         Command::Migrate => {

@@ -3,6 +3,7 @@
 
 pub mod accept;
 pub mod admin;
+pub mod alert_rules;
 pub mod cli;
 pub mod config;
 pub mod db;
@@ -11,5 +12,6 @@ pub mod domain;
 pub mod duplicates;
 pub mod effects;
 pub mod http;
+pub mod logging;
 pub mod status;
 pub mod worker;

@@ -30,6 +30,34 @@ pub struct Config {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub forms: BTreeMap<String, FormConfig>,
+    #[serde(default)]
+    pub alerts: AlertsConfig,
+}
+
+/// What `onceform alert-rules` writes into the Prometheus rules.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertsConfig {
+    /// The `owner` label of every alert: the team that answers for this integration.
+    #[serde(default = "default_alert_owner")]
+    pub owner: String,
+    /// Where docs/RUNBOOK.md is published; each alert links a section of it (`#alertname`).
+    #[serde(default = "default_runbook_url")]
+    pub runbook_url: String,
+}
+
+impl Default for AlertsConfig {
+    fn default() -> Self {
+        Self { owner: default_alert_owner(), runbook_url: default_runbook_url() }
+    }
+}
+
+fn default_alert_owner() -> String {
+    "onceform".into()
+}
+
+fn default_runbook_url() -> String {
+    "docs/RUNBOOK.md".into()
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]

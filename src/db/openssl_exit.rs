@@ -5,29 +5,16 @@
 //! OpenSSL's per-thread clean-up against the freed state, and the process dies on its way out
 //! with SIGSEGV or "double free or corruption". Asked before its first use, OpenSSL skips
 //! that handler; the operating system reclaims the memory anyway.
+//!
+//! libpq is built from source with a vendored, statically linked OpenSSL (pq-sys `bundled`,
+//! openssl-sys `vendored`), so its OpenSSL is the one `openssl_sys` links: `openssl_sys::init`
+//! initialises it with `OPENSSL_INIT_NO_ATEXIT`. (A dynamic `dlsym` lookup would no longer
+//! find the symbol: a statically linked executable does not export it.)
 
-use std::ffi::{c_int, c_void};
-use std::sync::Once;
-
-/// `OPENSSL_INIT_NO_ATEXIT` in OpenSSL 1.1.1b and later.
-const OPENSSL_INIT_NO_ATEXIT: u64 = 0x0008_0000;
-
-/// Tells OpenSSL, if the process has it (through libpq), not to clean up at exit.
-/// Idempotent; must run before the first PostgreSQL connection.
+/// Tells libpq's OpenSSL not to clean up at exit. Idempotent; must run before the first
+/// PostgreSQL connection.
 fn skip_openssl_exit_cleanup() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: dlsym with a NUL-terminated name only looks a symbol up. When found, it is
-        // OpenSSL's `int OPENSSL_init_crypto(uint64_t, const OPENSSL_INIT_SETTINGS *)`, for
-        // which a null settings pointer means the defaults.
-        unsafe {
-            let symbol = libc::dlsym(libc::RTLD_DEFAULT, c"OPENSSL_init_crypto".as_ptr());
-            if !symbol.is_null() {
-                let init: extern "C" fn(u64, *const c_void) -> c_int = std::mem::transmute(symbol);
-                init(OPENSSL_INIT_NO_ATEXIT, std::ptr::null());
-            }
-        }
-    });
+    openssl_sys::init();
 }
 
 /// A PostgreSQL connection outside the pool (migrations, tests, tools), made only after

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 
 use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
-use super::schema::{conflicts, deliveries, side_effects, submissions};
+use super::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 
 /// Row counts for `/metrics`, tests and the benchmark's consistency check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,6 +17,8 @@ pub struct Stats {
     /// (outcome, count)
     pub deliveries: Vec<(String, i64)>,
     pub open_conflicts: i64,
+    /// Suspected duplicate pairs awaiting a decision.
+    pub open_duplicate_pairs: i64,
 }
 
 impl Stats {
@@ -140,7 +142,11 @@ macro_rules! impl_store {
                     .filter(conflicts::status.eq("open"))
                     .select(count_star())
                     .get_result(self)?;
-                Ok(Stats { submissions, effects, deliveries, open_conflicts })
+                let open_duplicate_pairs = duplicate_pairs::table
+                    .filter(duplicate_pairs::status.eq("open"))
+                    .select(count_star())
+                    .get_result(self)?;
+                Ok(Stats { submissions, effects, deliveries, open_conflicts, open_duplicate_pairs })
             }
         }
     };

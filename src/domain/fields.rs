@@ -69,7 +69,12 @@ pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields,
     }
     let mut values = BTreeMap::new();
     for field in &form.fields {
-        let value = given.get(field.name.as_str()).map(|v| normalise_value(field.kind, v));
+        let sent = given.get(field.name.as_str()).copied();
+        if let Some(Err(message)) = sent.map(|v| check_sent(field, v)) {
+            errors.add(&field.name, message);
+            continue;
+        }
+        let value = sent.map(|v| normalise_value(field.kind, v));
         match value.filter(|v| !v.is_empty()) {
             None if field.required => errors.add(&field.name, "is required"),
             None => {}
@@ -92,6 +97,8 @@ fn normalise_value(kind: FieldType, raw: &str) -> String {
     let nfc: String = raw.nfc().collect();
     match kind {
         FieldType::Textarea => {
+            // CRLF and a lone CR are line breaks, as in a browser's textarea.
+            let nfc = nfc.replace("\r\n", "\n").replace('\r', "\n");
             let lines: Vec<&str> = nfc.split('\n').map(|l| l.trim_end()).collect();
             lines.join("\n").trim().to_string()
         }
@@ -110,6 +117,20 @@ fn normalise_value(kind: FieldType, raw: &str) -> String {
 
 fn collapse_spaces(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The value as sent, before normalisation: within the length (a CR of a browser's CRLF is
+/// not counted) and free of control characters other than tab, CR and LF. What the OpenAPI
+/// description promises is checked here, so padding cannot slip an overlong value through.
+fn check_sent(field: &FieldConfig, v: &str) -> Result<(), String> {
+    let max = field.max_length();
+    if v.chars().filter(|&c| c != '\r').count() > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if v.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+        return Err("contains control characters".into());
+    }
+    Ok(())
 }
 
 fn check_value(field: &FieldConfig, v: &str) -> Result<(), String> {
@@ -161,6 +182,9 @@ mod tests {
         assert_eq!(n.get("name"), Some("Ada Lovelace"));
         assert_eq!(n.get("email"), Some("ada@example.com"));
         assert_eq!(n.get("message"), Some("Hello\nworld"));
+        let lone_cr =
+            raw(&[("name", "Ada"), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "one\rtwo")]);
+        assert_eq!(normalise(&contact(), &lone_cr).unwrap().get("message"), Some("one\ntwo"));
         assert_eq!(n.get("company"), None);
         assert!(!n.honeypot_hit);
     }
@@ -188,6 +212,29 @@ mod tests {
         let n = normalise(&contact(), &r).unwrap();
         assert!(n.honeypot_hit);
         assert_eq!(n.iter().count(), 4);
+    }
+
+    #[test]
+    fn values_are_checked_as_sent_before_normalisation() {
+        let padded = format!("Ada{}", " ".repeat(120));
+        let e = normalise(
+            &contact(),
+            &raw(&[("name", &padded), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "Hi")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.0["name"], ["must be at most 120 characters"]);
+        let e = normalise(
+            &contact(),
+            &raw(&[("name", "A\u{b}da"), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "Hi")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.0["name"], ["contains control characters"]);
+        let crlf = format!("{}\r\n{}", "x".repeat(2500), "y".repeat(2499));
+        assert!(normalise(
+            &contact(),
+            &raw(&[("name", "Ada"), ("email", "a@b.ch"), ("topic", "Sales"), ("message", &crlf)])
+        )
+        .is_ok());
     }
 
     #[test]

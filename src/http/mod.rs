@@ -7,11 +7,13 @@ mod client_ip;
 mod connections;
 mod html;
 mod metrics_access;
+pub mod openapi;
 mod ops;
 pub(crate) mod pages;
 pub mod problem;
 mod rate_limit;
 mod security_headers;
+mod request_id;
 mod submit;
 
 use std::net::TcpListener;
@@ -19,8 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::dev::{Server, Service};
-use actix_web::{web, App, HttpResponse, HttpServer};
-use futures_util::FutureExt;
+use actix_web::{web, App, HttpServer};
+use tracing::Instrument;
 
 use crate::accept::Acceptor;
 use crate::config::{Config, FormConfig};
@@ -102,20 +104,26 @@ impl Application {
                 .wrap_fn(|req, srv| {
                     let (method, path, started) =
                         (req.method().clone(), req.path().to_string(), Instant::now());
-                    srv.call(req).map(move |res| {
-                        if let Ok(r) = &res {
+                    let (id, span) = request_id::start(&req);
+                    let call = span.in_scope(|| srv.call(req));
+                    async move {
+                        let mut res = call.await;
+                        if let Ok(r) = &mut res {
+                            r.headers_mut().insert(request_id::HEADER, id);
                             let status = r.status().as_u16();
                             let ms = started.elapsed().as_millis();
                             tracing::info!(%method, %path, status, ms, "request");
                         }
                         res
-                    })
+                    }
+                    .instrument(span)
                 })
                 .configure(api::routes)
                 .configure(html::routes)
                 .configure(ops::routes)
+                .configure(openapi::routes)
                 .configure(crate::admin::routes)
-                .default_service(web::to(not_found))
+                .default_service(web::to(openapi::fallback))
         })
         .workers(workers)
         // Deadlines and caps on every connection: see `connections`.
@@ -148,8 +156,4 @@ impl Application {
         self.deliveries.flush().await;
         served
     }
-}
-
-async fn not_found() -> HttpResponse {
-    Problem::new(ProblemKind::NotFound, "no such resource").response()
 }

@@ -114,6 +114,10 @@ fn render(s: &Stats, q: &QueueStats, dropped_deliveries: u64, now: NaiveDateTime
     let _ = writeln!(out, "# HELP onceform_open_conflicts Conflicting attempts awaiting review.");
     let _ = writeln!(out, "# TYPE onceform_open_conflicts gauge");
     let _ = writeln!(out, "onceform_open_conflicts {}", s.open_conflicts);
+    let _ =
+        writeln!(out, "# HELP onceform_open_duplicate_pairs Suspected duplicate pairs awaiting a decision.");
+    let _ = writeln!(out, "# TYPE onceform_open_duplicate_pairs gauge");
+    let _ = writeln!(out, "onceform_open_duplicate_pairs {}", s.open_duplicate_pairs);
     for (state, name) in [("UNKNOWN", "unknown"), ("FAILED_FINAL", "failed_final")] {
         let n: i64 = s.effects.iter().filter(|(_, st, _)| st == state).map(|(_, _, n)| n).sum();
         let _ = writeln!(out, "# HELP onceform_effects_{name} Side-effect records in state {state}.");

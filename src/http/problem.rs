@@ -26,6 +26,7 @@ pub enum ProblemKind {
     RateLimited,
     Unavailable,
     Internal,
+    MethodNotAllowed,
 }
 
 impl ProblemKind {
@@ -46,6 +47,7 @@ impl ProblemKind {
             ProblemKind::RateLimited => "rate-limited",
             ProblemKind::Unavailable => "service-unavailable",
             ProblemKind::Internal => "internal-error",
+            ProblemKind::MethodNotAllowed => "method-not-allowed",
         }
     }
 
@@ -65,6 +67,7 @@ impl ProblemKind {
             ProblemKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ProblemKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProblemKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ProblemKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         }
     }
 
@@ -85,6 +88,7 @@ impl ProblemKind {
             ProblemKind::RateLimited => "Too many requests",
             ProblemKind::Unavailable => "The service is temporarily unavailable",
             ProblemKind::Internal => "Internal error",
+            ProblemKind::MethodNotAllowed => "Method not allowed",
         }
     }
 

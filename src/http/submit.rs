@@ -75,7 +75,13 @@ pub async fn accept_fields(
     })
     .await;
     match result {
-        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Ok(outcome)) => {
+            if let Outcome::Created(r) = &outcome {
+                // Ties this request's ID to the submission the workers' lines name.
+                tracing::info!(submission = %r.submission_id, "accepted");
+            }
+            Ok(outcome)
+        }
         Ok(Err(e)) => Err(db_problem(e)),
         Err(_) => Err(Problem::unavailable()),
     }

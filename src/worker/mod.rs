@@ -92,7 +92,7 @@ impl Worker {
             .await
             .unwrap_or_else(|_| Report::failed(Outcome::Ambiguous, "timeout"));
         let t = decide::after_attempt(&report, job.attempt, effect.idempotent(), &self.config, now());
-        tracing::info!(effect = %job.id, kind = job.kind.as_str(), attempt = job.attempt,
+        tracing::info!(effect = %job.id, submission = %job.submission_id, kind = job.kind.as_str(), attempt = job.attempt,
             outcome = report.label(), class = report.error_class.as_deref().unwrap_or(""), state = %t.state, "attempt");
         let attempt = attempt_row(&job.id, started, t0, report.label(), &report);
         (id, t, Some(attempt))
@@ -107,7 +107,8 @@ impl Worker {
             .await
             .unwrap_or_else(|_| Lookup::Failed { error_class: "timeout".into() });
         let transition = decide::after_lookup(&lookup, now());
-        tracing::info!(effect = %job.id, kind = job.kind.as_str(), outcome = lookup.label(), "reconciliation");
+        tracing::info!(effect = %job.id, submission = %job.submission_id, kind = job.kind.as_str(),
+            outcome = lookup.label(), "reconciliation");
         let (provider_ref, class) = match &lookup {
             Lookup::Found { provider_ref } => (Some(provider_ref.clone()), None),
             Lookup::Absent => (None, None),

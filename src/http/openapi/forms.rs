@@ -1,0 +1,301 @@
+//! The OpenAPI paths and schemas of each configured form: its fields become the request
+//! schema of its JSON and HTML submit endpoints, so a client sees exactly what is accepted.
+
+use serde_json::{json, Map, Value};
+
+use crate::config::{FieldConfig, FieldType, FormConfig};
+use crate::domain::{EffectKind, EffectState};
+
+/// Characters refused anywhere in a field: C0 and C1 controls other than tab, LF and CR.
+const NO_CONTROLS: &str = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F";
+
+/// The operation ID syntax (16–255 of `A–Z a–z 0–9 _ - . :`).
+pub const OPERATION_ID_PATTERN: &str = "^[A-Za-z0-9_.:-]{16,255}$";
+
+/// The `operation_id` field of a browser's post: an operation ID a client may choose (not
+/// in the `keyless:` namespace), or empty for a keyless post.
+pub fn form_operation_id() -> Value {
+    json!({"anyOf": [{"type": "string", "pattern": OPERATION_ID_PATTERN}, {"type": "string", "maxLength": 0}],
+           "description": "16 to 255 characters of A–Z a–z 0–9 _ - . : (not starting with `keyless:`); \
+                           empty or absent: a keyless post",
+           "example": "op_2f1c9a4e5b6d7c8e9f00112233445566"})
+}
+
+/// The JSON schema of one field's value as sent.
+pub fn field_schema(field: &FieldConfig) -> Value {
+    let max = field.max_length();
+    let mut s = match field.kind {
+        FieldType::Select => {
+            let mut options: Vec<Value> = field.options.iter().map(|o| json!(o)).collect();
+            if !field.required {
+                options.push(json!(""));
+            }
+            json!({"type": "string", "enum": options})
+        }
+        FieldType::Email => json!({"type": "string", "format": "email", "maxLength": max}),
+        FieldType::Phone => json!({
+            "type": "string",
+            "maxLength": max,
+            "pattern": "^[ ()./\\t-]*\\+?([ ()./\\t-]*[0-9]){7,15}[ ()./\\t-]*$",
+            "description": "7 to 15 digits, optionally after a `+`; spaces, ( ) - . / are ignored"
+        }),
+        FieldType::Text | FieldType::Textarea => {
+            let pattern = if field.required {
+                format!("^[^{NO_CONTROLS}]*[^\\s{NO_CONTROLS}][^{NO_CONTROLS}]*$")
+            } else {
+                format!("^[^{NO_CONTROLS}]*$")
+            };
+            json!({"type": "string", "maxLength": max, "pattern": pattern})
+        }
+    };
+    if let Some(obj) = s.as_object_mut() {
+        obj.insert("title".into(), json!(field.label()));
+        if field.kind == FieldType::Email && !field.required {
+            // An empty optional field counts as absent.
+            let email = Value::Object(obj.clone());
+            s = json!({"title": field.label(), "anyOf": [email, {"type": "string", "maxLength": 0}]});
+        }
+    }
+    s
+}
+
+/// The fields of a form as a JSON object schema; `extra` adds non-field members (HTML: the
+/// operation ID).
+pub fn fields_schema(form: &FormConfig, nullable: bool, extra: &[(&str, Value)]) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for field in &form.fields {
+        let mut schema = field_schema(field);
+        if nullable && !field.required {
+            schema = json!({"anyOf": [schema, {"type": "null"}]});
+        }
+        properties.insert(field.name.clone(), schema);
+        if field.required {
+            required.push(json!(field.name));
+        }
+    }
+    for (name, schema) in extra {
+        properties.insert((*name).to_string(), schema.clone());
+    }
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+fn example(form: &FormConfig) -> Value {
+    let mut obj = Map::new();
+    for f in form.fields.iter().filter(|f| f.required) {
+        let v = match f.kind {
+            FieldType::Email => "ada@example.com".to_string(),
+            FieldType::Phone => "+41441234567".to_string(),
+            FieldType::Select => f.options.first().cloned().unwrap_or_default(),
+            FieldType::Text | FieldType::Textarea => "Ada".to_string(),
+        };
+        obj.insert(f.name.clone(), json!(v));
+    }
+    Value::Object(obj)
+}
+
+/// The result body of an accepted submission (first acceptance and every replay).
+pub fn result_schema() -> Value {
+    let kinds: Vec<&str> = EffectKind::ALL.iter().map(|k| k.as_str()).collect();
+    let states: Vec<&str> = EffectState::ALL.iter().map(|s| s.as_str()).collect();
+    json!({
+        "type": "object",
+        "required": ["submission_id", "operation_id", "form", "status", "received_at", "operation_expires_at", "effects"],
+        "properties": {
+            "submission_id": {"type": "string"},
+            "operation_id": {"type": "string"},
+            "form": {"type": "string"},
+            "status": {"const": "accepted"},
+            "received_at": {"type": "string", "format": "date-time"},
+            "operation_expires_at": {"type": "string", "format": "date-time"},
+            "effects": {"type": "array", "items": {
+                "type": "object", "required": ["kind", "state"],
+                "properties": {"kind": {"enum": kinds}, "state": {"enum": states}}
+            }}
+        }
+    })
+}
+
+/// The status body: ids and each effect's current state, never content.
+pub fn status_schema() -> Value {
+    let states: Vec<&str> = EffectState::ALL.iter().map(|s| s.as_str()).collect();
+    json!({
+        "type": "object",
+        "required": ["submission_id", "operation_id", "form", "status", "received_at", "operation_expires_at", "effects"],
+        "properties": {
+            "submission_id": {"type": "string"},
+            "operation_id": {"type": "string"},
+            "form": {"type": "string"},
+            "status": {"const": "accepted"},
+            "received_at": {"type": "string", "format": "date-time"},
+            "operation_expires_at": {"type": "string", "format": "date-time"},
+            "effects": {"type": "array", "items": {
+                "type": "object", "required": ["kind", "batch", "state", "attempts", "updated_at"],
+                "properties": {
+                    "kind": {"type": "string"},
+                    "batch": {"type": "integer"},
+                    "state": {"enum": states, "description": "see the effect states in docs/API.md"},
+                    "attempts": {"type": "integer", "minimum": 0},
+                    "updated_at": {"type": "string", "format": "date-time"}
+                }
+            }}
+        }
+    })
+}
+
+fn problem(description: &str, types: &[&str]) -> Value {
+    let list = types.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ");
+    json!({
+        "description": format!("{description} (problem types: {list})"),
+        "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    })
+}
+
+fn problem_retry(description: &str, types: &[&str]) -> Value {
+    let mut r = problem(description, types);
+    r["headers"] = json!({"Retry-After": {"$ref": "#/components/headers/Retry-After"}});
+    r
+}
+
+/// A 409: `Retry-After` comes with `operation-in-progress` only.
+fn conflict() -> Value {
+    let mut r = problem(
+        "The key was used for different content (the original `submission_id` is named), or its first request is still in flight (then with `Retry-After`)",
+        &["operation-conflict", "operation-in-progress"],
+    );
+    r["headers"] = json!({"Retry-After": {"description": "With operation-in-progress: seconds to wait",
+        "required": false, "schema": {"type": "string", "pattern": "^[0-9]+$"}}});
+    r
+}
+
+fn html(description: &str) -> Value {
+    json!({"description": description, "content": {"text/html": {"schema": {"type": "string"}}}})
+}
+
+/// Every path of one form: operations, submit, status, and the HTML form, post and receipt.
+pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
+    let tag = format!("form: {name}");
+    let submit_id = format!("submit_{name}");
+    let status_id = format!("status_{name}");
+    let receipt_id = format!("receipt_{name}");
+    let status_link = json!({"operationId": status_id,
+        "parameters": {"operation_id": "$response.body#/operation_id"},
+        "description": "The submission's status; the same URL as the `Location` header."});
+    let key_header = json!({
+        "name": "Idempotency-Key", "in": "header", "required": !form.allow_keyless_api,
+        "description": "The operation ID: one per logical submission, reused on every retry. \
+            Bare or an RFC 8941 string (`\"…\"`). It may instead be given as an `operation_id` \
+            member of the body (both present and different: 400 `operation-id-mismatch`).",
+        "schema": {"type": "string",
+                   "pattern": "^(\"[A-Za-z0-9_.:-]{16,255}\"|[A-Za-z0-9_.:-]{16,255})$"}
+    });
+    let op_param = json!({"name": "operation_id", "in": "path", "required": true,
+        "schema": {"type": "string", "pattern": OPERATION_ID_PATTERN}});
+    let location = json!({"description": "Where the submission's status is read", "required": true,
+        "schema": {"type": "string"}});
+
+    paths.insert(
+        format!("/api/forms/{name}/operations"),
+        json!({"post": {
+            "operationId": format!("issue_operation_{name}"), "tags": [tag],
+            "summary": "Issue a fresh operation ID for one logical submission",
+            "responses": {"201": {
+                "description": "A fresh operation ID and when it stops answering replays",
+                "content": {"application/json": {"schema": {"type": "object",
+                    "required": ["operation_id", "expires_at"],
+                    "properties": {"operation_id": {"type": "string", "pattern": OPERATION_ID_PATTERN},
+                                   "expires_at": {"type": "string", "format": "date-time"}}}}},
+                "links": {
+                    "Submit": {"operationId": submit_id,
+                        "parameters": {"header.Idempotency-Key": "$response.body#/operation_id"},
+                        "description": "Submit with this operation ID as the Idempotency-Key"},
+                    "Status": {"operationId": status_id,
+                        "parameters": {"operation_id": "$response.body#/operation_id"}}
+                }
+            }}
+        }}),
+    );
+
+    let replay_headers = json!({"Location": location,
+        "Idempotent-Replayed": {"required": true, "schema": {"const": "true"}}});
+    paths.insert(format!("/api/forms/{name}/submissions"), json!({"post": {
+        "operationId": submit_id, "tags": [tag],
+        "summary": format!("Submit the `{name}` form (exactly once per operation ID)"),
+        "parameters": [key_header],
+        "requestBody": {"required": true, "content": {"application/json": {
+            "schema": fields_schema(form, true, &[]), "example": example(form)}}},
+        "responses": {
+            "201": {"description": "Accepted for the first time", "headers": {"Location": location},
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Result"}}},
+                    "links": {"Status": status_link}},
+            "200": {"description": "A retry of the same content: the first response's body, byte for byte",
+                    "headers": replay_headers,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Result"}}},
+                    "links": {"Status": status_link}},
+            "400": problem("The key or the body could not be used",
+                &["operation-id-missing", "operation-id-invalid", "operation-id-mismatch", "malformed-body"]),
+            "409": conflict(),
+            "413": problem("The body is over the form's `max_body_bytes`", &["payload-too-large"]),
+            "415": problem("The body is not JSON", &["unsupported-media-type"]),
+            "422": problem("Some fields are invalid: `errors` maps each field to its messages; the key is not consumed",
+                &["validation-failed"]),
+            "429": problem_retry("Rate limited", &["rate-limited"]),
+            "503": problem_retry("The database is unavailable; nothing was half-accepted", &["service-unavailable"])
+        }
+    }}));
+
+    paths.insert(
+        format!("/api/forms/{name}/submissions/{{operation_id}}"),
+        json!({"get": {
+            "operationId": status_id, "tags": [tag],
+            "summary": "The status of a submission: ids and effect states, never content",
+            "parameters": [op_param],
+            "responses": {
+                "200": {"description": "The submission and each side effect's current state",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}}},
+                "400": problem("Not an operation ID", &["operation-id-invalid"]),
+                "404": problem("No submission with this operation ID", &["not-found"]),
+                "503": problem_retry("The database is unavailable", &["service-unavailable"])
+            }
+        }}),
+    );
+
+    paths.insert(
+        format!("/f/{name}"),
+        json!({
+            "get": {"operationId": format!("form_page_{name}"), "tags": [tag],
+                    "summary": "The HTML form, with a fresh operation ID and a honeypot",
+                    "responses": {"200": html("The form")}},
+            "post": {"operationId": format!("post_form_{name}"), "tags": [tag],
+                "summary": "A browser's post of the form (a plain post without operation_id is keyless)",
+                "requestBody": {"required": true, "content": {
+                    "application/x-www-form-urlencoded": {"schema": fields_schema(form, false,
+                        &[("operation_id", form_operation_id())])},
+                    "multipart/form-data": {"schema": fields_schema(form, false,
+                        &[("operation_id", form_operation_id())])}
+                }},
+                "responses": {
+                    "303": {"description": "Accepted (or a replay of it): to the receipt",
+                            "headers": {"Location": {"required": true, "schema": {"type": "string"}}}},
+                    "400": html("The operation ID or the body could not be used"),
+                    "409": html("The operation ID was used for different content, or is in flight"),
+                    "413": html("The body is too large"),
+                    "415": html("Not a form post"),
+                    "422": html("The form again, with the values kept and a message by each invalid field"),
+                    "429": html("Rate limited"),
+                    "503": html("The database is unavailable")
+                }}
+        }),
+    );
+
+    paths.insert(
+        format!("/f/{name}/receipt/{{operation_id}}"),
+        json!({"get": {
+            "operationId": receipt_id, "tags": [tag],
+            "summary": "The thank-you page with a reference, never the content",
+            "parameters": [op_param],
+            "responses": {"200": html("The receipt"), "404": html("No such receipt"),
+                          "503": html("The database is unavailable")}
+        }}),
+    );
+}

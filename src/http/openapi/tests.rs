@@ -1,0 +1,99 @@
+use std::path::Path;
+
+use super::*;
+use crate::config::Config;
+
+/// Every `.route("PATH", web::METHOD()…)` written in the sources under `dir`.
+fn registered_routes(dir: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            registered_routes(&path, out);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("tests.rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        for chunk in source.split(".route(").skip(1) {
+            let Some(rest) = chunk.strip_prefix('"') else { continue };
+            let Some((route, after)) = rest.split_once('"') else { continue };
+            let Some(method) = after.split("web::").nth(1).and_then(|m| m.split('(').next()) else {
+                continue;
+            };
+            out.push((route.to_string(), method.to_string()));
+        }
+    }
+}
+
+#[test]
+fn every_route_registered_under_src_http_is_documented() {
+    let config = Config::builtin().unwrap();
+    let doc = document(&config);
+    let mut routes = Vec::new();
+    registered_routes(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http"), &mut routes);
+    assert!(routes.len() >= 12, "the route scan found too little: {routes:?}");
+    for (route, method) in &routes {
+        // Per-form paths are documented once per configured form.
+        for form in config.forms.keys() {
+            let path = route.replace("{form}", form);
+            let item = &doc["paths"][&path];
+            assert!(item.is_object(), "{method} {route} is registered but {path} is not in /openapi.json");
+            assert!(item[method.as_str()].is_object(), "{method} {path} is registered but not documented");
+        }
+    }
+    // The assets are registered through ASSETS.
+    for (path, _, _) in ASSETS {
+        assert!(doc["paths"][path]["get"].is_object(), "{path}");
+    }
+}
+
+#[test]
+fn operation_ids_are_unique_and_links_name_real_operations() {
+    let doc = document(&Config::builtin().unwrap());
+    let mut ids = Vec::new();
+    let mut links = Vec::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            ids.push(op["operationId"].as_str().unwrap().to_string());
+            for response in op["responses"].as_object().unwrap().values() {
+                for link in response["links"].as_object().into_iter().flat_map(|l| l.values()) {
+                    links.push(link["operationId"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "duplicate operationId in {ids:?}");
+    assert!(links.len() >= 4, "links: {links:?}");
+    for link in links {
+        assert!(ids.contains(&link), "a link names the unknown operation {link}");
+    }
+}
+
+#[test]
+fn documents_the_key_header_and_every_problem_type() {
+    let doc = document(&Config::builtin().unwrap());
+    let submit = &doc["paths"]["/api/forms/contact/submissions"]["post"];
+    assert_eq!(submit["parameters"][0]["name"], "Idempotency-Key");
+    assert_eq!(submit["parameters"][0]["required"], true, "the demo form requires a key on the API");
+    let body = &submit["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(body["required"], serde_json::json!(["name", "email", "topic", "message"]));
+    assert_eq!(body["additionalProperties"], false);
+    let types =
+        doc["components"]["schemas"]["Problem"]["properties"]["type"]["enum"].as_array().unwrap().len();
+    assert_eq!(types, document::PROBLEM_TYPES_LEN);
+}
+
+#[test]
+fn a_documented_path_with_another_method_is_405() {
+    let doc = document(&Config::builtin().unwrap());
+    assert_eq!(allowed_methods(&doc, "/api/forms/contact/submissions"), ["POST"]);
+    assert_eq!(allowed_methods(&doc, "/f/contact"), ["GET", "POST"]);
+    assert_eq!(allowed_methods(&doc, "/api/forms/contact/submissions/op_0123456789abcdef"), ["GET"]);
+    assert!(allowed_methods(&doc, "/api/forms/nope/submissions").is_empty());
+    assert!(allowed_methods(&doc, "/api/forms/contact/submissions/").is_empty());
+    assert!(allowed_methods(&doc, "/admin").is_empty());
+}
