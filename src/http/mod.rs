@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use actix_web::dev::{Server, Service};
 use actix_web::{web, App, HttpServer};
+use futures_util::FutureExt;
 use tracing::Instrument;
 
 use crate::accept::Acceptor;
