@@ -1,6 +1,6 @@
 //! Drain rate of the side-effect workers: effects/s for one and two `onceform worker`
-//! processes against an instant loopback CRM and file mail, on SQLite and PostgreSQL
-//! (also the last table of `--bench load`).
+//! processes, leads to an instant loopback CRM and to the `file` adapter, mail as files, on
+//! SQLite and PostgreSQL (the loopback rows are also the last table of `--bench load`).
 //!
 //! `cargo bench --bench drain [-- --submissions N]` (PostgreSQL from ONCEFORM_TEST_PG_URL,
 //! default postgres://postgres@127.0.0.1:5432/postgres). It prints a table; it asserts only
@@ -18,5 +18,6 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(1000usize);
-    common::drain::print_table(["sqlite", "postgres"], submissions);
+    let leads = [common::drain::Leads::Http, common::drain::Leads::File];
+    common::drain::print_table_with(["sqlite", "postgres"], submissions, &leads);
 }

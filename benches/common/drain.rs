@@ -12,15 +12,39 @@ use onceform::with_conn;
 
 use super::{seed, Db, Process};
 
-/// Prints effects/s for one and two `worker` processes per backend.
+/// Where the drain runs send leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leads {
+    /// The `generic` adapter against the instant loopback CRM.
+    Http,
+    /// The embedded `file` adapter (one file per lead).
+    File,
+}
+
+/// Prints effects/s for one and two `worker` processes per backend (leads over HTTP).
 pub fn print_table<'a>(backends: impl IntoIterator<Item = &'a str>, submissions: usize) {
-    println!("| backend | worker processes | effects | seconds | effects/s |");
-    println!("|---|---|---|---|---|");
+    print_table_with(backends, submissions, &[Leads::Http]);
+}
+
+/// The same, once per way of sending leads.
+pub fn print_table_with<'a>(
+    backends: impl IntoIterator<Item = &'a str>,
+    submissions: usize,
+    leads: &[Leads],
+) {
+    println!("| backend | leads | worker processes | effects | seconds | effects/s |");
+    println!("|---|---|---|---|---|---|");
     let crm = InstantCrm::start();
     for backend in backends {
-        for processes in [1, 2] {
-            let (total, secs) = drain_rate(&crm, backend, processes, submissions);
-            println!("| {backend} | {processes} | {total} | {secs:.2} | {:.0} |", total as f64 / secs);
+        for &to in leads {
+            for processes in [1, 2] {
+                let (total, secs) = drain_rate_to(&crm, to, backend, processes, submissions);
+                let label = if to == Leads::File { "file" } else { "http" };
+                println!(
+                    "| {backend} | {label} | {processes} | {total} | {secs:.2} | {:.0} |",
+                    total as f64 / secs
+                );
+            }
         }
     }
 }
@@ -28,8 +52,18 @@ pub fn print_table<'a>(backends: impl IntoIterator<Item = &'a str>, submissions:
 /// Seeds `submissions` (3 effects each) on a fresh `backend` database, starts `processes`
 /// workers and returns (effects, seconds) until all are SENT; checks each lead arrived once.
 pub fn drain_rate(crm: &InstantCrm, backend: &str, processes: usize, submissions: usize) -> (i64, f64) {
+    drain_rate_to(crm, Leads::Http, backend, processes, submissions)
+}
+
+pub fn drain_rate_to(
+    crm: &InstantCrm,
+    to: Leads,
+    backend: &str,
+    processes: usize,
+    submissions: usize,
+) -> (i64, f64) {
     let db = Db::new(backend);
-    let (path, config) = write_config(&db, &crm.url);
+    let (path, config) = write_config(&db, &crm.url, to);
     let pool = Pool::connect(&config.database).unwrap();
     seed(&pool, &config, submissions);
     let before = crm.created();
@@ -44,7 +78,13 @@ pub fn drain_rate(crm: &InstantCrm, backend: &str, processes: usize, submissions
     }
     let secs = started.elapsed().as_secs_f64();
     drop(workers);
-    assert_eq!(crm.created() - before, submissions, "each lead exactly once");
+    match to {
+        Leads::Http => assert_eq!(crm.created() - before, submissions, "each lead exactly once"),
+        Leads::File => {
+            let files = std::fs::read_dir(db.dir.join("crm").join("leads")).unwrap().count();
+            assert_eq!(files, submissions, "one file per lead");
+        }
+    }
     (total, secs)
 }
 
@@ -108,10 +148,14 @@ fn serve(stream: std::net::TcpStream, created: &AtomicUsize) {
     }
 }
 
-fn write_config(db: &Db, crm_url: &str) -> (std::path::PathBuf, Config) {
+fn write_config(db: &Db, crm_url: &str, to: Leads) -> (std::path::PathBuf, Config) {
     let mail = db.dir.join("mail").display().to_string();
+    let crm = match to {
+        Leads::Http => format!("url = {crm_url:?}"),
+        Leads::File => format!("adapter = \"file\"\ndir = {:?}", db.dir.join("crm").display().to_string()),
+    };
     db.config(&format!(
-        "[crm]\nurl = {crm_url:?}\n\n[smtp]\nmail_dir = {mail:?}\n\n[worker]\nconcurrency = 64\npoll_ms = 10"
+        "[crm]\n{crm}\n\n[smtp]\nmail_dir = {mail:?}\n\n[worker]\nconcurrency = 64\npoll_ms = 10"
     ))
 }
 
