@@ -13,6 +13,7 @@ mod delivery;
 mod duplicates;
 mod html;
 mod limits;
+mod mail_hardening;
 mod malformed;
 mod process_exit;
 mod submit;

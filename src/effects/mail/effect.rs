@@ -3,15 +3,16 @@
 
 use std::sync::Arc;
 
-use super::{template, vars, Envelope, Mailer};
+use super::template::Rendered;
+use super::{Envelope, Mailer};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Outcome, Report};
 
-/// One email kind: its template and who gets it.
+/// One email kind: how it is rendered and who gets it.
 pub struct EmailEffect {
     pub kind: EffectKind,
-    pub template: &'static str,
+    pub render: fn(&FormConfig, &Job) -> Result<Rendered, askama::Error>,
     pub envelope: fn(&FormConfig, &Job) -> Envelope,
     pub mailer: Arc<Mailer>,
     pub config: Arc<Config>,
@@ -35,7 +36,10 @@ impl Effect for EmailEffect {
             let Some(form) = self.config.form(&job.form) else {
                 return Report::failed(Outcome::Permanent, "form_removed");
             };
-            let content = template::render(self.template, &job.form, &vars(form, job));
+            let content = match (self.render)(form, job) {
+                Ok(c) => c,
+                Err(_) => return Report::failed(Outcome::Permanent, "template"),
+            };
             self.mailer.send(&job.effect_key, (self.envelope)(form, job), content).await
         })
     }
