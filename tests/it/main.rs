@@ -16,6 +16,7 @@ mod limits;
 mod mail_hardening;
 mod malformed;
 mod process_exit;
+mod public_hardening;
 mod submit;
 mod unavailable;
 mod workers;
