@@ -5,10 +5,12 @@
 mod acceptor;
 mod cache;
 mod plan;
+mod recipient_cap;
 
 use crate::config::FormConfig;
 use crate::db::duplicates::DuplicateStore;
 use crate::db::models::{NewEffect, Submission};
+use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::{DbError, Pool, Store};
 use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId};
@@ -94,7 +96,11 @@ fn in_progress_on_lock_timeout(
 }
 
 /// The write transaction: claim the key, or find what holds it.
-fn run<C: Store + DuplicateStore>(c: &mut C, form: &FormConfig, plan: &Plan) -> Result<Outcome, DbError> {
+fn run<C: Store + DuplicateStore + RecipientCapStore>(
+    c: &mut C,
+    form: &FormConfig,
+    plan: &Plan,
+) -> Result<Outcome, DbError> {
     let sub = &plan.submission;
     if c.insert_submission(sub)? {
         if duplicates::detect(c, form, sub, plan.now())? {
@@ -104,13 +110,10 @@ fn run<C: Store + DuplicateStore>(c: &mut C, form: &FormConfig, plan: &Plan) -> 
         } else {
             c.insert_effects(&plan.effects)?;
         }
+        let body = recipient_cap::apply(c, form, plan)?.unwrap_or_else(|| sub.response_body.clone());
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
         c.insert_deliveries(&[plan.delivery(outcome, Some(&sub.id))])?;
-        return Ok(Outcome::Created(receipt_of(
-            sub.id.clone(),
-            sub.operation_id.clone(),
-            sub.response_body.clone(),
-        )));
+        return Ok(Outcome::Created(receipt_of(sub.id.clone(), sub.operation_id.clone(), body)));
     }
     let existing = c.find_submission(&sub.form, &sub.operation_id)?;
     let outcome = match existing {

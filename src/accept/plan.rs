@@ -31,6 +31,8 @@ pub struct EffectSummary {
 pub(super) struct Plan {
     pub submission: NewSubmission,
     pub effects: Vec<NewEffect>,
+    /// The result body with the confirmation CANCELLED (recipient cap), if there is one.
+    pub capped_body: Option<String>,
     channel: Channel,
     now: NaiveDateTime,
 }
@@ -67,19 +69,28 @@ impl Plan {
                 updated_at: now,
             })
             .collect();
-        let body = ResultBody {
-            submission_id: &id,
-            operation_id: operation_id.as_str(),
-            form: intake.form_name,
-            status: "accepted",
-            received_at: rfc3339(now),
-            operation_expires_at: rfc3339(expires),
-            effects: kinds
-                .iter()
-                .map(|k| EffectSummary { kind: k.as_str(), state: EffectState::Pending.as_str() })
-                .collect(),
+        let body_with = |capped: bool| {
+            let state = |k: &EffectKind| match capped && *k == EffectKind::ConfirmationEmail {
+                true => EffectState::Cancelled,
+                false => EffectState::Pending,
+            };
+            let body = ResultBody {
+                submission_id: &id,
+                operation_id: operation_id.as_str(),
+                form: intake.form_name,
+                status: "accepted",
+                received_at: rfc3339(now),
+                operation_expires_at: rfc3339(expires),
+                effects: kinds
+                    .iter()
+                    .map(|k| EffectSummary { kind: k.as_str(), state: state(k).as_str() })
+                    .collect(),
+            };
+            serde_json::to_string(&body).unwrap_or_default()
         };
-        let response_body = serde_json::to_string(&body).unwrap_or_default();
+        let response_body = body_with(false);
+        // The body to store instead when the recipient cap cancels the confirmation.
+        let capped_body = (!spam && kinds.contains(&EffectKind::ConfirmationEmail)).then(|| body_with(true));
         let submission = NewSubmission {
             id: id.clone(),
             form: intake.form_name.into(),
@@ -95,7 +106,7 @@ impl Plan {
             received_at: now,
             operation_expires_at: expires,
         };
-        Plan { submission, effects, channel: intake.channel, now }
+        Plan { submission, effects, capped_body, channel: intake.channel, now }
     }
 
     pub fn now(&self) -> NaiveDateTime {

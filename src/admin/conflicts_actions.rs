@@ -7,6 +7,7 @@ use serde::Deserialize;
 use super::{accepted_operation_id, fields_of};
 use crate::accept::{Acceptor, Intake, Outcome};
 use crate::admin::audit;
+use crate::admin::flash::Flash;
 use crate::admin::guard::{AdminAction, CsrfForm, SessionUser};
 use crate::admin::{blocking, db_failure, done, refused};
 use crate::db::admin::review::{ConflictRow, ReviewStore};
@@ -33,7 +34,7 @@ impl CsrfForm for ConflictForm {
 
 /// How an action ended, short of a database failure.
 enum Step {
-    Done(String),
+    Done(Flash),
     NotFound,
     Refused(String),
 }
@@ -54,8 +55,8 @@ pub async fn act(
         _ => return HttpResponse::NotFound().finish(),
     };
     match step {
-        Ok(Step::Done(flash)) if name == "dismiss" => done("/admin/conflicts?status=open", &flash),
-        Ok(Step::Done(flash)) => done(&format!("/admin/conflicts/{id}"), &flash),
+        Ok(Step::Done(flash)) if name == "dismiss" => done("/admin/conflicts?status=open", flash),
+        Ok(Step::Done(flash)) => done(&format!("/admin/conflicts/{id}"), flash),
         Ok(Step::NotFound) => HttpResponse::NotFound().body("No such conflict."),
         Ok(Step::Refused(message)) => refused(&message),
         Err(e) => db_failure(e),
@@ -73,7 +74,7 @@ async fn dismiss(state: &AppState, id: &str, user: SessionUser, note: String) ->
                 return Ok(Step::Refused(NOT_OPEN.into()));
             }
             audit::record(c, &user, "conflict.dismiss", ("conflict", &id), Some(&note))?;
-            Ok(Step::Done("Conflict dismissed.".into()))
+            Ok(Step::Done(Flash::new("conflict_dismissed")))
         }))
     })
     .await
@@ -116,7 +117,7 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
                 )));
             }
             audit::record(c, &user, "conflict.accept", ("conflict", &id), Some(&note))?;
-            Ok(Step::Done(format!("Accepted as a new inquiry: {new_ref}.")))
+            Ok(Step::Done(Flash::new("conflict_accepted").arg(new_ref)))
         }))
     })
     .await

@@ -6,6 +6,7 @@ use chrono::NaiveDateTime;
 use serde::Deserialize;
 
 use crate::admin::audit;
+use crate::admin::flash::Flash;
 use crate::admin::guard::{authorize, AdminAction, AuthError, CsrfForm, SessionUser};
 use crate::admin::{db_failure, done, refused};
 use crate::db::admin::accounts::AccountStore;
@@ -117,14 +118,14 @@ fn undo<C: ReviewConn>(
 }
 
 enum Step {
-    Done { back: String, flash: String },
+    Done { back: String, flash: Flash },
     NotFound,
     Refused(&'static str),
 }
 
 fn respond(result: Result<Result<Step, DbError>, actix_web::error::BlockingError>) -> HttpResponse {
     match result {
-        Ok(Ok(Step::Done { back, flash })) => done(&format!("/admin/duplicates?status={back}"), &flash),
+        Ok(Ok(Step::Done { back, flash })) => done(&format!("/admin/duplicates?status={back}"), flash),
         Ok(Ok(Step::NotFound)) => HttpResponse::NotFound().body("No such pair."),
         Ok(Ok(Step::Refused(message))) => refused(message),
         Ok(Err(e)) => db_failure(e),
@@ -158,23 +159,19 @@ pub async fn act(
                     Some(n) => Step::Done {
                         back: "open".into(),
                         flash: match d {
-                            Decision::NotDuplicate => {
-                                format!("{dup} is not a duplicate of {orig}; {n} held effect(s) released.")
-                            }
-                            Decision::Duplicate => {
-                                format!(
-                                    "{dup} marked a duplicate of {orig}; {n} pending effect(s) cancelled."
-                                )
-                            }
-                        },
+                            Decision::NotDuplicate => Flash::new("pair_not_duplicate"),
+                            Decision::Duplicate => Flash::new("pair_duplicate"),
+                        }
+                        .arg(dup)
+                        .arg(orig)
+                        .arg(n),
                     },
                 },
                 None => match undo(c, &user, &pair, &form.note, t)? {
                     None => Step::Refused("The pair is open: there is no decision to undo."),
-                    Some(n) => Step::Done {
-                        back: pair.status.clone(),
-                        flash: format!("Decision undone; the pair is open again ({n} effect(s) held)."),
-                    },
+                    Some(n) => {
+                        Step::Done { back: pair.status.clone(), flash: Flash::new("pair_undone").arg(n) }
+                    }
                 },
             })
         }))
@@ -201,7 +198,7 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
     ids.sort();
     ids.dedup();
     if ids.is_empty() {
-        return done("/admin/duplicates?status=open", "Select at least one pair.");
+        return done("/admin/duplicates?status=open", Flash::new("select_pairs"));
     }
     if ids.len() > BATCH_MAX {
         return HttpResponse::BadRequest().body(format!("At most {BATCH_MAX} pairs at once."));
@@ -223,12 +220,12 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
                     "None of the selected pairs is open; reload the page.",
                 ));
             }
-            let what = match decision {
-                Decision::NotDuplicate => "not a duplicate",
-                Decision::Duplicate => "a duplicate",
+            let code = match decision {
+                Decision::NotDuplicate => "pairs_not_duplicate",
+                Decision::Duplicate => "pairs_duplicate",
             };
             let skipped = ids.len() - decided;
-            let flash = format!("{decided} pair(s) marked {what}; {skipped} skipped (not open).");
+            let flash = Flash::new(code).arg(decided).arg(skipped);
             Ok(Step::Done { back: "open".into(), flash })
         }))
     };

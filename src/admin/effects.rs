@@ -6,6 +6,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::audit;
+use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, refused, Chrome};
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
@@ -135,6 +136,11 @@ async fn act(
         with_conn!(&pool, |c| c.write_tx(|c| {
             let t = now();
             let Some(row) = c.effect_row(&target)? else { return Ok::<_, DbError>(Err("No such effect.")) };
+            if kind == Action::Replay && !REPLAYABLE.contains(&row.state.as_str()) {
+                return Ok(Err(
+                    "Only a SENT, FAILED_FINAL or CANCELLED effect can be replayed as a new batch.",
+                ));
+            }
             let applied = match kind {
                 Action::Replay => c.replay_effect(&target, t)?.is_some(),
                 other => c.change_effect(&target, &other.change(&note, &provider_ref, &row, t), t)?,
@@ -147,14 +153,16 @@ async fn act(
         }))
     };
     match web::block(run).await {
-        Ok(Ok(Ok(from))) => {
-            done(&format!("/admin/effects?state={from}"), &format!("{}: done.", kind.label()))
-        }
+        Ok(Ok(Ok(from))) => done(&format!("/admin/effects?state={from}"), Flash::new(kind.flash())),
         Ok(Ok(Err(message))) => refused(message),
         Ok(Err(e)) => db_failure(e),
         Err(_) => db_failure(DbError::Unavailable("blocking pool".into())),
     }
 }
+
+/// The states from which "replay as a new batch" may start: the record's outcome is known
+/// (a PENDING, SENDING or UNKNOWN record may still take effect, and a replay would repeat it).
+const REPLAYABLE: [&str; 3] = ["SENT", "FAILED_FINAL", "CANCELLED"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Action {
@@ -187,13 +195,13 @@ impl Action {
         }
     }
 
-    fn label(self) -> &'static str {
+    fn flash(self) -> &'static str {
         match self {
-            Action::Retry => "Retry",
-            Action::MarkSent => "Mark sent",
-            Action::MarkNotSent => "Mark not sent",
-            Action::Cancel => "Cancel",
-            Action::Replay => "Replay",
+            Action::Retry => "effect_retry",
+            Action::MarkSent => "effect_mark_sent",
+            Action::MarkNotSent => "effect_mark_not_sent",
+            Action::Cancel => "effect_cancel",
+            Action::Replay => "effect_replay",
         }
     }
 

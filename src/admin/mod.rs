@@ -9,9 +9,11 @@ pub mod cookies;
 mod dashboard;
 mod duplicates;
 mod effects;
+pub mod flash;
 pub mod guard;
 pub mod lifecycle;
 mod login;
+mod read_audit;
 mod submissions;
 pub mod throttle;
 mod users;
@@ -76,15 +78,15 @@ impl Chrome {
             role: user.role.as_str(),
             csrf: user.csrf.clone(),
             section,
-            flash: flash.map(|f| f.chars().take(200).collect()),
+            flash: flash.and_then(flash::message),
         }
     }
 }
 
-/// Back to `location` after an action, with a short message shown there.
-pub fn done(location: &str, flash: &str) -> HttpResponse {
+/// Back to `location` after an action, with a known message shown there.
+pub fn done(location: &str, flash: flash::Flash) -> HttpResponse {
     let sep = if location.contains('?') { '&' } else { '?' };
-    let flash: String = form_urlencode(flash);
+    let flash: String = form_urlencode(&flash.encode());
     HttpResponse::SeeOther().insert_header(("Location", format!("{location}{sep}flash={flash}"))).finish()
 }
 

@@ -7,7 +7,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::{constant_time_eq, AuthError, SessionUser};
-use super::{blocking, db_failure, Chrome, FlashQuery};
+use super::{blocking, db_failure, read_audit, Chrome, FlashQuery};
 use crate::config::{Config, FieldType};
 use crate::db::admin::browse::{csv, BrowseStore, EffectStates, FilterParams, SubmissionPage, SubmissionRow};
 use crate::db::DbError;
@@ -176,8 +176,8 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
     html(StatusCode::OK, &p)
 }
 
-async fn export(state: web::Data<AppState>, _user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
-    let filter = q.filters.filter();
+async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
+    let (filter, filters) = (q.filters.filter(), q.filters.query_string());
     let mut fields: Vec<String> = Vec::new();
     let forms = state.config.forms.iter().filter(|(name, _)| filter.form.as_ref().is_none_or(|f| f == *name));
     for field in forms.flat_map(|(_, form)| form.fields.iter()) {
@@ -186,7 +186,13 @@ async fn export(state: web::Data<AppState>, _user: SessionUser, q: web::Query<Li
         }
     }
     let pool = state.pool.clone();
-    let build = move || with_conn!(&pool, |c| csv::document(c, &filter, &fields).map_err(DbError::from));
+    let build = move || {
+        with_conn!(&pool, |c| {
+            let body = csv::document(c, &filter, &fields)?;
+            read_audit::export(c, &user, &filters, &body)?;
+            Ok::<_, DbError>(body)
+        })
+    };
     match blocking(build).await {
         Ok(body) => HttpResponse::Ok()
             .content_type("text/csv; charset=utf-8")
@@ -213,10 +219,11 @@ async fn search(state: web::Data<AppState>, user: SessionUser, form: web::Form<S
     let term: String = form.q.trim().chars().take(200).collect();
     let mut p = ListPage::new(&state, &user, &FilterParams::default(), None);
     if !term.is_empty() {
-        let (pool, t) = (state.pool.clone(), term.clone());
+        let (pool, t, searcher) = (state.pool.clone(), term.clone(), user.clone());
         let read = move || {
             with_conn!(&pool, |c| {
                 let rows = c.search_submissions(&t, SEARCH_LIMIT)?;
+                read_audit::search(c, &searcher, &t, rows.len())?;
                 let states = c.effect_states(&rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>())?;
                 Ok::<_, DbError>((rows, states))
             })

@@ -33,6 +33,9 @@ pub fn problems(config: &Config) -> Vec<String> {
         }
         _ => {}
     }
+    if crm.adapter() != CrmAdapterName::File {
+        out.extend(crate::effects::crm::url_policy::check_config(crm).err());
+    }
     if let Some(l) = &crm.lookup_url {
         if !l.contains("{external_ref}") {
             out.push("crm.lookup_url: must contain {external_ref}".into());

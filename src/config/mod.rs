@@ -1,6 +1,8 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 mod check;
+mod email;
+mod redact;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,6 +13,8 @@ use validator::Validate;
 use crate::domain::EffectKind;
 
 pub use check::problems;
+pub use email::EmailTexts;
+pub use redact::redact_url;
 
 /// The built-in configuration: a demo `contact` form on SQLite.
 pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
@@ -109,7 +113,8 @@ pub struct ServerConfig {
     pub initial_password_file: String,
 }
 
-#[derive(Debug, Clone, Deserialize, Validate)]
+/// `Debug` is written by hand in `redact.rs`: the URL may hold a password.
+#[derive(Clone, Deserialize, Validate)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseConfig {
     #[serde(default = "default_database_url")]
@@ -132,7 +137,7 @@ pub struct DatabaseConfig {
 }
 
 /// Mail delivery: SMTP when `url` is set, else `.eml` files under `mail_dir`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SmtpConfig {
     /// `smtp://[user:pass@]host[:port]` (`?tls=required` for STARTTLS) or `smtps://…`.
@@ -144,7 +149,7 @@ pub struct SmtpConfig {
 }
 
 /// Where leads go; see `src/effects/crm/` for the adapters.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrmConfig {
     /// `file`, `generic`, `hubspot` or `salesforce`; default `generic` when `url` is set, else `file`.
@@ -165,6 +170,9 @@ pub struct CrmConfig {
     /// salesforce: the Lead External ID field holding the external reference.
     #[serde(default = "default_salesforce_field")]
     pub salesforce_external_id_field: String,
+    /// Allow `http://` CRM URLs to hosts other than loopback (else only `https://`).
+    #[serde(default)]
+    pub allow_http: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -268,6 +276,16 @@ pub struct FormConfig {
     #[serde(default = "default_operation_ttl_days")]
     #[validate(range(min = 1, max = 3650))]
     pub operation_ttl_days: u32,
+    /// The confirmation email lists what the visitor typed (else: only name and reference).
+    #[serde(default)]
+    pub confirmation_echo: bool,
+    /// At most one confirmation per recipient address within this many minutes (0: no cap).
+    #[serde(default = "default_confirmation_window_minutes")]
+    #[validate(range(max = 525600))]
+    pub confirmation_window_minutes: u32,
+    /// The operator's own words in this form's emails (plain text, never a template).
+    #[serde(default)]
+    pub email: EmailTexts,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]
@@ -492,6 +510,7 @@ impl Default for CrmConfig {
             dir: default_crm_dir(),
             hubspot_id_property: default_hubspot_property(),
             salesforce_external_id_field: default_salesforce_field(),
+            allow_http: false,
         }
     }
 }
@@ -571,6 +590,9 @@ fn default_max_body_bytes() -> usize {
 }
 fn default_operation_ttl_days() -> u32 {
     395
+}
+fn default_confirmation_window_minutes() -> u32 {
+    60
 }
 fn default_window_hours() -> u32 {
     72

@@ -8,6 +8,7 @@ pub mod duplicates;
 pub mod models;
 mod openssl_exit;
 mod queue;
+pub mod recipient_cap;
 pub mod schema;
 mod store;
 mod url;

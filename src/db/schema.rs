@@ -131,6 +131,14 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    confirmation_caps (form, email_digest) {
+        form -> Text,
+        email_digest -> Text,
+        last_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(side_effects -> submissions (submission_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(conflicts -> submissions (submission_id));

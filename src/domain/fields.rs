@@ -141,6 +141,9 @@ fn check_value(field: &FieldConfig, v: &str) -> Result<(), String> {
     if v.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
         return Err("contains control characters".into());
     }
+    if v.chars().any(super::invisible::is_invisible) {
+        return Err("contains invisible characters (bidirectional overrides or zero-width spaces)".into());
+    }
     match field.kind {
         FieldType::Email if !v.validate_email() => Err("is not a valid email address".into()),
         FieldType::Phone if !is_phone(v) => Err("is not a valid phone number".into()),

@@ -2,7 +2,10 @@
 
 mod effect;
 mod fields;
+#[cfg(test)]
+mod fields_proptest;
 mod fingerprint;
+mod invisible;
 mod operation_id;
 
 pub use effect::{EffectKind, EffectState};

@@ -89,6 +89,7 @@ impl Registry {
         let timeout = Duration::from_millis(config.worker.call_timeout_ms);
         let crm = crm::adapter(&config.crm, timeout)?;
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
+        mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry::default();
         registry.register(crm_lead::CrmLead::new(crm, config.clone()));
         registry.register(confirmation_email::new(mailer.clone(), config.clone()));

@@ -125,7 +125,19 @@ const MAX_PARTS: usize = 256;
 
 /// `multipart/form-data` text parts of a body read with `read_limited`, in order; file
 /// uploads are refused.
+///
+/// The whole body is in memory, so every step of the parser is ready at once. A step that
+/// is not would never be: actix-multipart waits for more input after a truncated body
+/// (found by `body_proptest`), which held the request for ever. That is a malformed body.
 pub async fn parse_multipart(headers: &HeaderMap, body: Bytes) -> Result<RawFields, Problem> {
+    use futures_util::FutureExt;
+    match multipart_parts(headers, body).now_or_never() {
+        Some(result) => result,
+        None => Err(malformed("the multipart body is incomplete")),
+    }
+}
+
+async fn multipart_parts(headers: &HeaderMap, body: Bytes) -> Result<RawFields, Problem> {
     let broken = || malformed("the multipart body could not be decoded");
     let stream = futures_util::stream::once(async move { Ok::<_, PayloadError>(body) });
     let mut parts = actix_multipart::Multipart::new(headers, stream);

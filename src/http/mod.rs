@@ -3,6 +3,8 @@
 
 mod api;
 mod body;
+#[cfg(test)]
+mod body_proptest;
 mod client_ip;
 mod connections;
 mod html;

@@ -218,7 +218,9 @@ async fn smtp_4xx_is_retried_and_5xx_fails_at_once(backend: Backend) {
 
     d.smtp.refuse_next(550);
     let refused = new_key();
-    d.app.submit(&refused, &inquiry("No such mailbox")).await;
+    let mut body = inquiry("No such mailbox");
+    body["email"] = "nobody@example.com".into(); // another address: not capped by the first
+    d.app.submit(&refused, &body).await;
     d.settle(&worker).await;
     let mail = d.effect(&refused, "confirmation_email").await;
     assert_eq!((mail.state.as_str(), mail.attempts), ("FAILED_FINAL", 1));

@@ -23,6 +23,9 @@ pub fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(5)))
         .user_agent(concat!("onceform/", env!("CARGO_PKG_VERSION")))
+        // A redirect would carry the lead and the token somewhere the operator never named;
+        // a 3xx answer is a permanent failure instead.
+        .redirect(reqwest::redirect::Policy::none())
         .build()?)
 }
 

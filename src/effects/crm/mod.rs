@@ -6,6 +6,7 @@ mod generic;
 mod http;
 mod hubspot;
 mod salesforce;
+pub mod url_policy;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,6 +39,9 @@ pub trait CrmAdapter: Send + Sync {
 /// The adapter the configuration names; the token is read from `token_env` here, once.
 pub fn adapter(config: &CrmConfig, timeout: Duration) -> anyhow::Result<Arc<dyn CrmAdapter>> {
     let token = std::env::var(&config.token_env).ok().filter(|t| !t.is_empty()).map(http::Secret);
+    if config.adapter() != CrmAdapterName::File {
+        url_policy::check_config(config).map_err(anyhow::Error::msg)?;
+    }
     let url = || config.url.clone().ok_or_else(|| anyhow::anyhow!("crm.url is required for this adapter"));
     Ok(match config.adapter() {
         CrmAdapterName::File => Arc::new(file::FileCrm::new(&config.dir)),

@@ -1,10 +1,13 @@
-//! What both email effects take from a job: the visitor's address and the template variables.
+//! What both email effects take from a job: the visitor's address and the email's data.
 
 use lettre::message::Mailbox;
 
-use super::template::escape;
+use super::template::{one_line, EmailData, Field};
 use crate::config::{FieldType, FormConfig};
 use crate::effects::Job;
+
+/// Characters of the visitor's name a confirmation shows at most.
+const NAME_MAX: usize = 100;
 
 /// The visitor's address: the value of the form's first email field.
 pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
@@ -12,28 +15,27 @@ pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
     job.fields.get(&field.name)?.parse().ok()
 }
 
-/// Variables every email template can use.
-pub fn vars(form: &FormConfig, job: &Job) -> Vec<(&'static str, String)> {
-    let labelled: Vec<(&str, &str)> =
-        form.fields.iter().filter_map(|f| job.fields.get(&f.name).map(|v| (f.label(), v.as_str()))).collect();
-    let fields_text = labelled.iter().map(|(l, v)| format!("{l}: {v}")).collect::<Vec<_>>().join("\n");
-    let fields_html = labelled
-        .iter()
-        .map(|(l, v)| {
-            format!(
-                "<tr><th align=\"left\">{}</th><td>{}</td></tr>",
-                escape(l),
-                escape(v).replace('\n', "<br>")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    vec![
-        ("form_title", form.title.clone()),
-        ("reference", job.reference()),
-        ("name", job.fields.get("name").cloned().unwrap_or_default()),
-        ("received_at", job.received_at.format("%Y-%m-%d %H:%M UTC").to_string()),
-        ("fields_text", fields_text),
-        ("fields_html", fields_html),
-    ]
+/// The data of one email; `with_fields` lists every submitted field.
+pub fn data(form: &FormConfig, job: &Job, with_fields: bool) -> EmailData {
+    let fields = match with_fields {
+        true => form
+            .fields
+            .iter()
+            .filter_map(|f| {
+                job.fields.get(&f.name).map(|v| Field { label: f.label().into(), value: v.clone() })
+            })
+            .collect(),
+        false => Vec::new(),
+    };
+    let name = job.fields.get("name").map(|n| one_line(n).chars().take(NAME_MAX).collect());
+    EmailData {
+        form_title: form.title.clone(),
+        reference: job.reference(),
+        name: name.unwrap_or_default(),
+        received_at: job.received_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+        fields,
+        subject: form.email.confirmation_subject.clone(),
+        intro: form.email.confirmation_intro.clone(),
+        signature: form.email.signature.clone(),
+    }
 }

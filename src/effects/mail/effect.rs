@@ -3,15 +3,16 @@
 
 use std::sync::Arc;
 
-use super::{template, vars, Envelope, Mailer};
+use super::template::Rendered;
+use super::{Envelope, Mailer};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Outcome, Report};
 
-/// One email kind: its template and who gets it.
+/// One email kind: how it is rendered and who gets it.
 pub struct EmailEffect {
     pub kind: EffectKind,
-    pub template: &'static str,
+    pub render: fn(&FormConfig, &Job) -> Result<Rendered, askama::Error>,
     pub envelope: fn(&FormConfig, &Job) -> Envelope,
     pub mailer: Arc<Mailer>,
     pub config: Arc<Config>,
@@ -35,12 +36,9 @@ impl Effect for EmailEffect {
             let Some(form) = self.config.form(&job.form) else {
                 return Report::failed(Outcome::Permanent, "form_removed");
             };
-            // Rendering may read per-form template files: on the blocking pool.
-            let (name, form_name, vars) = (self.template, job.form.clone(), vars(form, job));
-            let rendered =
-                tokio::task::spawn_blocking(move || template::render(name, &form_name, &vars)).await;
-            let Ok(content) = rendered else {
-                return Report::failed(Outcome::Transient { retry_after: None }, "template");
+            let content = match (self.render)(form, job) {
+                Ok(c) => c,
+                Err(_) => return Report::failed(Outcome::Permanent, "template"),
             };
             self.mailer.send(&job.effect_key, (self.envelope)(form, job), content).await
         })

@@ -4,7 +4,7 @@ mod compose;
 mod effect;
 pub mod template;
 
-pub use compose::{vars, visitor};
+pub use compose::{data, visitor};
 pub use effect::EmailEffect;
 
 use std::path::PathBuf;

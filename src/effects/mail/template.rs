@@ -1,7 +1,7 @@
-//! Email templates: `templates/email/NAME.{subject,txt,html}`, built in, and overridable per
-//! form at run time by files under `templates/email/FORM/`.
+//! The emails as typed askama templates (`templates/email/`), rendered in one pass: what a
+//! visitor typed is data, escaped in the HTML part and never read as a template.
 
-use std::path::Path;
+use askama::Template;
 
 /// Subject, plain text and HTML of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,72 +11,165 @@ pub struct Rendered {
     pub html: String,
 }
 
-fn builtin(name: &str, ext: &str) -> &'static str {
-    match (name, ext) {
-        ("confirmation", "subject") => include_str!("../../../templates/email/confirmation.subject"),
-        ("confirmation", "txt") => include_str!("../../../templates/email/confirmation.txt"),
-        ("confirmation", "html") => include_str!("../../../templates/email/confirmation.html"),
-        ("owner_notification", "subject") => {
-            include_str!("../../../templates/email/owner_notification.subject")
+/// One labelled value as shown in an email.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    pub label: String,
+    pub value: String,
+}
+
+impl Field {
+    /// The value's lines (a textarea keeps its line breaks: `<br>` in the HTML part).
+    pub fn lines(&self) -> Vec<&str> {
+        self.value.split('\n').collect()
+    }
+}
+
+/// What both emails can show. Every text here is data.
+#[derive(Debug, Clone, Default)]
+pub struct EmailData {
+    pub form_title: String,
+    pub reference: String,
+    /// The visitor's name on one line (confirmation greeting).
+    pub name: String,
+    pub received_at: String,
+    /// The submitted fields: always in the owner notification, in the confirmation only
+    /// when the form sets `confirmation_echo`.
+    pub fields: Vec<Field>,
+    /// The operator's texts from `[forms.F.email]`.
+    pub subject: Option<String>,
+    pub intro: Option<String>,
+    pub signature: Option<String>,
+}
+
+macro_rules! email_template {
+    ($name:ident, $path:literal) => {
+        #[derive(Template)]
+        #[template(path = $path)]
+        #[allow(dead_code)] // each template reads the fields it shows
+        struct $name<'a> {
+            form_title: &'a str,
+            reference: &'a str,
+            name: &'a str,
+            received_at: &'a str,
+            fields: &'a [Field],
+            intro: Option<&'a str>,
+            signature: Option<&'a str>,
         }
-        ("owner_notification", "txt") => include_str!("../../../templates/email/owner_notification.txt"),
-        ("owner_notification", "html") => include_str!("../../../templates/email/owner_notification.html"),
-        _ => "",
-    }
-}
 
-/// Renders template `name` for `form`, replacing `{{ var }}`; values are HTML-escaped in
-/// the HTML part except variables whose name ends in `_html` (built escaped).
-pub fn render(name: &str, form: &str, vars: &[(&str, String)]) -> Rendered {
-    let load = |ext: &str| {
-        let custom = Path::new("templates/email").join(form).join(format!("{name}.{ext}"));
-        std::fs::read_to_string(custom).unwrap_or_else(|_| builtin(name, ext).to_string())
+        impl<'a> $name<'a> {
+            fn of(d: &'a EmailData) -> Self {
+                $name {
+                    form_title: &d.form_title,
+                    reference: &d.reference,
+                    name: &d.name,
+                    received_at: &d.received_at,
+                    fields: &d.fields,
+                    intro: d.intro.as_deref(),
+                    signature: d.signature.as_deref(),
+                }
+            }
+        }
     };
-    Rendered {
-        subject: fill(&load("subject"), vars, false).lines().next().unwrap_or("").trim().to_string(),
-        text: fill(&load("txt"), vars, false),
-        html: fill(&load("html"), vars, true),
+}
+
+email_template!(ConfirmationText, "email/confirmation.txt");
+email_template!(ConfirmationHtml, "email/confirmation.html");
+email_template!(OwnerText, "email/owner_notification.txt");
+email_template!(OwnerHtml, "email/owner_notification.html");
+
+/// The confirmation to the visitor.
+pub fn confirmation(d: &EmailData) -> Result<Rendered, askama::Error> {
+    let lead = d.subject.as_deref().map(one_line).filter(|s| !s.is_empty());
+    let lead = lead.unwrap_or_else(|| "We received your message".into());
+    Ok(Rendered {
+        subject: format!("{lead} ({})", d.reference),
+        text: ConfirmationText::of(d).render()?,
+        html: ConfirmationHtml::of(d).render()?,
+    })
+}
+
+/// The inquiry to the form's owners.
+pub fn owner_notification(d: &EmailData) -> Result<Rendered, askama::Error> {
+    Ok(Rendered {
+        subject: format!("New inquiry: {} ({})", one_line(&d.form_title), d.reference),
+        text: OwnerText::of(d).render()?,
+        html: OwnerHtml::of(d).render()?,
+    })
+}
+
+/// Per-form template files (`templates/email/FORM/`) are no longer read: a template a
+/// file can change at run time is one the visitor's text could reach. Say so at start.
+pub fn warn_stale_overrides(forms: impl Iterator<Item = impl AsRef<str>>) {
+    for form in forms {
+        let dir = std::path::Path::new("templates/email").join(form.as_ref());
+        if dir.is_dir() {
+            tracing::warn!(
+                dir = %dir.display(),
+                "per-form email template files are no longer read; use [forms.FORM.email] texts"
+            );
+        }
     }
 }
 
-fn fill(template: &str, vars: &[(&str, String)], html: bool) -> String {
-    let mut out = template.to_string();
-    for (key, value) in vars {
-        let value = if html && !key.ends_with("_html") { escape(value) } else { value.clone() };
-        out = out.replace(&format!("{{{{ {key} }}}}"), &value);
-    }
-    out
-}
-
-pub fn escape(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '<' => "&lt;".to_string(),
-            '>' => "&gt;".to_string(),
-            '&' => "&amp;".to_string(),
-            '"' => "&quot;".to_string(),
-            '\'' => "&#39;".to_string(),
-            c => c.to_string(),
-        })
-        .collect()
+/// `s` on one line: whitespace runs (line breaks included) become one space, trimmed.
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const HOSTILE: &str = "{{ fields_text }} {% if true %}x{% endif %} <script>alert(1)</script> & \"'";
+
+    fn data(echo: bool) -> EmailData {
+        EmailData {
+            form_title: "Contact".into(),
+            reference: "OF-1".into(),
+            name: HOSTILE.into(),
+            received_at: "today".into(),
+            fields: if echo {
+                vec![Field { label: "Message".into(), value: format!("{HOSTILE}\nline two") }]
+            } else {
+                Vec::new()
+            },
+            ..EmailData::default()
+        }
+    }
+
     #[test]
-    fn fills_and_escapes_the_html_part_only() {
-        let vars = [
-            ("name", "<b>Ada</b>".to_string()),
-            ("reference", "OF-1".to_string()),
-            ("form_title", "Contact".into()),
-            ("received_at", "today".into()),
-        ];
-        let r = render("confirmation", "contact", &vars);
+    fn visitor_text_is_data_in_one_pass_and_escaped_in_html() {
+        let r = confirmation(&data(false)).unwrap();
         assert_eq!(r.subject, "We received your message (OF-1)");
-        assert!(r.text.contains("Hello <b>Ada</b>,"));
-        assert!(r.html.contains("Hello &lt;b&gt;Ada&lt;/b&gt;,"));
-        assert!(!r.html.contains("{{"));
+        assert!(r.text.contains(&format!("Hello {HOSTILE},")), "{}", r.text);
+        assert!(!r.html.contains("<script>"), "{}", r.html);
+        assert!(r.html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"), "{}", r.html);
+        assert!(r.html.contains("{{ fields_text }}"), "a placeholder stays literal: {}", r.html);
+        assert!(!r.text.contains("What you sent us"));
+    }
+
+    #[test]
+    fn echo_and_owner_notification_list_fields_escaped() {
+        for r in [confirmation(&data(true)).unwrap(), owner_notification(&data(true)).unwrap()] {
+            assert!(r.text.contains(&format!("Message: {HOSTILE}\nline two")), "{}", r.text);
+            assert!(r.html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"), "{}", r.html);
+            assert!(r.html.contains("<br>line two"), "{}", r.html);
+            assert!(!r.html.contains("<script>"));
+        }
+    }
+
+    #[test]
+    fn operator_texts_replace_the_built_in_sentences() {
+        let d = EmailData {
+            subject: Some("Thanks\nfrom us".into()),
+            intro: Some("We'll call <you>.".into()),
+            signature: Some("The team".into()),
+            ..data(false)
+        };
+        let r = confirmation(&d).unwrap();
+        assert_eq!(r.subject, "Thanks from us (OF-1)");
+        assert!(r.html.contains("We&#39;ll call &#60;you&#62;."), "{}", r.html);
+        assert!(r.text.contains("The team"));
     }
 }

@@ -260,7 +260,9 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
     tokio::task::spawn_blocking(move || {
         let form = config.form("contact").unwrap();
         for i in 0..n {
-            let raw = inquiry(&format!("Inquiry number {i}"))
+            let mut body = inquiry(&format!("Inquiry number {i}"));
+            body["email"] = format!("seed-{i}@example.com").into(); // one visitor each
+            let raw = body
                 .as_object()
                 .unwrap()
                 .iter()

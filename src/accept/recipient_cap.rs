@@ -1,0 +1,36 @@
+//! At most one confirmation per recipient address per window and form, decided inside the
+//! accept transaction by the recipient's email digest (see `db::recipient_cap`).
+
+use chrono::Duration;
+
+use super::plan::Plan;
+use crate::config::FormConfig;
+use crate::db::recipient_cap::RecipientCapStore;
+use crate::db::DbError;
+use crate::domain::EffectKind;
+
+/// Claims the recipient's slot for this submission's confirmation; when another
+/// confirmation to the same address was planned within the window, this one is recorded
+/// as CANCELLED (`recipient_cap`) and the result body that says so is returned.
+pub(super) fn apply<C: RecipientCapStore>(
+    c: &mut C,
+    form: &FormConfig,
+    plan: &Plan,
+) -> Result<Option<String>, DbError> {
+    let sub = &plan.submission;
+    let confirmation = plan.effects.iter().find(|e| e.kind == EffectKind::ConfirmationEmail.as_str());
+    let (Some(digest), Some(effect), Some(body)) =
+        (sub.email_digest.as_deref(), confirmation, plan.capped_body.as_deref())
+    else {
+        return Ok(None);
+    };
+    if form.confirmation_window_minutes == 0 {
+        return Ok(None);
+    }
+    let since = plan.now() - Duration::minutes(i64::from(form.confirmation_window_minutes));
+    if c.claim_confirmation(&sub.form, digest, plan.now(), since)? {
+        return Ok(None);
+    }
+    c.cancel_capped(&effect.id, &sub.id, body, plan.now())?;
+    Ok(Some(body.to_string()))
+}
