@@ -1,6 +1,7 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 mod check;
+mod spam;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,6 +12,7 @@ use validator::Validate;
 use crate::domain::EffectKind;
 
 pub use check::problems;
+pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
 
 /// The built-in configuration: a demo `contact` form on SQLite.
 pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
@@ -53,6 +55,9 @@ pub struct ServerConfig {
     /// for rate limits and sign-in throttling. Empty: the header is ignored.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
+    /// Where the server secret is generated once when `ONCEFORM_SECRET` is not set.
+    #[serde(default = "default_secret_file")]
+    pub secret_file: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]
@@ -214,6 +219,20 @@ pub struct FormConfig {
     #[serde(default = "default_operation_ttl_days")]
     #[validate(range(min = 1, max = 3650))]
     pub operation_ttl_days: u32,
+    /// Origins (`https://www.example.com`) whose pages may call the JSON API (CORS, exact
+    /// match); when set, POSTs from other origins are refused.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Where a plain HTML post lands after acceptance (303) instead of the receipt.
+    #[serde(default)]
+    pub redirect: Option<String>,
+    /// A form rendered by onceform and posted sooner than this is stored as spam (0: off).
+    #[serde(default = "spam::default_min_fill_seconds")]
+    #[validate(range(max = 3600))]
+    pub min_fill_seconds: u32,
+    /// A server-side captcha check before any side effect is created.
+    #[serde(default)]
+    pub captcha: Option<CaptchaConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]
@@ -397,6 +416,7 @@ impl Default for ServerConfig {
             http_workers: 0,
             replay_cache: default_replay_cache(),
             trusted_proxies: Vec::new(),
+            secret_file: default_secret_file(),
         }
     }
 }
@@ -487,6 +507,9 @@ fn default_hold_score() -> f64 {
 }
 fn default_mail_from() -> String {
     "onceform <noreply@localhost>".into()
+}
+fn default_secret_file() -> String {
+    "./data/secret".into()
 }
 fn default_mail_dir() -> String {
     "./data/mail".into()

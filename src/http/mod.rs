@@ -4,11 +4,13 @@
 mod api;
 mod body;
 mod client_ip;
+mod cors;
 mod html;
 mod ops;
 pub(crate) mod pages;
 pub mod problem;
 mod rate_limit;
+mod static_sites;
 mod submit;
 
 use std::net::TcpListener;
@@ -36,6 +38,8 @@ pub struct AppState {
     /// Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
     pub proxies: TrustedProxies,
     pub login_throttle: crate::admin::accounts::LoginThrottle,
+    /// Fill-time stamps and captcha checks (see `crate::spam`).
+    pub spam: crate::spam::SpamGuard,
 }
 
 impl AppState {
@@ -70,12 +74,14 @@ impl Application {
             limiter: RateLimiter::new(config.server.rate_limit),
             proxies: TrustedProxies::parse(&config.server.trusted_proxies).map_err(anyhow::Error::msg)?,
             login_throttle: Default::default(),
+            spam: crate::spam::SpamGuard::new(crate::secret::load(&config)?)?,
             config,
             pool,
         });
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .wrap(actix_web::middleware::from_fn(cors::guard))
                 .wrap_fn(|req, srv| {
                     let (method, path, started) =
                         (req.method().clone(), req.path().to_string(), Instant::now());
@@ -91,6 +97,7 @@ impl Application {
                 .configure(api::routes)
                 .configure(html::routes)
                 .configure(ops::routes)
+                .configure(static_sites::routes)
                 .configure(crate::admin::routes)
                 .default_service(web::to(not_found))
         })

@@ -24,6 +24,7 @@ pub enum ProblemKind {
     RateLimited,
     Unavailable,
     Internal,
+    OriginNotAllowed,
 }
 
 impl ProblemKind {
@@ -42,6 +43,7 @@ impl ProblemKind {
             ProblemKind::RateLimited => "rate-limited",
             ProblemKind::Unavailable => "service-unavailable",
             ProblemKind::Internal => "internal-error",
+            ProblemKind::OriginNotAllowed => "origin-not-allowed",
         }
     }
 
@@ -59,6 +61,7 @@ impl ProblemKind {
             ProblemKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ProblemKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProblemKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ProblemKind::OriginNotAllowed => StatusCode::FORBIDDEN,
         }
     }
 
@@ -77,6 +80,7 @@ impl ProblemKind {
             ProblemKind::RateLimited => "Too many requests",
             ProblemKind::Unavailable => "The service is temporarily unavailable",
             ProblemKind::Internal => "Internal error",
+            ProblemKind::OriginNotAllowed => "This site may not send this form",
         }
     }
 

@@ -15,6 +15,8 @@ mod html;
 mod limits;
 mod malformed;
 mod process_exit;
+mod spam;
+mod static_sites;
 mod submit;
 mod unavailable;
 mod workers;

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod browser;
+pub mod captcha;
 pub mod crm;
 pub mod delivery;
 pub mod proxy;
