@@ -154,7 +154,8 @@
     this.operation()
       .then(function (op) { return self.send(op, body, 0); })
       .catch(function () {
-        self.say("We could not reach the server. What you typed is kept: please press Send again.", "error");
+        self.say("We could not reach the server (or this website may not send this form). " +
+          "What you typed is kept: please press Send again.", "error");
       })
       .then(function () {
         self.busy = false;

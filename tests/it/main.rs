@@ -11,6 +11,7 @@ mod cli;
 mod concurrency;
 mod delivery;
 mod duplicates;
+mod embed_browser;
 mod html;
 mod limits;
 mod malformed;

@@ -8,6 +8,7 @@ pub mod crm;
 pub mod delivery;
 pub mod proxy;
 pub mod smtp;
+pub mod static_site;
 
 use std::path::PathBuf;
 use std::sync::Arc;
