@@ -31,6 +31,32 @@
     return ("OF-" + tail.slice(0, half) + "-" + tail.slice(half)).toUpperCase();
   }
 
+  function hex(buffer) {
+    return Array.prototype.map.call(new Uint8Array(buffer), function (x) { return (x + 256).toString(16).slice(1); }).join("");
+  }
+
+  /* ALTCHA proof of work: the number whose SHA-256 with the salt is the challenge. */
+  function solve(c) {
+    var text = new TextEncoder();
+    function from(n) {
+      var batch = [];
+      for (var i = n; i <= c.maxnumber && i < n + 500; i++) {
+        batch.push(crypto.subtle.digest("SHA-256", text.encode(c.salt + i)));
+      }
+      if (!batch.length) { return Promise.reject(new Error("unsolvable challenge")); }
+      return Promise.all(batch).then(function (hashes) {
+        for (var j = 0; j < hashes.length; j++) {
+          if (hex(hashes[j]) === c.challenge) { return n + j; }
+        }
+        return from(n + batch.length);
+      });
+    }
+    return from(0).then(function (number) {
+      return btoa(JSON.stringify({ algorithm: c.algorithm, challenge: c.challenge, number: number,
+        salt: c.salt, signature: c.signature }));
+    });
+  }
+
   function sleep(ms) { return new Promise(function (ok) { setTimeout(ok, ms); }); }
 
   function Embed(form) {
@@ -82,7 +108,23 @@
         return fresh;
       });
   };
-  Embed.prototype.renew = function () { drop(this.key + ":op"); };
+  /* With data-onceform-captcha="altcha": one solved challenge per operation ID, kept with it. */
+  Embed.prototype.captcha = function (op) {
+    if (this.form.getAttribute("data-onceform-captcha") !== "altcha") { return Promise.resolve(null); }
+    var key = this.key + ":altcha:" + op, saved = get(key);
+    if (saved) { return Promise.resolve(saved); }
+    this.say("Checking that you are a person…");
+    return fetch(this.api + "/altcha", { mode: "cors", credentials: "omit" })
+      .then(function (r) { return r.json(); })
+      .then(solve)
+      .then(function (payload) { put(key, payload); return payload; });
+  };
+
+  Embed.prototype.renew = function () {
+    var op = get(this.key + ":op");
+    if (op) { drop(this.key + ":altcha:" + op); }
+    drop(this.key + ":op");
+  };
 
   Embed.prototype.say = function (text, kind) {
     this.status.textContent = text;
@@ -150,9 +192,15 @@
     if (button) { button.disabled = true; }
     this.clearErrors();
     this.say("Sending…");
-    var body = JSON.stringify(this.values());
+    var values = this.values();
     this.operation()
-      .then(function (op) { return self.send(op, body, 0); })
+      .then(function (op) {
+        return self.captcha(op).then(function (answer) {
+          if (answer) { values.altcha = answer; }
+          self.say("Sending…");
+          return self.send(op, JSON.stringify(values), 0);
+        });
+      })
       .catch(function () {
         self.say("We could not reach the server (or this website may not send this form). " +
           "What you typed is kept: please press Send again.", "error");

@@ -11,12 +11,16 @@ use crate::support::static_site::{HttpProxy, StaticSite};
 use crate::support::Backend;
 
 fn page(form_url: &str, script_url: &str) -> String {
+    page_with(form_url, script_url, "")
+}
+
+fn page_with(form_url: &str, script_url: &str, attributes: &str) -> String {
     format!(
         r#"<!doctype html><html><head><meta charset="utf-8"><title>A static site</title>
 <style>body{{font-family:sans-serif;max-width:40rem;margin:2rem auto}} label{{display:block}}
 input,select,textarea{{width:100%}} .onceform-error{{color:#b00020}} .onceform-receipt{{border:2px solid #2a7;padding:1rem}}</style>
 </head><body><h1>Contact us (static site)</h1>
-<form data-onceform="{form_url}">
+<form data-onceform="{form_url}"{attributes}>
 <p><label for="name">Your name</label><input id="name" name="name"></p>
 <p><label for="email">Email</label><input id="email" name="email"></p>
 <p><label for="topic">Topic</label><select id="topic" name="topic"><option>Sales</option><option>Support</option></select></p>
@@ -116,4 +120,33 @@ async fn a_static_page_submits_once_through_a_lost_answer_and_an_unlisted_one_is
     let refused: Vec<_> =
         proxy.seen().into_iter().filter(|s| s.method == "POST" && s.path.ends_with("/submissions")).collect();
     assert_eq!(refused.len(), 3, "no POST got past the refused preflight");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_form_solves_the_altcha_challenge() {
+    let site = StaticSite::start().await;
+    let origin = site.origin.clone();
+    let app = crate::support::spawn_app_with(Backend::Sqlite, |c| {
+        let form = c.forms.get_mut("contact").unwrap();
+        form.allowed_origins = vec![origin];
+        form.captcha = Some(toml::from_str("provider = 'altcha'\nmax_number = 20000").unwrap());
+    })
+    .await;
+    let form_url = app.url("/f/contact");
+    site.set_page(page_with(&form_url, &app.url("/embed.js"), r#" data-onceform-captcha="altcha""#));
+
+    let browser = Browser::start().await;
+    browser.goto(&format!("{}/contact.html", site.origin)).await;
+    browser.type_into("#name", "Ada Lovelace").await;
+    browser.type_into("#email", "ada@example.com").await;
+    browser.type_into("#message", "Proof of work, then the message").await;
+    browser.click("button[type=submit]").await;
+    wait_long(&browser, "onceform-reference", 30).await;
+    browser.screenshot("embed-altcha-receipt").await;
+    let stats = app.stats().await;
+    assert_eq!(
+        (stats.submissions, stats.effects_total(), stats.deliveries_with("spam")),
+        (1, 3, 0),
+        "verified, not spam"
+    );
 }
