@@ -33,7 +33,9 @@ async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpR
     let op = OperationId::generate();
     let mut page = FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default());
     page.stamp = state.spam.stamp(&form);
-    html(StatusCode::OK, &page)
+    let mut resp = html(StatusCode::OK, &page);
+    super::captcha_widget::allow(&mut resp, f);
+    resp
 }
 
 /// `POST /f/{form}`: accept, then a 303 to the receipt (the same receipt on every replay).
@@ -84,7 +86,9 @@ async fn post_form(
             let op = key.unwrap_or_else(OperationId::generate);
             let mut page = FormPage::new(&form, f, op.as_str(), &raw, errors);
             page.stamp = state.spam.stamp(&form);
-            html(StatusCode::UNPROCESSABLE_ENTITY, &page)
+            let mut resp = html(StatusCode::UNPROCESSABLE_ENTITY, &page);
+            super::captcha_widget::allow(&mut resp, f);
+            resp
         }
         _ => problem_page(&problem, &form),
     }

@@ -3,6 +3,7 @@
 
 mod api;
 mod body;
+mod captcha_widget;
 mod client_ip;
 mod cors;
 mod html;

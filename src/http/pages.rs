@@ -23,6 +23,7 @@ pub struct FormPage<'a> {
     pub honeypot: &'a str,
     /// The signed fill-time stamp (`_stamp`); empty: none.
     pub stamp: String,
+    pub captcha: Option<super::captcha_widget::CaptchaView>,
     pub fields: Vec<FieldView>,
     pub has_errors: bool,
     /// Messages about names that are not fields of the form.
@@ -107,6 +108,7 @@ impl<'a> FormPage<'a> {
             operation_id,
             honeypot: &form.honeypot,
             stamp: String::new(),
+            captcha: super::captcha_widget::view(form),
             other_errors: errors
                 .0
                 .iter()

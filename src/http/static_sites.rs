@@ -1,4 +1,5 @@
-//! What static sites load from onceform: `GET /embed.js` and the ALTCHA challenge.
+//! What static sites load from onceform: `GET /embed.js` and the ALTCHA challenge (with
+//! the solver for onceform's own form page).
 
 use actix_web::{web, HttpResponse};
 
@@ -8,20 +9,22 @@ use crate::config::CaptchaProvider;
 use crate::spam::altcha;
 
 const EMBED_JS: &str = include_str!("../../static/embed.js");
+const ALTCHA_JS: &str = include_str!("../../static/altcha.js");
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/embed.js", web::get().to(embed_js))
+    cfg.route("/embed.js", web::get().to(|| script(EMBED_JS)))
+        .route("/static/altcha.js", web::get().to(|| script(ALTCHA_JS)))
         .route("/api/forms/{form}/altcha", web::get().to(altcha_challenge));
 }
 
-/// The embed script: dependency-free, cached for an hour, loadable from any page.
-async fn embed_js() -> HttpResponse {
+/// A script: dependency-free, cached for an hour, loadable from any page.
+async fn script(body: &'static str) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/javascript; charset=utf-8")
         .insert_header(("Cache-Control", "public, max-age=3600"))
         .insert_header(("Cross-Origin-Resource-Policy", "cross-origin"))
         .insert_header(("X-Content-Type-Options", "nosniff"))
-        .body(EMBED_JS)
+        .body(body)
 }
 
 /// `GET /api/forms/{form}/altcha`: a fresh, signed, expiring proof-of-work challenge.

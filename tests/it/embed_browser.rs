@@ -150,3 +150,28 @@ async fn an_embedded_form_solves_the_altcha_challenge() {
         "verified, not spam"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn onceforms_own_form_page_solves_the_altcha_challenge() {
+    let app = crate::support::spawn_app_with(Backend::Sqlite, |c| {
+        let form = c.forms.get_mut("contact").unwrap();
+        form.min_fill_seconds = 0;
+        form.captcha = Some(toml::from_str("provider = 'altcha'\nmax_number = 20000").unwrap());
+    })
+    .await;
+    let browser = Browser::start().await;
+    browser.goto(&app.url("/f/contact")).await;
+    browser.type_into("#f-name", "Ada Lovelace").await;
+    browser.type_into("#f-email", "ada@example.com").await;
+    browser.type_into("#f-message", "Sent from the form page").await;
+    browser.click("#f-topic option:nth-child(2)").await;
+    browser.click("button[type=submit]").await;
+    wait_long(&browser, "OF-", 30).await;
+    assert!(browser.current_url().await.contains("/receipt/"));
+    let stats = app.stats().await;
+    assert_eq!(
+        (stats.submissions, stats.effects_total(), stats.deliveries_with("spam")),
+        (1, 3, 0),
+        "verified, not spam"
+    );
+}

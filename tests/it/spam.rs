@@ -206,3 +206,22 @@ async fn altcha_valid_invalid_and_replayed(backend: Backend) {
     let resp = app.client.get(app.url("/api/forms/nope/altcha")).send().await.unwrap();
     assert_eq!(resp.status(), 404);
 }
+
+#[tokio::test]
+async fn the_form_page_carries_the_captcha_widget_and_its_policy() {
+    let app = spawn_app_with(Backend::Sqlite, |c| {
+        captcha(c, "turnstile", "http://127.0.0.1:9/siteverify");
+        c.forms.get_mut("contact").unwrap().captcha.as_mut().unwrap().site_key = Some("0x4AAA-site".into());
+    })
+    .await;
+    let resp = app.client.get(app.url("/f/contact")).send().await.unwrap();
+    let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(csp.contains("script-src 'self' https://challenges.cloudflare.com"), "{csp}");
+    let html = resp.text().await.unwrap();
+    assert!(html.contains(r#"<div class="cf-turnstile" data-sitekey="0x4AAA-site"></div>"#), "{html}");
+
+    let plain = spawn_app_with(Backend::Sqlite, |_| {}).await;
+    let resp = plain.client.get(plain.url("/f/contact")).send().await.unwrap();
+    assert!(!resp.headers()["content-security-policy"].to_str().unwrap().contains("cloudflare"));
+    assert!(!resp.text().await.unwrap().contains("cf-turnstile"));
+}
