@@ -1,5 +1,5 @@
 //! In headless Chromium: a static page on another origin embeds a form with `embed.js`;
-//! a 422 shows by its field, a lost answer is retried with the same key (one submission,
+//! a 422 shows by its field, a reload keeps the fill, a lost answer is retried with the same key (one submission,
 //! one lead), the receipt shows the reference; a page from an unlisted origin is refused.
 //! Screenshots: target/test-artifacts/embed-*.png.
 
@@ -74,6 +74,8 @@ async fn a_static_page_submits_once_through_a_lost_answer_and_an_unlisted_one_is
     browser.screenshot("embed-422").await;
     assert_eq!(app.stats().await.submissions, 0);
 
+    // A reload keeps the fill: its values and its operation ID.
+    browser.goto(&format!("{}/contact.html", site.origin)).await;
     browser.clear("#email").await;
     browser.type_into("#email", "ada@example.com").await;
     proxy.drop_next_submit();
@@ -105,6 +107,11 @@ async fn a_static_page_submits_once_through_a_lost_answer_and_an_unlisted_one_is
         .unwrap();
     let reference = onceform::effects::reference(status["submission_id"].as_str().unwrap());
     assert!(source.contains(&reference), "the receipt shows {reference}");
+    let stored = app.stored_fields(&keys[0]).await.unwrap();
+    assert_eq!(
+        (stored["name"].as_str(), stored["message"].as_str()),
+        (Some("Ada Lovelace"), Some("Hello from a static site"))
+    );
     d.settle(&d.worker()).await;
     assert_eq!(d.crm.leads().len(), 1, "one lead");
 

@@ -127,6 +127,10 @@ async fn siteverify_cases(backend: Backend, provider: &str, field: &str) {
     let app = spawn_app_with(backend, |c| captcha(c, provider, &fake.url)).await;
 
     let valid = new_key();
+    let mut typo = with_answer(field, Some("good-1"));
+    typo["email"] = json!("not an address");
+    assert_eq!(app.submit(&valid, &typo).await.status(), 422);
+    assert!(fake.calls().is_empty(), "invalid fields cost no captcha call (nor the answer)");
     assert_eq!(app.submit(&valid, &with_answer(field, Some("good-1"))).await.status(), 201);
     assert_eq!(verdict(&app, &valid).await, (false, None, 3));
     let calls = fake.calls();
