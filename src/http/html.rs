@@ -31,10 +31,20 @@ async fn index(state: web::Data<AppState>) -> HttpResponse {
 async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
     let Ok(f) = state.form(&form) else { return not_found() };
     let op = OperationId::generate();
-    let mut page = FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default());
-    page.stamp = state.spam.stamp(&form);
-    let mut resp = html(StatusCode::OK, &page);
-    super::captcha_widget::allow(&mut resp, f);
+    form_page(
+        &state,
+        StatusCode::OK,
+        FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default()),
+    )
+}
+
+/// The form page with a fresh fill-time stamp and, when the form has one, its captcha widget.
+fn form_page(state: &AppState, status: StatusCode, mut page: FormPage<'_>) -> HttpResponse {
+    page.stamp = state.spam.stamp(page.form_name);
+    let mut resp = html(status, &page);
+    if let Some(f) = state.config.form(page.form_name) {
+        super::captcha_widget::allow(&mut resp, f);
+    }
     resp
 }
 
@@ -84,11 +94,11 @@ async fn post_form(
         (ProblemKind::ValidationFailed, Some(errors)) => {
             // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.
             let op = key.unwrap_or_else(OperationId::generate);
-            let mut page = FormPage::new(&form, f, op.as_str(), &raw, errors);
-            page.stamp = state.spam.stamp(&form);
-            let mut resp = html(StatusCode::UNPROCESSABLE_ENTITY, &page);
-            super::captcha_widget::allow(&mut resp, f);
-            resp
+            form_page(
+                &state,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                FormPage::new(&form, f, op.as_str(), &raw, errors),
+            )
         }
         _ => problem_page(&problem, &form),
     }
