@@ -10,6 +10,7 @@ mod duplicates;
 mod effects;
 pub mod guard;
 mod login;
+mod spam_release;
 mod submissions;
 
 use actix_web::http::StatusCode;
@@ -49,6 +50,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     login::routes(cfg);
     dashboard::routes(cfg);
     submissions::routes(cfg);
+    spam_release::routes(cfg);
     effects::routes(cfg);
     conflicts::routes(cfg);
     duplicates::routes(cfg);

@@ -173,6 +173,33 @@ async fn siteverify_cases(backend: Backend, provider: &str, field: &str) {
     let list = app.admin_get(Some(&session), "/admin/submissions?spam=yes").await.text().await.unwrap();
     assert!(list.contains(">unverified</span>"), "{list}");
     assert!(list.contains("captcha answer already used"), "{list}");
+
+    // An admin reviews the unverified one and releases it: it gets its side effects.
+    let id: String = {
+        use diesel::prelude::*;
+        use onceform::db::schema::submissions::dsl as s;
+        let k = down.clone();
+        app.query(move |pool| {
+            onceform::with_conn!(pool, |c| s::submissions
+                .filter(s::operation_id.eq(&k))
+                .select(s::id)
+                .first(c)
+                .map_err(onceform::db::DbError::from))
+        })
+        .await
+    };
+    let admin = app.sign_in(Role::Admin).await;
+    let page = app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
+    assert!(page.contains("unverified (captcha could not be verified"), "{page}");
+    let path = format!("/admin/submissions/{id}/release");
+    let audits = app.audit_count().await;
+    let resp = app.admin_post(Some(&admin), &path, Some(&admin.csrf), &[("note", "provider outage")]).await;
+    assert_eq!(resp.status(), 303);
+    assert_eq!(verdict(&app, &down).await, (false, None, 3));
+    assert_eq!(app.audit_count().await, audits + 1);
+    let again = app.admin_post(Some(&admin), &path, Some(&admin.csrf), &[("note", "twice")]).await;
+    assert_eq!(again.status(), 409, "released once");
+    assert_eq!(app.stats().await.effects_total(), 6);
 }
 
 async fn altcha_valid_invalid_and_replayed(backend: Backend) {
