@@ -69,6 +69,7 @@ impl Application {
             n => n,
         };
         let acceptor = Acceptor::start(config.clone(), pool.clone())?;
+        crate::spam::SpamGuard::warn_missing_secrets(&config);
         let deliveries = acceptor.deliveries().clone();
         let state = web::Data::new(AppState {
             acceptor,

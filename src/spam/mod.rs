@@ -105,6 +105,17 @@ impl SpamGuard {
         Ok(SpamGuard { secret, used: UsedAnswers::new(100_000), http })
     }
 
+    /// Says at start which captcha secrets are missing: those forms' posts would all be held
+    /// as unverified.
+    pub fn warn_missing_secrets(config: &crate::config::Config) {
+        for (name, form) in &config.forms {
+            let Some(env) = form.captcha.as_ref().and_then(|c| c.secret_env.as_deref()) else { continue };
+            if std::env::var(env).map_or(true, |v| v.is_empty()) {
+                tracing::warn!(form = %name, variable = env, "captcha secret variable is not set");
+            }
+        }
+    }
+
     pub fn secret(&self) -> &Secret {
         &self.secret
     }
