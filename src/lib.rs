@@ -13,5 +13,7 @@ pub mod duplicates;
 pub mod effects;
 pub mod http;
 pub mod logging;
+pub mod secret;
+pub mod spam;
 pub mod status;
 pub mod worker;

@@ -44,7 +44,8 @@ impl Plan {
         let keyless = intake.operation_id.is_none();
         let operation_id = intake.operation_id.clone().unwrap_or_else(OperationId::keyless);
         let form = intake.form;
-        let spam = intake.fields.honeypot_hit;
+        let spam_reason = intake.fields.spam_reason();
+        let spam = spam_reason.is_some();
         let expires = now + Duration::days(i64::from(form.operation_ttl_days));
         let kinds: Vec<EffectKind> = form
             .effects
@@ -101,6 +102,7 @@ impl Plan {
             channel: intake.channel.as_str().into(),
             keyless,
             spam,
+            spam_reason: spam_reason.map(String::from),
             email_digest: email_of(&intake).map(digest),
             phone_digest: field_of_type(&intake, FieldType::Phone).map(digest),
             received_at: now,

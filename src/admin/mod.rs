@@ -14,6 +14,7 @@ pub mod guard;
 pub mod lifecycle;
 mod login;
 mod read_audit;
+mod spam_release;
 mod submissions;
 pub mod throttle;
 mod users;
@@ -55,6 +56,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     login::routes(cfg);
     dashboard::routes(cfg);
     submissions::routes(cfg);
+    spam_release::routes(cfg);
     effects::routes(cfg);
     conflicts::routes(cfg);
     duplicates::routes(cfg);

@@ -107,6 +107,7 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
             out.push(format!("{at}.notify: `{address}` is not an email address"));
         }
     }
+    super::spam::form_problems(out, &at, form);
     for field in form.crm_fields.keys() {
         if form.field(field).is_none() {
             out.push(format!("{at}.crm_fields: `{field}` is not a field of this form"));

@@ -3,6 +3,7 @@
 mod check;
 mod email;
 mod redact;
+mod spam;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,6 +16,7 @@ use crate::domain::EffectKind;
 pub use check::problems;
 pub use email::EmailTexts;
 pub use redact::redact_url;
+pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
 
 /// The built-in configuration: a demo `contact` form on SQLite.
 pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
@@ -111,6 +113,9 @@ pub struct ServerConfig {
     /// Where the first start writes the generated admin password (mode 0600).
     #[serde(default = "default_initial_password_file")]
     pub initial_password_file: String,
+    /// Where the server secret is generated once when `ONCEFORM_SECRET` is not set.
+    #[serde(default = "default_secret_file")]
+    pub secret_file: String,
 }
 
 /// `Debug` is written by hand in `redact.rs`: the URL may hold a password.
@@ -286,6 +291,17 @@ pub struct FormConfig {
     /// The operator's own words in this form's emails (plain text, never a template).
     #[serde(default)]
     pub email: EmailTexts,
+    /// Origins (`https://www.example.com`) whose pages may call the JSON API (CORS, exact
+    /// match); when set, POSTs from other origins are refused.
+    pub allowed_origins: Vec<String>,
+    /// Where a plain HTML post lands after acceptance (303) instead of the receipt.
+    pub redirect: Option<String>,
+    /// A form rendered by onceform and posted sooner than this is stored as spam (0: off).
+    #[serde(default = "spam::default_min_fill_seconds")]
+    #[validate(range(max = 3600))]
+    pub min_fill_seconds: u32,
+    /// A server-side captcha check before any side effect is created.
+    pub captcha: Option<CaptchaConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]
@@ -490,6 +506,7 @@ impl Default for ServerConfig {
             metrics_token: None,
             metrics_cache_ms: default_metrics_cache_ms(),
             initial_password_file: default_initial_password_file(),
+            secret_file: default_secret_file(),
         }
     }
 }
@@ -602,6 +619,9 @@ fn default_hold_score() -> f64 {
 }
 fn default_mail_from() -> String {
     "onceform <noreply@localhost>".into()
+}
+fn default_secret_file() -> String {
+    "./data/secret".into()
 }
 fn default_mail_dir() -> String {
     "./data/mail".into()

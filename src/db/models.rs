@@ -17,6 +17,8 @@ pub struct NewSubmission {
     pub channel: String,
     pub keyless: bool,
     pub spam: bool,
+    /// Why it is spam: `honeypot`, `too-fast`, `forged-stamp`, `captcha-…`.
+    pub spam_reason: Option<String>,
     pub email_digest: Option<String>,
     pub phone_digest: Option<String>,
     pub received_at: NaiveDateTime,

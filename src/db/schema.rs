@@ -17,6 +17,7 @@ diesel::table! {
         operation_expires_at -> Timestamp,
         content_purged_at -> Nullable<Timestamp>,
         duplicate_of -> Nullable<Text>,
+        spam_reason -> Nullable<Text>,
     }
 }
 

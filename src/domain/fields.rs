@@ -18,6 +18,9 @@ pub struct NormalisedFields {
     values: BTreeMap<String, String>,
     #[serde(skip)]
     pub honeypot_hit: bool,
+    /// Set by the spam screening (fill time, captcha) before the accept transaction.
+    #[serde(skip)]
+    pub spam_reason: Option<&'static str>,
 }
 
 impl NormalisedFields {
@@ -27,6 +30,15 @@ impl NormalisedFields {
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Why these fields are to be stored as spam, if they are.
+    pub fn spam_reason(&self) -> Option<&'static str> {
+        if self.honeypot_hit {
+            Some("honeypot")
+        } else {
+            self.spam_reason
+        }
     }
 
     pub fn to_json(&self) -> String {
@@ -87,7 +99,7 @@ pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields,
         }
     }
     if errors.is_empty() {
-        Ok(NormalisedFields { values, honeypot_hit })
+        Ok(NormalisedFields { values, honeypot_hit, spam_reason: None })
     } else {
         Err(errors)
     }

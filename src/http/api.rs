@@ -6,11 +6,12 @@ use serde_json::json;
 
 use super::body::{is_json, media_type, parse_json, read_limited};
 use super::problem::{Problem, ProblemKind};
-use super::submit::{accept_fields, check_rate, db_problem, outcome_problem, record_refusal, resolve_key};
+use super::submit::{accept_screened, check_rate, db_problem, outcome_problem, record_refusal, resolve_key};
 use super::AppState;
 use crate::accept::{rfc3339, Outcome};
 use crate::deliveries::{now, Channel};
 use crate::domain::OperationId;
+use crate::spam::Screening;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/forms/{form}/operations", web::post().to(issue_operation))
@@ -61,9 +62,10 @@ async fn submit_json(
         return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json"));
     }
     let bytes = read_limited(req, payload, form.max_body_bytes).await?;
-    let (body_key, raw) = parse_json(&bytes)?;
+    let (body_key, mut raw) = parse_json(&bytes)?;
     *key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
-    let outcome = accept_fields(state, form_name, Channel::Api, key.clone(), &raw).await?;
+    let screening = Screening::take(form, &mut raw, false, state.proxies.client_of(req));
+    let outcome = accept_screened(state, form_name, Channel::Api, key.clone(), &raw, &screening).await?;
     Ok(match outcome {
         Outcome::Created(r) => HttpResponse::Created()
             .insert_header(("Location", location(form_name, &r.operation_id)))

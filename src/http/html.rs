@@ -7,12 +7,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
 use super::pages::{html, message, FormPage, IndexPage, ReceiptPage};
 use super::problem::{Problem, ProblemKind};
-use super::submit::{accept_fields, check_rate, outcome_problem, record_refusal, resolve_key};
+use super::submit::{accept_screened, check_rate, outcome_problem, record_refusal, resolve_key};
 use super::AppState;
 use crate::accept::Outcome;
 use crate::deliveries::Channel;
 use crate::domain::{FieldErrors, OperationId, RawFields};
 use crate::effects::reference;
+use crate::spam::Screening;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(index))
@@ -30,7 +31,21 @@ async fn index(state: web::Data<AppState>) -> HttpResponse {
 async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
     let Ok(f) = state.form(&form) else { return not_found() };
     let op = OperationId::generate();
-    html(StatusCode::OK, &FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default()))
+    form_page(
+        &state,
+        StatusCode::OK,
+        FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default()),
+    )
+}
+
+/// The form page with a fresh fill-time stamp and, when the form has one, its captcha widget.
+fn form_page(state: &AppState, status: StatusCode, mut page: FormPage<'_>) -> HttpResponse {
+    page.stamp = state.spam.stamp(page.form_name);
+    let mut resp = html(status, &page);
+    if let Some(f) = state.config.form(page.form_name) {
+        super::captcha_widget::allow(&mut resp, f);
+    }
+    resp
 }
 
 /// `POST /f/{form}`: accept, then a 303 to the receipt (the same receipt on every replay).
@@ -52,9 +67,13 @@ async fn post_form(
     let result = post_fields(&state, &form, &req, payload, &mut raw, &mut key).await;
     let problem = match result {
         Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
+            if let Some(thanks) = &f.redirect {
+                // From the configuration only: a visitor's field never chooses where we send them.
+                return HttpResponse::SeeOther().insert_header(("Location", thanks.as_str())).finish();
+            }
             return HttpResponse::SeeOther()
                 .insert_header(("Location", format!("/f/{form}/receipt/{}", r.operation_id)))
-                .finish()
+                .finish();
         }
         Ok(Outcome::Conflict { .. }) => {
             return message(
@@ -75,7 +94,11 @@ async fn post_form(
         (ProblemKind::ValidationFailed, Some(errors)) => {
             // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.
             let op = key.unwrap_or_else(OperationId::generate);
-            html(StatusCode::UNPROCESSABLE_ENTITY, &FormPage::new(&form, f, op.as_str(), &raw, errors))
+            form_page(
+                &state,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                FormPage::new(&form, f, op.as_str(), &raw, errors),
+            )
         }
         _ => problem_page(&problem, &form),
     }
@@ -107,7 +130,8 @@ async fn post_fields(
     };
     let body_key = raw.iter().find(|(k, v)| k == "operation_id" && !v.is_empty()).map(|(_, v)| v.as_str());
     *key = resolve_key(None, body_key, form.allow_keyless_html)?;
-    accept_fields(state, form_name, Channel::Html, key.clone(), raw).await
+    let screening = Screening::take(form, raw, true, state.proxies.client_of(req));
+    accept_screened(state, form_name, Channel::Html, key.clone(), raw, &screening).await
 }
 
 /// `GET /f/{form}/receipt/{operation_id}`: a reference, never the submitted content.

@@ -7,6 +7,8 @@ mod body;
 mod body_proptest;
 mod client_ip;
 mod connections;
+mod captcha_widget;
+mod cors;
 mod html;
 mod metrics_access;
 pub mod openapi;
@@ -16,6 +18,7 @@ pub mod problem;
 mod rate_limit;
 mod security_headers;
 mod request_id;
+mod static_sites;
 mod submit;
 
 use std::net::TcpListener;
@@ -48,6 +51,8 @@ pub struct AppState {
     pub login_throttle: crate::admin::accounts::LoginThrottle,
     /// `/metrics`' database figures, refreshed at most every few seconds.
     pub metrics_cache: MetricsCache,
+    /// Fill-time stamps and captcha checks (see `crate::spam`).
+    pub spam: crate::spam::SpamGuard,
 }
 
 impl AppState {
@@ -80,6 +85,7 @@ impl Application {
         let secure = config.secure_cookies();
         let acceptor = Acceptor::start(config.clone(), pool.clone())?;
         let pool_for_sweep = pool.clone();
+        crate::spam::SpamGuard::warn_missing_secrets(&config);
         let deliveries = acceptor.deliveries().clone();
         let state = web::Data::new(AppState {
             acceptor,
@@ -89,6 +95,7 @@ impl Application {
             metrics_cache: MetricsCache::new(std::time::Duration::from_millis(
                 config.server.metrics_cache_ms,
             )),
+            spam: crate::spam::SpamGuard::new(crate::secret::load(&config)?)?,
             config,
             pool,
         });
@@ -96,6 +103,7 @@ impl Application {
             App::new()
                 .app_data(state.clone())
                 .app_data(connections::form_config())
+                .wrap(actix_web::middleware::from_fn(cors::guard))
                 .wrap_fn(move |req, srv| {
                     srv.call(with_body_deadline(req, limits.body)).map(move |res| {
                         res.map(|mut r| {
@@ -125,6 +133,7 @@ impl Application {
                 .configure(html::routes)
                 .configure(ops::routes)
                 .configure(openapi::routes)
+                .configure(static_sites::routes)
                 .configure(crate::admin::routes)
                 .default_service(web::to(openapi::fallback))
         })

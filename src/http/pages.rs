@@ -21,6 +21,9 @@ pub struct FormPage<'a> {
     pub form_name: &'a str,
     pub operation_id: &'a str,
     pub honeypot: &'a str,
+    /// The signed fill-time stamp (`_stamp`); empty: none.
+    pub stamp: String,
+    pub captcha: Option<super::captcha_widget::CaptchaView>,
     pub fields: Vec<FieldView>,
     pub has_errors: bool,
     /// Messages about names that are not fields of the form.
@@ -104,6 +107,8 @@ impl<'a> FormPage<'a> {
             form_name: name,
             operation_id,
             honeypot: &form.honeypot,
+            stamp: String::new(),
+            captcha: super::captcha_widget::view(form),
             other_errors: errors
                 .0
                 .iter()

@@ -27,6 +27,7 @@ pub enum ProblemKind {
     Unavailable,
     Internal,
     MethodNotAllowed,
+    OriginNotAllowed,
 }
 
 impl ProblemKind {
@@ -48,6 +49,7 @@ impl ProblemKind {
             ProblemKind::Unavailable => "service-unavailable",
             ProblemKind::Internal => "internal-error",
             ProblemKind::MethodNotAllowed => "method-not-allowed",
+            ProblemKind::OriginNotAllowed => "origin-not-allowed",
         }
     }
 
@@ -68,6 +70,7 @@ impl ProblemKind {
             ProblemKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProblemKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ProblemKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ProblemKind::OriginNotAllowed => StatusCode::FORBIDDEN,
         }
     }
 
@@ -89,6 +92,7 @@ impl ProblemKind {
             ProblemKind::Unavailable => "The service is temporarily unavailable",
             ProblemKind::Internal => "Internal error",
             ProblemKind::MethodNotAllowed => "Method not allowed",
+            ProblemKind::OriginNotAllowed => "This site may not send this form",
         }
     }
 

@@ -9,6 +9,7 @@ use crate::accept::{Intake, Outcome};
 use crate::db::DbError;
 use crate::deliveries::{Channel, Refused};
 use crate::domain::{normalise, OperationId, RawFields};
+use crate::spam::Screening;
 
 /// Takes a token from the bucket of the request's client (see [`super::TrustedProxies`]).
 pub fn check_rate(state: &AppState, form_name: &str, req: &HttpRequest) -> Result<(), Problem> {
@@ -51,21 +52,27 @@ pub fn resolve_key(
     }
 }
 
-/// Validates `raw` and runs the accept transaction.
-pub async fn accept_fields(
+/// Validates `raw`, screens it for spam (fill time, captcha: outside any transaction, and
+/// only for what is not a retry answered from memory), and runs the accept transaction.
+pub async fn accept_screened(
     state: &AppState,
     form_name: &str,
     channel: Channel,
     operation_id: Option<OperationId>,
     raw: &RawFields,
+    screening: &Screening,
 ) -> Result<Outcome, Problem> {
     let form = state.form(form_name)?;
-    let fields = normalise(form, raw).map_err(Problem::invalid_fields)?;
+    let mut fields = normalise(form, raw).map_err(Problem::invalid_fields)?;
     let remembered = operation_id
         .as_ref()
         .and_then(|op| state.acceptor.replay_from_memory(form_name, op, &fields, channel));
     if let Some(outcome) = remembered {
         return Ok(outcome);
+    }
+    if fields.spam_reason().is_none() {
+        let verdict = state.spam.screen(form_name, form, screening, operation_id.as_ref()).await;
+        fields.spam_reason = verdict.map(|r| r.as_str());
     }
     let (config, acceptor) = (state.config.clone(), state.acceptor.clone());
     let form_name = form_name.to_string();

@@ -38,9 +38,25 @@ pub struct SubmissionRow {
     pub received_at: NaiveDateTime,
     pub content_purged_at: Option<NaiveDateTime>,
     pub duplicate_of: Option<String>,
+    /// Why it is spam (see `crate::spam::SpamReason`); `None` for a honeypot hit stored
+    /// before reasons were kept.
+    pub spam_reason: Option<String>,
 }
 
 impl SubmissionRow {
+    /// The spam badge: `unverified` when the captcha could not be checked, else `spam`.
+    pub fn spam_badge(&self) -> &'static str {
+        match self.spam_reason.as_deref() {
+            Some("captcha-unverified") => "unverified",
+            _ => "spam",
+        }
+    }
+
+    /// Why it was set aside, in words.
+    pub fn spam_why(&self) -> &'static str {
+        crate::spam::describe(self.spam_reason.as_deref().unwrap_or("honeypot"))
+    }
+
     /// The stored fields (a JSON object of strings); empty once purged.
     pub fn fields(&self) -> BTreeMap<String, String> {
         self.fields_json.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
@@ -117,6 +133,7 @@ macro_rules! submission_cols {
             submissions::received_at,
             submissions::content_purged_at,
             submissions::duplicate_of,
+            submissions::spam_reason,
         )
     };
 }

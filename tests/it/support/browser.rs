@@ -123,6 +123,11 @@ impl Browser {
             .await;
     }
 
+    pub async fn clear(&self, css: &str) {
+        let id = self.find(css).await;
+        self.call(reqwest::Method::POST, &format!("/element/{id}/clear"), Some(json!({}))).await;
+    }
+
     pub async fn click(&self, css: &str) {
         let id = self.find(css).await;
         self.call(reqwest::Method::POST, &format!("/element/{id}/click"), Some(json!({}))).await;

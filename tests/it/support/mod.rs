@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod browser;
+pub mod captcha;
 pub mod crm;
 pub mod delivery;
 pub mod hubspot;
@@ -10,6 +11,7 @@ pub mod proxy;
 pub mod salesforce;
 pub mod smtp;
 pub mod vendor;
+pub mod static_site;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,112 @@
+//! Reviewing spam: an admin releases a submission set aside (honeypot, fill time, captcha,
+//! an unverified captcha above all) as a real inquiry; it then gets its side-effect records.
+
+use actix_web::{web, HttpResponse};
+use diesel::prelude::*;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::admin::audit;
+use crate::admin::guard::{AdminAction, CsrfForm};
+use crate::admin::{blocking, db_failure, done, refused};
+use crate::config::FormConfig;
+use crate::db::models::NewEffect;
+use crate::db::schema::submissions;
+use crate::db::{DbError, Store};
+use crate::deliveries::now;
+use crate::domain::{EffectKind, EffectState};
+use crate::http::AppState;
+use crate::with_conn;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/submissions/{id}/release", web::post().to(release));
+}
+
+#[derive(Deserialize)]
+pub struct ReleaseForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    note: String,
+}
+
+impl CsrfForm for ReleaseForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+enum Step {
+    Released(usize),
+    NotFound,
+    NotSpam,
+}
+
+/// `POST /admin/submissions/{id}/release`: not spam after all; its effects are created.
+async fn release(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    action: AdminAction<ReleaseForm>,
+) -> HttpResponse {
+    let (id, AdminAction { user, form }) = (id.into_inner(), action);
+    let (pool, config, sid) = (state.pool.clone(), state.config.clone(), id.clone());
+    let note = form.note.trim().to_string();
+    let step = blocking(move || {
+        with_conn!(&pool, |c| c.write_tx(|c| {
+            let found: Option<(String, bool, Option<String>)> = submissions::table
+                .filter(submissions::id.eq(&sid))
+                .select((submissions::form, submissions::spam, submissions::fields_json))
+                .first(c)
+                .optional()?;
+            let Some((form_name, spam, fields)) = found else { return Ok::<_, DbError>(Step::NotFound) };
+            let Some(form) = config.form(&form_name).filter(|_| spam) else { return Ok(Step::NotSpam) };
+            let released = diesel::update(submissions::table)
+                .filter(submissions::id.eq(&sid).and(submissions::spam.eq(true)))
+                .set((submissions::spam.eq(false), submissions::spam_reason.eq(None::<String>)))
+                .execute(c)?;
+            if released == 0 {
+                return Ok(Step::NotSpam);
+            }
+            let effects = effects_for(&sid, form, fields.as_deref());
+            c.insert_effects(&effects)?;
+            audit::record(c, &user, "submission.release", ("submission", &sid), Some(&note))?;
+            Ok(Step::Released(effects.len()))
+        }))
+    })
+    .await;
+    let page = format!("/admin/submissions/{id}");
+    match step {
+        Ok(Step::Released(n)) => done(&page, &format!("Released as not spam: {n} side effect(s) created.")),
+        Ok(Step::NotFound) => HttpResponse::NotFound().body("No such submission."),
+        Ok(Step::NotSpam) => {
+            refused("This submission is not marked as spam (or its form is gone); reload the page.")
+        }
+        Err(e) => db_failure(e),
+    }
+}
+
+/// The records the accept transaction would have written (batch 0 was never used: spam gets
+/// none); a confirmation only when the stored fields hold an email address.
+fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>) -> Vec<NewEffect> {
+    let fields: std::collections::BTreeMap<String, String> =
+        fields_json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
+    let has_email =
+        form.fields.iter().any(|f| f.kind == crate::config::FieldType::Email && fields.contains_key(&f.name));
+    let at = now();
+    form.effects
+        .iter()
+        .filter(|k| **k != EffectKind::ConfirmationEmail || has_email)
+        .map(|kind| NewEffect {
+            id: Uuid::now_v7().to_string(),
+            submission_id: submission_id.into(),
+            kind: kind.as_str().into(),
+            batch: 0,
+            effect_key: format!("{submission_id}:{}:0", kind.as_str()),
+            state: EffectState::Pending.as_str().into(),
+            held: false,
+            next_attempt_at: at,
+            created_at: at,
+            updated_at: at,
+        })
+        .collect()
+}

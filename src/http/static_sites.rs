@@ -1,0 +1,44 @@
+//! What static sites load from onceform: `GET /embed.js` and the ALTCHA challenge (with
+//! the solver for onceform's own form page).
+
+use actix_web::{web, HttpResponse};
+
+use super::problem::{Problem, ProblemKind};
+use super::AppState;
+use crate::config::CaptchaProvider;
+use crate::spam::altcha;
+
+const EMBED_JS: &str = include_str!("../../static/embed.js");
+const ALTCHA_JS: &str = include_str!("../../static/altcha.js");
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/embed.js", web::get().to(|| script(EMBED_JS)))
+        .route("/static/altcha.js", web::get().to(|| script(ALTCHA_JS)))
+        .route("/api/forms/{form}/altcha", web::get().to(altcha_challenge));
+}
+
+/// A script: dependency-free, cached for an hour, loadable from any page.
+async fn script(body: &'static str) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header(("Cache-Control", "public, max-age=3600"))
+        .insert_header(("Cross-Origin-Resource-Policy", "cross-origin"))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .body(body)
+}
+
+/// `GET /api/forms/{form}/altcha`: a fresh, signed, expiring proof-of-work challenge.
+async fn altcha_challenge(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
+    let captcha = match state.form(&form) {
+        Ok(f) => f.captcha.as_ref().filter(|c| c.provider == CaptchaProvider::Altcha),
+        Err(p) => return p.response(),
+    };
+    let Some(captcha) = captcha else {
+        return Problem::new(ProblemKind::NotFound, "this form does not use ALTCHA").response();
+    };
+    HttpResponse::Ok().insert_header(("Cache-Control", "no-store")).json(altcha::challenge(
+        state.spam.secret(),
+        captcha,
+        altcha::now(),
+    ))
+}

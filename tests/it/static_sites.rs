@@ -1,0 +1,220 @@
+//! Static sites: exact-match CORS on the JSON API, the refusal of other origins, the
+//! per-form redirect for plain HTML posts, and `GET /embed.js`.
+
+use reqwest::Method;
+
+use crate::on_both_backends;
+use crate::support::{inquiry, new_key, problem_type, spawn_app, spawn_app_with, Backend, TestApp};
+
+on_both_backends!(
+    an_allowed_origin_posts_and_reads_the_exposed_headers,
+    another_origin_is_refused_with_nothing_stored,
+    a_plain_html_post_lands_on_the_configured_redirect,
+);
+
+const SITE: &str = "https://www.example.com";
+const OTHER: &str = "https://evil.example.net";
+
+async fn static_site_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, |c| {
+        c.forms.get_mut("contact").unwrap().allowed_origins = vec![SITE.into(), "http://127.0.0.1:9".into()];
+    })
+    .await
+}
+
+async fn preflight(app: &TestApp, path: &str, origin: &str) -> reqwest::Response {
+    app.client
+        .request(Method::OPTIONS, app.url(path))
+        .header("Origin", origin)
+        .header("Access-Control-Request-Method", "POST")
+        .header("Access-Control-Request-Headers", "content-type,idempotency-key,onceform-journey-id")
+        .send()
+        .await
+        .unwrap()
+}
+
+fn header<'a>(resp: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    resp.headers().get(name).map(|v| v.to_str().unwrap())
+}
+
+#[tokio::test]
+async fn preflights_are_answered_for_listed_origins_only() {
+    let app = static_site_app(Backend::Sqlite).await;
+    for path in ["/api/forms/contact/submissions", "/api/forms/contact/operations"] {
+        let ok = preflight(&app, path, SITE).await;
+        assert_eq!(ok.status(), 204, "{path}");
+        assert_eq!(header(&ok, "access-control-allow-origin"), Some(SITE));
+        let allowed = header(&ok, "access-control-allow-headers").unwrap().to_ascii_lowercase();
+        for h in ["content-type", "idempotency-key", "onceform-journey-id"] {
+            assert!(allowed.contains(h), "{allowed}");
+        }
+        assert!(header(&ok, "access-control-allow-methods").unwrap().contains("POST"));
+        assert_eq!(header(&ok, "vary"), Some("Origin"));
+        assert_eq!(header(&ok, "access-control-allow-credentials"), None, "never credentials");
+
+        for origin in [OTHER, "https://www.example.com.evil.net", "http://www.example.com", "null"] {
+            let refused = preflight(&app, path, origin).await;
+            assert_eq!(refused.status(), 403, "{origin}");
+            assert_eq!(header(&refused, "access-control-allow-origin"), None);
+            assert_eq!(header(&refused, "vary"), Some("Origin"));
+        }
+    }
+    // A form without a list answers no preflight at all.
+    let plain = spawn_app(Backend::Sqlite).await;
+    let refused = preflight(&plain, "/api/forms/contact/submissions", SITE).await;
+    assert_eq!(refused.status(), 403);
+    assert_eq!(header(&refused, "access-control-allow-origin"), None);
+}
+
+async fn an_allowed_origin_posts_and_reads_the_exposed_headers(backend: Backend) {
+    let app = static_site_app(backend).await;
+    let op = app
+        .client
+        .post(app.url("/api/forms/contact/operations"))
+        .header("Origin", SITE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(op.status(), 201);
+    assert_eq!(header(&op, "access-control-allow-origin"), Some(SITE));
+    let key = op.json::<serde_json::Value>().await.unwrap()["operation_id"].as_str().unwrap().to_string();
+
+    let send = || {
+        app.client
+            .post(app.url("/api/forms/contact/submissions"))
+            .header("Origin", SITE)
+            .header("Idempotency-Key", &key)
+            .header("Onceform-Journey-Id", "journey-0123456789abcdef")
+            .json(&inquiry("From a static site"))
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    assert_eq!(header(&first, "access-control-allow-origin"), Some(SITE));
+    let exposed = header(&first, "access-control-expose-headers").unwrap();
+    assert_eq!(exposed, "Location, Idempotent-Replayed, Retry-After");
+    assert_eq!(header(&first, "vary"), Some("Origin"));
+    assert_eq!(header(&first, "access-control-allow-credentials"), None);
+    let again = send().await.unwrap();
+    assert_eq!((again.status().as_u16(), header(&again, "idempotent-replayed")), (200, Some("true")));
+    assert_eq!(header(&again, "access-control-allow-origin"), Some(SITE));
+
+    // Errors carry the headers too, so the page can read them.
+    let invalid = app
+        .client
+        .post(app.url("/api/forms/contact/submissions"))
+        .header("Origin", SITE)
+        .header("Idempotency-Key", new_key())
+        .json(&serde_json::json!({"email": "nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(invalid.status(), 422);
+    assert_eq!(header(&invalid, "access-control-allow-origin"), Some(SITE));
+
+    // Servers (no Origin) and onceform's own pages (same origin) are not cross-origin callers.
+    assert_eq!(app.submit(&new_key(), &inquiry("From a server")).await.status(), 201);
+    let own = app.address.clone();
+    let same = app
+        .client
+        .post(app.url("/api/forms/contact/submissions"))
+        .header("Origin", own)
+        .header("Idempotency-Key", new_key())
+        .json(&inquiry("From onceform's own page"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same.status(), 201);
+    assert_eq!(app.stats().await.submissions, 3);
+}
+
+async fn another_origin_is_refused_with_nothing_stored(backend: Backend) {
+    let app = static_site_app(backend).await;
+    let resp = app
+        .client
+        .post(app.url("/api/forms/contact/submissions"))
+        .header("Origin", OTHER)
+        .header("Idempotency-Key", new_key())
+        .json(&inquiry("From elsewhere"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    assert_eq!(header(&resp, "access-control-allow-origin"), None);
+    assert!(header(&resp, "content-type").unwrap().starts_with("application/problem+json"));
+    assert_eq!(problem_type(&resp.json().await.unwrap()), "origin-not-allowed");
+    let op = app
+        .client
+        .post(app.url("/api/forms/contact/operations"))
+        .header("Origin", OTHER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(op.status(), 403);
+
+    // The HTML form's post from a page on another site: a 403 page for the visitor.
+    let html = app
+        .client
+        .post(app.url("/f/contact"))
+        .header("Origin", OTHER)
+        .form(&[("name", "Eve"), ("email", "eve@example.net"), ("topic", "Sales"), ("message", "Hi")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(html.status(), 403);
+    assert!(html.text().await.unwrap().contains("may only be sent from the website it belongs to"));
+    let stats = app.stats().await;
+    assert_eq!((stats.submissions, stats.deliveries_with("rejected")), (0, 3));
+
+    // The listed site's own plain form may post (keyless), and so may onceform's own page.
+    for origin in [SITE.to_string(), app.address.clone()] {
+        let ok = app
+            .client
+            .post(app.url("/f/contact"))
+            .header("Origin", origin.as_str())
+            .form(&[("name", "Ann"), ("email", "ann@example.com"), ("topic", "Sales"), ("message", "Hi")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ok.status(), 303, "{origin}");
+    }
+    assert_eq!(app.stats().await.submissions, 2);
+}
+
+async fn a_plain_html_post_lands_on_the_configured_redirect(backend: Backend) {
+    let app = spawn_app_with(backend, |c| {
+        c.forms.get_mut("contact").unwrap().redirect = Some("https://www.example.com/thanks".into());
+    })
+    .await;
+    let form = [
+        ("operation_id", "static-site-0000000001"),
+        ("name", "Ann"),
+        ("email", "ann@example.com"),
+        ("topic", "Sales"),
+        ("message", "Hello"),
+        // A visitor's field never chooses the destination.
+        ("_next", "https://evil.example.net/"),
+    ];
+    let post = || app.client.post(app.url("/f/contact")).form(&form).send();
+    let first = post().await.unwrap();
+    assert_eq!(first.status(), 422, "unknown fields are refused, not followed");
+    let form = &form[..5];
+    for _ in 0..2 {
+        let resp = app.client.post(app.url("/f/contact")).form(form).send().await.unwrap();
+        assert_eq!(resp.status(), 303);
+        assert_eq!(header(&resp, "location"), Some("https://www.example.com/thanks"));
+    }
+    assert_eq!(app.stats().await.submissions, 1, "the re-post was a replay");
+}
+
+#[tokio::test]
+async fn the_embed_script_is_served_small_and_dependency_free() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let resp = app.client.get(app.url("/embed.js")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(header(&resp, "content-type").unwrap().starts_with("text/javascript"));
+    let js = resp.text().await.unwrap();
+    assert!(js.contains("data-onceform") && js.contains("Idempotency-Key") && js.contains("sessionStorage"));
+    assert!(!js.contains("import ") && !js.contains("require("), "no modules, no framework");
+    assert!(js.len() < 16 * 1024, "{} bytes", js.len());
+}
