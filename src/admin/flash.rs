@@ -17,6 +17,10 @@ const MESSAGES: &[(&str, &str)] = &[
     ("pairs_not_duplicate", "{} pair(s) marked not a duplicate; {} skipped (not open)."),
     ("pairs_duplicate", "{} pair(s) marked a duplicate; {} skipped (not open)."),
     ("select_pairs", "Select at least one pair."),
+    ("submission_released", "Released as not spam: {} side effect(s) created."),
+    ("user_password_set", "Password set; {} session(s) ended."),
+    ("user_disabled", "User disabled; {} session(s) ended."),
+    ("password_changed", "Password changed; your other sessions have ended."),
 ];
 
 /// A message to show after a redirect: a code of `MESSAGES` and its arguments.

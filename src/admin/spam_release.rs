@@ -76,7 +76,7 @@ async fn release(
     .await;
     let page = format!("/admin/submissions/{id}");
     match step {
-        Ok(Step::Released(n)) => done(&page, &format!("Released as not spam: {n} side effect(s) created.")),
+        Ok(Step::Released(n)) => done(&page, crate::admin::flash::Flash::new("submission_released").arg(n)),
         Ok(Step::NotFound) => HttpResponse::NotFound().body("No such submission."),
         Ok(Step::NotSpam) => {
             refused("This submission is not marked as spam (or its form is gone); reload the page.")

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::accounts::start_session;
 use super::cookies::CookiePolicy;
+use super::flash::Flash;
 use super::guard::{constant_time_eq, AdminAction, AuthError, CsrfForm, SessionUser};
 use super::lifecycle::{self, Actor, ChangeError, Changed, Target};
 use super::{blocking, db_failure, done, Chrome, FlashQuery};
@@ -88,7 +89,7 @@ async fn set_password(
     let changed =
         web::block(move || lifecycle::set_password(&pool, Target::Id(&id), &form.password, &actor(&user)))
             .await;
-    after_change(changed, "Password set")
+    after_change(changed, "user_password_set")
 }
 
 async fn disable(
@@ -102,17 +103,15 @@ async fn disable(
     }
     let pool = state.pool.clone();
     let changed = web::block(move || lifecycle::disable_user(&pool, Target::Id(&id), &actor(&user))).await;
-    after_change(changed, "User disabled")
+    after_change(changed, "user_disabled")
 }
 
 fn after_change(
     changed: Result<Result<Changed, ChangeError>, actix_web::error::BlockingError>,
-    what: &str,
+    code: &'static str,
 ) -> HttpResponse {
     match changed {
-        Ok(Ok(c)) => {
-            done("/admin/users", &format!("{what}: {}; {} session(s) ended.", c.email, c.sessions_ended))
-        }
+        Ok(Ok(c)) => done("/admin/users", Flash::new(code).arg(c.sessions_ended)),
         Ok(Err(ChangeError::Invalid(msg))) => super::refused(&msg),
         Ok(Err(ChangeError::NoSuchUser(_))) => HttpResponse::NotFound().finish(),
         Ok(Err(ChangeError::Db(e))) => db_failure(e),
@@ -208,7 +207,7 @@ async fn own_change(
         Ok(Ok(token)) => {
             throttle.succeeded(attempt);
             let policy = CookiePolicy::of(&state.config);
-            let mut resp = done("/admin", "Password changed; your other sessions have ended.");
+            let mut resp = done("/admin", Flash::new("password_changed"));
             let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
             Ok(resp)
         }

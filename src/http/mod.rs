@@ -5,9 +5,9 @@ mod api;
 mod body;
 #[cfg(test)]
 mod body_proptest;
+mod captcha_widget;
 mod client_ip;
 mod connections;
-mod captcha_widget;
 mod cors;
 mod html;
 mod metrics_access;
@@ -16,8 +16,8 @@ mod ops;
 pub(crate) mod pages;
 pub mod problem;
 mod rate_limit;
-mod security_headers;
 mod request_id;
+mod security_headers;
 mod static_sites;
 mod submit;
 

@@ -10,8 +10,8 @@ pub mod hubspot;
 pub mod proxy;
 pub mod salesforce;
 pub mod smtp;
-pub mod vendor;
 pub mod static_site;
+pub mod vendor;
 
 use std::path::PathBuf;
 use std::sync::Arc;
