@@ -293,14 +293,17 @@ pub struct FormConfig {
     pub email: EmailTexts,
     /// Origins (`https://www.example.com`) whose pages may call the JSON API (CORS, exact
     /// match); when set, POSTs from other origins are refused.
+    #[serde(default)]
     pub allowed_origins: Vec<String>,
     /// Where a plain HTML post lands after acceptance (303) instead of the receipt.
+    #[serde(default)]
     pub redirect: Option<String>,
     /// A form rendered by onceform and posted sooner than this is stored as spam (0: off).
     #[serde(default = "spam::default_min_fill_seconds")]
     #[validate(range(max = 3600))]
     pub min_fill_seconds: u32,
     /// A server-side captcha check before any side effect is created.
+    #[serde(default)]
     pub captcha: Option<CaptchaConfig>,
 }
 
