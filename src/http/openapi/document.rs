@@ -27,7 +27,13 @@ const PROBLEM_TYPES: &[(&str, &str)] = &[
     ("operation-id-mismatch", "400: the header and the body name different operation IDs"),
     ("malformed-body", "400: the body is not a JSON object of field names to strings (or not decodable)"),
     ("not-found", "404: no such form, submission or resource"),
+    ("unauthorized", "401: `/metrics` needs `Authorization: Bearer` with the configured token"),
+    (
+        "origin-not-allowed",
+        "403: the form lists `allowed_origins` and the request's `Origin` is not among them",
+    ),
     ("method-not-allowed", "405: the resource exists; `Allow` lists its methods"),
+    ("request-timeout", "408: the body did not arrive within the deadline"),
     ("payload-too-large", "413: the body is over the form's `max_body_bytes`"),
     ("unsupported-media-type", "415: the JSON API takes `application/json`"),
     ("rate-limited", "429: too many requests from this client; retry after `Retry-After`"),
@@ -156,6 +162,24 @@ fn operations_paths(paths: &mut Map<String, Value>) {
                 "operations",
                 "This document rendered by the vendored Swagger UI",
                 json!({"200": text("text/html", "The API reference")}),
+            ),
+        ),
+        (
+            "/embed.js",
+            get(
+                "embed_script",
+                "pages",
+                "The embed script: upgrades `<form data-onceform=…>` on a static page to submit with fetch",
+                json!({"200": text("text/javascript", "JavaScript")}),
+            ),
+        ),
+        (
+            "/static/altcha.js",
+            get(
+                "altcha_solver",
+                "pages",
+                "The ALTCHA solver for onceform's own form page",
+                json!({"200": text("text/javascript", "JavaScript")}),
             ),
         ),
         (

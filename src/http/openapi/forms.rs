@@ -195,6 +195,20 @@ pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
         "schema": {"type": "string"}});
 
     paths.insert(
+        format!("/api/forms/{name}/altcha"),
+        json!({"get": {
+            "operationId": format!("altcha_challenge_{name}"), "tags": [tag],
+            "summary": "A signed, expiring ALTCHA proof-of-work challenge (forms whose captcha is `altcha`)",
+            "responses": {
+                "200": {"description": "The challenge: algorithm, challenge, salt, signature, maxnumber",
+                        "content": {"application/json": {"schema": {"type": "object",
+                            "required": ["algorithm", "challenge", "salt", "signature"]}}}},
+                "404": {"description": "This form does not use ALTCHA",
+                        "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+            }
+        }}),
+    );
+    paths.insert(
         format!("/api/forms/{name}/operations"),
         json!({"post": {
             "operationId": format!("issue_operation_{name}"), "tags": [tag],
