@@ -10,6 +10,7 @@ pub mod deliveries;
 pub mod domain;
 pub mod duplicates;
 pub mod effects;
+pub mod hooks;
 pub mod http;
 pub mod status;
 pub mod worker;

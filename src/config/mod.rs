@@ -30,6 +30,9 @@ pub struct Config {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub forms: BTreeMap<String, FormConfig>,
+    /// Inbound webhook sources (`[hooks.NAME]`).
+    #[serde(default)]
+    pub hooks: BTreeMap<String, crate::hooks::HookConfig>,
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]

@@ -36,6 +36,8 @@ pub struct AppState {
     /// Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
     pub proxies: TrustedProxies,
     pub login_throttle: crate::admin::accounts::LoginThrottle,
+    /// Inbound webhook sources and their secrets.
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl AppState {
@@ -70,6 +72,7 @@ impl Application {
             limiter: RateLimiter::new(config.server.rate_limit),
             proxies: TrustedProxies::parse(&config.server.trusted_proxies).map_err(anyhow::Error::msg)?,
             login_throttle: Default::default(),
+            hooks: crate::hooks::Hooks::load(&config.hooks, |k| std::env::var(k).ok())?,
             config,
             pool,
         });
@@ -92,6 +95,7 @@ impl Application {
                 .configure(html::routes)
                 .configure(ops::routes)
                 .configure(crate::admin::routes)
+                .configure(crate::hooks::routes)
                 .default_service(web::to(not_found))
         })
         .workers(workers)

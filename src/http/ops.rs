@@ -11,6 +11,7 @@ use chrono::NaiveDateTime;
 
 use crate::db::{DbError, Queue, QueueStats, Stats, Store};
 use crate::deliveries::now;
+use crate::hooks::store::HookStore;
 use crate::with_conn;
 
 const STYLESHEET: &str = include_str!("../../static/onceform.css");
@@ -48,14 +49,14 @@ async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     log.flush().await;
     let dropped = log.dropped();
     let pool = state.pool.clone();
-    let read = move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?)));
+    let read =
+        move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?, c.hook_stats()?)));
     match web::block(read).await {
-        Ok(Ok((stats, queue))) => HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(render(
-            &stats,
-            &queue,
-            dropped,
-            now(),
-        )),
+        Ok(Ok((stats, queue, hooks))) => {
+            let mut body = render(&stats, &queue, dropped, now());
+            crate::hooks::metrics::render(&mut body, &state.hooks, &hooks);
+            HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(body)
+        }
         Ok(Err(e)) => db_problem(e).response(),
         Err(_) => Problem::unavailable().response(),
     }

@@ -2,7 +2,7 @@
 
 mod file;
 mod generic;
-mod http;
+pub(crate) mod http;
 mod hubspot;
 mod salesforce;
 
