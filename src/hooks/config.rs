@@ -28,7 +28,7 @@ pub enum StoreDown {
 pub struct HookConfig {
     pub verify: VerifyKind,
     /// The variable holding the signing secret (standard-webhooks `whsec_…`, GitHub, Stripe).
-    /// Several secrets during a rotation: separated by spaces.
+    /// Several secrets during a rotation: separated by spaces (GitHub: by new lines).
     #[serde(default)]
     pub secret_env: Option<String>,
     /// WeCom: the variable holding the callback Token.

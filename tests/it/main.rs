@@ -11,6 +11,8 @@ mod cli;
 mod concurrency;
 mod delivery;
 mod duplicates;
+mod hooks;
+mod hooks_verify;
 mod html;
 mod limits;
 mod malformed;

@@ -54,9 +54,16 @@ impl Secrets {
                     .collect::<Result<Vec<_>, _>>()?;
                 Secrets { keys, wecom: None }
             }
-            VerifyKind::Github | VerifyKind::Stripe => {
+            VerifyKind::Stripe => {
                 let raw = var(&config.secret_env)?;
                 Secrets { keys: raw.split_whitespace().map(|s| s.as_bytes().to_vec()).collect(), wecom: None }
+            }
+            // A GitHub secret may hold spaces: one secret per line.
+            VerifyKind::Github => {
+                let raw = var(&config.secret_env)?;
+                let keys =
+                    raw.lines().map(str::trim).filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec());
+                Secrets { keys: keys.collect(), wecom: None }
             }
             VerifyKind::Wecom => {
                 let token = var(&config.token_env)?;

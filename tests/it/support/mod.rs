@@ -5,7 +5,9 @@ pub mod admin;
 pub mod browser;
 pub mod crm;
 pub mod delivery;
+pub mod hooks;
 pub mod proxy;
+pub mod receiver;
 pub mod smtp;
 
 use std::path::PathBuf;
