@@ -23,6 +23,7 @@ use crate::with_conn;
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    super::admin::routes(cfg);
     cfg.service(
         web::resource("/hooks/{source}")
             .app_data(web::PayloadConfig::new(MAX_BODY))

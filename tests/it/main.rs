@@ -12,6 +12,7 @@ mod concurrency;
 mod delivery;
 mod duplicates;
 mod hooks;
+mod hooks_admin;
 mod hooks_verify;
 mod html;
 mod limits;
