@@ -13,6 +13,7 @@ mod delivery;
 mod duplicates;
 mod hooks;
 mod hooks_admin;
+mod hooks_processes;
 mod hooks_verify;
 mod html;
 mod limits;
