@@ -14,6 +14,7 @@ mod duplicates;
 mod hooks;
 mod hooks_admin;
 mod hooks_processes;
+mod hooks_store_down;
 mod hooks_verify;
 mod html;
 mod limits;
