@@ -8,6 +8,7 @@ use serde::Deserialize;
 use crate::admin::audit;
 use crate::admin::guard::{AdminAction, CsrfForm};
 use crate::admin::{blocking, db_failure, done, refused};
+use crate::db::admin::effects::EffectAdminStore;
 use crate::db::{DbError, Store};
 use crate::deliveries::now;
 use crate::hooks::ingest::{handler_effect, ingest, record_kind, Ingested, NewInbound};
@@ -138,18 +139,34 @@ pub async fn replay(
             if event.source != src_name {
                 return Ok(Step::NotFound);
             }
-            let batch = c.next_batch(&event.id, &record_kind(&src_name, &form.handler))?;
-            let body = String::new();
-            let e = NewInbound {
-                source: &src_name,
-                config: &config,
-                event_id: &event.event_id,
-                body: &body,
-                content_type: &event.content_type,
-                now: now(),
+            // A new batch of the handler's record (the same replay as on the Effects page);
+            // a handler added after the event arrived gets its first record.
+            let kind = record_kind(&src_name, &form.handler);
+            let existing = c.effects_of(&event.id)?.into_iter().find(|e| e.kind == kind);
+            let batch = match existing {
+                Some(e) => {
+                    c.replay_effect(&e.id, now())?;
+                    c.effects_of(&event.id)?
+                        .iter()
+                        .filter(|e| e.kind == kind)
+                        .map(|e| e.batch)
+                        .max()
+                        .unwrap_or(0)
+                }
+                None => {
+                    let body = String::new();
+                    let e = NewInbound {
+                        source: &src_name,
+                        config: &config,
+                        event_id: &event.event_id,
+                        body: &body,
+                        content_type: &event.content_type,
+                        now: now(),
+                    };
+                    c.insert_effects(&[handler_effect(&e, &event.id, &form.handler, 0)])?;
+                    0
+                }
             };
-            let record = handler_effect(&e, &event.id, &form.handler, batch);
-            c.insert_effects(std::slice::from_ref(&record))?;
             let note = format!("{} batch {batch}. {}", form.handler, form.note.trim());
             audit::record(c, &user, "inbound.replay", ("inbound_event", &event.id), Some(&note))?;
             Ok(Step::Done(format!("Handler {} replayed as batch {batch}.", form.handler)))

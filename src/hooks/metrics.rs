@@ -27,7 +27,7 @@ pub fn render(out: &mut String, hooks: &Hooks, s: &HookStats) {
     }
     let _ = writeln!(
         out,
-        "# HELP onceform_hook_redelivery_spread_seconds Largest first-to-last arrival of one event ID."
+        "# HELP onceform_hook_redelivery_spread_seconds Largest first-to-last arrival of one event ID (recent redeliveries)."
     );
     let _ = writeln!(out, "# TYPE onceform_hook_redelivery_spread_seconds gauge");
     for (source, _, spread) in &s.events {

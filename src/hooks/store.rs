@@ -3,7 +3,7 @@
 //! owns the transaction.
 
 use chrono::NaiveDateTime;
-use diesel::dsl::{count_star, max};
+use diesel::dsl::count_star;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 
@@ -82,7 +82,7 @@ pub struct Quarantined {
 pub struct HookStats {
     /// (source, outcome, count)
     pub deliveries: Vec<(String, String, i64)>,
-    /// (source, events, largest first-to-last spread in seconds)
+    /// (source, events, largest first-to-last spread in seconds among recent redeliveries)
     pub events: Vec<(String, i64, f64)>,
     /// (source, open conflicts)
     pub conflicts: Vec<(String, i64)>,
@@ -91,6 +91,9 @@ pub struct HookStats {
     /// (kind `hook:SOURCE:HANDLER`, state, count)
     pub handlers: Vec<(String, String, i64)>,
 }
+
+/// The redelivery spread is taken over this many most recently redelivered events.
+const SPREAD_SAMPLE: i64 = 10_000;
 
 pub trait HookStore: Store {
     /// True when this call stored the event (the (source, event ID) was free).
@@ -117,8 +120,6 @@ pub trait HookStore: Store {
     fn deliveries_of(&mut self, event_row_id: &str) -> QueryResult<Vec<Delivery>>;
     fn conflicts_of(&mut self, source: &str) -> QueryResult<Vec<(Conflict, Event)>>;
     fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>>;
-    /// The batch after the highest of this record kind on this event.
-    fn next_batch(&mut self, anchor: &str, kind: &str) -> QueryResult<i32>;
     fn hook_stats(&mut self) -> QueryResult<HookStats>;
 }
 
@@ -244,15 +245,6 @@ macro_rules! impl_hook_store {
                     .load(self)
             }
 
-            fn next_batch(&mut self, anchor: &str, kind: &str) -> QueryResult<i32> {
-                let top: Option<i32> = side_effects::table
-                    .filter(side_effects::submission_id.eq(anchor))
-                    .filter(side_effects::kind.eq(kind))
-                    .select(max(side_effects::batch))
-                    .get_result(self)?;
-                Ok(top.map_or(0, |b| b + 1))
-            }
-
             fn hook_stats(&mut self) -> QueryResult<HookStats> {
                 let deliveries = inbound_deliveries::table
                     .group_by((inbound_deliveries::source, inbound_deliveries::outcome))
@@ -261,6 +253,8 @@ macro_rules! impl_hook_store {
                     .load(self)?;
                 let spans: Vec<(String, NaiveDateTime, NaiveDateTime)> = inbound_events::table
                     .filter(inbound_events::deliveries.gt(1))
+                    .order(inbound_events::last_received_at.desc())
+                    .limit(SPREAD_SAMPLE)
                     .select((
                         inbound_events::source,
                         inbound_events::first_received_at,
