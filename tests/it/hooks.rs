@@ -55,6 +55,7 @@ async fn four_deliveries_of_a_and_one_of_b_make_two_events_and_one_call_each(bac
 
     let inbound = app.inbound().await;
     assert_eq!((inbound.events, inbound.deliveries, inbound.conflicts), (2, 5, 0));
+    assert_eq!(app.app.stats().await.submissions, 0, "events are not counted as form submissions");
     let worker = app.worker();
     app.settle(&worker).await;
     // A late redelivery after the handler ran changes nothing either.

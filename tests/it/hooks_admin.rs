@@ -121,6 +121,8 @@ async fn the_inbound_page_shows_events_handlers_conflicts_and_replays_a_handler_
     assert!(page.contains("E-1") && page.contains("to-crm #0: <strong>SENT</strong>"));
     assert!(page.contains("changed"), "the conflicting content is listed beside the original");
     assert!(page.contains("&#60;script&#62;") && !page.contains("<script>alert"));
+    let submissions = app.app.admin_get(Some(&admin), "/admin/submissions").await.text().await.unwrap();
+    assert!(!submissions.contains("hook:helpdesk"), "events are listed under Inbound, not Submissions");
     let (event_row, _) = {
         let events: Vec<(String, String)> = app
             .app
