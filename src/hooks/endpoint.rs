@@ -1,7 +1,9 @@
 //! `POST /hooks/{source}` (and WeCom's URL check by `GET`): verify, then store or quarantine
 //! in one transaction before answering.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
@@ -19,32 +21,67 @@ use crate::http::problem::{Problem, ProblemKind};
 use crate::http::AppState;
 use crate::with_conn;
 
-/// Upper bound on any source's body; each source's own limit is checked after reading.
-const MAX_BODY: usize = 4 * 1024 * 1024;
+/// How long a sender may take to send its body.
+const READ_DEADLINE: Duration = Duration::from_secs(10);
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::admin::routes(cfg);
     cfg.service(
-        web::resource("/hooks/{source}")
-            .app_data(web::PayloadConfig::new(MAX_BODY))
-            .route(web::post().to(receive))
-            .route(web::get().to(wecom_url_check)),
+        web::resource("/hooks/{source}").route(web::post().to(receive)).route(web::get().to(wecom_url_check)),
     );
+}
+
+/// Why a body was not read.
+enum BodyError {
+    Unreadable,
+    TooLarge,
+    TooSlow,
+}
+
+impl BodyError {
+    fn response(&self) -> HttpResponse {
+        match self {
+            BodyError::Unreadable => {
+                Problem::new(ProblemKind::MalformedBody, "the request body could not be read").response()
+            }
+            BodyError::TooLarge => {
+                Problem::new(ProblemKind::PayloadTooLarge, "the body is over this source's limit").response()
+            }
+            BodyError::TooSlow => HttpResponse::RequestTimeout().body("the body did not arrive in time"),
+        }
+    }
+}
+
+/// The body, up to `limit` bytes, within `READ_DEADLINE`.
+async fn read_body(mut payload: web::Payload, limit: usize) -> Result<web::Bytes, BodyError> {
+    let read = async {
+        let mut buf = web::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|_| BodyError::Unreadable)?;
+            if buf.len() + chunk.len() > limit {
+                return Err(BodyError::TooLarge);
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf.freeze())
+    };
+    tokio::time::timeout(READ_DEADLINE, read).await.unwrap_or(Err(BodyError::TooSlow))
 }
 
 async fn receive(
     state: web::Data<AppState>,
     req: HttpRequest,
     path: web::Path<String>,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> HttpResponse {
     let started = Instant::now();
     let Some(source) = state.hooks.source(&path) else {
         return Problem::new(ProblemKind::NotFound, "there is no webhook source with this name").response();
     };
-    if body.len() > source.config.max_body_bytes {
-        return Problem::new(ProblemKind::PayloadTooLarge, "the body is over this source's limit").response();
-    }
+    let body = match read_body(payload, source.config.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => return e.response(),
+    };
     let query = web::Query::<CallbackQuery>::from_query(req.query_string())
         .map(|q| q.into_inner())
         .unwrap_or_default();

@@ -158,7 +158,17 @@ async fn crm_lead_and_owner_notification_handlers_run_once_each(backend: Backend
     assert!(mails[0].contains("sales@example.com") && mails[0].contains("evt-L"));
 }
 
+/// A body over the source's `max_body_bytes` is 413; nothing stored.
+async fn a_body_over_the_limit_is_refused(backend: Backend) {
+    let app = helpdesk(backend, "max_body_bytes = 64\n").await;
+    let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(100));
+    assert_eq!(deliver(&app, "evt-big", &big).await.status(), 413);
+    assert_eq!(deliver(&app, "evt-small", r#"{"text":"ok"}"#).await.status(), 200);
+    assert_eq!(app.inbound().await.events, 1);
+}
+
 on_both_backends!(
+    a_body_over_the_limit_is_refused,
     crm_lead_and_owner_notification_handlers_run_once_each,
     four_deliveries_of_a_and_one_of_b_make_two_events_and_one_call_each,
     one_handler_failing_for_good_leaves_the_other_to_run_once,
