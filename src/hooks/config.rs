@@ -156,3 +156,35 @@ impl HookConfig {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_name_each_missing_or_wrong_setting() {
+        let parse = |t: &str| toml::from_str::<HookConfig>(t).unwrap();
+        let ok = parse(
+            "verify = \"github\"\nsecret_env = \"S\"\n[[handlers]]\nname = \"a\"\nkind = \"forward\"\nurl = \"http://x\"",
+        );
+        assert!(ok.problems("gh").is_empty());
+        let bad = parse(
+            "verify = \"wecom\"\nevent_id = \"body:/id\"\n\
+             [[handlers]]\nname = \"a\"\nkind = \"forward\"\nlookup_url = \"http://x/\"\n\
+             [[handlers]]\nname = \"a\"\nkind = \"owner_notification\"",
+        );
+        let p = bad.problems("we com").join("\n");
+        for needle in [
+            "hooks.we com: a source name",
+            "wecom needs token_env, aes_key_env and corp_id",
+            "event_id: `header:NAME` or `json:/pointer`",
+            "handlers.a.url: a forward handler needs a URL",
+            "handlers.a.lookup_url: must contain {key}",
+            "handlers.a: names must be unique",
+            "handlers.a.notify",
+        ] {
+            assert!(p.contains(needle), "{needle} in\n{p}");
+        }
+        assert!(toml::from_str::<HookConfig>("verify = \"hmac\"").is_err());
+    }
+}
