@@ -11,6 +11,7 @@ pub mod deliveries;
 pub mod domain;
 pub mod duplicates;
 pub mod effects;
+pub mod hooks;
 pub mod http;
 pub mod logging;
 pub mod secret;

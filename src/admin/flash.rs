@@ -21,6 +21,11 @@ const MESSAGES: &[(&str, &str)] = &[
     ("user_password_set", "Password set; {} session(s) ended."),
     ("user_disabled", "User disabled; {} session(s) ended."),
     ("password_changed", "Password changed; your other sessions have ended."),
+    ("inbound_discarded", "Delivery discarded."),
+    ("inbound_assigned", "Event stored; its handlers will run."),
+    ("inbound_assigned_replay", "That event ID was stored already with the same content."),
+    ("inbound_assigned_conflict", "That event ID was stored with other content: kept as a conflict."),
+    ("inbound_handler_replayed", "Handler replayed as batch {}."),
 ];
 
 /// A message to show after a redirect: a code of `MESSAGES` and its arguments.

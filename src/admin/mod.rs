@@ -2,7 +2,7 @@
 //! request an admin and the session's CSRF token, and every action writes an audit row.
 
 pub mod accounts;
-mod audit;
+pub mod audit;
 mod audit_page;
 mod conflicts;
 pub mod cookies;

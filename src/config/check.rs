@@ -47,6 +47,9 @@ pub fn problems(config: &Config) -> Vec<String> {
     if config.forms.is_empty() {
         out.push("forms: no form is declared".into());
     }
+    for (name, hook) in &config.hooks {
+        out.extend(hook.problems(name));
+    }
     for (name, form) in &config.forms {
         form_problems(&mut out, name, form);
     }

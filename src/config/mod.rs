@@ -36,6 +36,9 @@ pub struct Config {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub forms: BTreeMap<String, FormConfig>,
+    /// Inbound webhook sources (`[hooks.NAME]`).
+    #[serde(default)]
+    pub hooks: BTreeMap<String, crate::hooks::HookConfig>,
     #[serde(default)]
     pub alerts: AlertsConfig,
 }

@@ -140,10 +140,63 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    inbound_events (id) {
+        id -> Text,
+        source -> Text,
+        event_id -> Text,
+        content_hash -> Text,
+        body -> Nullable<Text>,
+        content_type -> Text,
+        deliveries -> Integer,
+        first_received_at -> Timestamp,
+        last_received_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    inbound_deliveries (id) {
+        id -> Text,
+        source -> Text,
+        event_row_id -> Nullable<Text>,
+        outcome -> Text,
+        http_status -> Integer,
+        received_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    inbound_conflicts (id) {
+        id -> Text,
+        event_row_id -> Text,
+        content_hash -> Text,
+        body -> Nullable<Text>,
+        status -> Text,
+        attempts -> Integer,
+        first_seen_at -> Timestamp,
+        last_seen_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    inbound_quarantine (id) {
+        id -> Text,
+        source -> Text,
+        body -> Nullable<Text>,
+        content_type -> Text,
+        status -> Text,
+        event_row_id -> Nullable<Text>,
+        decided_by -> Nullable<Text>,
+        decided_at -> Nullable<Timestamp>,
+        received_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(side_effects -> submissions (submission_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(conflicts -> submissions (submission_id));
 diesel::joinable!(effect_attempts -> side_effects (effect_id));
+diesel::joinable!(inbound_conflicts -> inbound_events (event_row_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     submissions,
@@ -155,4 +208,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     sessions,
     audit_log,
     duplicate_pairs,
+    inbound_events,
+    inbound_deliveries,
+    inbound_conflicts,
+    inbound_quarantine,
 );

@@ -127,7 +127,11 @@ macro_rules! impl_store {
             }
 
             fn stats(&mut self) -> QueryResult<Stats> {
-                let submissions = submissions::table.select(count_star()).get_result(self)?;
+                // Inbound webhook events' anchor rows (channel `hook`) are not submissions.
+                let submissions = submissions::table
+                    .filter(submissions::channel.ne("hook"))
+                    .select(count_star())
+                    .get_result(self)?;
                 let effects = side_effects::table
                     .group_by((side_effects::kind, side_effects::state))
                     .select((side_effects::kind, side_effects::state, count_star()))

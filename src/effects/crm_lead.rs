@@ -6,7 +6,6 @@ use std::sync::Arc;
 use super::crm::{CrmAdapter, Lead};
 use super::{BoxFuture, Effect, Job, Lookup, Report};
 use crate::config::Config;
-use crate::domain::EffectKind;
 
 pub struct CrmLead {
     crm: Arc<dyn CrmAdapter>,
@@ -32,10 +31,6 @@ impl CrmLead {
 }
 
 impl Effect for CrmLead {
-    fn kind(&self) -> EffectKind {
-        EffectKind::CrmLead
-    }
-
     fn can_reconcile(&self) -> bool {
         self.crm.capabilities().lookup
     }

@@ -26,7 +26,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: String,
-    pub kind: EffectKind,
+    /// The record's kind as stored: an `EffectKind`, or `hook:SOURCE:HANDLER`.
+    pub kind: String,
     /// The effect's own key: sent as Idempotency-Key / external reference / Message-ID.
     pub effect_key: String,
     /// This attempt's number (1 for the first).
@@ -38,12 +39,11 @@ pub struct Job {
 }
 
 impl Job {
-    /// `None` for a row of an unknown kind (written by a newer version).
-    pub fn from_row(row: JobRow) -> Option<Job> {
+    pub fn from_row(row: JobRow) -> Job {
         let fields =
             row.fields_json.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
-        Some(Job {
-            kind: EffectKind::parse(&row.kind)?,
+        Job {
+            kind: row.kind,
             id: row.id,
             effect_key: row.effect_key,
             attempt: row.attempts,
@@ -51,7 +51,7 @@ impl Job {
             form: row.form,
             fields,
             received_at: row.received_at,
-        })
+        }
     }
 
     /// The reference people see (receipt page, emails): the random tail of the submission ID.
@@ -68,8 +68,8 @@ pub fn reference(submission_id: &str) -> String {
 }
 
 /// A kind of side effect and how to deliver and reconcile it.
+/// Registered under the record kind it delivers (see `Registry`).
 pub trait Effect: Send + Sync {
-    fn kind(&self) -> EffectKind;
     /// An UNKNOWN outcome can be looked up (else it waits for an admin).
     fn can_reconcile(&self) -> bool;
     /// Sending again has no further effect (an upsert): ambiguous failures are simply retried.
@@ -78,10 +78,11 @@ pub trait Effect: Send + Sync {
     fn reconcile<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Lookup>;
 }
 
-/// The effect kinds this process can deliver.
+/// The record kinds this process can deliver: the form effect kinds and each inbound
+/// webhook handler (`hook:SOURCE:HANDLER`).
 #[derive(Default, Clone)]
 pub struct Registry {
-    effects: BTreeMap<EffectKind, Arc<dyn Effect>>,
+    effects: BTreeMap<String, Arc<dyn Effect>>,
 }
 
 impl Registry {
@@ -91,23 +92,30 @@ impl Registry {
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry::default();
-        registry.register(crm_lead::CrmLead::new(crm, config.clone()));
-        registry.register(confirmation_email::new(mailer.clone(), config.clone()));
-        registry.register(owner_notification::new(mailer, config));
+        crate::hooks::handlers::register(&mut registry, &config, &crm, &mailer, timeout)?;
+        registry.register(EffectKind::CrmLead, crm_lead::CrmLead::new(crm, config.clone()));
+        registry
+            .register(EffectKind::ConfirmationEmail, confirmation_email::new(mailer.clone(), config.clone()));
+        registry.register(EffectKind::OwnerNotification, owner_notification::new(mailer, config));
         Ok(registry)
     }
 
-    pub fn register(&mut self, effect: impl Effect + 'static) {
-        self.effects.insert(effect.kind(), Arc::new(effect));
+    pub fn register(&mut self, kind: EffectKind, effect: impl Effect + 'static) {
+        self.register_as(kind.as_str().to_string(), Arc::new(effect));
     }
 
-    pub fn get(&self, kind: EffectKind) -> Option<Arc<dyn Effect>> {
-        self.effects.get(&kind).cloned()
+    /// Registers `effect` for records of kind `kind` (inbound webhook handlers).
+    pub fn register_as(&mut self, kind: String, effect: Arc<dyn Effect>) {
+        self.effects.insert(kind, effect);
+    }
+
+    pub fn get(&self, kind: &str) -> Option<Arc<dyn Effect>> {
+        self.effects.get(kind).cloned()
     }
 
     /// The kinds whose UNKNOWN outcomes can be looked up.
-    pub fn reconcilable(&self) -> Vec<&'static str> {
-        self.effects.values().filter(|e| e.can_reconcile()).map(|e| e.kind().as_str()).collect()
+    pub fn reconcilable(&self) -> Vec<String> {
+        self.effects.iter().filter(|(_, e)| e.can_reconcile()).map(|(k, _)| k.clone()).collect()
     }
 }
 

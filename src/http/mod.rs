@@ -53,6 +53,8 @@ pub struct AppState {
     pub metrics_cache: MetricsCache,
     /// Fill-time stamps and captcha checks (see `crate::spam`).
     pub spam: crate::spam::SpamGuard,
+    /// Inbound webhook sources and their secrets.
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl AppState {
@@ -96,6 +98,7 @@ impl Application {
                 config.server.metrics_cache_ms,
             )),
             spam: crate::spam::SpamGuard::new(crate::secret::load(&config)?)?,
+            hooks: crate::hooks::Hooks::load(&config.hooks, |k| std::env::var(k).ok())?,
             config,
             pool,
         });
@@ -135,6 +138,7 @@ impl Application {
                 .configure(openapi::routes)
                 .configure(static_sites::routes)
                 .configure(crate::admin::routes)
+                .configure(crate::hooks::routes)
                 .default_service(web::to(openapi::fallback))
         })
         .workers(workers)

@@ -12,6 +12,7 @@ use chrono::NaiveDateTime;
 
 use crate::db::{DbError, Queue, QueueStats, Stats, Store};
 use crate::deliveries::now;
+use crate::hooks::store::HookStore;
 use crate::with_conn;
 
 const STYLESHEET: &str = include_str!("../../static/onceform.css");
@@ -79,9 +80,14 @@ async fn database_figures(state: &AppState) -> Result<String, Problem> {
     log.flush().await;
     let dropped = log.dropped();
     let pool = state.pool.clone();
-    let read = move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?)));
+    let read =
+        move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?, c.hook_stats()?)));
     match web::block(read).await {
-        Ok(Ok((stats, queue))) => Ok(render(&stats, &queue, dropped, now())),
+        Ok(Ok((stats, queue, hooks))) => {
+            let mut body = render(&stats, &queue, dropped, now());
+            crate::hooks::metrics::render(&mut body, &state.hooks, &hooks);
+            Ok(body)
+        }
         Ok(Err(e)) => Err(db_problem(e)),
         Err(_) => Err(Problem::unavailable()),
     }

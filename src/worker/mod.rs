@@ -68,7 +68,10 @@ impl Worker {
         let kinds = self.registry.reconcilable();
         let retry_at = t + chrono::Duration::milliseconds(self.config.reconcile_after_ms as i64);
         let unknown = self
-            .db(move |p| with_conn!(p, |c| Ok(c.take_unknown_due(&kinds, t, retry_at, limit)?)))
+            .db(move |p| {
+                let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+                with_conn!(p, |c| Ok(c.take_unknown_due(&kinds, t, retry_at, limit)?))
+            })
             .await
             .unwrap_or_default();
         join_all(unknown.iter().cloned().map(|row| self.reconcile(row))).await;
@@ -83,10 +86,8 @@ impl Worker {
     /// Runs one claimed record; what to record comes back for `finish`.
     async fn deliver(&self, row: JobRow) -> Finished {
         let id = row.id.clone();
-        let (Some(job), started, t0) = (Job::from_row(row), now(), Instant::now()) else {
-            return (id, unhandled(), None);
-        };
-        let Some(effect) = self.registry.get(job.kind) else { return (id, unhandled(), None) };
+        let (job, started, t0) = (Job::from_row(row), now(), Instant::now());
+        let Some(effect) = self.registry.get(&job.kind) else { return (id, unhandled(), None) };
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
         let report = tokio::time::timeout(timeout, effect.deliver(&job))
             .await
@@ -99,8 +100,8 @@ impl Worker {
     }
 
     async fn reconcile(&self, row: JobRow) {
-        let Some(job) = Job::from_row(row) else { return };
-        let Some(effect) = self.registry.get(job.kind) else { return };
+        let job = Job::from_row(row);
+        let Some(effect) = self.registry.get(&job.kind) else { return };
         let (started, t0) = (now(), Instant::now());
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
         let lookup = tokio::time::timeout(timeout, effect.reconcile(&job))

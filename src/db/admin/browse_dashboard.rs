@@ -33,6 +33,7 @@ macro_rules! dashboard_query {
         fn dashboard(&mut self, now: NaiveDateTime) -> QueryResult<Dashboard> {
             let subs = |c: &mut Self, from: NaiveDateTime, to: NaiveDateTime| -> QueryResult<i64> {
                 submissions::table
+                    .filter(submissions::channel.ne("hook"))
                     .filter(submissions::received_at.ge(from).and(submissions::received_at.lt(to)))
                     .count()
                     .get_result(c)

@@ -132,7 +132,8 @@ pub fn content_matches(fields_json: Option<&str>, term: &str) -> bool {
 macro_rules! filtered {
     ($filter:expr) => {{
         let f: &SubmissionFilter = $filter;
-        let mut q = submissions::table.into_boxed();
+        // Inbound webhook events' anchor rows (channel `hook`) are listed under Inbound.
+        let mut q = submissions::table.filter(submissions::channel.ne("hook")).into_boxed();
         if let Some(form) = &f.form {
             q = q.filter(submissions::form.eq(form.as_str()));
         }

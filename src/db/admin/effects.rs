@@ -154,10 +154,10 @@ macro_rules! impl_effect_admin {
             }
 
             fn replay_effect(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<Option<String>> {
-                let Some((submission_id, kind)) = side_effects::table
+                let Some((submission_id, kind, key)) = side_effects::table
                     .filter(side_effects::id.eq(id))
-                    .select((side_effects::submission_id, side_effects::kind))
-                    .first::<(String, String)>(self)
+                    .select((side_effects::submission_id, side_effects::kind, side_effects::effect_key))
+                    .first::<(String, String, String)>(self)
                     .optional()?
                 else {
                     return Ok(None);
@@ -171,7 +171,11 @@ macro_rules! impl_effect_admin {
                 let new_id = uuid::Uuid::now_v7().to_string();
                 let row = NewEffect {
                     id: new_id.clone(),
-                    effect_key: format!("{submission_id}:{kind}:{batch}"),
+                    // Every key ends in `:{batch}` (forms and inbound webhook handlers alike).
+                    effect_key: match key.rsplit_once(':') {
+                        Some((prefix, _)) => format!("{prefix}:{batch}"),
+                        None => format!("{submission_id}:{kind}:{batch}"),
+                    },
                     submission_id,
                     kind,
                     batch,

@@ -3,7 +3,7 @@
 mod dir_sync;
 mod file;
 mod generic;
-mod http;
+pub(crate) mod http;
 mod hubspot;
 mod salesforce;
 pub mod url_policy;

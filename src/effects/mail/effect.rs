@@ -19,10 +19,6 @@ pub struct EmailEffect {
 }
 
 impl Effect for EmailEffect {
-    fn kind(&self) -> EffectKind {
-        self.kind
-    }
-
     fn can_reconcile(&self) -> bool {
         false
     }

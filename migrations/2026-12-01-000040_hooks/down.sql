@@ -1,0 +1,4 @@
+DROP TABLE inbound_quarantine;
+DROP TABLE inbound_conflicts;
+DROP TABLE inbound_deliveries;
+DROP TABLE inbound_events;

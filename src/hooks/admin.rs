@@ -1,0 +1,149 @@
+//! Admin pages for inbound webhooks: an Inbound page per source (events, deliveries, each
+//! handler's state, the raw body behind a click), the quarantine, conflicts side by side.
+//! The actions (assign an event ID, discard, replay a handler) are in `admin_actions`.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use askama::Template;
+
+use super::store::{Conflict, Delivery, Event, HookStore, Quarantined};
+use crate::admin::guard::SessionUser;
+use crate::admin::{blocking, db_failure, Chrome, FlashQuery};
+use crate::db::models::Effect;
+use crate::db::{DbError, Store};
+use crate::http::pages::html;
+use crate::http::AppState;
+use crate::with_conn;
+
+#[path = "admin_actions.rs"]
+mod actions;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/inbound", web::get().to(sources))
+        .route("/admin/inbound/{source}", web::get().to(source_page))
+        .route("/admin/inbound/{source}/events/{id}", web::get().to(event_page))
+        .route("/admin/inbound/{source}/quarantine/{id}/{action}", web::post().to(actions::quarantine))
+        .route("/admin/inbound/{source}/events/{id}/replay", web::post().to(actions::replay));
+}
+
+#[derive(Template)]
+#[template(path = "admin/inbound_sources.html")]
+struct SourcesPage {
+    chrome: Chrome,
+    sources: Vec<(String, &'static str, usize)>,
+}
+
+async fn sources(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
+    let sources = state
+        .hooks
+        .sources()
+        .map(|s| (s.name.clone(), verify_name(s.config.verify), s.config.handlers.len()))
+        .collect();
+    html(StatusCode::OK, &SourcesPage { chrome: Chrome::new(&user, "inbound", q.flash.as_deref()), sources })
+}
+
+fn verify_name(v: super::config::VerifyKind) -> &'static str {
+    use super::config::VerifyKind as V;
+    match v {
+        V::StandardWebhooks => "standard-webhooks",
+        V::Github => "github",
+        V::Stripe => "stripe",
+        V::Wecom => "wecom",
+        V::None => "none",
+    }
+}
+
+/// One event as listed: its row and each handler record.
+pub struct EventView {
+    pub event: Event,
+    pub handlers: Vec<Effect>,
+}
+
+impl EventView {
+    /// `helpdesk:to-crm` shown as `to-crm`.
+    pub fn handler_name(e: &Effect) -> &str {
+        e.kind.rsplit(':').next().unwrap_or(&e.kind)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/inbound.html")]
+struct SourcePage {
+    chrome: Chrome,
+    source: String,
+    events: Vec<EventView>,
+    quarantine: Vec<Quarantined>,
+    conflicts: Vec<(Conflict, Event)>,
+}
+
+async fn source_page(
+    state: web::Data<AppState>,
+    user: SessionUser,
+    path: web::Path<String>,
+    q: web::Query<FlashQuery>,
+) -> HttpResponse {
+    let source = path.into_inner();
+    if state.hooks.source(&source).is_none() {
+        return HttpResponse::NotFound().body("No such source.");
+    }
+    let (pool, name) = (state.pool.clone(), source.clone());
+    let loaded = blocking(move || {
+        with_conn!(&pool, |c| {
+            let mut events = Vec::new();
+            for event in c.recent_events(&name, 50)? {
+                let handlers = c.effects_of(&event.id)?;
+                events.push(EventView { event, handlers });
+            }
+            Ok::<_, DbError>((events, c.open_quarantine(&name)?, c.conflicts_of(&name)?))
+        })
+    })
+    .await;
+    match loaded {
+        Ok((events, quarantine, conflicts)) => {
+            let chrome = Chrome::new(&user, "inbound", q.flash.as_deref());
+            html(StatusCode::OK, &SourcePage { chrome, source, events, quarantine, conflicts })
+        }
+        Err(e) => db_failure(e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/inbound_event.html")]
+struct EventPage {
+    chrome: Chrome,
+    source: String,
+    event: Event,
+    deliveries: Vec<Delivery>,
+    handlers: Vec<Effect>,
+    /// Configured handler names (a replay makes a new batch of one of them).
+    names: Vec<String>,
+}
+
+async fn event_page(
+    state: web::Data<AppState>,
+    user: SessionUser,
+    path: web::Path<(String, String)>,
+    q: web::Query<FlashQuery>,
+) -> HttpResponse {
+    let (source, id) = path.into_inner();
+    let Some(src) = state.hooks.source(&source) else {
+        return HttpResponse::NotFound().body("No such source.");
+    };
+    let names = src.config.handlers.iter().map(|h| h.name.clone()).collect();
+    let pool = state.pool.clone();
+    let loaded = blocking(move || {
+        with_conn!(&pool, |c| {
+            let Some(event) = c.event(&id)? else { return Ok::<_, DbError>(None) };
+            Ok(Some((c.deliveries_of(&event.id)?, c.effects_of(&event.id)?, event)))
+        })
+    })
+    .await;
+    match loaded {
+        Ok(Some((deliveries, handlers, event))) if event.source == source => {
+            let chrome = Chrome::new(&user, "inbound", q.flash.as_deref());
+            html(StatusCode::OK, &EventPage { chrome, source, event, deliveries, handlers, names })
+        }
+        Ok(_) => HttpResponse::NotFound().body("No such event."),
+        Err(e) => db_failure(e),
+    }
+}

@@ -1,0 +1,176 @@
+//! What an admin does with inbound events: give a quarantined delivery its event ID (its
+//! handlers then run once, or it joins the stored event with that ID), discard it, or replay
+//! one handler of an event as a new batch (a new record and key; the old one stays).
+
+use crate::admin::flash::Flash;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+
+use crate::admin::audit;
+use crate::admin::guard::{AdminAction, CsrfForm};
+use crate::admin::{blocking, db_failure, done, refused};
+use crate::db::admin::effects::EffectAdminStore;
+use crate::db::{DbError, Store};
+use crate::deliveries::now;
+use crate::hooks::ingest::{handler_effect, ingest, record_kind, Ingested, NewInbound};
+use crate::hooks::store::HookStore;
+use crate::http::AppState;
+use crate::with_conn;
+
+#[derive(Deserialize)]
+pub struct InboundForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    note: String,
+    #[serde(default)]
+    event_id: String,
+    #[serde(default)]
+    handler: String,
+}
+
+impl CsrfForm for InboundForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+enum Step {
+    Done(Flash),
+    NotFound,
+    Refused(&'static str),
+}
+
+fn finish(step: Result<Step, DbError>, back: &str) -> HttpResponse {
+    match step {
+        Ok(Step::Done(flash)) => done(back, flash),
+        Ok(Step::NotFound) => HttpResponse::NotFound().body("Not found."),
+        Ok(Step::Refused(m)) => refused(m),
+        Err(e) => db_failure(e),
+    }
+}
+
+/// `assign` (with `event_id`) or `discard` an open quarantined delivery.
+pub async fn quarantine(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    action: AdminAction<InboundForm>,
+) -> HttpResponse {
+    let (source, id, name) = path.into_inner();
+    let Some(src) = state.hooks.source(&source) else { return HttpResponse::NotFound().finish() };
+    let AdminAction { user, form } = action;
+    let event_id = form.event_id.trim().to_string();
+    if name == "assign"
+        && (event_id.is_empty() || event_id.len() > 255 || event_id.chars().any(char::is_control))
+    {
+        return refused("An event ID is 1 to 255 printable characters.");
+    }
+    if name != "assign" && name != "discard" {
+        return HttpResponse::NotFound().finish();
+    }
+    let (pool, config, src_name) = (state.pool.clone(), src.config.clone(), source.clone());
+    let step = blocking(move || {
+        with_conn!(&pool, |c| c.write_tx(|c| {
+            let Some(q) = c.quarantined(&id)? else { return Ok::<_, DbError>(Step::NotFound) };
+            if q.source != src_name {
+                return Ok(Step::NotFound);
+            }
+            if q.status != "open" {
+                return Ok(Step::Refused("This delivery was decided already; reload the page."));
+            }
+            let t = now();
+            if name == "discard" {
+                c.decide_quarantined(&id, "discarded", None, &user.email, t)?;
+                audit::record(
+                    c,
+                    &user,
+                    "inbound.quarantine.discard",
+                    ("inbound_quarantine", &id),
+                    Some(&form.note),
+                )?;
+                return Ok(Step::Done(Flash::new("inbound_discarded")));
+            }
+            let body = q.body.clone().unwrap_or_default();
+            let e = NewInbound {
+                source: &src_name,
+                config: &config,
+                event_id: &event_id,
+                body: &body,
+                content_type: &q.content_type,
+                now: t,
+            };
+            let outcome = ingest(c, &e)?;
+            c.decide_quarantined(&id, "assigned", Some(outcome.event_row()), &user.email, t)?;
+            let note = format!("event ID {event_id}: {}. {}", outcome.label(), form.note.trim());
+            audit::record(c, &user, "inbound.quarantine.assign", ("inbound_quarantine", &id), Some(&note))?;
+            Ok(Step::Done(match outcome {
+                Ingested::Created { .. } => Flash::new("inbound_assigned"),
+                Ingested::Replayed { .. } => Flash::new("inbound_assigned_replay"),
+                Ingested::Conflict { .. } => Flash::new("inbound_assigned_conflict"),
+            }))
+        }))
+    })
+    .await;
+    finish(step, &format!("/admin/inbound/{source}"))
+}
+
+/// A new batch of one handler on one event.
+pub async fn replay(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    action: AdminAction<InboundForm>,
+) -> HttpResponse {
+    let (source, id) = path.into_inner();
+    let Some(src) = state.hooks.source(&source) else { return HttpResponse::NotFound().finish() };
+    let AdminAction { user, form } = action;
+    if src.config.handler(&form.handler).is_none() {
+        return refused("This source has no handler of that name.");
+    }
+    let (pool, config, src_name, back) = (
+        state.pool.clone(),
+        src.config.clone(),
+        source.clone(),
+        format!("/admin/inbound/{source}/events/{id}"),
+    );
+    let step = blocking(move || {
+        with_conn!(&pool, |c| c.write_tx(|c| {
+            let Some(event) = c.event(&id)? else { return Ok::<_, DbError>(Step::NotFound) };
+            if event.source != src_name {
+                return Ok(Step::NotFound);
+            }
+            // A new batch of the handler's record (the same replay as on the Effects page);
+            // a handler added after the event arrived gets its first record.
+            let kind = record_kind(&src_name, &form.handler);
+            let existing = c.effects_of(&event.id)?.into_iter().find(|e| e.kind == kind);
+            let batch = match existing {
+                Some(e) => {
+                    c.replay_effect(&e.id, now())?;
+                    c.effects_of(&event.id)?
+                        .iter()
+                        .filter(|e| e.kind == kind)
+                        .map(|e| e.batch)
+                        .max()
+                        .unwrap_or(0)
+                }
+                None => {
+                    let body = String::new();
+                    let e = NewInbound {
+                        source: &src_name,
+                        config: &config,
+                        event_id: &event.event_id,
+                        body: &body,
+                        content_type: &event.content_type,
+                        now: now(),
+                    };
+                    c.insert_effects(&[handler_effect(&e, &event.id, &form.handler, 0)])?;
+                    0
+                }
+            };
+            let note = format!("{} batch {batch}. {}", form.handler, form.note.trim());
+            audit::record(c, &user, "inbound.replay", ("inbound_event", &event.id), Some(&note))?;
+            Ok(Step::Done(Flash::new("inbound_handler_replayed").arg(batch)))
+        }))
+    })
+    .await;
+    finish(step, &back)
+}

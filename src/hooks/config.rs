@@ -1,0 +1,190 @@
+//! `[hooks.NAME]`: one inbound webhook source, how it is verified and what runs per event.
+
+use serde::Deserialize;
+
+/// How a source's deliveries are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerifyKind {
+    StandardWebhooks,
+    Github,
+    Stripe,
+    Wecom,
+    /// No signature (only behind a network boundary you trust).
+    None,
+}
+
+/// What to do when the database cannot take the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreDown {
+    /// 503 with Retry-After: the sender redelivers later (customer-visible effects).
+    #[default]
+    Reject,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    pub verify: VerifyKind,
+    /// The variable holding the signing secret (standard-webhooks `whsec_…`, GitHub, Stripe).
+    /// Several secrets during a rotation: separated by spaces (GitHub: by new lines).
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// WeCom: the variable holding the callback Token.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// WeCom: the variable holding the 43-character EncodingAESKey.
+    #[serde(default)]
+    pub aes_key_env: Option<String>,
+    /// WeCom: the CorpID (or suite ID) every decrypted message must name.
+    #[serde(default)]
+    pub corp_id: Option<String>,
+    /// `header:NAME` or `json:/pointer`; unset: the provider's own (see `event_id`).
+    #[serde(default)]
+    pub event_id: Option<String>,
+    #[serde(default)]
+    pub when_store_down: StoreDown,
+    /// How far a signed timestamp may be from now.
+    #[serde(default = "default_tolerance")]
+    pub tolerance_seconds: u64,
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+    #[serde(default)]
+    pub handlers: Vec<HandlerConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerKind {
+    Forward,
+    CrmLead,
+    OwnerNotification,
+}
+
+impl HandlerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandlerKind::Forward => "forward",
+            HandlerKind::CrmLead => "crm_lead",
+            HandlerKind::OwnerNotification => "owner_notification",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandlerConfig {
+    /// Part of every key; never rename a handler that has run.
+    pub name: String,
+    pub kind: HandlerKind,
+    /// forward: where the verified body is POSTed.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// forward: `GET` with `{key}` replaced: 200 found, 404 absent (reconciles UNKNOWN).
+    #[serde(default)]
+    pub lookup_url: Option<String>,
+    /// crm_lead: CRM field name → JSON pointer into the event.
+    #[serde(default)]
+    pub crm_fields: std::collections::BTreeMap<String, String>,
+    /// owner_notification: who is told.
+    #[serde(default)]
+    pub notify: Vec<String>,
+}
+
+fn default_tolerance() -> u64 {
+    300
+}
+
+fn default_max_body() -> usize {
+    256 * 1024
+}
+
+impl HookConfig {
+    pub fn handler(&self, name: &str) -> Option<&HandlerConfig> {
+        self.handlers.iter().find(|h| h.name == name)
+    }
+
+    /// Problems with this source, each prefixed by its path.
+    pub fn problems(&self, source: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let at = format!("hooks.{source}");
+        if !source.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            out.push(format!("{at}: a source name may hold only letters, digits, - and _"));
+        }
+        match self.verify {
+            VerifyKind::StandardWebhooks | VerifyKind::Github | VerifyKind::Stripe
+                if self.secret_env.is_none() =>
+            {
+                out.push(format!("{at}.secret_env: names the variable holding the secret"))
+            }
+            VerifyKind::Wecom
+                if self.token_env.is_none() || self.aes_key_env.is_none() || self.corp_id.is_none() =>
+            {
+                out.push(format!("{at}: wecom needs token_env, aes_key_env and corp_id"))
+            }
+            _ => {}
+        }
+        if let Some(e) = &self.event_id {
+            if !(e.starts_with("header:") || e.starts_with("json:/")) {
+                out.push(format!("{at}.event_id: `header:NAME` or `json:/pointer`"));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for h in &self.handlers {
+            let hat = format!("{at}.handlers.{}", h.name);
+            if h.name.is_empty() || h.name.contains(':') || !seen.insert(h.name.as_str()) {
+                out.push(format!("{hat}: names must be unique, non-empty and without `:`"));
+            }
+            if h.kind == HandlerKind::Forward && h.url.is_none() {
+                out.push(format!("{hat}.url: a forward handler needs a URL"));
+            }
+            if let Some(l) = &h.lookup_url {
+                if !l.contains("{key}") {
+                    out.push(format!("{hat}.lookup_url: must contain {{key}}"));
+                }
+            }
+            if h.kind == HandlerKind::OwnerNotification && h.notify.is_empty() {
+                out.push(format!("{hat}.notify: an owner_notification handler needs addresses"));
+            }
+            for (field, ptr) in &h.crm_fields {
+                if !ptr.is_empty() && !ptr.starts_with('/') {
+                    out.push(format!("{hat}.crm_fields.{field}: a JSON pointer starts with /"));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_name_each_missing_or_wrong_setting() {
+        let parse = |t: &str| toml::from_str::<HookConfig>(t).unwrap();
+        let ok = parse(
+            "verify = \"github\"\nsecret_env = \"S\"\n[[handlers]]\nname = \"a\"\nkind = \"forward\"\nurl = \"http://x\"",
+        );
+        assert!(ok.problems("gh").is_empty());
+        let bad = parse(
+            "verify = \"wecom\"\nevent_id = \"body:/id\"\n\
+             [[handlers]]\nname = \"a\"\nkind = \"forward\"\nlookup_url = \"http://x/\"\n\
+             [[handlers]]\nname = \"a\"\nkind = \"owner_notification\"",
+        );
+        let p = bad.problems("we com").join("\n");
+        for needle in [
+            "hooks.we com: a source name",
+            "wecom needs token_env, aes_key_env and corp_id",
+            "event_id: `header:NAME` or `json:/pointer`",
+            "handlers.a.url: a forward handler needs a URL",
+            "handlers.a.lookup_url: must contain {key}",
+            "handlers.a: names must be unique",
+            "handlers.a.notify",
+        ] {
+            assert!(p.contains(needle), "{needle} in\n{p}");
+        }
+        assert!(toml::from_str::<HookConfig>("verify = \"hmac\"").is_err());
+    }
+}

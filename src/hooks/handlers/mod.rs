@@ -1,0 +1,50 @@
+//! Handler kinds for inbound events, registered with the workers under
+//! `hook:SOURCE:HANDLER`. A new kind is one file here and one line in `build`.
+
+mod crm_lead;
+mod forward;
+mod owner_notification;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::config::{HandlerConfig, HandlerKind};
+use super::ingest::record_kind;
+use crate::config::Config;
+use crate::effects::crm::CrmAdapter;
+use crate::effects::mail::Mailer;
+use crate::effects::{Effect, Registry};
+
+/// What a handler may use.
+pub struct Deps<'a> {
+    pub crm: &'a Arc<dyn CrmAdapter>,
+    pub mailer: &'a Arc<Mailer>,
+    pub timeout: Duration,
+}
+
+fn build(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+    Ok(match h.kind {
+        HandlerKind::Forward => Arc::new(forward::Forward::new(h, deps)?),
+        HandlerKind::CrmLead => Arc::new(crm_lead::HookLead::new(h, deps)),
+        HandlerKind::OwnerNotification => Arc::new(owner_notification::Notify::new(h, deps)),
+    })
+}
+
+/// Registers every configured handler of every source.
+pub fn register(
+    registry: &mut Registry,
+    config: &Config,
+    crm: &Arc<dyn CrmAdapter>,
+    mailer: &Arc<Mailer>,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let deps = Deps { crm, mailer, timeout };
+    for (source, hook) in &config.hooks {
+        for h in &hook.handlers {
+            let effect =
+                build(h, &deps).map_err(|e| anyhow::anyhow!("hooks.{source}.handlers.{}: {e}", h.name))?;
+            registry.register_as(record_kind(source, &h.name), effect);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! `owner_notification`: tells the integration's owners that an event arrived (source,
+//! event ID, the first part of the body), Message-ID from the handler key.
+
+use std::sync::Arc;
+
+use crate::effects::mail::template::Rendered;
+use crate::effects::mail::{Envelope, Mailer};
+use crate::effects::{BoxFuture, Effect, Job, Lookup, Report};
+use crate::hooks::config::HandlerConfig;
+
+use super::Deps;
+
+/// How much of the body goes into the message.
+const EXCERPT: usize = 2000;
+
+pub struct Notify {
+    mailer: Arc<Mailer>,
+    to: Vec<String>,
+}
+
+impl Notify {
+    pub fn new(h: &HandlerConfig, deps: &Deps<'_>) -> Notify {
+        Notify { mailer: deps.mailer.clone(), to: h.notify.clone() }
+    }
+
+    fn render(job: &Job) -> Rendered {
+        let get = |k: &str| job.fields.get(k).cloned().unwrap_or_default();
+        let (source, event_id, body) = (get("source"), get("event_id"), get("body"));
+        let excerpt: String = body.chars().take(EXCERPT).collect();
+        let text = format!("Source: {source}\nEvent ID: {event_id}\nKey: {}\n\n{excerpt}\n", job.effect_key);
+        Rendered {
+            subject: format!("Inbound event from {source}"),
+            html: format!("<pre>{}</pre>", escape(&text)),
+            text,
+        }
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+impl Effect for Notify {
+    fn can_reconcile(&self) -> bool {
+        false
+    }
+
+    fn idempotent(&self) -> bool {
+        self.mailer.idempotent()
+    }
+
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let envelope =
+                Envelope { to: self.to.iter().filter_map(|a| a.parse().ok()).collect(), reply_to: None };
+            self.mailer.send(&job.effect_key, envelope, Self::render(job)).await
+        })
+    }
+
+    fn reconcile<'a>(&'a self, _job: &'a Job) -> BoxFuture<'a, Lookup> {
+        Box::pin(async { Lookup::Failed { error_class: "no_lookup".into() } })
+    }
+}

@@ -1,0 +1,83 @@
+//! Inbound webhooks: `POST /hooks/{source}` verifies a third party's delivery, stores each
+//! event once per (source, event ID) with one side-effect record per handler, and lets the
+//! existing workers run the handlers. See docs/webhooks/.
+
+pub mod admin;
+pub mod config;
+mod endpoint;
+pub mod handlers;
+pub mod inbound;
+pub mod ingest;
+pub mod metrics;
+pub mod store;
+pub mod verify;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub use config::HookConfig;
+pub use endpoint::routes;
+use verify::Secrets;
+
+/// One configured source with its secrets, read once at start.
+pub struct Source {
+    pub name: String,
+    pub config: HookConfig,
+    pub secrets: Secrets,
+    /// Deliveries refused for a bad or stale signature (nothing of them is stored).
+    pub signature_failures: AtomicU64,
+    /// Time from a delivery's arrival to its answer, summed, and how many.
+    pub ingest_micros: AtomicU64,
+    pub ingested: AtomicU64,
+}
+
+/// Every configured source, shared by the HTTP workers.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    sources: Arc<BTreeMap<String, Source>>,
+}
+
+impl Hooks {
+    /// Reads every source's secrets from `env`; a missing one names its variable.
+    pub fn load(
+        hooks: &BTreeMap<String, HookConfig>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Hooks> {
+        let mut sources = BTreeMap::new();
+        for (name, config) in hooks {
+            let secrets = Secrets::load(config, &env).map_err(|e| anyhow::anyhow!("hooks.{name}: {e}"))?;
+            sources.insert(
+                name.clone(),
+                Source {
+                    name: name.clone(),
+                    config: config.clone(),
+                    secrets,
+                    signature_failures: AtomicU64::new(0),
+                    ingest_micros: AtomicU64::new(0),
+                    ingested: AtomicU64::new(0),
+                },
+            );
+        }
+        Ok(Hooks { sources: Arc::new(sources) })
+    }
+
+    pub fn source(&self, name: &str) -> Option<&Source> {
+        self.sources.get(name)
+    }
+
+    pub fn sources(&self) -> impl Iterator<Item = &Source> {
+        self.sources.values()
+    }
+}
+
+impl Source {
+    pub fn count_signature_failure(&self) {
+        self.signature_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn count_ingest(&self, micros: u64) {
+        self.ingest_micros.fetch_add(micros, Ordering::Relaxed);
+        self.ingested.fetch_add(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,134 @@
+//! WeCom (企业微信) callbacks: `msg_signature` = SHA-1 of the sorted token, timestamp, nonce
+//! and ciphertext; AES-256-CBC with key = base64(EncodingAESKey + "="), IV = the key's first
+//! 16 bytes, PKCS#7 padded to 32-byte blocks; plaintext = 16 random bytes, a 4-byte
+//! big-endian length, the message, the CorpID (checked).
+
+use aes::cipher::block_padding::NoPadding;
+use aes::cipher::{BlockDecryptMut, KeyIvInit};
+use base64::alphabet::STANDARD as ALPHABET;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
+use base64::Engine;
+use sha1::{Digest, Sha1};
+
+use super::{fresh, hex, hex_decode, same, VerifyError};
+
+/// EncodingAESKeys are 43 characters whose last one may carry stray bits.
+const LENIENT: GeneralPurpose =
+    GeneralPurpose::new(&ALPHABET, GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true));
+
+#[derive(Clone)]
+pub struct WecomKeys {
+    token: String,
+    key: [u8; 32],
+    corp_id: String,
+}
+
+/// The query of a callback: `msg_signature`, `timestamp`, `nonce` (and `echostr` on GET).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct CallbackQuery {
+    #[serde(default)]
+    pub msg_signature: String,
+    #[serde(default)]
+    pub timestamp: String,
+    #[serde(default)]
+    pub nonce: String,
+    #[serde(default)]
+    pub echostr: Option<String>,
+}
+
+impl WecomKeys {
+    pub fn new(token: &str, encoding_aes_key: &str, corp_id: &str) -> Result<WecomKeys, String> {
+        let bytes = LENIENT
+            .decode(format!("{}=", encoding_aes_key.trim()))
+            .map_err(|_| "the EncodingAESKey is not 43 base64 characters".to_string())?;
+        let key: [u8; 32] =
+            bytes.try_into().map_err(|_| "the EncodingAESKey is not 43 base64 characters".to_string())?;
+        Ok(WecomKeys { token: token.trim().to_string(), key, corp_id: corp_id.to_string() })
+    }
+
+    /// `msg_signature` for these parts.
+    pub fn signature(&self, timestamp: &str, nonce: &str, encrypted: &str) -> String {
+        let mut parts = [self.token.as_str(), timestamp, nonce, encrypted];
+        parts.sort_unstable();
+        hex(&Sha1::digest(parts.concat().as_bytes()))
+    }
+
+    /// Checks the signature and freshness, decrypts, checks the CorpID; the message.
+    pub fn open(
+        &self,
+        q: &CallbackQuery,
+        encrypted: &str,
+        now: i64,
+        tolerance: u64,
+    ) -> Result<Vec<u8>, VerifyError> {
+        let expected = self.signature(&q.timestamp, &q.nonce, encrypted);
+        let candidate = hex_decode(&q.msg_signature.to_ascii_lowercase()).unwrap_or_default();
+        if !same(&hex_decode(&expected).unwrap_or_default(), &candidate) {
+            return Err(VerifyError::Unauthorized("signature_mismatch"));
+        }
+        fresh(&q.timestamp, now, tolerance)?;
+        self.decrypt(encrypted)
+    }
+
+    fn decrypt(&self, encrypted: &str) -> Result<Vec<u8>, VerifyError> {
+        let bad = VerifyError::Malformed("undecryptable");
+        let mut buf = STANDARD.decode(encrypted.trim()).map_err(|_| bad.clone())?;
+        if buf.is_empty() || buf.len() % 16 != 0 {
+            return Err(bad);
+        }
+        let iv: [u8; 16] = self.key[..16].try_into().map_err(|_| bad.clone())?;
+        let plain = cbc::Decryptor::<aes::Aes256>::new(&self.key.into(), &iv.into())
+            .decrypt_padded_mut::<NoPadding>(&mut buf)
+            .map_err(|_| bad.clone())?;
+        let pad = usize::from(*plain.last().ok_or(bad.clone())?);
+        if pad == 0 || pad > 32 || pad > plain.len() {
+            return Err(bad);
+        }
+        let plain = &plain[..plain.len() - pad];
+        let len_bytes: [u8; 4] = plain.get(16..20).ok_or(bad.clone())?.try_into().map_err(|_| bad.clone())?;
+        let len = u32::from_be_bytes(len_bytes) as usize;
+        let msg = plain.get(20..20 + len).ok_or(bad.clone())?;
+        let corp = plain.get(20 + len..).ok_or(bad)?;
+        if corp != self.corp_id.as_bytes() {
+            return Err(VerifyError::Unauthorized("corp_id_mismatch"));
+        }
+        Ok(msg.to_vec())
+    }
+}
+
+/// The text of `<tag>` in a flat WeCom XML message (CDATA or plain), if present.
+pub fn xml_field(xml: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let start = xml.find(&open)? + open.len();
+    let end = start + xml[start..].find(&close)?;
+    let inner = xml[start..end].trim();
+    let inner = inner.strip_prefix("<![CDATA[").and_then(|s| s.strip_suffix("]]>")).unwrap_or(inner);
+    Some(inner.to_string()).filter(|s| !s.is_empty())
+}
+
+/// The event ID: `MsgId`, else `FromUserName:CreateTime:Event` (events carry no MsgId).
+pub fn event_id(xml: &str) -> Option<String> {
+    if let Some(id) = xml_field(xml, "MsgId") {
+        return Some(id);
+    }
+    let from = xml_field(xml, "FromUserName")?;
+    let created = xml_field(xml, "CreateTime")?;
+    let event = xml_field(xml, "Event")?;
+    Some(format!("{from}:{created}:{event}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_fields_and_event_ids() {
+        let msg = "<xml><FromUserName><![CDATA[zhangsan]]></FromUserName><CreateTime>1409659813</CreateTime>\
+                   <MsgType><![CDATA[event]]></MsgType><Event><![CDATA[enter_agent]]></Event></xml>";
+        assert_eq!(event_id(msg).as_deref(), Some("zhangsan:1409659813:enter_agent"));
+        let text = "<xml><MsgId>1234567890123456</MsgId><Content><![CDATA[hi]]></Content></xml>";
+        assert_eq!(event_id(text).as_deref(), Some("1234567890123456"));
+        assert_eq!(event_id("<xml><Content>x</Content></xml>"), None);
+    }
+}
