@@ -166,7 +166,7 @@ fn load(args: &Args) -> Result<Config, Exit> {
 }
 
 fn serve(config: Config) -> Result<(), Exit> {
-    let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+    let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
     let workers = match config.worker.enabled {
@@ -229,7 +229,7 @@ fn spawn_worker(
 
 /// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
 fn worker(config: Config) -> Result<(), Exit> {
-    let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+    let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
     let (rt, worker) = worker_runtime(&Arc::new(config), &pool)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);

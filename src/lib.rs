@@ -11,5 +11,7 @@ pub mod domain;
 pub mod duplicates;
 pub mod effects;
 pub mod http;
+pub mod lifecycle;
+pub mod secret;
 pub mod status;
 pub mod worker;

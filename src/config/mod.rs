@@ -1,6 +1,7 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 mod check;
+pub mod retention;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,6 +12,7 @@ use validator::Validate;
 use crate::domain::EffectKind;
 
 pub use check::problems;
+pub use retention::{PurgeConfig, RetentionConfig, Window};
 
 /// The built-in configuration: a demo `contact` form on SQLite.
 pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
@@ -30,6 +32,8 @@ pub struct Config {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub forms: BTreeMap<String, FormConfig>,
+    #[serde(default)]
+    pub purge: PurgeConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Validate)]
@@ -214,6 +218,9 @@ pub struct FormConfig {
     #[serde(default = "default_operation_ttl_days")]
     #[validate(range(min = 1, max = 3650))]
     pub operation_ttl_days: u32,
+    /// How long content and then keys are kept (`[forms.F.retention]`).
+    #[serde(default)]
+    pub retention: RetentionConfig,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]

@@ -21,6 +21,7 @@ pub struct NewSubmission {
     pub phone_digest: Option<String>,
     pub received_at: NaiveDateTime,
     pub operation_expires_at: NaiveDateTime,
+    pub journey_id: Option<String>,
 }
 
 /// What the accept path and the status endpoint need of a stored submission.
@@ -35,6 +36,7 @@ pub struct Submission {
     pub spam: bool,
     pub received_at: NaiveDateTime,
     pub operation_expires_at: NaiveDateTime,
+    pub content_purged_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Insertable)]
@@ -104,6 +106,7 @@ pub struct JobRow {
     pub form: String,
     pub fields_json: Option<String>,
     pub received_at: NaiveDateTime,
+    pub journey_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Insertable)]

@@ -17,6 +17,7 @@ diesel::table! {
         operation_expires_at -> Timestamp,
         content_purged_at -> Nullable<Timestamp>,
         duplicate_of -> Nullable<Text>,
+        journey_id -> Nullable<Text>,
     }
 }
 
@@ -128,6 +129,23 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    purge_passes (id) {
+        id -> Text,
+        started_at -> Timestamp,
+        duration_ms -> BigInt,
+        purged_rows -> BigInt,
+    }
+}
+
+diesel::table! {
+    purge_totals (form, kind) {
+        form -> Text,
+        kind -> Text,
+        purged_rows -> BigInt,
+    }
+}
+
 diesel::joinable!(side_effects -> submissions (submission_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(conflicts -> submissions (submission_id));
@@ -143,4 +161,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     sessions,
     audit_log,
     duplicate_pairs,
+    purge_passes,
+    purge_totals,
 );

@@ -18,6 +18,9 @@ pub struct NormalisedFields {
     values: BTreeMap<String, String>,
     #[serde(skip)]
     pub honeypot_hit: bool,
+    /// `journey_id` (field or `Onceform-Journey-Id` header): stored, never fingerprinted.
+    #[serde(skip)]
+    pub journey_id: Option<String>,
 }
 
 impl NormalisedFields {
@@ -55,8 +58,16 @@ pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields,
     let mut errors = FieldErrors::default();
     let mut given: BTreeMap<&str, &str> = BTreeMap::new();
     let mut honeypot_hit = false;
+    let mut journey_id = None;
     for (name, value) in raw {
         if name == "operation_id" || form.ignore_fields.contains(name) {
+            continue;
+        }
+        if name == JOURNEY_FIELD && form.field(name).is_none() {
+            match parse_journey_id(value) {
+                Ok(j) => journey_id = j,
+                Err(message) => errors.add(name, message),
+            }
             continue;
         }
         if !form.honeypot.is_empty() && *name == form.honeypot {
@@ -82,9 +93,26 @@ pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields,
         }
     }
     if errors.is_empty() {
-        Ok(NormalisedFields { values, honeypot_hit })
+        Ok(NormalisedFields { values, honeypot_hit, journey_id })
     } else {
         Err(errors)
+    }
+}
+
+/// The body field (and, as `Onceform-Journey-Id`, the header) naming a visitor's journey.
+pub const JOURNEY_FIELD: &str = "journey_id";
+
+/// A journey ID: 1 to 128 characters of `A-Z a-z 0-9 _ - . :`; empty means none.
+pub fn parse_journey_id(value: &str) -> Result<Option<String>, String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let ok = v.len() <= 128
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'));
+    match ok {
+        true => Ok(Some(v.to_string())),
+        false => Err("must be 1 to 128 characters of A-Z a-z 0-9 _ - . :".into()),
     }
 }
 
@@ -188,6 +216,17 @@ mod tests {
         let n = normalise(&contact(), &r).unwrap();
         assert!(n.honeypot_hit);
         assert_eq!(n.iter().count(), 4);
+    }
+
+    #[test]
+    fn the_journey_id_is_kept_apart_from_the_content() {
+        let mut r = raw(GOOD);
+        r.push(("journey_id".into(), "j-0123456789".into()));
+        let n = normalise(&contact(), &r).unwrap();
+        assert_eq!(n.journey_id.as_deref(), Some("j-0123456789"));
+        assert_eq!(n.to_json(), normalise(&contact(), &raw(GOOD)).unwrap().to_json());
+        r.push(("journey_id".into(), "not valid!".into()));
+        assert!(normalise(&contact(), &r).unwrap_err().0.contains_key("journey_id"));
     }
 
     #[test]

@@ -3,9 +3,10 @@
 mod effect;
 mod fields;
 mod fingerprint;
+pub mod keyring;
 mod operation_id;
 
 pub use effect::{EffectKind, EffectState};
-pub use fields::{normalise, FieldErrors, NormalisedFields, RawFields};
+pub use fields::{normalise, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD};
 pub use fingerprint::{digest, fingerprint};
 pub use operation_id::{OperationId, OperationIdError};

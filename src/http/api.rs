@@ -62,6 +62,7 @@ async fn submit_json(
     }
     let bytes = read_limited(payload, form.max_body_bytes).await?;
     let (body_key, raw) = parse_json(&bytes)?;
+    let raw = super::journey::with_header(req, raw);
     *key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
     let outcome = accept_fields(state, form_name, Channel::Api, key.clone(), &raw).await?;
     Ok(match outcome {

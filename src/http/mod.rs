@@ -5,6 +5,7 @@ mod api;
 mod body;
 mod client_ip;
 mod html;
+mod journey;
 mod ops;
 pub(crate) mod pages;
 pub mod problem;

@@ -12,6 +12,7 @@ mod concurrency;
 mod delivery;
 mod duplicates;
 mod html;
+mod lifecycle_digests;
 mod limits;
 mod malformed;
 mod process_exit;
