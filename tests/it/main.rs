@@ -13,6 +13,7 @@ mod delivery;
 mod duplicates;
 mod html;
 mod lifecycle_digests;
+mod lifecycle_journey;
 mod limits;
 mod malformed;
 mod process_exit;

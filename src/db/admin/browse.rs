@@ -38,6 +38,7 @@ pub struct SubmissionRow {
     pub received_at: NaiveDateTime,
     pub content_purged_at: Option<NaiveDateTime>,
     pub duplicate_of: Option<String>,
+    pub journey_id: Option<String>,
 }
 
 impl SubmissionRow {
@@ -117,6 +118,7 @@ macro_rules! submission_cols {
             submissions::received_at,
             submissions::content_purged_at,
             submissions::duplicate_of,
+            submissions::journey_id,
         )
     };
 }
