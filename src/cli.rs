@@ -14,7 +14,8 @@ use crate::http::Application;
 use crate::worker::Worker;
 
 pub const USAGE: &str =
-    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | admin create-user ...]
+    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | admin create-user ...
+                 | purge | erase ... | import ...]
 
   serve         HTTP server and side-effect workers (the default)
   worker        side-effect workers only
@@ -22,6 +23,11 @@ pub const USAGE: &str =
                 an admin account; the password is read from stdin unless VAR names it
   migrate       apply pending database migrations and exit
   check-config  validate the configuration and exit
+  purge         run retention once, print what it purged
+  erase --email E | --phone P [--dry-run]
+                erase one person's content now; lists the references that left
+  import --form F FILE.csv [--source NAME] [--dry-run] [--with-effects]
+                bring in historic submissions
 
   --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`
                  form on SQLite at ./data/onceform.db
@@ -35,6 +41,7 @@ pub enum Command {
     Migrate,
     CheckConfig,
     CreateUser { email: String, role: Role, password_env: Option<String> },
+    Lifecycle(crate::lifecycle::commands::LifecycleCommand),
     Help,
     Version,
 }
@@ -82,6 +89,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
             "admin" => {
                 let c = parse_admin(&mut args)?;
                 set(&mut command, c)?
+            }
+            "purge" | "erase" | "import" => {
+                let c = crate::lifecycle::commands::parse(&arg, &mut args).map_err(Exit::usage)?;
+                set(&mut command, Command::Lifecycle(c))?
             }
             "--config" => match args.next() {
                 Some(path) => config = Some(PathBuf::from(path)),
@@ -131,6 +142,9 @@ pub fn run(args: Args) -> Result<(), Exit> {
         }
         Command::CheckConfig => {
             let config = load(&args)?;
+            for warning in crate::config::retention::warnings(&config) {
+                eprintln!("warning: {warning}");
+            }
             let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
             println!("configuration OK: {} form(s): {}", names.len(), names.join(", "));
             Ok(())
@@ -156,6 +170,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
             println!("created {} user {}", role.as_str(), email.trim().to_lowercase());
             Ok(())
         }
+        Command::Lifecycle(ref c) => crate::lifecycle::commands::run(c, &load(&args)?).map_err(Exit::failure),
         Command::Serve => serve(load(&args)?),
         Command::Worker => worker(load(&args)?),
     }
@@ -174,6 +189,7 @@ fn serve(config: Config) -> Result<(), Exit> {
         false => None,
     };
     let first_admin = accounts::bootstrap(&pool).map_err(Exit::failure)?;
+    let purging = crate::lifecycle::schedule::spawn(&config, &pool, stop.subscribe());
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
         let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
@@ -198,6 +214,9 @@ fn serve(config: Config) -> Result<(), Exit> {
     // The HTTP server has stopped (SIGINT/SIGTERM): let the workers finish their pass.
     let _ = stop.send(true);
     if let Some(handle) = workers {
+        let _ = handle.join();
+    }
+    if let Some(handle) = purging {
         let _ = handle.join();
     }
     served

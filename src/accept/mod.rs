@@ -121,7 +121,11 @@ fn run<C: Store + DuplicateStore>(c: &mut C, form: &FormConfig, plan: &Plan) -> 
         None => Outcome::InProgress { operation_id: sub.operation_id.clone() },
         Some(s) if plan.same_content(&s) => Outcome::Replayed(receipt(s)),
         Some(s) => {
-            c.record_conflict(&plan.conflict_with(&s.id))?;
+            let mut conflict = plan.conflict_with(&s.id);
+            if s.content_purged_at.is_some() {
+                conflict.fields_json = None; // a tombstone's conflicts keep no content either
+            }
+            c.record_conflict(&conflict)?;
             Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
         }
     };

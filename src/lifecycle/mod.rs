@@ -1,7 +1,10 @@
 //! The data lifecycle: keyed digests (conversion of older rows), retention with tombstones
 //! (`purge`), erasure of one person, historic import, and the redelivery spread.
 
+pub mod commands;
+pub mod purge;
 pub mod rekey;
+pub mod schedule;
 
 use crate::config::Config;
 use crate::db::Pool;
