@@ -9,6 +9,7 @@ mod dashboard;
 mod duplicates;
 mod effects;
 pub mod guard;
+mod lifecycle;
 mod login;
 mod submissions;
 
@@ -53,6 +54,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     conflicts::routes(cfg);
     duplicates::routes(cfg);
     audit_page::routes(cfg);
+    lifecycle::routes(cfg);
 }
 
 /// What every admin page shows around its content.

@@ -116,7 +116,7 @@ pub fn parse_journey_id(value: &str) -> Result<Option<String>, String> {
     }
 }
 
-fn normalise_value(kind: FieldType, raw: &str) -> String {
+pub fn normalise_value(kind: FieldType, raw: &str) -> String {
     let nfc: String = raw.nfc().collect();
     match kind {
         FieldType::Textarea => {

@@ -7,6 +7,8 @@ pub mod keyring;
 mod operation_id;
 
 pub use effect::{EffectKind, EffectState};
-pub use fields::{normalise, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD};
+pub use fields::{
+    normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
+};
 pub use fingerprint::{digest, fingerprint};
 pub use operation_id::{OperationId, OperationIdError};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::purge;
+use super::{erase, purge};
 use crate::config::Config;
 use crate::deliveries::now;
 
@@ -81,8 +81,18 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
             println!("purged {} row(s) in {} ms", report.total(), report.duration_ms);
             Ok(())
         }
-        LifecycleCommand::Erase { .. } | LifecycleCommand::Import { .. } => {
-            anyhow::bail!("not available in this build")
+        LifecycleCommand::Erase { email, phone, dry_run } => {
+            let person = match (email, phone) {
+                (Some(e), _) => erase::Person::Email(e.clone()),
+                (None, Some(p)) => erase::Person::Phone(p.clone()),
+                (None, None) => anyhow::bail!("erase needs --email or --phone"),
+            };
+            let report = erase::erase(&pool, &person, *dry_run, &erase::Actor::cli())?;
+            for line in report.lines() {
+                println!("{line}");
+            }
+            Ok(())
         }
+        LifecycleCommand::Import { .. } => anyhow::bail!("not available in this build"),
     }
 }

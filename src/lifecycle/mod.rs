@@ -2,6 +2,7 @@
 //! (`purge`), erasure of one person, historic import, and the redelivery spread.
 
 pub mod commands;
+pub mod erase;
 pub mod purge;
 pub mod rekey;
 pub mod schedule;

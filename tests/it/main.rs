@@ -14,6 +14,7 @@ mod duplicates;
 mod html;
 mod lifecycle;
 mod lifecycle_digests;
+mod lifecycle_erase;
 mod lifecycle_journey;
 mod lifecycle_purge_pg;
 mod lifecycle_retention;
