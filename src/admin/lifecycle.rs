@@ -32,6 +32,7 @@ async fn erase_page(user: SessionUser) -> HttpResponse {
 
 #[derive(Deserialize)]
 struct EraseForm {
+    #[serde(default)]
     csrf: String,
     email: Option<String>,
     phone: Option<String>,
