@@ -4,6 +4,7 @@
 
 mod acceptor;
 mod cache;
+pub mod import;
 mod plan;
 
 use crate::config::FormConfig;

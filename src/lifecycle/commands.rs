@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{erase, purge};
+use super::{erase, import, purge};
 use crate::config::Config;
 use crate::deliveries::now;
 
@@ -93,6 +93,15 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        LifecycleCommand::Import { .. } => anyhow::bail!("not available in this build"),
+        LifecycleCommand::Import { form, file, source, dry_run, with_effects } => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+            let options =
+                import::ImportOptions { form, source, dry_run: *dry_run, with_effects: *with_effects };
+            for line in import::import(&pool, config, &text, &options)?.lines() {
+                println!("{line}");
+            }
+            Ok(())
+        }
     }
 }

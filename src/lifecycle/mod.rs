@@ -2,7 +2,9 @@
 //! (`purge`), erasure of one person, historic import, and the redelivery spread.
 
 pub mod commands;
+mod csv;
 pub mod erase;
+pub mod import;
 pub mod purge;
 pub mod rekey;
 pub mod schedule;

@@ -15,6 +15,7 @@ mod html;
 mod lifecycle;
 mod lifecycle_digests;
 mod lifecycle_erase;
+mod lifecycle_import;
 mod lifecycle_journey;
 mod lifecycle_purge_pg;
 mod lifecycle_retention;
