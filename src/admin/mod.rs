@@ -55,6 +55,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     duplicates::routes(cfg);
     audit_page::routes(cfg);
     lifecycle::routes(cfg);
+    lifecycle::more_routes(cfg);
 }
 
 /// What every admin page shows around its content.

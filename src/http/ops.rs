@@ -48,14 +48,17 @@ async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     log.flush().await;
     let dropped = log.dropped();
     let pool = state.pool.clone();
-    let read = move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?)));
+    let read = move || {
+        let lifecycle = crate::lifecycle::metrics::read(&pool, now())?;
+        with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?, lifecycle)))
+    };
     match web::block(read).await {
-        Ok(Ok((stats, queue))) => HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(render(
-            &stats,
-            &queue,
-            dropped,
-            now(),
-        )),
+        Ok(Ok((stats, queue, lifecycle))) => {
+            HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(
+                render(&stats, &queue, dropped, now())
+                    + &crate::lifecycle::metrics::render(&lifecycle, now()),
+            )
+        }
         Ok(Err(e)) => db_problem(e).response(),
         Err(_) => Problem::unavailable().response(),
     }

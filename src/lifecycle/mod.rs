@@ -5,6 +5,7 @@ pub mod commands;
 mod csv;
 pub mod erase;
 pub mod import;
+pub mod metrics;
 pub mod purge;
 pub mod rekey;
 pub mod schedule;

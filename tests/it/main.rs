@@ -17,6 +17,7 @@ mod lifecycle_digests;
 mod lifecycle_erase;
 mod lifecycle_import;
 mod lifecycle_journey;
+mod lifecycle_pages;
 mod lifecycle_purge_pg;
 mod lifecycle_retention;
 mod limits;
