@@ -39,6 +39,8 @@ async fn metrics_and_the_retention_page_show_purges_spread_and_windows(backend: 
     for shown in ["<td>90d</td>", "<td>400d</td>", "<td>30d</td>", " s</td>", "2 / 0 / 0"] {
         assert!(page.contains(shown), "{shown}: {page}");
     }
+    let dashboard = app.admin_get(Some(&viewer), "/admin").await.text().await.unwrap();
+    assert!(dashboard.contains("id=\"spread\"") && dashboard.contains(" s</td><td>90d</td>"), "{dashboard}");
 }
 
 async fn the_import_page_reports_like_the_command(backend: Backend) {
