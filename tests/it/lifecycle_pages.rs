@@ -58,4 +58,15 @@ async fn the_import_page_reports_like_the_command(backend: Backend) {
     assert!(page.contains("imported 1, already present 0, rejected 1, paired 0"), "{page}");
     assert!(page.contains("line 3: email is required"), "{page}");
     assert_eq!(app.stats().await.submissions, 1);
+    assert_eq!(app.stats().await.effects_total(), 0, "no side effects unless asked");
+    let csv = "name,email,topic,message,source_id\nCy,cy@old.example,Support,Please call back,crm-77\n";
+    let with_effects = [("form", "contact"), ("source", "paste"), ("csv", csv), ("with_effects", "yes")];
+    let page = app.admin_post(Some(&admin), "/admin/import", Some(&admin.csrf), &with_effects).await;
+    assert!(page.text().await.unwrap().contains("imported 1, already present 0"));
+    assert_eq!(app.stats().await.effects_total(), 3, "with effects: one record per declared kind");
+    let page = app.admin_post(Some(&admin), "/admin/import", Some(&admin.csrf), &with_effects).await;
+    assert!(
+        page.text().await.unwrap().contains("imported 0, already present 1"),
+        "the source_id is the row's key"
+    );
 }
