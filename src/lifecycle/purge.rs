@@ -34,6 +34,9 @@ impl PurgeReport {
 
 /// Picks due rows; PostgreSQL skips rows another purge (or a conflict insert) holds.
 pub trait PickDue: Connection {
+    /// A purge batch need not wait for the disk: a crash loses at most the last batches,
+    /// which the next pass purges again (PostgreSQL `synchronous_commit = off`).
+    fn relax_commit(&mut self) -> QueryResult<()>;
     fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
     fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
 }
@@ -62,6 +65,9 @@ macro_rules! due_tombstones {
 }
 
 impl PickDue for diesel::SqliteConnection {
+    fn relax_commit(&mut self) -> QueryResult<()> {
+        Ok(())
+    }
     fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
         due_content!(form, before, limit).load(self)
     }
@@ -71,6 +77,9 @@ impl PickDue for diesel::SqliteConnection {
 }
 
 impl PickDue for diesel::PgConnection {
+    fn relax_commit(&mut self) -> QueryResult<()> {
+        diesel::connection::SimpleConnection::batch_execute(self, "SET LOCAL synchronous_commit = off")
+    }
     fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
         due_content!(form, before, limit).for_no_key_update().skip_locked().load(self)
     }
@@ -119,6 +128,7 @@ pub fn purge_content(
     batch: i64,
 ) -> Result<i64, DbError> {
     with_conn!(pool, |c| c.write_tx(|c| {
+        c.relax_commit()?;
         let ids = c.pick_content(form, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
@@ -172,6 +182,7 @@ pub(crate) use tombstone;
 /// One batch of tombstone deletions (after `keys`): the submission and everything naming it.
 pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
     with_conn!(pool, |c| c.write_tx(|c| {
+        c.relax_commit()?;
         let ids = c.pick_tombstones(form, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
