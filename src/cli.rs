@@ -15,7 +15,8 @@ use crate::http::Application;
 use crate::worker::Worker;
 
 pub const USAGE: &str =
-    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | alert-rules | admin create-user ...]
+    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | alert-rules | admin ...
+                  | purge | erase ... | import ...]
 
   serve         HTTP server and side-effect workers (the default)
   worker        side-effect workers only
@@ -29,6 +30,11 @@ pub const USAGE: &str =
   check-config  validate the configuration and exit
   alert-rules   print the Prometheus alert rules with [alerts] owner and runbook_url
   --version     print the version
+  purge         run retention once, print what it purged
+  erase --email E | --phone P [--dry-run]
+                erase one person's content now; lists the references that left
+  import --form F FILE.csv [--source NAME] [--dry-run] [--with-effects]
+                bring in historic submissions
 
   --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`
                  form on SQLite at ./data/onceform.db
@@ -46,6 +52,7 @@ pub enum Command {
     CreateUser { email: String, role: Role, password_env: Option<String> },
     SetPassword { email: String, password_env: Option<String> },
     DisableUser { email: String },
+    Lifecycle(crate::lifecycle::commands::LifecycleCommand),
     Help,
     Version,
 }
@@ -94,6 +101,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
             "admin" => {
                 let c = parse_admin(&mut args)?;
                 set(&mut command, c)?
+            }
+            "purge" | "erase" | "import" => {
+                let c = crate::lifecycle::commands::parse(&arg, &mut args).map_err(Exit::usage)?;
+                set(&mut command, Command::Lifecycle(c))?
             }
             "--config" => match args.next() {
                 Some(path) => config = Some(PathBuf::from(path)),
@@ -165,6 +176,9 @@ pub fn run(args: Args) -> Result<(), Exit> {
         }
         Command::CheckConfig => {
             let config = load(&args)?;
+            for warning in crate::config::retention::warnings(&config) {
+                eprintln!("warning: {warning}");
+            }
             let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
             println!("configuration OK: {} form(s): {}", names.len(), names.join(", "));
             Ok(())
@@ -206,6 +220,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
             println!("disabled {}; {} session(s) ended", done.email, done.sessions_ended);
             Ok(())
         }
+        Command::Lifecycle(ref c) => crate::lifecycle::commands::run(c, &load(&args)?).map_err(Exit::failure),
         Command::Serve => serve(load(&args)?),
         Command::Worker => worker(load(&args)?),
     }
@@ -216,7 +231,7 @@ fn load(args: &Args) -> Result<Config, Exit> {
 }
 
 fn serve(config: Config) -> Result<(), Exit> {
-    let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+    let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
     let workers = match config.worker.enabled {
@@ -225,6 +240,7 @@ fn serve(config: Config) -> Result<(), Exit> {
     };
     let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
     let first_admin = accounts::bootstrap(&pool, &password_file).map_err(Exit::failure)?;
+    let purging = crate::lifecycle::schedule::spawn(&config, &pool, stop.subscribe());
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
         let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
@@ -250,6 +266,9 @@ fn serve(config: Config) -> Result<(), Exit> {
     // The HTTP server has stopped (SIGINT/SIGTERM): let the workers finish their pass.
     let _ = stop.send(true);
     if let Some(handle) = workers {
+        let _ = handle.join();
+    }
+    if let Some(handle) = purging {
         let _ = handle.join();
     }
     served
@@ -281,7 +300,7 @@ fn spawn_worker(
 
 /// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
 fn worker(config: Config) -> Result<(), Exit> {
-    let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+    let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
     let (rt, worker) = worker_runtime(&Arc::new(config), &pool)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);

@@ -13,6 +13,7 @@ pub mod duplicates;
 pub mod effects;
 pub mod hooks;
 pub mod http;
+pub mod lifecycle;
 pub mod logging;
 pub mod secret;
 pub mod spam;

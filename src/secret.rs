@@ -28,7 +28,8 @@ pub fn load(config: &Config) -> anyhow::Result<Secret> {
     load_from(std::env::var(SECRET_ENV).ok(), Path::new(&config.server.secret_file))
 }
 
-fn load_from(env: Option<String>, file: &Path) -> anyhow::Result<Secret> {
+/// The secret from `env` (the value of `ONCEFORM_SECRET`), else from `file`.
+pub fn load_from(env: Option<String>, file: &Path) -> anyhow::Result<Secret> {
     if let Some(value) = env.filter(|v| !v.is_empty()) {
         anyhow::ensure!(value.len() >= 16, "{SECRET_ENV} must be at least 16 characters");
         return Ok(Secret::from_material(value.as_bytes()));
@@ -76,6 +77,22 @@ fn create(file: &Path) -> anyhow::Result<Secret> {
 }
 
 impl Secret {
+    /// The secret whose text is `text` (as in `ONCEFORM_SECRET` or the secret file).
+    pub fn new(text: &str) -> Secret {
+        Secret::from_material(text.trim().as_bytes())
+    }
+
+    /// The keyed digest of personal data: HMAC-SHA-256 of `message`, as lower-case hex.
+    pub fn hmac_hex(&self, message: &[u8]) -> String {
+        self.sign("digest", &[message]).iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A short public name of this secret (8 hex characters), stored beside the digests it
+    /// keyed so that a rotated secret is recognised; it reveals nothing of the secret.
+    pub fn version(&self) -> String {
+        self.sign("digest key version", &[]).iter().take(4).map(|b| format!("{b:02x}")).collect()
+    }
+
     fn from_material(material: &[u8]) -> Secret {
         Secret(Sha256::digest(material).into())
     }

@@ -14,6 +14,8 @@ pub struct StatusBody {
     pub status: &'static str,
     pub received_at: String,
     pub operation_expires_at: String,
+    /// `stored`, or `purged` once retention or an erasure removed it (a tombstone).
+    pub content: &'static str,
     pub effects: Vec<EffectStatus>,
 }
 
@@ -35,6 +37,7 @@ pub fn status(pool: &Pool, form: &str, operation_id: &str) -> Result<Option<Stat
             status: "accepted",
             received_at: rfc3339(s.received_at),
             operation_expires_at: rfc3339(s.operation_expires_at),
+            content: if s.content_purged_at.is_some() { "purged" } else { "stored" },
             effects: effects
                 .into_iter()
                 .map(|e| EffectStatus {

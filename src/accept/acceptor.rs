@@ -55,6 +55,11 @@ impl Acceptor {
         }
         let receipt = &entry.receipt;
         let now = deliveries::now();
+        // Past the form's `keys` window the row may be gone: the database answers (410).
+        let keys = self.config.form(form).and_then(|f| f.retention.keys);
+        if keys.is_some_and(|k| receipt.received_at + k.duration() <= now) {
+            return None;
+        }
         let outcome = DeliveryOutcome::Replayed;
         let row =
             deliveries::row(form, operation_id.as_str(), Some(&receipt.submission_id), channel, outcome, now);

@@ -75,7 +75,12 @@ mod tests {
     use super::*;
 
     fn receipt(op: &str) -> Receipt {
-        Receipt { submission_id: format!("s-{op}"), operation_id: op.into(), body: "{}".into() }
+        Receipt {
+            submission_id: format!("s-{op}"),
+            operation_id: op.into(),
+            body: "{}".into(),
+            received_at: chrono::NaiveDateTime::default(),
+        }
     }
 
     #[test]

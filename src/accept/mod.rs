@@ -4,6 +4,7 @@
 
 mod acceptor;
 mod cache;
+pub mod import;
 mod plan;
 mod recipient_cap;
 
@@ -42,6 +43,8 @@ pub enum Outcome {
     Conflict { submission_id: String, operation_id: String },
     /// The key is taken but its submission is not readable yet (409, retry).
     InProgress { operation_id: String },
+    /// An issued operation ID past its form's `keys` window, with nothing stored (410).
+    Expired { operation_id: String },
 }
 
 /// The stored result of an accepted submission.
@@ -51,6 +54,7 @@ pub struct Receipt {
     pub operation_id: String,
     /// The result body, byte for byte as first returned.
     pub body: String,
+    pub received_at: chrono::NaiveDateTime,
 }
 
 /// Accepts `intake` exactly once per (form, operation ID), on a connection of `pool` with
@@ -79,9 +83,7 @@ fn committed<C: Store>(c: &mut C, plan: &Plan) -> Result<Option<Receipt>, DbErro
     if sub.keyless {
         return Ok(None);
     }
-    Ok(c.find_submission(&sub.form, &sub.operation_id)?
-        .filter(|s| s.fingerprint == sub.fingerprint)
-        .map(receipt))
+    Ok(c.find_submission(&sub.form, &sub.operation_id)?.filter(|s| plan.same_content(s)).map(receipt))
 }
 
 /// A lock wait that timed out means the first request with this key is still in flight.
@@ -102,7 +104,8 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(
     plan: &Plan,
 ) -> Result<Outcome, DbError> {
     let sub = &plan.submission;
-    if c.insert_submission(sub)? {
+    // An expired issued ID is never inserted again: what is stored answers, else 410.
+    if !plan.expired() && c.insert_submission(sub)? {
         if duplicates::detect(c, form, sub, plan.now())? {
             let held: Vec<NewEffect> =
                 plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
@@ -113,14 +116,24 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(
         let body = recipient_cap::apply(c, form, plan)?.unwrap_or_else(|| sub.response_body.clone());
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
         c.insert_deliveries(&[plan.delivery(outcome, Some(&sub.id))])?;
-        return Ok(Outcome::Created(receipt_of(sub.id.clone(), sub.operation_id.clone(), body)));
+        return Ok(Outcome::Created(Receipt {
+            submission_id: sub.id.clone(),
+            operation_id: sub.operation_id.clone(),
+            body,
+            received_at: sub.received_at,
+        }));
     }
     let existing = c.find_submission(&sub.form, &sub.operation_id)?;
     let outcome = match existing {
+        None if plan.expired() => Outcome::Expired { operation_id: sub.operation_id.clone() },
         None => Outcome::InProgress { operation_id: sub.operation_id.clone() },
-        Some(s) if s.fingerprint == sub.fingerprint => Outcome::Replayed(receipt(s)),
+        Some(s) if plan.same_content(&s) => Outcome::Replayed(receipt(s)),
         Some(s) => {
-            c.record_conflict(&plan.conflict_with(&s.id))?;
+            let mut conflict = plan.conflict_with(&s.id);
+            if s.content_purged_at.is_some() {
+                conflict.fields_json = None; // a tombstone's conflicts keep no content either
+            }
+            c.record_conflict(&conflict)?;
             Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
         }
     };
@@ -129,11 +142,12 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(
 }
 
 fn receipt(s: Submission) -> Receipt {
-    receipt_of(s.id, s.operation_id, s.response_body)
-}
-
-fn receipt_of(submission_id: String, operation_id: String, body: String) -> Receipt {
-    Receipt { submission_id, operation_id, body }
+    Receipt {
+        submission_id: s.id,
+        operation_id: s.operation_id,
+        body: s.response_body,
+        received_at: s.received_at,
+    }
 }
 
 fn delivery_outcome(outcome: &Outcome) -> DeliveryOutcome {
@@ -142,6 +156,7 @@ fn delivery_outcome(outcome: &Outcome) -> DeliveryOutcome {
         Outcome::Replayed(_) => DeliveryOutcome::Replayed,
         Outcome::Conflict { .. } => DeliveryOutcome::Conflict,
         Outcome::InProgress { .. } => DeliveryOutcome::InProgress,
+        Outcome::Expired { .. } => DeliveryOutcome::Expired,
     }
 }
 
@@ -149,6 +164,6 @@ fn submission_id(outcome: &Outcome) -> Option<&str> {
     match outcome {
         Outcome::Created(r) | Outcome::Replayed(r) => Some(&r.submission_id),
         Outcome::Conflict { submission_id, .. } => Some(submission_id),
-        Outcome::InProgress { .. } => None,
+        Outcome::InProgress { .. } | Outcome::Expired { .. } => None,
     }
 }

@@ -6,9 +6,10 @@ use uuid::Uuid;
 
 use super::Intake;
 use crate::config::FieldType;
-use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission};
+use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
-use crate::domain::{digest, fingerprint, EffectKind, EffectState, OperationId};
+use crate::domain::keyring::keyring;
+use crate::domain::{fingerprint, EffectKind, EffectState, OperationId};
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -35,6 +36,8 @@ pub(super) struct Plan {
     pub capped_body: Option<String>,
     channel: Channel,
     now: NaiveDateTime,
+    /// An issued operation ID past its form's `keys` window: never accepted again.
+    expired: bool,
 }
 
 impl Plan {
@@ -46,7 +49,12 @@ impl Plan {
         let form = intake.form;
         let spam_reason = intake.fields.spam_reason();
         let spam = spam_reason.is_some();
-        let expires = now + Duration::days(i64::from(form.operation_ttl_days));
+        let keys = form.retention.keys.map(|w| w.duration());
+        let expires = now + keys.unwrap_or_else(|| Duration::days(i64::from(form.operation_ttl_days)));
+        let expired = match (intake.operation_id.as_ref().and_then(OperationId::issued_at), keys) {
+            (Some(issued), Some(keys)) => issued + keys < now,
+            _ => false,
+        };
         let kinds: Vec<EffectKind> = form
             .effects
             .iter()
@@ -103,12 +111,25 @@ impl Plan {
             keyless,
             spam,
             spam_reason: spam_reason.map(String::from),
-            email_digest: email_of(&intake).map(digest),
-            phone_digest: field_of_type(&intake, FieldType::Phone).map(digest),
+            email_digest: email_of(&intake).map(|e| keyring().digest(e)),
+            phone_digest: field_of_type(&intake, FieldType::Phone).map(|p| keyring().digest(p)),
             received_at: now,
             operation_expires_at: expires,
+            journey_id: intake.fields.journey_id.clone(),
         };
-        Plan { submission, effects, capped_body, channel: intake.channel, now }
+        Plan { submission, effects, capped_body, channel: intake.channel, now, expired }
+    }
+
+    pub fn expired(&self) -> bool {
+        self.expired
+    }
+
+    /// This plan's content equals the stored submission's, compared with the key that
+    /// digested the stored one (see `domain::keyring`).
+    pub fn same_content(&self, stored: &Submission) -> bool {
+        let sub = &self.submission;
+        stored.fingerprint == sub.fingerprint
+            || keyring().matches(&stored.fingerprint, sub.fields_json.as_deref().unwrap_or_default())
     }
 
     pub fn now(&self) -> NaiveDateTime {

@@ -153,5 +153,6 @@ fn accept_content(
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),
         Outcome::Conflict { .. } => Err("An inquiry with other content was already accepted for it.".into()),
         Outcome::InProgress { .. } => Err("The new inquiry is being written; try again in a moment.".into()),
+        Outcome::Expired { .. } => Err("The operation ID has expired.".into()),
     })
 }

@@ -55,6 +55,8 @@ struct DashboardPage {
     chart_width: i64,
     chart_height: i64,
     bar_width: i64,
+    /// Per form: (name, redelivery spread p99, content window, keys window).
+    spread: Vec<(String, String, String, String)>,
 }
 
 async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
@@ -66,6 +68,19 @@ async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<
         Ok(Err(e)) => return db_failure(e),
         Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
     };
+    let pool = state.pool.clone();
+    let lifecycle =
+        super::blocking(move || crate::lifecycle::metrics::read(&pool, at)).await.unwrap_or_default();
+    let window = |w: Option<crate::config::Window>| w.map(|w| w.to_string()).unwrap_or_else(|| "–".into());
+    let spread = state
+        .config
+        .forms
+        .iter()
+        .map(|(name, f)| {
+            let p99 = lifecycle.spread_p99(name).map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into());
+            (name.clone(), p99, window(f.retention.content), window(f.retention.keys))
+        })
+        .collect();
     let count = |s: EffectState| d.effects.iter().filter(|(st, _)| st == s.as_str()).map(|(_, n)| n).sum();
     let page = DashboardPage {
         chrome: Chrome::new(&user, "dashboard", q.flash.as_deref()),
@@ -77,6 +92,7 @@ async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<
         chart_width: SLOT_WIDTH * i64::try_from(d.days.len()).unwrap_or(7),
         chart_height: TOP + CHART_HEIGHT + 24,
         bar_width: BAR_WIDTH,
+        spread,
         d,
     };
     html(StatusCode::OK, &page)

@@ -7,6 +7,7 @@ mod audit_page;
 mod conflicts;
 pub mod cookies;
 mod dashboard;
+mod data_lifecycle;
 mod duplicates;
 mod effects;
 pub mod flash;
@@ -62,6 +63,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     duplicates::routes(cfg);
     audit_page::routes(cfg);
     users::routes(cfg);
+    data_lifecycle::routes(cfg);
+    data_lifecycle::more_routes(cfg);
 }
 
 /// What every admin page shows around its content.

@@ -103,6 +103,8 @@ struct ListPage {
     states: Vec<Opt>,
     spam: Vec<Opt>,
     keyless: Vec<Opt>,
+    /// The journey the list is narrowed to (`?journey=`), shown as a filter.
+    journey: Option<String>,
     from: String,
     to: String,
     rows: Vec<RowView>,
@@ -133,6 +135,7 @@ impl ListPage {
             ),
             spam: options(yn(), f.get("spam").as_deref()),
             keyless: options(yn(), f.get("keyless").as_deref()),
+            journey: f.get("journey"),
             from: f.get("from").unwrap_or_default(),
             to: f.get("to").unwrap_or_default(),
             rows: Vec::new(),

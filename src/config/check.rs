@@ -53,6 +53,7 @@ pub fn problems(config: &Config) -> Vec<String> {
     for (name, form) in &config.forms {
         form_problems(&mut out, name, form);
     }
+    out.extend(super::retention::problems(config));
     out
 }
 

@@ -3,6 +3,7 @@
 mod check;
 mod email;
 mod redact;
+pub mod retention;
 mod spam;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use crate::domain::EffectKind;
 pub use check::problems;
 pub use email::EmailTexts;
 pub use redact::redact_url;
+pub use retention::{PurgeConfig, RetentionConfig, Window};
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
 
 /// The built-in configuration: a demo `contact` form on SQLite.
@@ -41,6 +43,8 @@ pub struct Config {
     pub hooks: BTreeMap<String, crate::hooks::HookConfig>,
     #[serde(default)]
     pub alerts: AlertsConfig,
+    #[serde(default)]
+    pub purge: PurgeConfig,
 }
 
 /// What `onceform alert-rules` writes into the Prometheus rules.
@@ -308,6 +312,9 @@ pub struct FormConfig {
     /// A server-side captcha check before any side effect is created.
     #[serde(default)]
     pub captcha: Option<CaptchaConfig>,
+    /// How long content and then keys are kept (`[forms.F.retention]`).
+    #[serde(default)]
+    pub retention: RetentionConfig,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]

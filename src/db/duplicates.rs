@@ -34,6 +34,7 @@ pub struct Lookup<'a> {
     pub form: &'a str,
     pub exclude_id: &'a str,
     pub since: NaiveDateTime,
+    pub until: NaiveDateTime,
     pub email_digest: Option<&'a str>,
     pub phone_digest: Option<&'a str>,
     /// The fingerprint, when the new submission is keyless.
@@ -55,6 +56,7 @@ macro_rules! candidates {
             .filter(submissions::form.eq($l.form))
             .filter(submissions::id.ne($l.exclude_id))
             .filter(submissions::received_at.ge($l.since))
+            .filter(submissions::received_at.le($l.until))
             .filter(submissions::spam.eq(false))
             .filter($filter)
             .order(submissions::received_at.desc())

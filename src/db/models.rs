@@ -23,6 +23,7 @@ pub struct NewSubmission {
     pub phone_digest: Option<String>,
     pub received_at: NaiveDateTime,
     pub operation_expires_at: NaiveDateTime,
+    pub journey_id: Option<String>,
 }
 
 /// What the accept path and the status endpoint need of a stored submission.
@@ -37,6 +38,7 @@ pub struct Submission {
     pub spam: bool,
     pub received_at: NaiveDateTime,
     pub operation_expires_at: NaiveDateTime,
+    pub content_purged_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Insertable)]
@@ -106,6 +108,7 @@ pub struct JobRow {
     pub form: String,
     pub fields_json: Option<String>,
     pub received_at: NaiveDateTime,
+    pub journey_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Insertable)]

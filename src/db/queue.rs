@@ -74,6 +74,7 @@ macro_rules! jobs_by_id {
                 submissions::form,
                 submissions::fields_json,
                 submissions::received_at,
+                submissions::journey_id,
             ))
             .order(side_effects::next_attempt_at)
             .load::<JobRow>($conn)

@@ -18,6 +18,7 @@ diesel::table! {
         content_purged_at -> Nullable<Timestamp>,
         duplicate_of -> Nullable<Text>,
         spam_reason -> Nullable<Text>,
+        journey_id -> Nullable<Text>,
     }
 }
 
@@ -192,6 +193,23 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    purge_passes (id) {
+        id -> Text,
+        started_at -> Timestamp,
+        duration_ms -> BigInt,
+        purged_rows -> BigInt,
+    }
+}
+
+diesel::table! {
+    purge_totals (form, kind) {
+        form -> Text,
+        kind -> Text,
+        purged_rows -> BigInt,
+    }
+}
+
 diesel::joinable!(side_effects -> submissions (submission_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(conflicts -> submissions (submission_id));
@@ -212,4 +230,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     inbound_deliveries,
     inbound_conflicts,
     inbound_quarantine,
+    confirmation_caps,
+    purge_passes,
+    purge_totals,
 );

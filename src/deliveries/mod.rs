@@ -31,6 +31,8 @@ pub enum DeliveryOutcome {
     Replayed,
     Conflict,
     InProgress,
+    /// An issued operation ID past its `keys` window (410).
+    Expired,
     /// Accepted but caught by the honeypot: stored as spam, no side effects.
     Spam,
     /// Fields failed validation (422).
@@ -47,6 +49,7 @@ impl DeliveryOutcome {
             DeliveryOutcome::Replayed => "replayed",
             DeliveryOutcome::Conflict => "conflict",
             DeliveryOutcome::InProgress => "in_progress",
+            DeliveryOutcome::Expired => "expired",
             DeliveryOutcome::Spam => "spam",
             DeliveryOutcome::Invalid => "invalid",
             DeliveryOutcome::Rejected => "rejected",
@@ -63,6 +66,7 @@ impl DeliveryOutcome {
             (DeliveryOutcome::Created | DeliveryOutcome::Spam, Channel::Api) => 201,
             (DeliveryOutcome::Replayed, Channel::Api) => 200,
             (DeliveryOutcome::Conflict | DeliveryOutcome::InProgress, _) => 409,
+            (DeliveryOutcome::Expired, _) => 410,
             (DeliveryOutcome::Invalid, _) => 422,
             (DeliveryOutcome::Rejected, _) => 400,
             (DeliveryOutcome::RateLimited, _) => 429,

@@ -21,6 +21,9 @@ pub struct NormalisedFields {
     /// Set by the spam screening (fill time, captcha) before the accept transaction.
     #[serde(skip)]
     pub spam_reason: Option<&'static str>,
+    /// `journey_id` (field or `Onceform-Journey-Id` header): stored, never fingerprinted.
+    #[serde(skip)]
+    pub journey_id: Option<String>,
 }
 
 impl NormalisedFields {
@@ -67,8 +70,16 @@ pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields,
     let mut errors = FieldErrors::default();
     let mut given: BTreeMap<&str, &str> = BTreeMap::new();
     let mut honeypot_hit = false;
+    let mut journey_id = None;
     for (name, value) in raw {
         if name == "operation_id" || form.ignore_fields.contains(name) {
+            continue;
+        }
+        if name == JOURNEY_FIELD && form.field(name).is_none() {
+            match parse_journey_id(value) {
+                Ok(j) => journey_id = j,
+                Err(message) => errors.add(name, message),
+            }
             continue;
         }
         if !form.honeypot.is_empty() && *name == form.honeypot {
@@ -99,13 +110,30 @@ pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields,
         }
     }
     if errors.is_empty() {
-        Ok(NormalisedFields { values, honeypot_hit, spam_reason: None })
+        Ok(NormalisedFields { values, honeypot_hit, spam_reason: None, journey_id })
     } else {
         Err(errors)
     }
 }
 
-fn normalise_value(kind: FieldType, raw: &str) -> String {
+/// The body field (and, as `Onceform-Journey-Id`, the header) naming a visitor's journey.
+pub const JOURNEY_FIELD: &str = "journey_id";
+
+/// A journey ID: 1 to 128 characters of `A-Z a-z 0-9 _ - . :`; empty means none.
+pub fn parse_journey_id(value: &str) -> Result<Option<String>, String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let ok = v.len() <= 128
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'));
+    match ok {
+        true => Ok(Some(v.to_string())),
+        false => Err("must be 1 to 128 characters of A-Z a-z 0-9 _ - . :".into()),
+    }
+}
+
+pub fn normalise_value(kind: FieldType, raw: &str) -> String {
     let nfc: String = raw.nfc().collect();
     match kind {
         FieldType::Textarea => {
@@ -250,6 +278,17 @@ mod tests {
             &raw(&[("name", "Ada"), ("email", "a@b.ch"), ("topic", "Sales"), ("message", &crlf)])
         )
         .is_ok());
+    }
+
+    #[test]
+    fn the_journey_id_is_kept_apart_from_the_content() {
+        let mut r = raw(GOOD);
+        r.push(("journey_id".into(), "j-0123456789".into()));
+        let n = normalise(&contact(), &r).unwrap();
+        assert_eq!(n.journey_id.as_deref(), Some("j-0123456789"));
+        assert_eq!(n.to_json(), normalise(&contact(), &raw(GOOD)).unwrap().to_json());
+        r.push(("journey_id".into(), "not valid!".into()));
+        assert!(normalise(&contact(), &r).unwrap_err().0.contains_key("journey_id"));
     }
 
     #[test]

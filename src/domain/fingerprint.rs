@@ -4,15 +4,15 @@ use sha2::{Digest, Sha256};
 
 use super::NormalisedFields;
 
-/// SHA-256 (hex) of the canonical JSON of the declared fields that have a value after
+/// The keyed digest (HMAC-SHA-256 with the server secret, hex) of the canonical JSON of the declared fields that have a value after
 /// normalisation, keys sorted. Absent fields are left out, so declaring a new optional
 /// field does not change the fingerprint of earlier submissions. The operation ID, the
 /// honeypot and volatile fields are never part of it.
 pub fn fingerprint(fields: &NormalisedFields) -> String {
-    digest(&fields.to_json())
+    super::keyring::keyring().digest(&fields.to_json())
 }
 
-/// SHA-256 of `text`, as lower-case hex.
+/// Plain SHA-256 of `text`, as lower-case hex: for tokens, never for personal data.
 pub fn digest(text: &str) -> String {
     Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -41,9 +41,10 @@ mod tests {
     }
 
     #[test]
-    fn is_stable_hex() {
+    fn is_stable_keyed_hex() {
         let f = fp(&base());
-        assert_eq!(f.len(), 64);
+        assert_eq!(f.len(), 8 + 1 + 64, "key version, colon, HMAC-SHA-256");
+        assert!(!f.contains(&digest(&normalise(&contact(), &base()).unwrap().to_json())));
         assert_eq!(f, fp(&base()));
     }
 

@@ -6,9 +6,12 @@ mod fields;
 mod fields_proptest;
 mod fingerprint;
 mod invisible;
+pub mod keyring;
 mod operation_id;
 
 pub use effect::{EffectKind, EffectState};
-pub use fields::{normalise, FieldErrors, NormalisedFields, RawFields};
+pub use fields::{
+    normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
+};
 pub use fingerprint::{digest, fingerprint};
 pub use operation_id::{OperationId, OperationIdError};

@@ -3,6 +3,10 @@
 use std::fmt;
 
 const KEYLESS_PREFIX: &str = "keyless:";
+/// The keys of imported rows (`onceform import`).
+const IMPORT_PREFIX: &str = "import:";
+/// IDs that onceform issues: `op_` and a UUIDv7, whose first 48 bits are the issue time.
+const ISSUED_PREFIX: &str = "op_";
 
 /// 16 to 255 characters of `A-Z a-z 0-9 _ - . :`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -14,7 +18,7 @@ pub enum OperationIdError {
     Length(usize),
     #[error("an operation ID uses only A-Z a-z 0-9 _ - . :")]
     Charset,
-    #[error("operation IDs starting with `keyless:` are reserved")]
+    #[error("operation IDs starting with `keyless:` or `import:` are reserved")]
     Reserved,
 }
 
@@ -36,7 +40,7 @@ impl OperationId {
     /// A key sent by a client: the syntax, and not in the namespace of keyless posts.
     pub fn from_client(s: &str) -> Result<Self, OperationIdError> {
         let id = Self::parse(s)?;
-        match id.0.starts_with(KEYLESS_PREFIX) {
+        match id.0.starts_with(KEYLESS_PREFIX) || id.0.starts_with(IMPORT_PREFIX) {
             true => Err(OperationIdError::Reserved),
             false => Ok(id),
         }
@@ -51,9 +55,25 @@ impl OperationId {
         }
     }
 
-    /// A fresh ID for a rendered form or an API client.
+    /// A fresh ID for a rendered form or an API client; it carries its issue time.
     pub fn generate() -> Self {
-        Self(format!("op_{}", uuid::Uuid::new_v4().simple()))
+        Self(format!("{ISSUED_PREFIX}{}", uuid::Uuid::now_v7().simple()))
+    }
+
+    /// The key of an imported row: its digest, so a re-run finds it taken.
+    pub fn imported(digest: &str) -> Self {
+        Self(format!("{IMPORT_PREFIX}{digest}"))
+    }
+
+    /// When onceform issued this ID (`None` for a client-chosen key).
+    pub fn issued_at(&self) -> Option<chrono::NaiveDateTime> {
+        let hex = self.0.strip_prefix(ISSUED_PREFIX)?;
+        let uuid = uuid::Uuid::try_parse(hex).ok().filter(|_| hex.len() == 32)?;
+        if uuid.get_version_num() != 7 {
+            return None;
+        }
+        let (seconds, nanos) = uuid.get_timestamp()?.to_unix();
+        chrono::DateTime::from_timestamp(i64::try_from(seconds).ok()?, nanos).map(|t| t.naive_utc())
     }
 
     /// The internal key of a keyless HTML post: unique, so the constraint still holds.
@@ -83,6 +103,17 @@ mod tests {
         assert!(OperationId::parse(&"a".repeat(255)).is_ok());
         assert!(OperationId::generate().as_str().len() >= 16);
         assert!(OperationId::parse(OperationId::keyless().as_str()).is_ok());
+    }
+
+    #[test]
+    fn issued_ids_carry_their_issue_time() {
+        let before = chrono::Utc::now().naive_utc() - chrono::Duration::seconds(1);
+        let issued = OperationId::generate().issued_at().unwrap();
+        assert!(issued >= before && issued <= chrono::Utc::now().naive_utc());
+        let v4 = format!("op_{}", uuid::Uuid::new_v4().simple());
+        assert_eq!(OperationId::parse(&v4).unwrap().issued_at(), None);
+        assert_eq!(OperationId::parse("client-chosen-key-0001").unwrap().issued_at(), None);
+        assert_eq!(OperationId::from_client("import:abcdefghijklmnop"), Err(OperationIdError::Reserved));
     }
 
     #[test]

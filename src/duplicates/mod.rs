@@ -29,6 +29,8 @@ pub fn detect<C: DuplicateStore>(
         form: &new.form,
         exclude_id: &new.id,
         since: now - Duration::hours(i64::from(form.duplicates.window_hours)),
+        // Imported history is compared with what came before and after it, within the window.
+        until: now + Duration::hours(i64::from(form.duplicates.window_hours)),
         email_digest: new.email_digest.as_deref(),
         phone_digest: new.phone_digest.as_deref(),
         keyless_fingerprint: new.keyless.then_some(new.fingerprint.as_str()),

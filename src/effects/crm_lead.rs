@@ -20,12 +20,16 @@ impl CrmLead {
     /// The form's fields under their CRM names (all fields when no mapping is configured).
     fn lead(&self, job: &Job) -> Lead {
         let mapping = self.config.form(&job.form).map(|f| &f.crm_fields).filter(|m| !m.is_empty());
-        let fields: BTreeMap<String, String> = match mapping {
+        let mut fields: BTreeMap<String, String> = match mapping {
             Some(m) => {
                 job.fields.iter().filter_map(|(k, v)| m.get(k).map(|to| (to.clone(), v.clone()))).collect()
             }
             None => job.fields.clone(),
         };
+        // The journey ties the lead to the visitor's other inquiries in the CRM.
+        if let Some(journey) = &job.journey_id {
+            fields.insert("journey_id".into(), journey.clone());
+        }
         Lead { external_ref: job.effect_key.clone(), fields }
     }
 }

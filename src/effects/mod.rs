@@ -36,6 +36,7 @@ pub struct Job {
     pub form: String,
     pub fields: BTreeMap<String, String>,
     pub received_at: NaiveDateTime,
+    pub journey_id: Option<String>,
 }
 
 impl Job {
@@ -51,6 +52,7 @@ impl Job {
             form: row.form,
             fields,
             received_at: row.received_at,
+            journey_id: row.journey_id,
         }
     }
 

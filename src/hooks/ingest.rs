@@ -139,5 +139,6 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
         phone_digest: None,
         received_at: e.now,
         operation_expires_at: e.now + chrono::Duration::days(36_500),
+        journey_id: None,
     }
 }

@@ -62,7 +62,8 @@ async fn submit_json(
         return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json"));
     }
     let bytes = read_limited(req, payload, form.max_body_bytes).await?;
-    let (body_key, mut raw) = parse_json(&bytes)?;
+    let (body_key, raw) = parse_json(&bytes)?;
+    let mut raw = super::journey::with_header(req, raw);
     *key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
     let screening = Screening::take(form, &mut raw, false, state.proxies.client_of(req));
     let outcome = accept_screened(state, form_name, Channel::Api, key.clone(), &raw, &screening).await?;

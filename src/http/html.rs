@@ -84,7 +84,7 @@ async fn post_form(
                 Some((format!("/f/{form}"), "Open a fresh form")),
             )
         }
-        Ok(outcome @ Outcome::InProgress { .. }) => {
+        Ok(outcome @ (Outcome::InProgress { .. } | Outcome::Expired { .. })) => {
             return outcome_problem(&outcome).map(|p| problem_page(&p, &form)).unwrap_or_else(not_found)
         }
         Err(problem) => problem,
@@ -130,6 +130,7 @@ async fn post_fields(
     };
     let body_key = raw.iter().find(|(k, v)| k == "operation_id" && !v.is_empty()).map(|(_, v)| v.as_str());
     *key = resolve_key(None, body_key, form.allow_keyless_html)?;
+    *raw = super::journey::with_header(req, std::mem::take(raw));
     let screening = Screening::take(form, raw, true, state.proxies.client_of(req));
     accept_screened(state, form_name, Channel::Html, key.clone(), raw, &screening).await
 }

@@ -10,6 +10,7 @@ mod client_ip;
 mod connections;
 mod cors;
 mod html;
+mod journey;
 mod metrics_access;
 pub mod openapi;
 mod ops;

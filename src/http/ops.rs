@@ -80,12 +80,15 @@ async fn database_figures(state: &AppState) -> Result<String, Problem> {
     log.flush().await;
     let dropped = log.dropped();
     let pool = state.pool.clone();
-    let read =
-        move || with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?, c.hook_stats()?)));
+    let read = move || {
+        let lifecycle = crate::lifecycle::metrics::read(&pool, now())?;
+        with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?, c.hook_stats()?, lifecycle)))
+    };
     match web::block(read).await {
-        Ok(Ok((stats, queue, hooks))) => {
+        Ok(Ok((stats, queue, hooks, lifecycle))) => {
             let mut body = render(&stats, &queue, dropped, now());
             crate::hooks::metrics::render(&mut body, &state.hooks, &hooks);
+            body.push_str(&crate::lifecycle::metrics::render(&lifecycle, now()));
             Ok(body)
         }
         Ok(Err(e)) => Err(db_problem(e)),

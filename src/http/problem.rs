@@ -13,6 +13,7 @@ pub const PROBLEM_BASE: &str = "https://onceform.dev/problems/";
 pub enum ProblemKind {
     OperationConflict,
     OperationInProgress,
+    OperationExpired,
     ValidationFailed,
     OperationIdMissing,
     OperationIdInvalid,
@@ -35,6 +36,7 @@ impl ProblemKind {
         match self {
             ProblemKind::OperationConflict => "operation-conflict",
             ProblemKind::OperationInProgress => "operation-in-progress",
+            ProblemKind::OperationExpired => "operation-expired",
             ProblemKind::ValidationFailed => "validation-failed",
             ProblemKind::OperationIdMissing => "operation-id-missing",
             ProblemKind::OperationIdInvalid => "operation-id-invalid",
@@ -56,6 +58,7 @@ impl ProblemKind {
     pub fn status(self) -> StatusCode {
         match self {
             ProblemKind::OperationConflict | ProblemKind::OperationInProgress => StatusCode::CONFLICT,
+            ProblemKind::OperationExpired => StatusCode::GONE,
             ProblemKind::ValidationFailed => StatusCode::UNPROCESSABLE_ENTITY,
             ProblemKind::OperationIdMissing
             | ProblemKind::OperationIdInvalid
@@ -78,6 +81,7 @@ impl ProblemKind {
         match self {
             ProblemKind::OperationConflict => "This operation ID was used for different content",
             ProblemKind::OperationInProgress => "This operation is still being processed",
+            ProblemKind::OperationExpired => "This operation ID has expired",
             ProblemKind::ValidationFailed => "Some fields are invalid",
             ProblemKind::OperationIdMissing => "An operation ID is required",
             ProblemKind::OperationIdInvalid => "The operation ID is malformed",
@@ -103,6 +107,7 @@ impl ProblemKind {
             ProblemKind::RateLimited => DeliveryOutcome::RateLimited,
             ProblemKind::OperationConflict => DeliveryOutcome::Conflict,
             ProblemKind::OperationInProgress => DeliveryOutcome::InProgress,
+            ProblemKind::OperationExpired => DeliveryOutcome::Expired,
             _ => DeliveryOutcome::Rejected,
         }
     }

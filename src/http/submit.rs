@@ -122,6 +122,14 @@ pub fn outcome_problem(outcome: &Outcome) -> Option<Problem> {
             .with("submission_id", submission_id.as_str())
             .with("operation_id", operation_id.as_str()),
         ),
+        Outcome::Expired { operation_id } => Some(
+            Problem::new(
+                ProblemKind::OperationExpired,
+                "this operation ID was issued longer ago than the form keeps keys; nothing was stored. \
+                 Get a new operation ID (or reload the form) and send again.",
+            )
+            .with("operation_id", operation_id.as_str()),
+        ),
         Outcome::InProgress { operation_id } => Some(
             Problem::new(
                 ProblemKind::OperationInProgress,

@@ -145,3 +145,24 @@ fn the_first_start_creates_one_admin_with_a_one_time_password() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn check_config_refuses_keys_shorter_than_content_and_warns_below_max_retry_age() {
+    let with = |retention: &str| {
+        let text = format!("{}\n[forms.contact.retention]\n{retention}\n", onceform::config::DEFAULT_CONFIG);
+        temp_file("retention.toml", &text)
+    };
+    let bad = with("content = \"90d\"\nkeys = \"30d\"");
+    let out = onceform(&["check-config", "--config", bad.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("retention.keys: 30d is shorter than content (90d)"), "{}", stderr(&out));
+    let short = with("content = \"12h\"\nkeys = \"400d\"\nmax_retry_age = \"2d\"");
+    let out = onceform(&["check-config", "--config", short.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out)
+        .contains("warning: forms.contact.retention.content: 12h is shorter than max_retry_age (2d)"));
+    let typo = with("content = \"90 days\"");
+    let out = onceform(&["check-config", "--config", typo.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is not a duration like 90d"), "{}", stderr(&out));
+}

@@ -41,6 +41,7 @@ pub struct SubmissionRow {
     /// Why it is spam (see `crate::spam::SpamReason`); `None` for a honeypot hit stored
     /// before reasons were kept.
     pub spam_reason: Option<String>,
+    pub journey_id: Option<String>,
 }
 
 impl SubmissionRow {
@@ -134,6 +135,7 @@ macro_rules! submission_cols {
             submissions::content_purged_at,
             submissions::duplicate_of,
             submissions::spam_reason,
+            submissions::journey_id,
         )
     };
 }

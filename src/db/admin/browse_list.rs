@@ -20,6 +20,8 @@ pub struct SubmissionFilter {
     pub state: Option<String>,
     pub spam: Option<bool>,
     pub keyless: Option<bool>,
+    /// All inquiries of one journey (an opaque ID, no personal data).
+    pub journey: Option<String>,
 }
 
 /// The filters as they travel in a query string: `form`, `from`/`to` (YYYY-MM-DD, both
@@ -32,6 +34,7 @@ pub struct FilterParams {
     pub state: Option<String>,
     pub spam: Option<String>,
     pub keyless: Option<String>,
+    pub journey: Option<String>,
 }
 
 fn given(v: &Option<String>) -> Option<&str> {
@@ -59,6 +62,7 @@ impl FilterParams {
             state: given(&self.state).and_then(EffectState::parse).map(|s| s.as_str().to_string()),
             spam: yes_no(&self.spam),
             keyless: yes_no(&self.keyless),
+            journey: given(&self.journey).and_then(|j| crate::domain::parse_journey_id(j).ok().flatten()),
         }
     }
 
@@ -73,6 +77,7 @@ impl FilterParams {
             ("state", f.state),
             ("spam", yn(f.spam)),
             ("keyless", yn(f.keyless)),
+            ("journey", f.journey),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k, v)))
@@ -146,6 +151,9 @@ macro_rules! filtered {
         if let Some(spam) = f.spam {
             q = q.filter(submissions::spam.eq(spam));
         }
+        if let Some(journey) = &f.journey {
+            q = q.filter(submissions::journey_id.eq(journey.clone()));
+        }
         if let Some(keyless) = f.keyless {
             q = q.filter(submissions::keyless.eq(keyless));
         }
@@ -216,6 +224,7 @@ mod tests {
             state: Some("bogus".into()),
             spam: Some("yes".into()),
             keyless: Some("any".into()),
+            journey: None,
         };
         let f = p.filter();
         assert_eq!(f.until.map(|t| t.to_string()).as_deref(), Some("2024-05-03 00:00:00"));

@@ -127,8 +127,13 @@ pub struct TestApp {
     _db: TestDb,
 }
 
+/// The server secret of the tests (pass it as `ONCEFORM_SECRET` to a child `onceform`).
+pub const TEST_SECRET: &str = "onceform integration-test secret";
+
 /// The demo configuration, rate limits off, on a fresh database of `backend`.
 pub fn test_config(db_url: &str) -> Config {
+    use onceform::domain::keyring::{install, Keyring};
+    install(Keyring::new(onceform::secret::Secret::new(TEST_SECRET), Vec::new()));
     let mut config = Config::builtin().unwrap();
     config.database.url = db_url.to_string();
     config.server.bind = "127.0.0.1:0".into();

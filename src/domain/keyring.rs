@@ -1,0 +1,105 @@
+//! Keyed digests of personal data (email, phone, content fingerprint): HMAC-SHA-256 with the
+//! server secret, stored as `{key version}:{hex}`. The version beside the digest lets a
+//! rotated secret (`ONCEFORM_SECRET_PREVIOUS`) still compare older rows with their own key.
+//! A digest without a version is the plain SHA-256 of releases before keyed digests.
+
+use std::sync::OnceLock;
+
+use crate::secret::{self, Secret};
+
+pub struct Keyring {
+    current: Secret,
+    version: String,
+    previous: Vec<(String, Secret)>,
+}
+
+static KEYRING: OnceLock<Keyring> = OnceLock::new();
+
+impl Keyring {
+    pub fn new(current: Secret, previous: Vec<Secret>) -> Keyring {
+        let previous = previous.into_iter().map(|s| (s.version(), s)).collect();
+        Keyring { version: current.version(), current, previous }
+    }
+
+    /// `ONCEFORM_SECRET` (else the file `server.secret_file`) and `ONCEFORM_SECRET_PREVIOUS`.
+    pub fn from_env(config: &crate::config::Config) -> anyhow::Result<Keyring> {
+        let current = secret::load(config)?;
+        let previous = std::env::var("ONCEFORM_SECRET_PREVIOUS").ok().filter(|v| !v.trim().is_empty());
+        Ok(Keyring::new(current, previous.map(|p| Secret::new(&p)).into_iter().collect()))
+    }
+
+    /// The version stored beside digests made now.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The keyed digest of `text` with the current secret, as stored.
+    pub fn digest(&self, text: &str) -> String {
+        format!("{}:{}", self.version, self.current.hmac_hex(text.as_bytes()))
+    }
+
+    /// The stored digest made with the current secret.
+    pub fn is_current(&self, stored: &str) -> bool {
+        stored.strip_prefix(self.version.as_str()).is_some_and(|rest| rest.starts_with(':'))
+    }
+
+    /// `stored` is the digest of `text` under the key it names (plain SHA-256 when it names
+    /// none); false for a key no longer known (rotated out without keeping the old secret).
+    pub fn matches(&self, stored: &str, text: &str) -> bool {
+        let Some((version, hex)) = stored.split_once(':') else { return super::digest(text) == stored };
+        match version {
+            v if v == self.version => self.current.hmac_hex(text.as_bytes()) == hex,
+            v => self
+                .previous
+                .iter()
+                .find(|(pv, _)| pv == v)
+                .is_some_and(|(_, s)| s.hmac_hex(text.as_bytes()) == hex),
+        }
+    }
+}
+
+/// Makes `keyring` the process's keyring; false when one was already in use.
+pub fn install(keyring: Keyring) -> bool {
+    KEYRING.set(keyring).is_ok()
+}
+
+/// The process's keyring: the installed one, else loaded from the environment (and the
+/// secret file) on first use.
+pub fn keyring() -> &'static Keyring {
+    KEYRING.get_or_init(|| {
+        if cfg!(test) {
+            return Keyring::new(Secret::new("onceform unit-test secret"), Vec::new());
+        }
+        let env = std::env::var(secret::SECRET_ENV).ok();
+        let loaded = secret::load_from(env, std::path::Path::new("./data/secret"));
+        loaded.map(|s| Keyring::new(s, Vec::new())).unwrap_or_else(|error| {
+            // `serve` and the other commands install the keyring at start and stop on this
+            // error; only a library user without a writable ./data gets here.
+            tracing::error!(%error, "no server secret: digests are keyed with a fallback secret");
+            Keyring::new(Secret::new("onceform fallback secret, set ONCEFORM_SECRET"), Vec::new())
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_compared_with_their_own_key() {
+        let old = Keyring::new(Secret::new("the first secret, long enough"), Vec::new());
+        let rotated = Keyring::new(
+            Secret::new("the second secret, long enough"),
+            vec![Secret::new("the first secret, long enough")],
+        );
+        let stored = old.digest("ada@example.com");
+        assert!(stored.starts_with(&format!("{}:", old.version())));
+        assert_ne!(rotated.digest("ada@example.com"), stored);
+        assert!(rotated.matches(&stored, "ada@example.com"));
+        assert!(!rotated.matches(&stored, "bob@example.com"));
+        assert!(!rotated.is_current(&stored) && old.is_current(&stored));
+        assert!(!Keyring::new(Secret::new("a third secret, long enough"), vec![])
+            .matches(&stored, "ada@example.com"));
+        assert!(rotated.matches(&super::super::digest("x"), "x"));
+    }
+}

@@ -1,0 +1,190 @@
+//! Historic import: a CSV whose header names form fields, plus optional `received_at` and
+//! `source_id`. Each valid row becomes a keyless submission (channel `import`) with its
+//! original time, screened by the duplicate detector against what is stored and the rest of
+//! the file. Its key is a keyed digest of (source, `source_id` or the row's content and time),
+//! so a re-run imports nothing new. Rejected rows are listed by line; no row is half-imported.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
+use diesel::prelude::*;
+
+use super::csv;
+use crate::accept::import::{import_row, Imported};
+use crate::accept::Intake;
+use crate::config::Config;
+use crate::db::schema::duplicate_pairs;
+use crate::db::{DbError, Pool, Store};
+use crate::deliveries::{now, Channel};
+use crate::domain::keyring::keyring;
+use crate::domain::{normalise, OperationId, RawFields};
+use crate::with_conn;
+
+/// Rows per transaction (a dry run is one transaction, rolled back).
+const BATCH: usize = 200;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    pub imported: usize,
+    pub already_present: usize,
+    /// (line, reason)
+    pub rejected: Vec<(usize, String)>,
+    /// Imported rows the duplicate detector paired with an earlier or stored inquiry.
+    pub paired: usize,
+    pub dry_run: bool,
+}
+
+impl ImportReport {
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "{}imported {}, already present {}, rejected {}, paired {}",
+            if self.dry_run { "dry run: " } else { "" },
+            self.imported,
+            self.already_present,
+            self.rejected.len(),
+            self.paired
+        )];
+        out.extend(self.rejected.iter().map(|(line, reason)| format!("line {line}: {reason}")));
+        out
+    }
+}
+
+pub struct ImportOptions<'a> {
+    pub form: &'a str,
+    pub source: &'a str,
+    pub dry_run: bool,
+    pub with_effects: bool,
+}
+
+struct Row {
+    raw: RawFields,
+    received_at: NaiveDateTime,
+    source_id: Option<String>,
+}
+
+/// Validates every row, then imports the valid ones in batches.
+pub fn import(
+    pool: &Pool,
+    config: &Config,
+    text: &str,
+    o: &ImportOptions<'_>,
+) -> anyhow::Result<ImportReport> {
+    let form = config.form(o.form).ok_or_else(|| anyhow::anyhow!("there is no form `{}`", o.form))?;
+    let mut records = csv::records(text).map_err(anyhow::Error::msg)?.into_iter();
+    let (_, header) = records.next().ok_or_else(|| anyhow::anyhow!("the file is empty"))?;
+    let header: Vec<String> = header.iter().map(|h| h.trim().to_string()).collect();
+    for h in &header {
+        if h != "received_at" && h != "source_id" && form.field(h).is_none() {
+            anyhow::bail!("column `{h}` is not a field of form `{}` (nor received_at, source_id)", o.form);
+        }
+    }
+    let mut report = ImportReport { dry_run: o.dry_run, ..Default::default() };
+    let mut rows = Vec::new();
+    for (line, values) in records {
+        match read_row(&header, values) {
+            Ok(row) => match normalise(form, &row.raw) {
+                Ok(_) => rows.push(row),
+                Err(errors) => {
+                    let why: Vec<String> =
+                        errors.0.iter().map(|(f, m)| format!("{f} {}", m.join(", "))).collect();
+                    report.rejected.push((line, why.join("; ")));
+                }
+            },
+            Err(reason) => report.rejected.push((line, reason)),
+        }
+    }
+    let batch = if o.dry_run { rows.len().max(1) } else { BATCH };
+    for chunk in rows.chunks(batch) {
+        let (imported, present, paired) = import_batch(pool, config, chunk, o)?;
+        report.imported += imported;
+        report.already_present += present;
+        report.paired += paired;
+    }
+    Ok(report)
+}
+
+fn read_row(header: &[String], values: Vec<String>) -> Result<Row, String> {
+    if values.len() != header.len() {
+        return Err(format!("{} value(s) where the header names {}", values.len(), header.len()));
+    }
+    let (mut raw, mut received_at, mut source_id) = (Vec::new(), None, None);
+    for (name, value) in header.iter().zip(values) {
+        match name.as_str() {
+            "received_at" if !value.trim().is_empty() => received_at = Some(parse_time(&value)?),
+            "received_at" => {}
+            "source_id" => source_id = Some(value.trim().to_string()).filter(|v| !v.is_empty()),
+            _ => raw.push((name.clone(), value)),
+        }
+    }
+    Ok(Row { raw, received_at: received_at.unwrap_or_else(now), source_id })
+}
+
+/// RFC 3339, `YYYY-MM-DD HH:MM:SS` (UTC) or a date.
+fn parse_time(v: &str) -> Result<NaiveDateTime, String> {
+    let v = v.trim();
+    DateTime::parse_from_rfc3339(v)
+        .map(|t| t.naive_utc())
+        .or_else(|_| NaiveDateTime::parse_from_str(v, "%Y-%m-%d %H:%M:%S"))
+        .or_else(|_| NaiveDate::parse_from_str(v, "%Y-%m-%d").map(|d| d.and_time(chrono::NaiveTime::MIN)))
+        .ok()
+        .filter(|t| *t <= now())
+        .ok_or_else(|| format!("received_at `{v}` is not a past date (RFC 3339 or YYYY-MM-DD HH:MM:SS)"))
+}
+
+enum Tx {
+    Db(DbError),
+    DryRun((usize, usize, usize)),
+}
+
+impl From<diesel::result::Error> for Tx {
+    fn from(e: diesel::result::Error) -> Self {
+        Tx::Db(e.into())
+    }
+}
+
+/// (imported, already present, paired) of one batch, in one transaction.
+fn import_batch(
+    pool: &Pool,
+    config: &Config,
+    rows: &[Row],
+    o: &ImportOptions<'_>,
+) -> Result<(usize, usize, usize), DbError> {
+    let form = config.form(o.form).ok_or(DbError::Unavailable("form vanished".into()))?;
+    with_conn!(pool, |c| {
+        let result = c.write_tx(|c| {
+            let (mut new_ids, mut present) = (Vec::new(), 0);
+            for row in rows {
+                let Ok(fields) = normalise(form, &row.raw) else { continue };
+                let identity = match &row.source_id {
+                    Some(id) => format!("{}\nid\n{id}", o.source),
+                    None => format!("{}\nrow\n{}\n{}", o.source, fields.to_json(), row.received_at),
+                };
+                let digest = keyring().digest(&identity);
+                let key = OperationId::imported(digest.split_once(':').map_or(digest.as_str(), |(_, h)| h));
+                let intake = Intake {
+                    form_name: o.form,
+                    form,
+                    operation_id: Some(key),
+                    channel: Channel::Api,
+                    fields,
+                };
+                match import_row(c, intake, row.received_at, o.with_effects)? {
+                    Imported::New(id) => new_ids.push(id),
+                    Imported::AlreadyPresent => present += 1,
+                }
+            }
+            let paired: Vec<String> = duplicate_pairs::table
+                .filter(duplicate_pairs::duplicate_id.eq_any(&new_ids))
+                .select(duplicate_pairs::duplicate_id)
+                .distinct()
+                .load(c)?;
+            let counts = (new_ids.len(), present, paired.len());
+            if o.dry_run {
+                return Err(Tx::DryRun(counts));
+            }
+            Ok(counts)
+        });
+        match result {
+            Ok(counts) | Err(Tx::DryRun(counts)) => Ok(counts),
+            Err(Tx::Db(e)) => Err(e),
+        }
+    })
+}

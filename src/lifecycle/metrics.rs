@@ -1,0 +1,158 @@
+//! What `/metrics` and the retention page show of the lifecycle: rows purged by form and
+//! kind, the last pass, the oldest content kept, and the redelivery spread (first to last
+//! delivery of one operation ID, per form, over the deliveries of the last 30 days).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use chrono::{Duration, NaiveDateTime};
+use diesel::dsl::{count_star, max, min};
+use diesel::prelude::*;
+
+use crate::db::schema::{deliveries, purge_passes, purge_totals, submissions};
+use crate::db::{DbError, Pool};
+use crate::with_conn;
+
+/// Upper bounds (seconds) of the spread histogram's buckets.
+pub const SPREAD_BUCKETS: [f64; 10] =
+    [1.0, 10.0, 60.0, 600.0, 3600.0, 21600.0, 86400.0, 604800.0, 2592000.0, 7776000.0];
+/// How far back the spread is measured.
+pub const SPREAD_DAYS: i64 = 30;
+
+#[derive(Debug, Clone, Default)]
+pub struct LifecycleStats {
+    /// (form, kind, rows)
+    pub purged: Vec<(String, String, i64)>,
+    /// (started_at, duration_ms) of the last pass.
+    pub last_pass: Option<(NaiveDateTime, i64)>,
+    /// form → received_at of the oldest submission whose content is kept.
+    pub oldest_content: BTreeMap<String, NaiveDateTime>,
+    /// form → spreads in seconds of operation IDs delivered more than once, sorted.
+    pub spreads: BTreeMap<String, Vec<f64>>,
+}
+
+impl LifecycleStats {
+    /// The 99th percentile spread of `form`, in seconds.
+    pub fn spread_p99(&self, form: &str) -> Option<f64> {
+        let s = self.spreads.get(form)?;
+        s.get((s.len() * 99).div_ceil(100).saturating_sub(1)).copied()
+    }
+}
+
+type Spread = (Option<String>, Option<NaiveDateTime>, Option<NaiveDateTime>);
+
+pub fn read(pool: &Pool, now: NaiveDateTime) -> Result<LifecycleStats, DbError> {
+    with_conn!(pool, |c| {
+        let purged = purge_totals::table
+            .order((purge_totals::form, purge_totals::kind))
+            .select((purge_totals::form, purge_totals::kind, purge_totals::purged_rows))
+            .load(c)?;
+        let last_pass = purge_passes::table
+            .order(purge_passes::started_at.desc())
+            .select((purge_passes::started_at, purge_passes::duration_ms))
+            .first(c)
+            .optional()?;
+        let oldest: Vec<(String, Option<NaiveDateTime>)> = submissions::table
+            .filter(submissions::content_purged_at.is_null())
+            .group_by(submissions::form)
+            .select((submissions::form, min(submissions::received_at)))
+            .load(c)?;
+        let rows: Vec<Spread> = deliveries::table
+            .filter(deliveries::received_at.ge(now - Duration::days(SPREAD_DAYS)))
+            .filter(deliveries::operation_id.is_not_null())
+            .group_by((deliveries::form, deliveries::operation_id))
+            .having(count_star().gt(1))
+            .select((deliveries::form, min(deliveries::received_at), max(deliveries::received_at)))
+            .load(c)?;
+        let mut spreads: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for (form, first, last) in rows {
+            if let (Some(form), Some(first), Some(last)) = (form, first, last) {
+                spreads.entry(form).or_default().push((last - first).num_milliseconds() as f64 / 1000.0);
+            }
+        }
+        spreads.values_mut().for_each(|v| v.sort_by(f64::total_cmp));
+        let oldest_content = oldest.into_iter().filter_map(|(f, t)| t.map(|t| (f, t))).collect();
+        Ok::<_, DbError>(LifecycleStats { purged, last_pass, oldest_content, spreads })
+    })
+}
+
+/// Prometheus text for `/metrics`.
+pub fn render(s: &LifecycleStats, now: NaiveDateTime) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# HELP onceform_purged_rows_total Rows purged by retention or erasure, by form and kind."
+    );
+    let _ = writeln!(out, "# TYPE onceform_purged_rows_total counter");
+    for (form, kind, n) in &s.purged {
+        let _ = writeln!(out, "onceform_purged_rows_total{{form=\"{form}\",kind=\"{kind}\"}} {n}");
+    }
+    let _ = writeln!(
+        out,
+        "# HELP onceform_oldest_content_age_seconds Age of the oldest submission whose content is kept."
+    );
+    let _ = writeln!(out, "# TYPE onceform_oldest_content_age_seconds gauge");
+    for (form, t) in &s.oldest_content {
+        let age = (now - *t).num_seconds().max(0);
+        let _ = writeln!(out, "onceform_oldest_content_age_seconds{{form=\"{form}\"}} {age}");
+    }
+    let (at, ms) = s.last_pass.map(|(t, ms)| (t.and_utc().timestamp(), ms)).unwrap_or((0, 0));
+    let _ = writeln!(
+        out,
+        "# HELP onceform_purge_last_run_timestamp_seconds When the last retention pass started (0: never)."
+    );
+    let _ = writeln!(out, "# TYPE onceform_purge_last_run_timestamp_seconds gauge");
+    let _ = writeln!(out, "onceform_purge_last_run_timestamp_seconds {at}");
+    let _ = writeln!(
+        out,
+        "# HELP onceform_purge_last_run_duration_seconds How long the last retention pass took."
+    );
+    let _ = writeln!(out, "# TYPE onceform_purge_last_run_duration_seconds gauge");
+    let _ = writeln!(out, "onceform_purge_last_run_duration_seconds {:.3}", ms as f64 / 1000.0);
+    let _ = writeln!(
+        out,
+        "# HELP onceform_redelivery_spread_seconds First to last delivery of one operation ID ({SPREAD_DAYS} days)."
+    );
+    let _ = writeln!(out, "# TYPE onceform_redelivery_spread_seconds histogram");
+    for (form, spreads) in &s.spreads {
+        for le in SPREAD_BUCKETS {
+            let n = spreads.iter().filter(|v| **v <= le).count();
+            let _ =
+                writeln!(out, "onceform_redelivery_spread_seconds_bucket{{form=\"{form}\",le=\"{le}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "onceform_redelivery_spread_seconds_bucket{{form=\"{form}\",le=\"+Inf\"}} {}",
+            spreads.len()
+        );
+        let _ = writeln!(
+            out,
+            "onceform_redelivery_spread_seconds_sum{{form=\"{form}\"}} {:.3}",
+            spreads.iter().sum::<f64>()
+        );
+        let _ =
+            writeln!(out, "onceform_redelivery_spread_seconds_count{{form=\"{form}\"}} {}", spreads.len());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p99_of_the_spreads() {
+        let mut s = LifecycleStats::default();
+        s.spreads.insert("contact".into(), (1..=100).map(f64::from).collect());
+        assert_eq!(s.spread_p99("contact"), Some(99.0));
+        s.spreads.insert("one".into(), vec![5.0]);
+        assert_eq!(s.spread_p99("one"), Some(5.0));
+        assert_eq!(s.spread_p99("none"), None);
+        let text = render(&s, NaiveDateTime::default());
+        assert!(
+            text.contains("onceform_redelivery_spread_seconds_bucket{form=\"contact\",le=\"60\"} 60"),
+            "{text}"
+        );
+        assert!(text.contains("onceform_purge_last_run_timestamp_seconds 0"));
+    }
+}

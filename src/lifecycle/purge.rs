@@ -1,0 +1,258 @@
+//! Retention: after a form's `content` window a submission becomes a tombstone (fields,
+//! email and phone digests, the content of its conflicts gone; key, fingerprint, result body
+//! and effect records kept); after `keys` the tombstone goes too. Batches of bounded size,
+//! each its own short transaction, so the accept path never waits for more than one; rows
+//! are claimed with `FOR NO KEY UPDATE SKIP LOCKED` (PostgreSQL) and changed only while still
+//! due, so several processes purging at once purge each row once.
+
+use std::time::Instant;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::db::schema::{
+    conflicts, deliveries, duplicate_pairs, effect_attempts, purge_passes, purge_totals, side_effects,
+    submissions,
+};
+use crate::db::{DbError, Pool, Store};
+use crate::with_conn;
+
+/// What one pass purged: (form, kind, rows) with kind `content` or `keys`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PurgeReport {
+    pub purged: Vec<(String, &'static str, i64)>,
+    pub duration_ms: i64,
+}
+
+impl PurgeReport {
+    pub fn total(&self) -> i64 {
+        self.purged.iter().map(|(_, _, n)| n).sum()
+    }
+}
+
+/// Picks due rows; PostgreSQL skips rows another purge (or a conflict insert) holds.
+pub trait PickDue: Connection {
+    /// A purge batch need not wait for the disk: a crash loses at most the last batches,
+    /// which the next pass purges again (PostgreSQL `synchronous_commit = off`).
+    fn relax_commit(&mut self) -> QueryResult<()>;
+    fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
+    fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
+}
+
+macro_rules! due_content {
+    ($form:expr, $before:expr, $limit:expr) => {
+        submissions::table
+            .filter(submissions::form.eq($form))
+            .filter(submissions::content_purged_at.is_null())
+            .filter(submissions::received_at.lt($before))
+            .order(submissions::received_at)
+            .limit($limit)
+            .select(submissions::id)
+    };
+}
+
+macro_rules! due_tombstones {
+    ($form:expr, $before:expr, $limit:expr) => {
+        submissions::table
+            .filter(submissions::form.eq($form))
+            .filter(submissions::received_at.lt($before))
+            .order(submissions::received_at)
+            .limit($limit)
+            .select(submissions::id)
+    };
+}
+
+impl PickDue for diesel::SqliteConnection {
+    fn relax_commit(&mut self) -> QueryResult<()> {
+        Ok(())
+    }
+    fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
+        due_content!(form, before, limit).load(self)
+    }
+    fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
+        due_tombstones!(form, before, limit).load(self)
+    }
+}
+
+impl PickDue for diesel::PgConnection {
+    fn relax_commit(&mut self) -> QueryResult<()> {
+        diesel::connection::SimpleConnection::batch_execute(self, "SET LOCAL synchronous_commit = off")
+    }
+    fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
+        due_content!(form, before, limit).for_no_key_update().skip_locked().load(self)
+    }
+    fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
+        due_tombstones!(form, before, limit).for_update().skip_locked().load(self)
+    }
+}
+
+/// One retention pass over every form with a window; recorded for `/metrics`.
+pub fn run_pass(pool: &Pool, config: &Config, now: NaiveDateTime) -> Result<PurgeReport, DbError> {
+    let started = Instant::now();
+    let mut report = PurgeReport::default();
+    let batch = config.purge.batch;
+    for (name, form) in &config.forms {
+        if let Some(content) = form.retention.content {
+            let n = drain(|| purge_content(pool, name, now - content.duration(), now, batch), batch)?;
+            report.purged.push((name.clone(), "content", n));
+        }
+        if let Some(keys) = form.retention.keys {
+            let n = drain(|| delete_tombstones(pool, name, now - keys.duration(), batch), batch)?;
+            report.purged.push((name.clone(), "keys", n));
+        }
+    }
+    report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    record(pool, &report, now)?;
+    Ok(report)
+}
+
+fn drain(mut batch_fn: impl FnMut() -> Result<i64, DbError>, batch: i64) -> Result<i64, DbError> {
+    let mut total = 0;
+    loop {
+        let n = batch_fn()?;
+        total += n;
+        if n < batch {
+            return Ok(total);
+        }
+    }
+}
+
+/// One batch of content purges; the rows this call purged.
+pub fn purge_content(
+    pool: &Pool,
+    form: &str,
+    before: NaiveDateTime,
+    now: NaiveDateTime,
+    batch: i64,
+) -> Result<i64, DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| {
+        c.relax_commit()?;
+        let ids = c.pick_content(form, before, batch)?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let n = tombstone!(c, &ids, now)?;
+        Ok::<_, DbError>(n as i64)
+    }))
+}
+
+/// Makes tombstones of `$ids` (those not purged yet): the content and its copies go.
+/// Evaluates to the number of submissions purged (`QueryResult<usize>`).
+macro_rules! tombstone {
+    ($c:expr, $ids:expr, $now:expr) => {{
+        use $crate::db::schema::{conflicts, side_effects, submissions};
+        let ids: &[String] = $ids;
+        let now: chrono::NaiveDateTime = $now;
+        (|| -> diesel::QueryResult<usize> {
+            let n = diesel::update(
+                submissions::table
+                    .filter(submissions::id.eq_any(ids))
+                    .filter(submissions::content_purged_at.is_null()),
+            )
+            .set((
+                submissions::fields_json.eq(None::<String>),
+                submissions::email_digest.eq(None::<String>),
+                submissions::phone_digest.eq(None::<String>),
+                submissions::content_purged_at.eq(Some(now)),
+            ))
+            .execute($c)?;
+            diesel::update(conflicts::table.filter(conflicts::submission_id.eq_any(ids)))
+                .set(conflicts::fields_json.eq(None::<String>))
+                .execute($c)?;
+            // Nothing is left to send: effects still waiting are cancelled, their records kept.
+            diesel::update(
+                side_effects::table
+                    .filter(side_effects::submission_id.eq_any(ids))
+                    .filter(side_effects::state.eq($crate::domain::EffectState::Pending.as_str())),
+            )
+            .set((
+                side_effects::state.eq($crate::domain::EffectState::Cancelled.as_str()),
+                side_effects::last_error.eq(Some("content purged before delivery")),
+                side_effects::updated_at.eq(now),
+            ))
+            .execute($c)?;
+            Ok(n)
+        })()
+    }};
+}
+pub(crate) use tombstone;
+
+/// One batch of tombstone deletions (after `keys`): the submission and everything naming it.
+pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| {
+        c.relax_commit()?;
+        let ids = c.pick_tombstones(form, before, batch)?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let effects =
+            side_effects::table.filter(side_effects::submission_id.eq_any(&ids)).select(side_effects::id);
+        diesel::delete(effect_attempts::table.filter(effect_attempts::effect_id.eq_any(effects)))
+            .execute(c)?;
+        diesel::delete(side_effects::table.filter(side_effects::submission_id.eq_any(&ids))).execute(c)?;
+        diesel::delete(conflicts::table.filter(conflicts::submission_id.eq_any(&ids))).execute(c)?;
+        diesel::delete(duplicate_pairs::table.filter(
+            duplicate_pairs::original_id.eq_any(&ids).or(duplicate_pairs::duplicate_id.eq_any(&ids)),
+        ))
+        .execute(c)?;
+        diesel::update(submissions::table.filter(submissions::duplicate_of.eq_any(&ids)))
+            .set(submissions::duplicate_of.eq(None::<String>))
+            .execute(c)?;
+        diesel::delete(deliveries::table.filter(deliveries::submission_id.eq_any(&ids))).execute(c)?;
+        let n = diesel::delete(submissions::table.filter(submissions::id.eq_any(&ids))).execute(c)?;
+        Ok::<_, DbError>(n as i64)
+    }))
+}
+
+/// Adds a pass's rows to the totals by form and kind, and records the pass.
+fn record(pool: &Pool, report: &PurgeReport, now: NaiveDateTime) -> Result<(), DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| {
+        for (form, kind, n) in report.purged.iter().filter(|(_, _, n)| *n > 0) {
+            c.add_total(form, kind, *n)?;
+        }
+        diesel::insert_into(purge_passes::table)
+            .values((
+                purge_passes::id.eq(Uuid::now_v7().to_string()),
+                purge_passes::started_at.eq(now),
+                purge_passes::duration_ms.eq(report.duration_ms),
+                purge_passes::purged_rows.eq(report.total()),
+            ))
+            .execute(c)?;
+        Ok::<_, DbError>(())
+    }))
+}
+
+macro_rules! add_total_impl {
+    ($c:expr, $form:expr, $kind:expr, $n:expr) => {
+        diesel::insert_into(purge_totals::table)
+            .values((
+                purge_totals::form.eq($form),
+                purge_totals::kind.eq($kind),
+                purge_totals::purged_rows.eq($n),
+            ))
+            .on_conflict((purge_totals::form, purge_totals::kind))
+            .do_update()
+            .set(purge_totals::purged_rows.eq(purge_totals::purged_rows + $n))
+            .execute($c)
+            .map(|_| ())
+    };
+}
+
+/// Counts rows purged of a form by kind (`content`, `keys`, `erasure`).
+pub trait TotalStore {
+    fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()>;
+}
+
+impl TotalStore for diesel::SqliteConnection {
+    fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()> {
+        add_total_impl!(self, form, kind, n)
+    }
+}
+
+impl TotalStore for diesel::PgConnection {
+    fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()> {
+        add_total_impl!(self, form, kind, n)
+    }
+}

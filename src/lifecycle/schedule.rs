@@ -1,0 +1,36 @@
+//! The retention pass inside `serve`: every `[purge] interval_seconds`, on its own thread.
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::purge;
+use crate::config::Config;
+use crate::db::Pool;
+use crate::deliveries::now;
+
+/// Starts the schedule unless `[purge] enabled = false` or no form has a retention window.
+pub fn spawn(config: &Config, pool: &Pool, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
+    let any = config.forms.values().any(|f| f.retention.content.is_some() || f.retention.keys.is_some());
+    if !config.purge.enabled || !any {
+        return None;
+    }
+    let (config, pool) = (config.clone(), pool.clone());
+    Some(std::thread::spawn(move || loop {
+        match purge::run_pass(&pool, &config, now()) {
+            Ok(report) if report.total() > 0 => {
+                tracing::info!(rows = report.total(), ms = report.duration_ms, "retention pass")
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "retention pass failed; trying again at the next one"),
+        }
+        let next = Instant::now() + Duration::from_secs(config.purge.interval_seconds);
+        while Instant::now() < next {
+            if *stopped.borrow() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }))
+}
