@@ -12,7 +12,10 @@ use crate::support::{inquiry, new_key, Backend};
 on_both_backends!(an_erased_person_leaves_only_tombstones_and_the_references_that_left);
 
 async fn an_erased_person_leaves_only_tombstones_and_the_references_that_left(backend: Backend) {
-    let d = spawn_delivery_app(backend, |_| {}).await;
+    // Three inquiries from one address: each gets its confirmation (no recipient cap here).
+    let d =
+        spawn_delivery_app(backend, |c| c.forms.get_mut("contact").unwrap().confirmation_window_minutes = 0)
+            .await;
     let app = &d.app;
     let keys = [new_key(), new_key(), new_key()];
     let messages =
