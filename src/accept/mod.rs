@@ -4,6 +4,7 @@
 
 mod acceptor;
 mod cache;
+mod pg;
 mod plan;
 
 use crate::config::FormConfig;
@@ -15,6 +16,7 @@ use crate::domain::{NormalisedFields, OperationId};
 use crate::duplicates;
 use crate::with_conn;
 pub use acceptor::Acceptor;
+pub use pg::accept_on_pg;
 
 use plan::Plan;
 pub use plan::{rfc3339, ResultBody};
@@ -97,7 +99,7 @@ fn in_progress_on_lock_timeout(
 fn run<C: Store + DuplicateStore>(c: &mut C, form: &FormConfig, plan: &Plan) -> Result<Outcome, DbError> {
     let sub = &plan.submission;
     if c.insert_submission(sub)? {
-        if duplicates::detect(c, form, sub, plan.now())? {
+        if duplicates::link(c, form, sub, plan.now())? {
             let held: Vec<NewEffect> =
                 plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
             c.insert_effects(&held)?;

@@ -14,6 +14,7 @@ mod duplicates;
 mod html;
 mod limits;
 mod malformed;
+mod one_statement;
 mod process_exit;
 mod submit;
 mod unavailable;
