@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod claim_pg;
+mod deliveries_pg;
 pub mod duplicates;
 pub mod models;
 mod openssl_exit;

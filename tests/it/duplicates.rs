@@ -160,6 +160,15 @@ async fn a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat(backen
     members.dedup();
     assert_eq!(members.len(), 11, "at most one pair row per submission");
     assert_eq!(app.stats().await.submissions, 12, "pairs never merge inquiries");
+
+    // The review shows the cluster as one item with its members.
+    let viewer = app.sign_in(onceform::admin::accounts::Role::Viewer).await;
+    let resp = app.admin_get(Some(&viewer), "/admin/duplicates").await;
+    assert_eq!(resp.status(), 200);
+    let page = resp.text().await.unwrap();
+    assert_eq!(page.matches(r#"class="cluster""#).count(), 1, "one cluster");
+    assert!(page.contains("12 submissions from this sender in 72 h"), "{page}");
+    assert_eq!(page.matches(r#"<section id="pair-"#).count(), 11, "with its 11 members");
 }
 
 async fn hold_releases_a_repeat_that_scores_below_hold_score(backend: Backend) {
