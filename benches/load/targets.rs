@@ -137,12 +137,15 @@ fn pool_batch(pool: &Pool, sql: &str) {
 /// Submissions = operations accepted, 3 effect records each, at most one pair per submission.
 fn check(backend: &str, pool: &Pool, accepted: usize) {
     let (stats, pairs, paired) = with_conn!(pool, |c| {
-        let stats = c.stats()?;
-        let pairs: i64 = duplicate_pairs::table.count().get_result(c)?;
-        let paired: i64 = duplicate_pairs::table
-            .select(diesel::dsl::count_distinct(duplicate_pairs::duplicate_id))
-            .get_result(c)?;
-        Ok::<_, DbError>((stats, pairs, paired))
+        let counts = |c: &mut _| -> Result<(onceform::db::Stats, i64, i64), DbError> {
+            let stats = Store::stats(c)?;
+            let pairs: i64 = duplicate_pairs::table.count().get_result(c)?;
+            let paired: i64 = duplicate_pairs::table
+                .select(diesel::dsl::sql::<diesel::sql_types::BigInt>("COUNT(DISTINCT duplicate_id)"))
+                .get_result(c)?;
+            Ok((stats, pairs, paired))
+        };
+        counts(c)
     })
     .unwrap();
     let ok = stats.submissions == accepted as i64
