@@ -200,6 +200,9 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
         DatabaseUrl::Postgres(url) => {
             let mut conn = establish_pg(url)
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim()))?;
+            if !config.prepared_statements {
+                conn.set_prepared_statement_cache_size(diesel::connection::CacheSize::Disabled);
+            }
             migrate_pg(&mut conn)?;
         }
     }
