@@ -103,7 +103,7 @@ impl Acceptor {
                 None => c.write_tx(|c| run(c, form, &plan)),
             }),
         };
-        if matches!(result, Ok(Outcome::Created(_))) && self.writer.is_some() {
+        if matches!(result, Ok(Outcome::Created(_))) && matches!(self.pool, Pool::Sqlite(_)) {
             // SQLite: whether this one was linked is not known here; the screener's look
             // for pending pairs is one indexed read, gathered over its pause.
             self.screener.wake();
