@@ -2,7 +2,11 @@
 //! PostgreSQL, in one run.
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
-//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict]`
+//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict] [--only-targets] [--pgbouncer]`
+//!
+//! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
+//! with `--pgbouncer`, four `serve` and two `worker` processes through pgbouncer
+//! (`load/pgbouncer.rs`); `--only-targets` stops there.
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
@@ -23,8 +27,12 @@ mod common;
 mod grow;
 #[path = "load/pgbench.rs"]
 mod pgbench;
+#[path = "load/pgbouncer.rs"]
+mod pgbouncer;
 #[path = "load/plans.rs"]
 mod plans;
+#[path = "load/targets.rs"]
+mod targets;
 #[path = "load/traffic.rs"]
 mod traffic;
 #[path = "load/wrk.rs"]
@@ -52,6 +60,10 @@ pub struct Options {
     pub scenarios: Vec<Scenario>,
     /// Submissions seeded for the drain runs (0 skips them).
     pub drain: usize,
+    /// Only the targets' rows of issue 11 (`--only-targets`).
+    pub only_targets: bool,
+    /// Also four `serve` and two `worker` processes through pgbouncer (`--pgbouncer`).
+    pub pgbouncer: bool,
 }
 
 fn options() -> Options {
@@ -71,12 +83,25 @@ fn options() -> Options {
             .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.name())).collect())
             .unwrap_or_else(|| Scenario::ALL.to_vec()),
         drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(1000),
+        only_targets: args.iter().any(|a| a == "--only-targets"),
+        pgbouncer: args.iter().any(|a| a == "--pgbouncer"),
     }
 }
 
 fn main() {
     let opts = options();
     println!("onceform load benchmark: {} s per cell, clients {:?}\n", opts.seconds, opts.clients);
+    println!("Targets (issue 11), each backend on a fresh database:\n");
+    targets::header();
+    for backend in opts.backends.iter().map(String::as_str) {
+        targets::measure(&rt_for_targets(), backend, &opts);
+    }
+    if opts.pgbouncer && opts.backends.iter().any(|b| b == "postgres") {
+        pgbouncer::run(&rt_for_targets(), &opts);
+    }
+    if opts.only_targets {
+        return;
+    }
     println!(
         "| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | × pgbench | server peak RSS MiB | unexpected |"
     );
@@ -149,6 +174,10 @@ fn main() {
         );
         common::drain::print_table(opts.backends.iter().map(String::as_str), opts.drain);
     }
+}
+
+fn rt_for_targets() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 /// One backend's database, configuration and in-process accept paths.

@@ -5,11 +5,25 @@
 use std::process::Command;
 
 const SCRIPT: &str = include_str!("accept.sql");
+/// The limit of the idea: one statement inserting the submission and its three effect
+/// records (`accept_one.sql`).
+pub const ONE_STATEMENT: &str = include_str!("accept_one.sql");
 
 /// (transactions committed, per second), or `None` when pgbench is not installed.
 pub fn run(url: &str, dir: &std::path::Path, clients: usize, seconds: u64) -> Option<(usize, f64)> {
-    let script = dir.join("accept.sql");
-    std::fs::write(&script, SCRIPT).ok()?;
+    run_script(url, dir, clients, seconds, SCRIPT)
+}
+
+/// `run` with another script.
+pub fn run_script(
+    url: &str,
+    dir: &std::path::Path,
+    clients: usize,
+    seconds: u64,
+    sql: &str,
+) -> Option<(usize, f64)> {
+    let script = dir.join(format!("pgbench-{}.sql", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&script, sql).ok()?;
     let out = Command::new("pgbench")
         .args(["-n", "-M", "simple", "-j", "2", "-c", &clients.to_string(), "-T", &seconds.to_string(), "-f"])
         .arg(&script)

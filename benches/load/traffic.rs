@@ -18,6 +18,9 @@ pub enum Scenario {
     Mixed,
     /// Existing operations, different content: 409.
     Conflict,
+    /// Every request a new operation, all from one email address (a bot): 201, and each
+    /// one a repeat for the duplicate detector.
+    SameEmail,
 }
 
 impl Scenario {
@@ -29,6 +32,7 @@ impl Scenario {
             Scenario::Replay => "replay",
             Scenario::Mixed => "mixed",
             Scenario::Conflict => "conflict",
+            Scenario::SameEmail => "same email",
         }
     }
 }
@@ -62,6 +66,7 @@ fn new_key() -> String {
 }
 
 struct Shared {
+    same_email: bool,
     client: reqwest::Client,
     addrs: Vec<String>,
     next: AtomicUsize,
@@ -74,12 +79,16 @@ impl Shared {
     /// Sends one submission; returns its latency in µs after checking the status.
     async fn send(&self, key: &str, message: &str, ok: &[u16]) -> u64 {
         let addr = &self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()];
+        let mut body = body(key, message);
+        if self.same_email {
+            body["email"] = "one.bot@example.com".into();
+        }
         let started = Instant::now();
         let resp = self
             .client
             .post(format!("{addr}/api/forms/contact/submissions"))
             .header("Idempotency-Key", key)
-            .json(&body(key, message))
+            .json(&body)
             .send()
             .await;
         let status = resp.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
@@ -103,6 +112,7 @@ impl Shared {
 /// Runs `scenario` with `clients` concurrent clients for `seconds` against `addrs` (round robin).
 pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: u64) -> Tally {
     let shared = Arc::new(Shared {
+        same_email: scenario == Scenario::SameEmail,
         client: reqwest::Client::builder().pool_max_idle_per_host(clients * 2).build().unwrap(),
         addrs: addrs.to_vec(),
         next: AtomicUsize::new(0),
@@ -112,7 +122,7 @@ pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: 
     });
     // Operations to replay or contradict, accepted before the clock starts.
     let existing: Arc<Vec<String>> = Arc::new(match scenario {
-        Scenario::Accept => Vec::new(),
+        Scenario::Accept | Scenario::SameEmail => Vec::new(),
         _ => {
             let keys: Vec<String> = (0..(clients * 4).max(64)).map(|_| new_key()).collect();
             for chunk in keys.chunks(16) {
@@ -132,7 +142,9 @@ pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: 
                 i += clients;
                 let old = existing.get(i % existing.len().max(1)).cloned().unwrap_or_default();
                 match scenario {
-                    Scenario::Accept => samples.push(shared.send(&new_key(), "Load", &[201]).await),
+                    Scenario::Accept | Scenario::SameEmail => {
+                        samples.push(shared.send(&new_key(), "Load", &[201]).await)
+                    }
                     Scenario::Replay => samples.push(shared.send(&old, "Load", &[200]).await),
                     Scenario::Conflict => samples.push(shared.send(&old, "Changed", &[409]).await),
                     Scenario::Mixed if (i / clients) % 100 == 99 => {

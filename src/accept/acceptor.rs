@@ -3,15 +3,18 @@
 //!   plain read; their delivery rows are queued on the `DeliveryLog`.
 //! - On SQLite, write transactions go through the group-commit writer: one fsync per batch
 //!   of concurrent accepts, each in its own savepoint, each answered after the commit.
+//! - On PostgreSQL, a first acceptance is one statement (`pg`); retries read after it.
+//! - Submissions linked to an earlier one wake the duplicate screener.
 
 use std::sync::Arc;
 
 use super::cache::ReplayCache;
-use super::{committed, in_progress_on_lock_timeout, run, Intake, Outcome, Plan, Receipt};
+use super::{committed, in_progress_on_lock_timeout, pg, run, Intake, Outcome, Plan, Receipt};
 use crate::config::Config;
 use crate::db::{DbError, Pool, SqliteWriter, Store};
 use crate::deliveries::{self, Channel, DeliveryLog, DeliveryOutcome};
 use crate::domain::{fingerprint, NormalisedFields, OperationId};
+use crate::duplicates::Screener;
 use crate::with_conn;
 
 /// Cheap to clone: the clones share the cache, the delivery log and the writer.
@@ -22,6 +25,7 @@ pub struct Acceptor {
     writer: Option<SqliteWriter>,
     cache: Arc<ReplayCache>,
     deliveries: DeliveryLog,
+    screener: Screener,
 }
 
 impl Acceptor {
@@ -33,7 +37,8 @@ impl Acceptor {
         };
         let deliveries = DeliveryLog::start(delivery_sink(&pool, writer.clone()))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
-        Ok(Acceptor { config, pool, writer, cache, deliveries })
+        let screener = Screener::start(config.clone(), pool.clone())?;
+        Ok(Acceptor { config, pool, writer, cache, deliveries, screener })
     }
 
     pub fn deliveries(&self) -> &DeliveryLog {
@@ -77,9 +82,18 @@ impl Acceptor {
             plan.submission.fingerprint.clone(),
             plan.submission.keyless,
         );
-        // A retry not in the cache is answered from a plain read.
-        let result = match &self.writer {
-            Some(writer) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
+        // On SQLite a retry not in the cache is answered from a plain read.
+        let result = match (&self.writer, &self.pool) {
+            (None, Pool::Pg(p)) => match p.get() {
+                Ok(mut c) => pg::accept_pg(&mut c, form, &plan, &self.deliveries).map(|done| {
+                    if done.linked {
+                        self.screener.wake();
+                    }
+                    done.outcome
+                }),
+                Err(e) => Err(DbError::from(e)),
+            },
+            (Some(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
                 Some(receipt) => Ok(self.replayed(&plan, receipt)),
                 None => {
                     let (config, name) = (self.config.clone(), form_name.clone());
@@ -89,11 +103,16 @@ impl Acceptor {
                     })
                 }
             },
-            None => with_conn!(&self.pool, |c| match committed(c, &plan)? {
+            (None, _) => with_conn!(&self.pool, |c| match committed(c, &plan)? {
                 Some(receipt) => Ok(self.replayed(&plan, receipt)),
                 None => c.write_tx(|c| run(c, form, &plan)),
             }),
         };
+        if matches!(result, Ok(Outcome::Created(_))) && matches!(self.pool, Pool::Sqlite(_)) {
+            // SQLite: whether this one was linked is not known here; the screener's look
+            // for pending pairs is one indexed read, gathered over its pause.
+            self.screener.wake();
+        }
         let outcome = in_progress_on_lock_timeout(result, &operation_id)?;
         if let (Outcome::Created(r) | Outcome::Replayed(r), false) = (&outcome, keyless) {
             self.cache.put(&form_name, fingerprint, r.clone());

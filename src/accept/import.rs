@@ -45,7 +45,7 @@ pub fn import_row<C: Store + DuplicateStore>(
     if !c.insert_submission(&plan.submission)? {
         return Ok(Imported::AlreadyPresent);
     }
-    let hold = duplicates::detect(c, form, &plan.submission, received_at)?;
+    let hold = duplicates::link(c, form, &plan.submission, received_at)?;
     if with_effects {
         let effects: Vec<NewEffect> =
             plan.effects.iter().cloned().map(|e| NewEffect { held: hold, ..e }).collect();

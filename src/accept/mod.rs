@@ -5,6 +5,7 @@
 mod acceptor;
 mod cache;
 pub mod import;
+mod pg;
 mod plan;
 mod recipient_cap;
 
@@ -18,6 +19,7 @@ use crate::domain::{NormalisedFields, OperationId};
 use crate::duplicates;
 use crate::with_conn;
 pub use acceptor::Acceptor;
+pub use pg::accept_on_pg;
 
 use plan::Plan;
 pub use plan::{rfc3339, ResultBody};
@@ -106,7 +108,7 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(
     let sub = &plan.submission;
     // An expired issued ID is never inserted again: what is stored answers, else 410.
     if !plan.expired() && c.insert_submission(sub)? {
-        if duplicates::detect(c, form, sub, plan.now())? {
+        if duplicates::link(c, form, sub, plan.now())? {
             let held: Vec<NewEffect> =
                 plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
             c.insert_effects(&held)?;

@@ -9,6 +9,14 @@ use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::DbError;
 use crate::domain::EffectKind;
 
+/// Whether `plan`'s confirmation is subject to the cap (a window, an address, the effect).
+pub(super) fn applies(form: &FormConfig, plan: &Plan) -> bool {
+    form.confirmation_window_minutes > 0
+        && plan.submission.email_digest.is_some()
+        && plan.capped_body.is_some()
+        && plan.effects.iter().any(|e| e.kind == EffectKind::ConfirmationEmail.as_str())
+}
+
 /// Claims the recipient's slot for this submission's confirmation; when another
 /// confirmation to the same address was planned within the window, this one is recorded
 /// as CANCELLED (`recipient_cap`) and the result body that says so is returned.

@@ -1,5 +1,7 @@
 //! Suspected duplicates: pairs the detector stored, highest score first, both records side by
-//! side with the reasons; "not a duplicate", "duplicate of", undo, and batch decisions.
+//! side with the reasons; "not a duplicate", "duplicate of", undo, and batch decisions. Every
+//! repeat is paired with its cluster's first submission, so the pairs naming one original are
+//! shown together as one cluster ("37 submissions from this sender in 72 h").
 
 #[path = "duplicates_actions.rs"]
 mod actions;
@@ -64,13 +66,44 @@ fn reasons_of(text: &str) -> Vec<String> {
     serde_json::from_str(text).unwrap_or_else(|_| vec![text.to_string()])
 }
 
+/// The pairs of one original on this page, highest score first.
+pub struct ClusterView {
+    pub original: String,
+    /// Submissions in the cluster (the original and every pair in this status naming it).
+    pub size: i64,
+    pub window_hours: u32,
+    pub pairs: Vec<PairView>,
+}
+
+/// Groups `pairs` (highest score first) by original, each cluster where its best pair was.
+fn clusters(
+    pairs: Vec<PairView>,
+    sizes: &HashMap<String, i64>,
+    window: impl Fn(&str) -> u32,
+) -> Vec<ClusterView> {
+    let mut out: Vec<ClusterView> = Vec::new();
+    for p in pairs {
+        match out.iter_mut().find(|c| c.original == p.original.id) {
+            Some(c) => c.pairs.push(p),
+            None => out.push(ClusterView {
+                original: p.original.id.clone(),
+                size: sizes.get(&p.original.id).copied().unwrap_or(1) + 1,
+                window_hours: window(&p.form),
+                pairs: vec![p],
+            }),
+        }
+    }
+    out
+}
+
 #[derive(Template)]
 #[template(path = "admin/duplicates.html")]
 struct ListPage {
     chrome: Chrome,
     status: String,
     counts: Vec<(&'static str, i64)>,
-    pairs: Vec<PairView>,
+    clusters: Vec<ClusterView>,
+    pairs_shown: usize,
     more: bool,
 }
 
@@ -84,10 +117,12 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             let ids: Vec<String> =
                 pairs.iter().flat_map(|p| [p.original_id.clone(), p.duplicate_id.clone()]).collect();
             let subs = c.submissions_by_id(&ids)?;
-            Ok::<_, DbError>((counts, pairs, subs))
+            let originals: Vec<String> = pairs.iter().map(|p| p.original_id.clone()).collect();
+            let sizes = c.cluster_sizes(status, &originals)?;
+            Ok::<_, DbError>((counts, pairs, subs, sizes))
         })
     };
-    let (counts, mut pairs, subs) = match blocking(read).await {
+    let (counts, mut pairs, subs, sizes) = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),
     };
@@ -116,11 +151,15 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
         }
     };
     let counts = status_counts(&STATUSES, &counts);
+    let pairs_shown = pairs.len();
+    let sizes: HashMap<String, i64> = sizes.into_iter().collect();
+    let window = |form: &str| state.config.form(form).map_or(0, |f| f.duplicates.window_hours);
     let page = ListPage {
         chrome: Chrome::new(&user, "duplicates", q.flash.as_deref()),
         status: status.into(),
         counts,
-        pairs: pairs.into_iter().map(view).collect(),
+        clusters: clusters(pairs.into_iter().map(view).collect(), &sizes, window),
+        pairs_shown,
         more,
     };
     html(StatusCode::OK, &page)

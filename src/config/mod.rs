@@ -146,6 +146,11 @@ pub struct DatabaseConfig {
     /// SQLite: commit concurrent accepts together (one fsync per batch, a savepoint each).
     #[serde(default = "yes")]
     pub group_commit: bool,
+    /// PostgreSQL: keep prepared statements per connection; `false` behind a pooler in
+    /// transaction mode (pgbouncer), where a statement prepared on one server connection
+    /// may be executed on another.
+    #[serde(default = "yes")]
+    pub prepared_statements: bool,
 }
 
 /// Mail delivery: SMTP when `url` is set, else `.eml` files under `mail_dir`.
@@ -569,6 +574,7 @@ impl Default for DatabaseConfig {
             acquire_timeout_ms: default_acquire_timeout_ms(),
             busy_timeout_ms: default_busy_timeout_ms(),
             group_commit: true,
+            prepared_statements: true,
         }
     }
 }

@@ -1,11 +1,16 @@
-//! What the duplicate detector reads and writes inside the accept transaction.
+//! What the duplicate detector reads and writes: on the accept path one indexed look-up
+//! (the cluster's first submission) and one pair row; off it, the screening of those pairs.
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use super::schema::{duplicate_pairs, submissions};
 
-/// An earlier submission that shares an email, a phone or (keyless) the whole content.
+/// A pair linked on the accept path and not yet scored (not listed for review; a `hold`
+/// form's effects wait for it).
+pub const SCREENING: &str = "screening";
+
+/// What a screened pair needs of each of its submissions.
 #[derive(Debug, Clone, Queryable)]
 pub struct Candidate {
     pub id: String,
@@ -13,6 +18,7 @@ pub struct Candidate {
     pub fields_json: Option<String>,
     pub email_digest: Option<String>,
     pub phone_digest: Option<String>,
+    pub keyless: bool,
 }
 
 #[derive(Debug, Clone, Insertable)]
@@ -28,71 +34,84 @@ pub struct NewPair {
     pub created_at: NaiveDateTime,
 }
 
-/// What to look for: each present key is one indexed lookup.
+/// The one key a new submission is linked by: its email, else its phone, else (keyless)
+/// its whole content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKey<'a> {
+    Email(&'a str),
+    Phone(&'a str),
+    Content(&'a str),
+}
+
+impl<'a> LinkKey<'a> {
+    /// The `submissions` column compared, and the value.
+    pub fn column_and_value(self) -> (&'static str, &'a str) {
+        match self {
+            LinkKey::Email(d) => ("email_digest", d),
+            LinkKey::Phone(d) => ("phone_digest", d),
+            LinkKey::Content(f) => ("fingerprint", f),
+        }
+    }
+}
+
+/// The look-up: the earliest submission of `form` since `since` (not spam) with the same key.
 #[derive(Debug, Clone, Copy)]
 pub struct Lookup<'a> {
     pub form: &'a str,
     pub exclude_id: &'a str,
     pub since: NaiveDateTime,
     pub until: NaiveDateTime,
-    pub email_digest: Option<&'a str>,
-    pub phone_digest: Option<&'a str>,
-    /// The fingerprint, when the new submission is keyless.
-    pub keyless_fingerprint: Option<&'a str>,
+    pub key: LinkKey<'a>,
 }
 
-/// Candidates compared per lookup at most.
-const PER_KEY: i64 = 20;
+/// A pair waiting for its score, with both submissions.
+#[derive(Debug, Clone)]
+pub struct Unscreened {
+    pub pair_id: String,
+    pub form: String,
+    pub original: Candidate,
+    pub duplicate: Candidate,
+}
 
 pub trait DuplicateStore {
-    fn duplicate_candidates(&mut self, lookup: &Lookup<'_>) -> QueryResult<Vec<Candidate>>;
+    /// The cluster's first submission: one indexed look-up.
+    fn cluster_first(&mut self, lookup: &Lookup<'_>) -> QueryResult<Option<String>>;
     /// Stores a pair unless it exists (a pair decided "not a duplicate" is never stored again).
     fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()>;
+    /// Up to `limit` pairs still being screened, oldest first.
+    fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>>;
+    /// Stores a pair's score (it becomes `open`), or removes it when `scored` is `None`
+    /// (too unlike to review); false when another screener got there first.
+    fn finish_screening(&mut self, pair_id: &str, scored: Option<(f64, &str)>) -> QueryResult<bool>;
 }
 
-macro_rules! candidates {
+macro_rules! first_by {
     ($c:expr, $l:expr, $filter:expr) => {
         submissions::table
             .filter(submissions::form.eq($l.form))
-            .filter(submissions::id.ne($l.exclude_id))
+            .filter($filter)
             .filter(submissions::received_at.ge($l.since))
             .filter(submissions::received_at.le($l.until))
+            .filter(submissions::id.ne($l.exclude_id))
             .filter(submissions::spam.eq(false))
-            .filter($filter)
-            .order(submissions::received_at.desc())
-            .limit(PER_KEY)
-            .select((
-                submissions::id,
-                submissions::fingerprint,
-                submissions::fields_json,
-                submissions::email_digest,
-                submissions::phone_digest,
-            ))
-            .load::<Candidate>($c)
+            .order(submissions::received_at.asc())
+            .select(submissions::id)
+            .first::<String>($c)
+            .optional()
     };
 }
 
 macro_rules! impl_duplicates {
     ($conn:ty) => {
         impl DuplicateStore for $conn {
-            fn duplicate_candidates(&mut self, l: &Lookup<'_>) -> QueryResult<Vec<Candidate>> {
-                let mut found = Vec::new();
-                if let Some(d) = l.email_digest {
-                    found.extend(candidates!(self, l, submissions::email_digest.eq(d))?);
+            fn cluster_first(&mut self, l: &Lookup<'_>) -> QueryResult<Option<String>> {
+                match l.key {
+                    LinkKey::Email(d) => first_by!(self, l, submissions::email_digest.eq(d)),
+                    LinkKey::Phone(d) => first_by!(self, l, submissions::phone_digest.eq(d)),
+                    LinkKey::Content(f) => {
+                        first_by!(self, l, submissions::keyless.eq(true).and(submissions::fingerprint.eq(f)))
+                    }
                 }
-                if let Some(d) = l.phone_digest {
-                    found.extend(candidates!(self, l, submissions::phone_digest.eq(d))?);
-                }
-                if let Some(f) = l.keyless_fingerprint {
-                    found.extend(candidates!(
-                        self,
-                        l,
-                        submissions::keyless.eq(true).and(submissions::fingerprint.eq(f))
-                    )?);
-                }
-                found.sort_by(|a, b| a.id.cmp(&b.id));
-                found.dedup_by(|a, b| a.id == b.id);
-                Ok(found)
             }
 
             fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()> {
@@ -102,6 +121,56 @@ macro_rules! impl_duplicates {
                     .do_nothing()
                     .execute(self)
                     .map(|_| ())
+            }
+
+            fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>> {
+                let pairs: Vec<(String, String, String, String)> = duplicate_pairs::table
+                    .filter(duplicate_pairs::status.eq(SCREENING))
+                    .order(duplicate_pairs::created_at)
+                    .limit(limit)
+                    .select((
+                        duplicate_pairs::id,
+                        duplicate_pairs::form,
+                        duplicate_pairs::original_id,
+                        duplicate_pairs::duplicate_id,
+                    ))
+                    .load(self)?;
+                let ids: Vec<&String> = pairs.iter().flat_map(|p| [&p.2, &p.3]).collect();
+                let found: Vec<Candidate> = submissions::table
+                    .filter(submissions::id.eq_any(ids))
+                    .select((
+                        submissions::id,
+                        submissions::fingerprint,
+                        submissions::fields_json,
+                        submissions::email_digest,
+                        submissions::phone_digest,
+                        submissions::keyless,
+                    ))
+                    .load(self)?;
+                let get = |id: &str| found.iter().find(|c| c.id == id).cloned();
+                Ok(pairs
+                    .into_iter()
+                    .filter_map(|(pair_id, form, o, d)| {
+                        Some(Unscreened { pair_id, form, original: get(&o)?, duplicate: get(&d)? })
+                    })
+                    .collect())
+            }
+
+            fn finish_screening(&mut self, pair_id: &str, scored: Option<(f64, &str)>) -> QueryResult<bool> {
+                let pair = duplicate_pairs::table
+                    .filter(duplicate_pairs::id.eq(pair_id))
+                    .filter(duplicate_pairs::status.eq(SCREENING));
+                let n = match scored {
+                    Some((score, reasons)) => diesel::update(pair)
+                        .set((
+                            duplicate_pairs::score.eq(score),
+                            duplicate_pairs::reasons.eq(reasons),
+                            duplicate_pairs::status.eq("open"),
+                        ))
+                        .execute(self)?,
+                    None => diesel::delete(pair).execute(self)?,
+                };
+                Ok(n == 1)
             }
         }
     };

@@ -4,9 +4,12 @@
 //! runs a block on whichever backend the pool holds.
 
 pub mod admin;
+pub mod claim_pg;
+mod deliveries_pg;
 pub mod duplicates;
 pub mod models;
 mod openssl_exit;
+mod pg_manager;
 mod queue;
 pub mod recipient_cap;
 pub mod schema;
@@ -22,6 +25,7 @@ use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool as R2Pool};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 pub use openssl_exit::establish_pg;
+use pg_manager::PgManager;
 pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
 pub use url::DatabaseUrl;
@@ -35,7 +39,7 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 const PG_MIGRATION_LOCK: i64 = 0x6f6e_6365_666f;
 
 pub type SqlitePool = R2Pool<ConnectionManager<SqliteConnection>>;
-pub type PgPool = R2Pool<ConnectionManager<PgConnection>>;
+pub type PgPool = R2Pool<PgManager>;
 
 /// A pool of connections to one of the two supported backends.
 #[derive(Clone)]
@@ -59,6 +63,16 @@ pub enum DbError {
 
 impl From<diesel::result::Error> for DbError {
     fn from(e: diesel::result::Error) -> Self {
+        let error = DbError::classify(e);
+        if matches!(error, DbError::Unavailable(_)) {
+            pg_manager::suspect_connections();
+        }
+        error
+    }
+}
+
+impl DbError {
+    fn classify(e: diesel::result::Error) -> Self {
         use diesel::result::{DatabaseErrorKind as K, Error as E};
         match &e {
             E::DatabaseError(K::ClosedConnection | K::UnableToSendCommand, info) => {
@@ -140,12 +154,15 @@ impl Pool {
                 Pool::Sqlite(pool)
             }
             DatabaseUrl::Postgres(url) => {
+                // Check-outs are pinged only after a connection error (see `pg_manager`).
+                let session = PgSession { prepared_statements: config.prepared_statements };
                 let pool = R2Pool::builder()
                     .max_size(pool_size(config.pool_size, 16))
                     .min_idle(Some(1))
+                    .test_on_check_out(true)
                     .connection_timeout(timeout)
-                    .connection_customizer(Box::new(PgSession))
-                    .build_unchecked(ConnectionManager::new(url));
+                    .connection_customizer(Box::new(session))
+                    .build_unchecked(PgManager(ConnectionManager::new(url)));
                 Pool::Pg(pool)
             }
         })
@@ -184,17 +201,25 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
         DatabaseUrl::Postgres(url) => {
             let mut conn = establish_pg(url)
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {}", e.to_string().trim()))?;
+            if !config.prepared_statements {
+                conn.set_prepared_statement_cache_size(diesel::connection::CacheSize::Disabled);
+            }
             migrate_pg(&mut conn)?;
         }
     }
     Ok(url)
 }
 
+/// In one transaction under a transaction-scoped advisory lock, so that it also works
+/// through a transaction-pooling pooler (a session lock could be taken on one server
+/// connection and released on another).
 fn migrate_pg(conn: &mut PgConnection) -> anyhow::Result<()> {
-    conn.batch_execute(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))?;
-    let result = conn.run_pending_migrations(MIGRATIONS).map(|_| ());
-    conn.batch_execute(&format!("SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))?;
-    result.map_err(|e| anyhow::anyhow!("migrating PostgreSQL: {e}"))
+    conn.transaction(|c| {
+        c.batch_execute(&format!("SELECT pg_advisory_xact_lock({PG_MIGRATION_LOCK})"))?;
+        c.run_pending_migrations(MIGRATIONS)
+            .map(|_| ())
+            .map_err(|e| anyhow::anyhow!("migrating PostgreSQL: {e}"))
+    })
 }
 
 fn pool_size(configured: u32, default: u32) -> u32 {
@@ -210,12 +235,22 @@ fn pool_size(configured: u32, default: u32) -> u32 {
 const PG_LOCK_TIMEOUT_MS: u32 = 2000;
 
 #[derive(Debug, Clone, Copy)]
-struct PgSession;
+struct PgSession {
+    /// false behind a transaction-pooling pooler (pgbouncer): every statement unnamed.
+    prepared_statements: bool,
+}
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PgSession {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        if !self.prepared_statements {
+            conn.set_prepared_statement_cache_size(diesel::connection::CacheSize::Disabled);
+        }
         conn.batch_execute(&format!("SET lock_timeout = '{PG_LOCK_TIMEOUT_MS}ms'"))
-            .map_err(diesel::r2d2::Error::QueryError)
+            .map_err(diesel::r2d2::Error::QueryError)?;
+        // An accept is one autocommit statement: when its client (this process) is gone,
+        // the server stops it instead of committing it (PostgreSQL 14+; older ignore it).
+        let _ = conn.batch_execute("SET client_connection_check_interval = '250ms'");
+        Ok(())
     }
 }
 

@@ -27,7 +27,7 @@ pub struct NewSubmission {
 }
 
 /// What the accept path and the status endpoint need of a stored submission.
-#[derive(Debug, Clone, Queryable, Selectable)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = submissions)]
 pub struct Submission {
     pub id: String,

@@ -166,6 +166,6 @@ impl_store!(diesel::SqliteConnection, immediate_transaction, |c: &mut diesel::Sq
 impl_store!(diesel::PgConnection, transaction, |c: &mut diesel::PgConnection, rows| {
     c.transaction(|c| {
         c.batch_execute("SET LOCAL synchronous_commit = off")?;
-        c.insert_deliveries(rows)
+        super::deliveries_pg::insert(c, rows)
     })
 });

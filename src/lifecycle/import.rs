@@ -98,6 +98,10 @@ pub fn import(
         report.already_present += present;
         report.paired += paired;
     }
+    if !o.dry_run {
+        // The pairs linked above are scored now, as `serve`'s screener would.
+        while crate::duplicates::screen::screen_pending(config, pool)? > 0 {}
+    }
     Ok(report)
 }
 

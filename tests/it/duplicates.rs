@@ -1,4 +1,5 @@
-//! The duplicate detector: pairs, scores and reasons; `hold` keeps effects back until decided.
+//! The duplicate detector: a repeat is linked to its cluster's first submission, scored off
+//! the accept path; `hold` keeps effects back until the screening (or a decision) releases them.
 
 use diesel::prelude::*;
 use onceform::config::DuplicatePolicy;
@@ -16,11 +17,25 @@ on_both_backends!(
     a_repeat_with_the_same_email_and_topic_is_paired_with_reasons,
     hold_keeps_the_duplicates_effects_until_released,
     identical_keyless_posts_are_paired,
+    a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat,
+    hold_releases_a_repeat_that_scores_below_hold_score,
 );
 
 type Pair = (String, String, f64, String, String);
 
+/// Every pair, once the screener has scored them all (the accept path only links them).
 async fn pairs(app: &TestApp) -> Vec<Pair> {
+    for _ in 0..400 {
+        let pairs = all_pairs(app).await;
+        if pairs.iter().all(|p| p.4 != "screening") {
+            return pairs;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("pairs still screening: {:?}", all_pairs(app).await);
+}
+
+async fn all_pairs(app: &TestApp) -> Vec<Pair> {
     app.query(|pool| {
         with_conn!(pool, |c| duplicate_pairs::table
             .order(duplicate_pairs::score.desc())
@@ -80,7 +95,10 @@ async fn a_repeat_with_the_same_email_and_topic_is_paired_with_reasons(backend: 
         pairs.iter().filter(|p| p.1 == other["submission_id"].as_str().unwrap()).collect();
     assert!(!to_other.is_empty() && to_other.iter().all(|p| p.2 < top.2 && p.2 < 0.8), "{to_other:?}");
     assert!(pairs.iter().all(|p| p.4 == "open"));
-    assert_eq!(pairs.len(), 3, "first~again, first~other, again~other; the stranger has no pair: {pairs:?}");
+    // Changed with issue 11 (was 3 pairs, again~other included): each repeat is linked to
+    // its cluster's first submission only.
+    assert_eq!(pairs.len(), 2, "first~again, first~other; the stranger has no pair: {pairs:?}");
+    assert!(pairs.iter().all(|p| p.0 == first["submission_id"].as_str().unwrap()), "{pairs:?}");
     assert_eq!(app.stats().await.submissions, 4, "pairs never merge inquiries");
 }
 
@@ -125,4 +143,49 @@ async fn identical_keyless_posts_are_paired(backend: Backend) {
     assert_eq!(pairs.len(), 1);
     assert_eq!(pairs[0].2, 1.0);
     assert!(pairs[0].3.contains("identical content"), "{:?}", pairs[0]);
+}
+
+async fn a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut ids = Vec::new();
+    for n in 0..12 {
+        let resp = app.submit(&new_key(), &with("Sales", &format!("Bot message number {n}"))).await;
+        assert_eq!(resp.status(), 201);
+        let body: Value = resp.json().await.unwrap();
+        ids.push(body["submission_id"].as_str().unwrap().to_string());
+    }
+    let pairs = pairs(&app).await;
+    assert_eq!(pairs.len(), 11, "one pair per repeat, not one per earlier submission: {pairs:?}");
+    assert!(pairs.iter().all(|p| p.0 == ids[0]), "every repeat linked to the cluster's first");
+    let mut members: Vec<&String> = pairs.iter().map(|p| &p.1).collect();
+    members.sort();
+    members.dedup();
+    assert_eq!(members.len(), 11, "at most one pair row per submission");
+    assert_eq!(app.stats().await.submissions, 12, "pairs never merge inquiries");
+
+    // The review shows the cluster as one item with its members.
+    let viewer = app.sign_in(onceform::admin::accounts::Role::Viewer).await;
+    let resp = app.admin_get(Some(&viewer), "/admin/duplicates").await;
+    assert_eq!(resp.status(), 200);
+    let page = resp.text().await.unwrap();
+    assert_eq!(page.matches(r#"class="cluster""#).count(), 1, "one cluster");
+    assert!(page.contains("12 submissions from this sender in 72 h"), "{page}");
+    assert_eq!(page.matches(r#"<section id="pair-"#).count(), 11, "with its 11 members");
+}
+
+async fn hold_releases_a_repeat_that_scores_below_hold_score(backend: Backend) {
+    let d = spawn_delivery_app(backend, |c| {
+        c.forms.get_mut("contact").unwrap().duplicates.policy = DuplicatePolicy::Hold;
+    })
+    .await;
+    let (a, b) = (new_key(), new_key());
+    d.app.submit(&a, &with("Sales", "Quote for 40 units of the X200 please")).await;
+    d.app.submit(&b, &with("Support", "The display flickers after the update")).await;
+    let pairs = pairs(&d.app).await;
+    assert_eq!(pairs.len(), 1, "{pairs:?}");
+    assert!(pairs[0].2 < 0.8, "same address, different topic and text: {pairs:?}");
+    let worker = d.worker();
+    d.settle(&worker).await;
+    assert!(d.effects(Some(&b)).await.iter().all(|e| e.state == "SENT"), "released by the screening");
+    assert_eq!(d.crm.leads().len(), 2);
 }

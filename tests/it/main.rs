@@ -38,6 +38,7 @@ mod login_throttle;
 mod mail_hardening;
 mod malformed;
 mod observability;
+mod one_statement;
 mod openapi;
 mod process_exit;
 mod public_hardening;

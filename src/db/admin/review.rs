@@ -97,6 +97,8 @@ pub trait ReviewStore {
     fn pair_row(&mut self, id: &str) -> QueryResult<Option<PairRow>>;
     /// (status, count)
     fn pair_counts(&mut self) -> QueryResult<Vec<(String, i64)>>;
+    /// (original, pairs in `status` naming it): the size of each cluster, less its first.
+    fn cluster_sizes(&mut self, status: &str, originals: &[String]) -> QueryResult<Vec<(String, i64)>>;
     /// Open pairs naming `submission_id` as the suspected duplicate.
     fn open_pairs_of(&mut self, submission_id: &str) -> QueryResult<i64>;
     fn submissions_by_id(&mut self, ids: &[String]) -> QueryResult<Vec<SubmissionBrief>>;
@@ -168,6 +170,19 @@ macro_rules! impl_review {
                 duplicate_pairs::table
                     .group_by(duplicate_pairs::status)
                     .select((duplicate_pairs::status, count_star()))
+                    .load(self)
+            }
+
+            fn cluster_sizes(
+                &mut self,
+                status: &str,
+                originals: &[String],
+            ) -> QueryResult<Vec<(String, i64)>> {
+                duplicate_pairs::table
+                    .filter(duplicate_pairs::status.eq(status))
+                    .filter(duplicate_pairs::original_id.eq_any(originals))
+                    .group_by(duplicate_pairs::original_id)
+                    .select((duplicate_pairs::original_id, count_star()))
                     .load(self)
             }
 

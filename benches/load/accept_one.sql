@@ -1,0 +1,4 @@
+-- The limit of the idea (issue 11): the submission and its three effect records as one
+-- statement, one round trip, one durable commit, with no application in between.
+\set n random(1, 9000000000000000)
+WITH s AS (INSERT INTO submissions (id, form, operation_id, fingerprint, fields_json, response_body, channel, email_digest, received_at, operation_expires_at) VALUES ('s1-' || :n, 'contact', 'pgbench1-' || :n, md5(:n::text), '{"name":"Bench"}', '{"status":"accepted"}', 'api', md5(:n::text), now(), now() + interval '30 days') ON CONFLICT (form, operation_id) DO NOTHING RETURNING id) INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, held, next_attempt_at, created_at, updated_at) SELECT s.id || ':' || k, s.id, k, 0, s.id || ':' || k || ':0', 'PENDING', false, now(), now(), now() FROM s, (VALUES ('crm_lead'), ('confirmation_email'), ('owner_notification')) AS kinds(k);

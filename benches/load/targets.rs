@@ -1,0 +1,162 @@
+//! The rows issue 11 asks for, measured side by side on one fresh database per backend:
+//! the one-statement pgbench ceiling, PostgreSQL accept on a fresh and then an analysed
+//! database, same-email traffic against unique-email traffic (with the pair rows it left),
+//! SQLite accept against a transaction per accept, and replay latency at 32 clients (Rust
+//! client and wrk). Each row names its target and whether this run met it.
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use onceform::accept::accept;
+use onceform::db::schema::duplicate_pairs;
+use onceform::db::{DbError, Pool, Store};
+use onceform::with_conn;
+
+use crate::common::Db;
+use crate::traffic::{self, Scenario, Tally};
+use crate::{in_process, pgbench, serve, wrk, Options};
+
+pub struct Row {
+    what: String,
+    clients: usize,
+    tally: Tally,
+    /// How the row compares with its reference, and the target.
+    ratio: String,
+    met: Option<bool>,
+}
+
+pub fn header() {
+    println!("| backend | what | clients | req/s | p50 ms | p99 ms | compared with | met |");
+    println!("|---|---|---|---|---|---|---|---|");
+}
+
+fn print(backend: &str, r: &Row) {
+    let met = match r.met {
+        Some(true) => "yes",
+        Some(false) => "**no**",
+        None => "",
+    };
+    println!(
+        "| {backend} | {} | {} | {:.0} | {:.2} | {:.2} | {} | {met} |",
+        r.what, r.clients, r.tally.rate, r.tally.p50_ms, r.tally.p99_ms, r.ratio
+    );
+}
+
+/// Measures and prints `backend`'s rows; checks the database's consistency at the end.
+pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
+    let db = Db::new(backend);
+    let (path, config) = db.config("[worker]\nenabled = false");
+    let pool = Pool::connect(&config.database).unwrap();
+    let server = serve(&path);
+    let addrs = [server.address()];
+    let secs = opts.seconds;
+    let mut accepted = 0;
+    let mut http = |scenario: Scenario, clients: usize| {
+        let t = rt.block_on(traffic::run(&addrs, scenario, clients, secs));
+        assert_eq!(t.unexpected, 0, "{backend} {}: unexpected answers", scenario.name());
+        accepted += t.created;
+        t
+    };
+    let mut rows = Vec::new();
+    let row = |what: &str, clients, tally: &Tally, ratio: String, met: Option<bool>| Row {
+        what: what.into(),
+        clients,
+        tally: tally.clone(),
+        ratio,
+        met,
+    };
+    // Accept first, on the fresh database: no ANALYZE has run yet.
+    let fresh16 = http(Scenario::Accept, 16);
+    let fresh64 = http(Scenario::Accept, 64);
+    let (unique16, label) = if db.is_pg() {
+        pool_batch(&pool, "ANALYZE");
+        (http(Scenario::Accept, 16), "accept after ANALYZE")
+    } else {
+        (fresh16.clone(), "")
+    };
+    let same16 = http(Scenario::SameEmail, 16);
+    let replay32 = http(Scenario::Replay, 32);
+    let wrk32 = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs));
+    if let Some(w) = &wrk32 {
+        accepted += w.created;
+    }
+    if db.is_pg() {
+        let one = |clients| {
+            let (n, tps) = pgbench::run_script(&db.url, &db.dir, clients, secs, pgbench::ONE_STATEMENT)?;
+            Some((n, Tally::rate_only(tps)))
+        };
+        let (one16, one64) = (one(16), one(64));
+        for (clients, fresh, ceiling) in [(16, &fresh16, &one16), (64, &fresh64, &one64)] {
+            if let Some((n, c)) = ceiling {
+                accepted += n;
+                rows.push(row(
+                    "pgbench: one statement (submission + 3 effects)",
+                    clients,
+                    c,
+                    String::new(),
+                    None,
+                ));
+                let r = fresh.rate / c.rate;
+                let text = format!("{r:.2} × one statement (target ≥ 0.5, goal 0.7)");
+                rows.push(row("accept, fresh database", clients, fresh, text, Some(r >= 0.5)));
+            }
+        }
+        let r = unique16.rate / fresh16.rate;
+        let text = format!("{r:.2} × fresh (target within 10 %)");
+        rows.push(row(label, 16, &unique16, text, Some((0.9..=1.1).contains(&r) || r > 1.1)));
+    } else {
+        for (clients, fresh) in [(16, &fresh16), (64, &fresh64)] {
+            let (n, baseline) = in_process(&config, clients, secs, |i| accept(&pool, i).is_ok());
+            accepted += n;
+            rows.push(row("baseline: a transaction per accept", clients, &baseline, String::new(), None));
+            let r = fresh.rate / baseline.rate;
+            let text = format!("{r:.2} × a transaction per accept (target ≥ 0.8)");
+            rows.push(row("accept (group commit)", clients, fresh, text, Some(r >= 0.8)));
+        }
+    }
+    let r = same16.rate / unique16.rate;
+    let text = format!("{r:.2} × unique emails (target ≥ 0.7)");
+    rows.push(row("same email on every request", 16, &same16, text, Some(r >= 0.7)));
+    let p99 = |t: &Tally| (format!("p99 {:.2} ms (target ≤ 5)", t.p99_ms), Some(t.p99_ms <= 5.0));
+    let (text, met) = p99(&replay32);
+    rows.push(row("replay (Rust client)", 32, &replay32, text, met));
+    if let Some(w) = &wrk32 {
+        let (text, met) = p99(w);
+        rows.push(row("replay (wrk)", 32, w, text, met));
+    }
+    for r in &rows {
+        print(backend, r);
+    }
+    drop(server);
+    check(backend, &pool, accepted);
+}
+
+fn pool_batch(pool: &Pool, sql: &str) {
+    with_conn!(pool, |c| c.batch_execute(sql).map_err(DbError::from)).unwrap();
+}
+
+/// Submissions = operations accepted, 3 effect records each, at most one pair per submission.
+fn check(backend: &str, pool: &Pool, accepted: usize) {
+    let (stats, pairs, paired) = with_conn!(pool, |c| {
+        let counts = |c: &mut _| -> Result<(onceform::db::Stats, i64, i64), DbError> {
+            let stats = Store::stats(c)?;
+            let pairs: i64 = duplicate_pairs::table.count().get_result(c)?;
+            let paired: i64 = duplicate_pairs::table
+                .select(diesel::dsl::sql::<diesel::sql_types::BigInt>("COUNT(DISTINCT duplicate_id)"))
+                .get_result(c)?;
+            Ok((stats, pairs, paired))
+        };
+        counts(c)
+    })
+    .unwrap();
+    let ok = stats.submissions == accepted as i64
+        && stats.effects_total() == 3 * stats.submissions
+        && pairs == paired;
+    println!(
+        "\ntargets' consistency ({backend}): {} submissions for {accepted} operations accepted, {} effect \
+         records, {pairs} pair rows for {paired} paired submissions: {}\n",
+        stats.submissions,
+        stats.effects_total(),
+        if ok { "OK" } else { "FAILED" }
+    );
+    assert!(ok, "consistency check failed on {backend}");
+}

@@ -1,0 +1,91 @@
+//! The PostgreSQL accept path: the first acceptance of a key is one statement
+//! (`db::claim_pg`); only when the key is taken is the holder read, after the failed claim:
+//! a replay (its delivery row queued), a conflict (recorded with its delivery row in one
+//! transaction) or a first request still in flight.
+
+use diesel::{Connection, PgConnection};
+use uuid::Uuid;
+
+use super::plan::Plan;
+use super::recipient_cap;
+use super::{in_progress_on_lock_timeout, receipt, run, Intake, Outcome, Receipt};
+use crate::config::FormConfig;
+use crate::db::claim_pg::{self, Claim};
+use crate::db::{DbError, Store};
+use crate::deliveries::{DeliveryLog, DeliveryOutcome};
+use crate::duplicates;
+
+/// What `accept_pg` did besides its outcome.
+pub(super) struct Done {
+    pub outcome: Outcome,
+    /// A pair was linked: the screener has work.
+    pub linked: bool,
+}
+
+/// Accepts `intake` on `c` exactly once per (form, operation ID); the delivery rows of
+/// replays and in-flight answers go to `log`. Public for tests and benchmarks (the service
+/// goes through `Acceptor`, which adds the replay cache).
+pub fn accept_on_pg(c: &mut PgConnection, intake: Intake<'_>, log: &DeliveryLog) -> Result<Outcome, DbError> {
+    let form = intake.form;
+    let plan = Plan::new(intake);
+    let result = accept_pg(c, form, &plan, log).map(|d| d.outcome);
+    in_progress_on_lock_timeout(result, &plan.submission.operation_id)
+}
+
+pub(super) fn accept_pg(
+    c: &mut PgConnection,
+    form: &FormConfig,
+    plan: &Plan,
+    log: &DeliveryLog,
+) -> Result<Done, DbError> {
+    // An expired issued ID is never claimed again, and a confirmation under the recipient
+    // cap is decided with its claim row: both go through the one transaction of `run`.
+    if plan.expired() || recipient_cap::applies(form, plan) {
+        let outcome = c.transaction(|c| run(c, form, plan))?;
+        return Ok(Done { linked: matches!(outcome, Outcome::Created(_)), outcome });
+    }
+    let sub = &plan.submission;
+    let delivery =
+        plan.delivery(if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created }, Some(&sub.id));
+    let pair_id = Uuid::now_v7().to_string();
+    let claim = Claim {
+        submission: sub,
+        effects: &plan.effects,
+        delivery: &delivery,
+        link: duplicates::link_key(sub).map(|key| (key, duplicates::since(form, plan.now()))),
+        pair_id: &pair_id,
+        hold_linked: duplicates::holds(form),
+    };
+    let claimed = claim_pg::claim(c, &claim)?;
+    if claimed.created {
+        let r = Receipt {
+            submission_id: sub.id.clone(),
+            operation_id: sub.operation_id.clone(),
+            body: sub.response_body.clone(),
+            received_at: sub.received_at,
+        };
+        return Ok(Done { outcome: Outcome::Created(r), linked: claimed.linked });
+    }
+    let outcome = match claim_pg::holder(c, &sub.form, &sub.operation_id)? {
+        Some(s) if plan.same_content(&s) => {
+            log.record(plan.delivery(DeliveryOutcome::Replayed, Some(&s.id)));
+            Outcome::Replayed(receipt(s))
+        }
+        Some(s) => {
+            let mut conflict = plan.conflict_with(&s.id);
+            if s.content_purged_at.is_some() {
+                conflict.fields_json = None; // a tombstone's conflicts keep no content either
+            }
+            c.transaction(|c| {
+                c.record_conflict(&conflict)?;
+                c.insert_deliveries(&[plan.delivery(DeliveryOutcome::Conflict, Some(&s.id))])
+            })?;
+            Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
+        }
+        None => {
+            log.record(plan.delivery(DeliveryOutcome::InProgress, None));
+            Outcome::InProgress { operation_id: sub.operation_id.clone() }
+        }
+    };
+    Ok(Done { outcome, linked: false })
+}

@@ -1,0 +1,138 @@
+//! The PostgreSQL accept in one statement, one round trip: the claim of (form, operation
+//! ID), the submission, its side-effect records, the duplicate link and the delivery row,
+//! as data-modifying CTEs that all depend on the claim (`ON CONFLICT DO NOTHING` leaves `s`
+//! empty, and then nothing else is written). Sent unprepared (`sql_query`): PostgreSQL
+//! plans it with the actual values every time, so no generic plan chosen on an empty table
+//! can pick the wrong index, and a transaction-pooling pooler needs no prepared statements.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
+use diesel::PgConnection;
+
+use super::duplicates::LinkKey;
+use super::models::{NewDelivery, NewEffect, NewSubmission, Submission};
+
+/// Everything one acceptance writes.
+pub struct Claim<'a> {
+    pub submission: &'a NewSubmission,
+    pub effects: &'a [NewEffect],
+    /// The delivery row of this request (`created` or `spam`).
+    pub delivery: &'a NewDelivery,
+    /// The duplicate look-up: the key and the start of the window.
+    pub link: Option<(LinkKey<'a>, NaiveDateTime)>,
+    pub pair_id: &'a str,
+    /// Whether a linked submission's effects are held for the screening.
+    pub hold_linked: bool,
+}
+
+/// What the statement did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claimed {
+    /// This call created the submission.
+    pub created: bool,
+    /// It was linked to an earlier submission (a pair to screen).
+    pub linked: bool,
+}
+
+#[derive(QueryableByName)]
+struct Row {
+    #[diesel(sql_type = BigInt)]
+    created: i64,
+    #[diesel(sql_type = Bool)]
+    linked: bool,
+}
+
+/// The submission's INSERT: its columns and their binds, which come last ($12 on, see
+/// `bind_submission`). A new column is one name here, one `$n` and one `.bind` there.
+const INSERT_SUBMISSION: &str = "INSERT INTO submissions (id, form, operation_id, fingerprint, \
+     fields_json, response_body, channel, keyless, spam, email_digest, phone_digest, received_at, \
+     operation_expires_at, spam_reason, journey_id) \
+     VALUES ($12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) \
+     ON CONFLICT (form, operation_id) DO NOTHING \
+     RETURNING id, form, operation_id, received_at";
+
+/// The statement for one shape of duplicate look-up (by `column`, or none).
+fn statement(link: Option<LinkKey<'_>>) -> String {
+    let lookup = match link {
+        None => "SELECT NULL::text AS id WHERE false".to_string(),
+        Some(key) => {
+            let (column, _) = key.column_and_value();
+            let keyless = if matches!(key, LinkKey::Content(_)) { "AND o.keyless " } else { "" };
+            format!(
+                "SELECT o.id FROM s JOIN submissions o ON o.form = s.form AND o.{column} = $1 \
+                 AND o.received_at >= $2 {keyless}AND o.spam = false \
+                 ORDER BY o.received_at LIMIT 1"
+            )
+        }
+    };
+    format!(
+        "WITH s AS ({INSERT_SUBMISSION}), \
+         f AS ({lookup}), \
+         p AS (INSERT INTO duplicate_pairs (id, form, original_id, duplicate_id, score, reasons, status, \
+               created_at) \
+               SELECT $3, s.form, f.id, s.id, 0, '[]', 'screening', s.received_at FROM s, f), \
+         e AS (INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, held, \
+               next_attempt_at, created_at, updated_at) \
+               SELECT x.id, s.id, x.kind, 0, x.effect_key, 'PENDING', $4 AND EXISTS (SELECT 1 FROM f), \
+               s.received_at, s.received_at, s.received_at \
+               FROM s, unnest($5::text[], $6::text[], $7::text[]) AS x(id, kind, effect_key)), \
+         d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \
+               http_status, received_at) \
+               SELECT $8, s.form, s.operation_id, s.id, $11, $9, $10, s.received_at FROM s) \
+         SELECT (SELECT count(*) FROM s) AS created, EXISTS (SELECT 1 FROM f) AS linked"
+    )
+}
+
+/// Runs the acceptance as one statement (autocommit: one durable commit).
+pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
+    let key = claim.link.map(|(k, _)| k);
+    let since = claim.link.map_or(claim.submission.received_at, |(_, since)| since);
+    let effects = claim.effects;
+    let query = diesel::sql_query(statement(key))
+        .bind::<Nullable<Text>, _>(key.map(|k| k.column_and_value().1))
+        .bind::<Timestamp, _>(since)
+        .bind::<Text, _>(claim.pair_id)
+        .bind::<Bool, _>(claim.hold_linked)
+        .bind::<Array<Text>, _>(effects.iter().map(|e| e.id.as_str()).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(effects.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(effects.iter().map(|e| e.effect_key.as_str()).collect::<Vec<_>>())
+        .bind::<Text, _>(&claim.delivery.id)
+        .bind::<Text, _>(&claim.delivery.outcome)
+        .bind::<Integer, _>(claim.delivery.http_status)
+        .bind::<Text, _>(&claim.delivery.channel);
+    let s = claim.submission;
+    // bind_submission: $12 … $26, in INSERT_SUBMISSION's column order.
+    let query = query
+        .bind::<Text, _>(&s.id)
+        .bind::<Text, _>(&s.form)
+        .bind::<Text, _>(&s.operation_id)
+        .bind::<Text, _>(&s.fingerprint)
+        .bind::<Nullable<Text>, _>(s.fields_json.as_deref())
+        .bind::<Text, _>(&s.response_body)
+        .bind::<Text, _>(&s.channel)
+        .bind::<Bool, _>(s.keyless)
+        .bind::<Bool, _>(s.spam)
+        .bind::<Nullable<Text>, _>(s.email_digest.as_deref())
+        .bind::<Nullable<Text>, _>(s.phone_digest.as_deref())
+        .bind::<Timestamp, _>(s.received_at)
+        .bind::<Timestamp, _>(s.operation_expires_at)
+        .bind::<Nullable<Text>, _>(s.spam_reason.as_deref())
+        .bind::<Nullable<Text>, _>(s.journey_id.as_deref());
+    let row: Row = query.get_result(c)?;
+    Ok(Claimed { created: row.created == 1, linked: row.linked })
+}
+
+/// The submission holding (form, operation ID), read after a claim found it taken; sent
+/// unprepared, like the claim, so its plan is the unique index's every time.
+pub fn holder(c: &mut PgConnection, form: &str, operation_id: &str) -> QueryResult<Option<Submission>> {
+    diesel::sql_query(
+        "SELECT id, form, operation_id, fingerprint, response_body, spam, received_at, operation_expires_at, \
+         content_purged_at \
+         FROM submissions WHERE form = $1 AND operation_id = $2",
+    )
+    .bind::<Text, _>(form)
+    .bind::<Text, _>(operation_id)
+    .get_result(c)
+    .optional()
+}
