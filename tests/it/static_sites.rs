@@ -205,6 +205,11 @@ async fn a_plain_html_post_lands_on_the_configured_redirect(backend: Backend) {
         assert_eq!(header(&resp, "location"), Some("https://www.example.com/thanks"));
     }
     assert_eq!(app.stats().await.submissions, 1, "the re-post was a replay");
+    // onceform's own form page lets the browser follow that redirect (form-action).
+    let page = app.client.get(app.url("/f/contact")).send().await.unwrap();
+    let policy = header(&page, "content-security-policy").unwrap_or_default().to_string();
+    assert!(policy.contains("form-action 'self' https://www.example.com;"), "{policy}");
+    assert!(policy.contains("base-uri 'none'"), "{policy}");
 }
 
 #[tokio::test]
