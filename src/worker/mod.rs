@@ -86,12 +86,18 @@ impl Worker {
     /// Runs one claimed record; what to record comes back for `finish`.
     async fn deliver(&self, row: JobRow) -> Finished {
         let id = row.id.clone();
+        // Its submission's content was purged (retention, erasure) before it went out, e.g.
+        // an UNKNOWN found absent afterwards: there is nothing left to send.
+        let purged = row.fields_json.is_none();
         let (job, started, t0) = (Job::from_row(row), now(), Instant::now());
         let Some(effect) = self.registry.get(&job.kind) else { return (id, unhandled(), None) };
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
-        let report = tokio::time::timeout(timeout, effect.deliver(&job))
-            .await
-            .unwrap_or_else(|_| Report::failed(Outcome::Ambiguous, "timeout"));
+        let report = match purged {
+            true => Report::failed(Outcome::Permanent, "content_purged"),
+            false => tokio::time::timeout(timeout, effect.deliver(&job))
+                .await
+                .unwrap_or_else(|_| Report::failed(Outcome::Ambiguous, "timeout")),
+        };
         let t = decide::after_attempt(&report, job.attempt, effect.idempotent(), &self.config, now());
         tracing::info!(effect = %job.id, submission = %job.submission_id, kind = job.kind.as_str(), attempt = job.attempt,
             outcome = report.label(), class = report.error_class.as_deref().unwrap_or(""), state = %t.state, "attempt");

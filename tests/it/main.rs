@@ -32,6 +32,7 @@ mod lifecycle_import;
 mod lifecycle_journey;
 mod lifecycle_pages;
 mod lifecycle_purge_pg;
+mod lifecycle_purged_effects;
 mod lifecycle_retention;
 mod limits;
 mod login_throttle;
