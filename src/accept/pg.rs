@@ -38,9 +38,8 @@ pub(super) fn accept_pg(
     plan: &Plan,
     log: &DeliveryLog,
 ) -> Result<Done, DbError> {
-    // An expired issued ID is never claimed again, and a confirmation under the recipient
-    // cap is decided with its claim row: both go through the one transaction of `run`.
-    if plan.expired() || recipient_cap::applies(form, plan) {
+    // An expired issued ID is never claimed again: what is stored answers (`run`), else 410.
+    if plan.expired() {
         let outcome = c.transaction(|c| run(c, form, plan))?;
         return Ok(Done { linked: matches!(outcome, Outcome::Created(_)), outcome });
     }
@@ -55,13 +54,17 @@ pub(super) fn accept_pg(
         link: duplicates::link_key(sub).map(|key| (key, duplicates::since(form, plan.now()))),
         pair_id: &pair_id,
         hold_linked: duplicates::holds(form),
+        cap: recipient_cap::window(form, plan),
     };
     let claimed = claim_pg::claim(c, &claim)?;
     if claimed.created {
         let r = Receipt {
             submission_id: sub.id.clone(),
             operation_id: sub.operation_id.clone(),
-            body: sub.response_body.clone(),
+            body: match (claimed.capped, plan.capped_body.as_ref()) {
+                (true, Some(capped)) => capped.clone(),
+                _ => sub.response_body.clone(),
+            },
             received_at: sub.received_at,
         };
         return Ok(Done { outcome: Outcome::Created(r), linked: claimed.linked });

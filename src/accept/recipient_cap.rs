@@ -1,7 +1,7 @@
 //! At most one confirmation per recipient address per window and form, decided inside the
 //! accept transaction by the recipient's email digest (see `db::recipient_cap`).
 
-use chrono::Duration;
+use chrono::{Duration, NaiveDateTime};
 
 use super::plan::Plan;
 use crate::config::FormConfig;
@@ -9,12 +9,14 @@ use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::DbError;
 use crate::domain::EffectKind;
 
-/// Whether `plan`'s confirmation is subject to the cap (a window, an address, the effect).
-pub(super) fn applies(form: &FormConfig, plan: &Plan) -> bool {
-    form.confirmation_window_minutes > 0
+/// Where `plan`'s confirmation is subject to the cap (a window, an address, the effect): the
+/// window's start and the result body that says the confirmation was cancelled.
+pub(super) fn window<'p>(form: &FormConfig, plan: &'p Plan) -> Option<(NaiveDateTime, &'p str)> {
+    let applies = form.confirmation_window_minutes > 0
         && plan.submission.email_digest.is_some()
-        && plan.capped_body.is_some()
-        && plan.effects.iter().any(|e| e.kind == EffectKind::ConfirmationEmail.as_str())
+        && plan.effects.iter().any(|e| e.kind == EffectKind::ConfirmationEmail.as_str());
+    let since = plan.now() - Duration::minutes(i64::from(form.confirmation_window_minutes));
+    plan.capped_body.as_deref().filter(|_| applies).map(|body| (since, body))
 }
 
 /// Claims the recipient's slot for this submission's confirmation; when another
@@ -27,15 +29,11 @@ pub(super) fn apply<C: RecipientCapStore>(
 ) -> Result<Option<String>, DbError> {
     let sub = &plan.submission;
     let confirmation = plan.effects.iter().find(|e| e.kind == EffectKind::ConfirmationEmail.as_str());
-    let (Some(digest), Some(effect), Some(body)) =
-        (sub.email_digest.as_deref(), confirmation, plan.capped_body.as_deref())
+    let (Some((since, body)), Some(digest), Some(effect)) =
+        (window(form, plan), sub.email_digest.as_deref(), confirmation)
     else {
         return Ok(None);
     };
-    if form.confirmation_window_minutes == 0 {
-        return Ok(None);
-    }
-    let since = plan.now() - Duration::minutes(i64::from(form.confirmation_window_minutes));
     if c.claim_confirmation(&sub.form, digest, plan.now(), since)? {
         return Ok(None);
     }

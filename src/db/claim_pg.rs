@@ -24,6 +24,9 @@ pub struct Claim<'a> {
     pub pair_id: &'a str,
     /// Whether a linked submission's effects are held for the screening.
     pub hold_linked: bool,
+    /// The confirmation cap, when it applies: the start of the window, and the result body
+    /// stored when the slot is taken (see `accept::recipient_cap`).
+    pub cap: Option<(NaiveDateTime, &'a str)>,
 }
 
 /// What the statement did.
@@ -33,6 +36,8 @@ pub struct Claimed {
     pub created: bool,
     /// It was linked to an earlier submission (a pair to screen).
     pub linked: bool,
+    /// The confirmation was cancelled by the recipient cap (the capped body was stored).
+    pub capped: bool,
 }
 
 #[derive(QueryableByName)]
@@ -41,6 +46,8 @@ struct Row {
     created: i64,
     #[diesel(sql_type = Bool)]
     linked: bool,
+    #[diesel(sql_type = Bool)]
+    capped: bool,
 }
 
 /// The submission's INSERT: its columns and their binds, which come last ($12 on, see
@@ -48,9 +55,22 @@ struct Row {
 const INSERT_SUBMISSION: &str = "INSERT INTO submissions (id, form, operation_id, fingerprint, \
      fields_json, response_body, channel, keyless, spam, email_digest, phone_digest, received_at, \
      operation_expires_at, spam_reason, journey_id) \
-     VALUES ($12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) \
+     SELECT $12, $13, $14, $15, $16, CASE WHEN (SELECT capped FROM k) THEN $29 ELSE $17 END, $18, $19, $20, \
+     $21, $22, $23, $24, $25, $26 \
      ON CONFLICT (form, operation_id) DO NOTHING \
      RETURNING id, form, operation_id, received_at";
+
+/// The confirmation cap ($27: it applies; $28: the window's start; $13, $14, $21, $23: the
+/// form, key, recipient digest and time): takes the recipient's slot unless it was taken
+/// within the window, and only for a key not stored yet (a replay never touches it).
+/// Concurrent accepts to one address wait on the slot's row, so at most one of them takes a
+/// window. `k.capped`: this submission's confirmation is cancelled.
+const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last_at) \
+       SELECT $13, $21, $23 WHERE $27 AND $21::text IS NOT NULL \
+       AND NOT EXISTS (SELECT 1 FROM submissions WHERE form = $13 AND operation_id = $14) \
+       ON CONFLICT (form, email_digest) DO UPDATE SET last_at = EXCLUDED.last_at \
+       WHERE confirmation_caps.last_at <= $28 RETURNING 1), \
+     k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
 
 /// The statement for one shape of duplicate look-up (by `column`, or none).
 fn statement(link: Option<LinkKey<'_>>) -> String {
@@ -67,20 +87,25 @@ fn statement(link: Option<LinkKey<'_>>) -> String {
         }
     };
     format!(
-        "WITH s AS ({INSERT_SUBMISSION}), \
+        "WITH {CAP}, \
+         s AS ({INSERT_SUBMISSION}), \
          f AS ({lookup}), \
          p AS (INSERT INTO duplicate_pairs (id, form, original_id, duplicate_id, score, reasons, status, \
                created_at) \
                SELECT $3, s.form, f.id, s.id, 0, '[]', 'screening', s.received_at FROM s, f), \
          e AS (INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, held, \
-               next_attempt_at, created_at, updated_at) \
-               SELECT x.id, s.id, x.kind, 0, x.effect_key, 'PENDING', $4 AND EXISTS (SELECT 1 FROM f), \
+               last_error, next_attempt_at, created_at, updated_at) \
+               SELECT x.id, s.id, x.kind, 0, x.effect_key, \
+               CASE WHEN x.kind = 'confirmation_email' AND (SELECT capped FROM k) THEN 'CANCELLED' ELSE 'PENDING' END, \
+               $4 AND EXISTS (SELECT 1 FROM f) AND NOT (x.kind = 'confirmation_email' AND (SELECT capped FROM k)), \
+               CASE WHEN x.kind = 'confirmation_email' AND (SELECT capped FROM k) THEN 'recipient_cap' END, \
                s.received_at, s.received_at, s.received_at \
                FROM s, unnest($5::text[], $6::text[], $7::text[]) AS x(id, kind, effect_key)), \
          d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \
                http_status, received_at) \
                SELECT $8, s.form, s.operation_id, s.id, $11, $9, $10, s.received_at FROM s) \
-         SELECT (SELECT count(*) FROM s) AS created, EXISTS (SELECT 1 FROM f) AS linked"
+         SELECT (SELECT count(*) FROM s) AS created, EXISTS (SELECT 1 FROM f) AS linked, \
+         (SELECT capped FROM k) AS capped"
     )
 }
 
@@ -119,8 +144,14 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Timestamp, _>(s.operation_expires_at)
         .bind::<Nullable<Text>, _>(s.spam_reason.as_deref())
         .bind::<Nullable<Text>, _>(s.journey_id.as_deref());
+    // The cap: $27 … $29.
+    let (window_start, capped_body) = claim.cap.unwrap_or((s.received_at, ""));
+    let query = query
+        .bind::<Bool, _>(claim.cap.is_some())
+        .bind::<Timestamp, _>(window_start)
+        .bind::<Text, _>(capped_body);
     let row: Row = query.get_result(c)?;
-    Ok(Claimed { created: row.created == 1, linked: row.linked })
+    Ok(Claimed { created: row.created == 1, linked: row.linked, capped: row.capped })
 }
 
 /// The submission holding (form, operation ID), read after a claim found it taken; sent
