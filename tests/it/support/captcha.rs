@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -33,15 +33,8 @@ pub struct FakeCaptcha {
 
 impl FakeCaptcha {
     pub async fn start() -> FakeCaptcha {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/siteverify", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(Inner { mode: Mode::Judge, calls: Vec::new() }));
-        let s = state.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, s.clone()));
-            }
-        });
+        let url = format!("{}/siteverify", super::listen(state.clone(), serve).await);
         FakeCaptcha { url, state }
     }
 

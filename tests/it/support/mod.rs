@@ -48,6 +48,23 @@ macro_rules! on_both_backends {
     };
 }
 
+/// Serves each connection on a fresh loopback port with `serve(stream, state)`; the base URL.
+/// The fake servers (CRM, webhook receiver, captcha provider) share this accept loop.
+pub async fn listen<S, F>(state: S, serve: fn(tokio::net::TcpStream, S) -> F) -> String
+where
+    S: Clone + Send + 'static,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve(stream, state.clone()));
+        }
+    });
+    url
+}
+
 /// The PostgreSQL server tests create their databases on.
 pub fn pg_admin_url() -> String {
     std::env::var("ONCEFORM_TEST_PG_URL")
