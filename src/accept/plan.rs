@@ -9,7 +9,7 @@ use crate::config::FieldType;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
-use crate::domain::{fingerprint, EffectKind, EffectState, OperationId};
+use crate::domain::{fingerprint, ConflictStatus, EffectKind, EffectState, OperationId};
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -26,7 +26,7 @@ pub struct ResultBody<'a> {
 #[derive(Debug, Serialize)]
 pub struct EffectSummary {
     pub kind: &'static str,
-    pub state: &'static str,
+    pub state: EffectState,
 }
 
 pub(super) struct Plan {
@@ -71,7 +71,7 @@ impl Plan {
                 kind: kind.as_str().into(),
                 batch: 0,
                 effect_key: format!("{id}:{}:0", kind.as_str()),
-                state: EffectState::Pending.as_str().into(),
+                state: EffectState::Pending,
                 held: false,
                 next_attempt_at: now,
                 created_at: now,
@@ -92,7 +92,7 @@ impl Plan {
                 operation_expires_at: rfc3339(expires),
                 effects: kinds
                     .iter()
-                    .map(|k| EffectSummary { kind: k.as_str(), state: state(k).as_str() })
+                    .map(|k| EffectSummary { kind: k.as_str(), state: state(k) })
                     .collect(),
             };
             serde_json::to_string(&body).unwrap_or_default()
@@ -107,7 +107,7 @@ impl Plan {
             fingerprint: fingerprint(&intake.fields),
             fields_json: Some(intake.fields.to_json()),
             response_body,
-            channel: intake.channel.as_str().into(),
+            channel: intake.channel,
             keyless,
             spam,
             spam_reason: spam_reason.map(String::from),
@@ -142,7 +142,7 @@ impl Plan {
             submission_id: original_id.into(),
             fingerprint: self.submission.fingerprint.clone(),
             fields_json: self.submission.fields_json.clone(),
-            status: "open".into(),
+            status: ConflictStatus::Open,
             attempts: 1,
             first_seen_at: self.now,
             last_seen_at: self.now,

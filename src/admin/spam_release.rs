@@ -102,7 +102,7 @@ fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>
             kind: kind.as_str().into(),
             batch: 0,
             effect_key: format!("{submission_id}:{}:0", kind.as_str()),
-            state: EffectState::Pending.as_str().into(),
+            state: EffectState::Pending,
             held: false,
             next_attempt_at: at,
             created_at: at,

@@ -5,10 +5,9 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use super::schema::{duplicate_pairs, submissions};
+use crate::domain::PairStatus;
 
-/// A pair linked on the accept path and not yet scored (not listed for review; a `hold`
-/// form's effects wait for it).
-pub const SCREENING: &str = "screening";
+pub const SCREENING: PairStatus = PairStatus::Screening;
 
 /// What a screened pair needs of each of its submissions.
 #[derive(Debug, Clone, Queryable)]
@@ -30,7 +29,7 @@ pub struct NewPair {
     pub duplicate_id: String,
     pub score: f64,
     pub reasons: String,
-    pub status: String,
+    pub status: PairStatus,
     pub created_at: NaiveDateTime,
 }
 
@@ -165,7 +164,7 @@ macro_rules! impl_duplicates {
                         .set((
                             duplicate_pairs::score.eq(score),
                             duplicate_pairs::reasons.eq(reasons),
-                            duplicate_pairs::status.eq("open"),
+                            duplicate_pairs::status.eq(PairStatus::Open),
                         ))
                         .execute(self)?,
                     None => diesel::delete(pair).execute(self)?,

@@ -4,6 +4,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use super::schema::{conflicts, deliveries, side_effects, submissions};
+use crate::domain::{AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState};
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = submissions)]
@@ -14,7 +15,7 @@ pub struct NewSubmission {
     pub fingerprint: String,
     pub fields_json: Option<String>,
     pub response_body: String,
-    pub channel: String,
+    pub channel: Channel,
     pub keyless: bool,
     pub spam: bool,
     /// Why it is spam: `honeypot`, `too-fast`, `forged-stamp`, `captcha-…`.
@@ -49,7 +50,7 @@ pub struct NewEffect {
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
-    pub state: String,
+    pub state: EffectState,
     /// Waits for a duplicate decision before the workers may claim it.
     pub held: bool,
     pub next_attempt_at: NaiveDateTime,
@@ -63,7 +64,7 @@ pub struct Effect {
     pub id: String,
     pub kind: String,
     pub batch: i32,
-    pub state: String,
+    pub state: EffectState,
     pub attempts: i32,
     pub provider_ref: Option<String>,
     pub updated_at: NaiveDateTime,
@@ -76,7 +77,7 @@ pub struct NewConflict {
     pub submission_id: String,
     pub fingerprint: String,
     pub fields_json: Option<String>,
-    pub status: String,
+    pub status: ConflictStatus,
     pub attempts: i32,
     pub first_seen_at: NaiveDateTime,
     pub last_seen_at: NaiveDateTime,
@@ -89,8 +90,8 @@ pub struct NewDelivery {
     pub form: Option<String>,
     pub operation_id: Option<String>,
     pub submission_id: Option<String>,
-    pub channel: String,
-    pub outcome: String,
+    pub channel: Channel,
+    pub outcome: DeliveryOutcome,
     pub http_status: i32,
     pub received_at: NaiveDateTime,
 }
@@ -102,7 +103,7 @@ pub struct JobRow {
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
-    pub state: String,
+    pub state: EffectState,
     pub attempts: i32,
     pub submission_id: String,
     pub form: String,
@@ -118,7 +119,7 @@ pub struct NewAttempt {
     pub effect_id: String,
     pub started_at: NaiveDateTime,
     pub duration_ms: i32,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
     pub http_status: Option<i32>,
     pub smtp_code: Option<i32>,
     pub error_class: Option<String>,
@@ -128,7 +129,7 @@ pub struct NewAttempt {
 /// The state a finished attempt or lookup moves its record to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transition {
-    pub state: String,
+    pub state: EffectState,
     pub next_attempt_at: NaiveDateTime,
     pub provider_ref: Option<String>,
     pub last_error: Option<String>,

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 
 use super::schema::{confirmation_caps, side_effects, submissions};
+use crate::domain::EffectState;
 
 /// Why a capped confirmation was cancelled (`last_error`, shown in the admin).
 pub const RECIPIENT_CAP: &str = "recipient_cap";
@@ -69,7 +70,7 @@ macro_rules! impl_recipient_cap {
             ) -> QueryResult<()> {
                 diesel::update(side_effects::table.filter(side_effects::id.eq(effect_id)))
                     .set((
-                        side_effects::state.eq("CANCELLED"),
+                        side_effects::state.eq(EffectState::Cancelled),
                         side_effects::held.eq(false),
                         side_effects::last_error.eq(RECIPIENT_CAP),
                         side_effects::updated_at.eq(now),

@@ -69,7 +69,7 @@ pub fn pending_pair(form: &str, original_id: String, duplicate_id: String, now: 
         duplicate_id,
         score: 0.0,
         reasons: "[]".into(),
-        status: SCREENING.into(),
+        status: SCREENING,
         created_at: now,
     }
 }

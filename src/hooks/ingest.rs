@@ -9,7 +9,7 @@ use super::config::HookConfig;
 use super::store::{Conflict, HookStore, NewEvent};
 use crate::db::models::{NewEffect, NewSubmission};
 use crate::db::DbError;
-use crate::domain::{digest, EffectState};
+use crate::domain::{digest, Channel, ConflictStatus, EffectState};
 
 /// What became of an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub fn ingest<C: HookStore>(c: &mut C, e: &NewInbound<'_>) -> Result<Ingested, D
         event_row_id: stored.id.clone(),
         content_hash: hash,
         body: Some(e.body.into()),
-        status: "open".into(),
+        status: ConflictStatus::Open,
         attempts: 1,
         first_seen_at: e.now,
         last_seen_at: e.now,
@@ -107,7 +107,7 @@ pub fn handler_effect(e: &NewInbound<'_>, event_row: &str, handler: &str, batch:
         kind: record_kind(e.source, handler),
         batch,
         effect_key: handler_key(e.source, handler, e.event_id, batch),
-        state: EffectState::Pending.as_str().into(),
+        state: EffectState::Pending,
         held: false,
         next_attempt_at: e.now,
         created_at: e.now,
@@ -131,7 +131,7 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
         fingerprint: row.content_hash.clone(),
         fields_json: Some(fields.to_string()),
         response_body: "{}".into(),
-        channel: "hook".into(),
+        channel: Channel::Hook,
         keyless: false,
         spam: false,
         spam_reason: None,

@@ -11,6 +11,7 @@ use crate::db::schema::{
     inbound_conflicts, inbound_deliveries, inbound_events, inbound_quarantine, side_effects,
 };
 use crate::db::Store;
+use crate::domain::{ConflictStatus, QuarantineStatus};
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = inbound_events)]
@@ -57,7 +58,7 @@ pub struct Conflict {
     pub event_row_id: String,
     pub content_hash: String,
     pub body: Option<String>,
-    pub status: String,
+    pub status: ConflictStatus,
     pub attempts: i32,
     pub first_seen_at: NaiveDateTime,
     pub last_seen_at: NaiveDateTime,
@@ -70,7 +71,7 @@ pub struct Quarantined {
     pub source: String,
     pub body: Option<String>,
     pub content_type: String,
-    pub status: String,
+    pub status: QuarantineStatus,
     pub event_row_id: Option<String>,
     pub decided_by: Option<String>,
     pub decided_at: Option<NaiveDateTime>,
@@ -111,7 +112,7 @@ pub trait HookStore: Store {
     fn decide_quarantined(
         &mut self,
         id: &str,
-        status: &str,
+        status: QuarantineStatus,
         event_row_id: Option<&str>,
         by: &str,
         now: NaiveDateTime,
@@ -188,7 +189,7 @@ macro_rules! impl_hook_store {
             fn decide_quarantined(
                 &mut self,
                 id: &str,
-                status: &str,
+                status: QuarantineStatus,
                 event_row_id: Option<&str>,
                 by: &str,
                 now: NaiveDateTime,
@@ -196,7 +197,7 @@ macro_rules! impl_hook_store {
                 let n = diesel::update(
                     inbound_quarantine::table
                         .filter(inbound_quarantine::id.eq(id))
-                        .filter(inbound_quarantine::status.eq("open")),
+                        .filter(inbound_quarantine::status.eq(QuarantineStatus::Open)),
                 )
                 .set((
                     inbound_quarantine::status.eq(status),
@@ -238,7 +239,7 @@ macro_rules! impl_hook_store {
             fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>> {
                 inbound_quarantine::table
                     .filter(inbound_quarantine::source.eq(source))
-                    .filter(inbound_quarantine::status.eq("open"))
+                    .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
                     .order(inbound_quarantine::received_at)
                     .limit(100)
                     .select(Quarantined::as_select())
@@ -278,12 +279,12 @@ macro_rules! impl_hook_store {
                     .collect();
                 let conflicts = inbound_conflicts::table
                     .inner_join(inbound_events::table)
-                    .filter(inbound_conflicts::status.eq("open"))
+                    .filter(inbound_conflicts::status.eq(ConflictStatus::Open))
                     .group_by(inbound_events::source)
                     .select((inbound_events::source, count_star()))
                     .load(self)?;
                 let quarantined = inbound_quarantine::table
-                    .filter(inbound_quarantine::status.eq("open"))
+                    .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
                     .group_by(inbound_quarantine::source)
                     .select((inbound_quarantine::source, count_star()))
                     .load(self)?;

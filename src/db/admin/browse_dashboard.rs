@@ -4,6 +4,8 @@
 
 use chrono::{NaiveDate, NaiveDateTime};
 
+use crate::domain::EffectState;
+
 /// Submissions and deliveries (HTTP requests) received on one UTC day.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayCount {
@@ -21,7 +23,7 @@ pub struct Dashboard {
     /// The last 7 UTC days, oldest first, today last.
     pub days: Vec<DayCount>,
     /// (state, count)
-    pub effects: Vec<(String, i64)>,
+    pub effects: Vec<(EffectState, i64)>,
     pub oldest_pending: Option<NaiveDateTime>,
     pub open_conflicts: i64,
     pub open_pairs: i64,
@@ -33,7 +35,7 @@ macro_rules! dashboard_query {
         fn dashboard(&mut self, now: NaiveDateTime) -> QueryResult<Dashboard> {
             let subs = |c: &mut Self, from: NaiveDateTime, to: NaiveDateTime| -> QueryResult<i64> {
                 submissions::table
-                    .filter(submissions::channel.ne("hook"))
+                    .filter(submissions::channel.ne(Channel::Hook))
                     .filter(submissions::received_at.ge(from).and(submissions::received_at.lt(to)))
                     .count()
                     .get_result(c)
@@ -64,15 +66,15 @@ macro_rules! dashboard_query {
                     .select((side_effects::state, count_star()))
                     .load(self)?,
                 oldest_pending: side_effects::table
-                    .filter(side_effects::state.eq("PENDING"))
+                    .filter(side_effects::state.eq(EffectState::Pending))
                     .select(min(side_effects::created_at))
                     .get_result(self)?,
                 open_conflicts: conflicts::table
-                    .filter(conflicts::status.eq("open"))
+                    .filter(conflicts::status.eq(ConflictStatus::Open))
                     .count()
                     .get_result(self)?,
                 open_pairs: duplicate_pairs::table
-                    .filter(duplicate_pairs::status.eq("open"))
+                    .filter(duplicate_pairs::status.eq(PairStatus::Open))
                     .count()
                     .get_result(self)?,
             })

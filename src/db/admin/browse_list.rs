@@ -17,7 +17,7 @@ pub struct SubmissionFilter {
     /// Received before.
     pub until: Option<NaiveDateTime>,
     /// Has an effect record in this state.
-    pub state: Option<String>,
+    pub state: Option<EffectState>,
     pub spam: Option<bool>,
     pub keyless: Option<bool>,
     /// All inquiries of one journey (an opaque ID, no personal data).
@@ -59,7 +59,7 @@ impl FilterParams {
             form: given(&self.form).map(String::from),
             from: day(&self.from).map(|d| d.and_time(NaiveTime::MIN)),
             until: day(&self.to).map(|d| d.and_time(NaiveTime::MIN) + Duration::days(1)),
-            state: given(&self.state).and_then(EffectState::parse).map(|s| s.as_str().to_string()),
+            state: given(&self.state).and_then(EffectState::parse),
             spam: yes_no(&self.spam),
             keyless: yes_no(&self.keyless),
             journey: given(&self.journey).and_then(|j| crate::domain::parse_journey_id(j).ok().flatten()),
@@ -74,7 +74,7 @@ impl FilterParams {
             ("form", f.form),
             ("from", day(&self.from).map(|d| d.to_string())),
             ("to", day(&self.to).map(|d| d.to_string())),
-            ("state", f.state),
+            ("state", f.state.map(|s| s.as_str().to_string())),
             ("spam", yn(f.spam)),
             ("keyless", yn(f.keyless)),
             ("journey", f.journey),
@@ -138,7 +138,7 @@ macro_rules! filtered {
     ($filter:expr) => {{
         let f: &SubmissionFilter = $filter;
         // Inbound webhook events' anchor rows (channel `hook`) are listed under Inbound.
-        let mut q = submissions::table.filter(submissions::channel.ne("hook")).into_boxed();
+        let mut q = submissions::table.filter(submissions::channel.ne(Channel::Hook)).into_boxed();
         if let Some(form) = &f.form {
             q = q.filter(submissions::form.eq(form.as_str()));
         }
@@ -159,7 +159,7 @@ macro_rules! filtered {
         }
         if let Some(state) = &f.state {
             let with_state = side_effects::table
-                .filter(side_effects::state.eq(state.as_str()))
+                .filter(side_effects::state.eq(*state))
                 .select(side_effects::submission_id);
             q = q.filter(submissions::id.eq_any(with_state));
         }

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 
 use crate::db::models::NewEffect;
 use crate::db::schema::{effect_attempts, side_effects, submissions};
+use crate::domain::{AttemptOutcome, EffectState};
 
 #[derive(Debug, Clone, Queryable)]
 pub struct EffectRow {
@@ -14,7 +15,7 @@ pub struct EffectRow {
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
-    pub state: String,
+    pub state: EffectState,
     pub held: bool,
     pub attempts: i32,
     pub provider_ref: Option<String>,
@@ -27,7 +28,7 @@ pub struct EffectRow {
 pub struct AttemptRow {
     pub started_at: NaiveDateTime,
     pub duration_ms: i32,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
     pub http_status: Option<i32>,
     pub smtp_code: Option<i32>,
     pub error_class: Option<String>,
@@ -37,8 +38,8 @@ pub struct AttemptRow {
 /// A state change an admin asks for; applied only from the listed states.
 #[derive(Debug, Clone)]
 pub struct EffectChange<'a> {
-    pub from: &'a [&'a str],
-    pub to: &'a str,
+    pub from: &'a [EffectState],
+    pub to: EffectState,
     pub provider_ref: Option<String>,
     pub last_error: Option<String>,
     pub next_attempt_at: NaiveDateTime,
@@ -65,7 +66,7 @@ macro_rules! effect_rows {
 }
 
 pub trait EffectAdminStore {
-    fn effects_in_state(&mut self, state: &str, limit: i64, offset: i64) -> QueryResult<Vec<EffectRow>>;
+    fn effects_in_state(&mut self, state: EffectState, limit: i64, offset: i64) -> QueryResult<Vec<EffectRow>>;
     fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>>;
     fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>>;
     fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>>;
@@ -90,7 +91,7 @@ macro_rules! impl_effect_admin {
         impl EffectAdminStore for $conn {
             fn effects_in_state(
                 &mut self,
-                state: &str,
+                state: EffectState,
                 limit: i64,
                 offset: i64,
             ) -> QueryResult<Vec<EffectRow>> {
@@ -179,7 +180,7 @@ macro_rules! impl_effect_admin {
                     submission_id,
                     kind,
                     batch,
-                    state: "PENDING".into(),
+                    state: EffectState::Pending,
                     held: false,
                     next_attempt_at: now,
                     created_at: now,
@@ -198,10 +199,10 @@ macro_rules! impl_effect_admin {
                 diesel::update(
                     side_effects::table
                         .filter(side_effects::submission_id.eq(submission_id))
-                        .filter(side_effects::state.eq("PENDING")),
+                        .filter(side_effects::state.eq(EffectState::Pending)),
                 )
                 .set((
-                    side_effects::state.eq("CANCELLED"),
+                    side_effects::state.eq(EffectState::Cancelled),
                     side_effects::held.eq(false),
                     side_effects::last_error.eq(note),
                     side_effects::updated_at.eq(now),
