@@ -49,7 +49,7 @@ pub fn status(pool: &Pool, form: &str, operation_id: &str) -> Result<Option<Stat
                     updated_at: rfc3339(e.updated_at),
                 })
                 .collect(),
-            submission_id: s.id,
+            submission_id: s.id.into(),
             operation_id: s.operation_id,
             form: s.form,
         }))

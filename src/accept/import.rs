@@ -52,5 +52,5 @@ pub fn import_row<C: Store + DuplicateStore>(
             plan.effects.iter().cloned().map(|e| NewEffect { held: hold, ..e }).collect();
         c.insert_effects(&effects)?;
     }
-    Ok(Imported::New(plan.submission.id.clone()))
+    Ok(Imported::New(plan.submission.id.to_string()))
 }

@@ -9,7 +9,9 @@ use crate::config::FieldType;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
-use crate::domain::{fingerprint, ConflictStatus, EffectKind, EffectState, OperationId};
+use crate::domain::{
+    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
+};
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -43,7 +45,7 @@ pub(super) struct Plan {
 impl Plan {
     pub fn new(intake: Intake<'_>) -> Plan {
         let now = deliveries::now();
-        let id = Uuid::now_v7().to_string();
+        let id = SubmissionId::generate();
         let keyless = intake.operation_id.is_none();
         let operation_id = intake.operation_id.clone().unwrap_or_else(OperationId::keyless);
         let form = intake.form;
@@ -66,7 +68,7 @@ impl Plan {
             .iter()
             .filter(|_| !spam)
             .map(|kind| NewEffect {
-                id: Uuid::now_v7().to_string(),
+                id: EffectId::generate(),
                 submission_id: id.clone(),
                 kind: kind.as_str().into(),
                 batch: 0,
@@ -90,10 +92,7 @@ impl Plan {
                 status: "accepted",
                 received_at: rfc3339(now),
                 operation_expires_at: rfc3339(expires),
-                effects: kinds
-                    .iter()
-                    .map(|k| EffectSummary { kind: k.as_str(), state: state(k) })
-                    .collect(),
+                effects: kinds.iter().map(|k| EffectSummary { kind: k.as_str(), state: state(k) }).collect(),
             };
             serde_json::to_string(&body).unwrap_or_default()
         };

@@ -200,7 +200,7 @@ async fn detail(
     let page = DetailPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
         c: ConflictView::new(row, form),
-        accepted_as: accepted.map(|id| (id.clone(), reference(&id))),
+        accepted_as: accepted.map(|id| (id.to_string(), reference(&id))),
     };
     html(StatusCode::OK, &page)
 }

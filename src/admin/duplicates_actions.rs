@@ -106,7 +106,9 @@ fn undo<C: ReviewConn>(
     note: &str,
     t: NaiveDateTime,
 ) -> diesel::QueryResult<Option<usize>> {
-    if pair.status == PairStatus::Open || !c.decide_pair(&pair.id, &[pair.status], PairStatus::Open, None, None)? {
+    if pair.status == PairStatus::Open
+        || !c.decide_pair(&pair.id, &[pair.status], PairStatus::Open, None, None)?
+    {
         return Ok(None);
     }
     let mut restored = 0;
@@ -170,9 +172,7 @@ pub async fn act(
                 },
                 None => match undo(c, &user, &pair, &form.note, t)? {
                     None => Step::Refused("The pair is open: there is no decision to undo."),
-                    Some(n) => {
-                        Step::Done { back: pair.status, flash: Flash::new("pair_undone").arg(n) }
-                    }
+                    Some(n) => Step::Done { back: pair.status, flash: Flash::new("pair_undone").arg(n) },
                 },
             })
         }))

@@ -88,9 +88,7 @@ async fn queue(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queu
     };
     let counts = EffectState::ALL
         .iter()
-        .map(|s| {
-            (s.as_str(), stats.effects.iter().filter(|(_, st, _)| st == s).map(|(_, _, n)| n).sum())
-        })
+        .map(|s| (s.as_str(), stats.effects.iter().filter(|(_, st, _)| st == s).map(|(_, _, n)| n).sum()))
         .collect();
     let page = QueuePage {
         chrome: Chrome::new(&user, "effects", q.flash.as_deref()),

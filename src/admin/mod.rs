@@ -50,7 +50,10 @@ impl QueueQuery {
 
 /// Rows per status in `statuses` order, 0 where a status has none.
 pub fn status_counts<S: TextEnum>(statuses: &[S], counts: &[(S, i64)]) -> Vec<(&'static str, i64)> {
-    statuses.iter().map(|s| (s.as_str(), counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum())).collect()
+    statuses
+        .iter()
+        .map(|s| (s.as_str(), counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum()))
+        .collect()
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -4,12 +4,14 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use super::schema::{conflicts, deliveries, side_effects, submissions};
-use crate::domain::{AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState};
+use crate::domain::{
+    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectId, EffectState, SubmissionId,
+};
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = submissions)]
 pub struct NewSubmission {
-    pub id: String,
+    pub id: SubmissionId,
     pub form: String,
     pub operation_id: String,
     pub fingerprint: String,
@@ -31,7 +33,7 @@ pub struct NewSubmission {
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = submissions)]
 pub struct Submission {
-    pub id: String,
+    pub id: SubmissionId,
     pub form: String,
     pub operation_id: String,
     pub fingerprint: String,
@@ -45,8 +47,8 @@ pub struct Submission {
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = side_effects)]
 pub struct NewEffect {
-    pub id: String,
-    pub submission_id: String,
+    pub id: EffectId,
+    pub submission_id: SubmissionId,
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
@@ -61,7 +63,7 @@ pub struct NewEffect {
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = side_effects)]
 pub struct Effect {
-    pub id: String,
+    pub id: EffectId,
     pub kind: String,
     pub batch: i32,
     pub state: EffectState,
@@ -74,7 +76,7 @@ pub struct Effect {
 #[diesel(table_name = conflicts)]
 pub struct NewConflict {
     pub id: String,
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub fingerprint: String,
     pub fields_json: Option<String>,
     pub status: ConflictStatus,
@@ -89,7 +91,7 @@ pub struct NewDelivery {
     pub id: String,
     pub form: Option<String>,
     pub operation_id: Option<String>,
-    pub submission_id: Option<String>,
+    pub submission_id: Option<SubmissionId>,
     pub channel: Channel,
     pub outcome: DeliveryOutcome,
     pub http_status: i32,
@@ -99,13 +101,13 @@ pub struct NewDelivery {
 /// A claimed side-effect record with what its delivery needs of the submission.
 #[derive(Debug, Clone, Queryable)]
 pub struct JobRow {
-    pub id: String,
+    pub id: EffectId,
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
     pub state: EffectState,
     pub attempts: i32,
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub form: String,
     pub fields_json: Option<String>,
     pub received_at: NaiveDateTime,
@@ -116,7 +118,7 @@ pub struct JobRow {
 #[diesel(table_name = super::schema::effect_attempts)]
 pub struct NewAttempt {
     pub id: String,
-    pub effect_id: String,
+    pub effect_id: EffectId,
     pub started_at: NaiveDateTime,
     pub duration_ms: i32,
     pub outcome: AttemptOutcome,

@@ -9,6 +9,7 @@ pub use log::DeliveryLog;
 
 use crate::db::models::NewDelivery;
 
+use crate::domain::SubmissionId;
 pub use crate::domain::{Channel, DeliveryOutcome};
 
 impl DeliveryOutcome {
@@ -52,7 +53,7 @@ pub fn row(
         id: Uuid::now_v7().to_string(),
         form: Some(form.into()),
         operation_id: Some(operation_id.into()),
-        submission_id: submission_id.map(String::from),
+        submission_id: submission_id.map(SubmissionId::from),
         channel,
         outcome,
         http_status: i32::from(outcome.http_status(channel)),

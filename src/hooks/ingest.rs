@@ -9,7 +9,7 @@ use super::config::HookConfig;
 use super::store::{Conflict, HookStore, NewEvent};
 use crate::db::models::{NewEffect, NewSubmission};
 use crate::db::DbError;
-use crate::domain::{digest, Channel, ConflictStatus, EffectState};
+use crate::domain::{digest, Channel, ConflictStatus, EffectId, EffectState};
 
 /// What became of an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub fn ingest<C: HookStore>(c: &mut C, e: &NewInbound<'_>) -> Result<Ingested, D
 /// One PENDING record for `handler` on the event, in `batch`.
 pub fn handler_effect(e: &NewInbound<'_>, event_row: &str, handler: &str, batch: i32) -> NewEffect {
     NewEffect {
-        id: Uuid::now_v7().to_string(),
+        id: EffectId::generate(),
         submission_id: event_row.into(),
         kind: record_kind(e.source, handler),
         batch,
@@ -125,7 +125,7 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
         "event_id": e.event_id,
     });
     NewSubmission {
-        id: row.id.clone(),
+        id: row.id.clone().into(),
         form: format!("hook:{}", e.source),
         operation_id: e.event_id.into(),
         fingerprint: row.content_hash.clone(),

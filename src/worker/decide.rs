@@ -95,7 +95,11 @@ mod tests {
         assert_eq!((sent.state, sent.provider_ref.as_deref()), (EffectState::Sent, Some("L-1")));
         let amb = Report::failed(Outcome::Ambiguous, "timeout");
         assert_eq!(after_attempt(&amb, 1, false, &cfg(), t).state, EffectState::Unknown);
-        assert_eq!(after_attempt(&amb, 1, true, &cfg(), t).state, EffectState::Pending, "an upsert is retried");
+        assert_eq!(
+            after_attempt(&amb, 1, true, &cfg(), t).state,
+            EffectState::Pending,
+            "an upsert is retried"
+        );
         let perm = Report::failed(Outcome::Permanent, "http_400");
         assert_eq!(after_attempt(&perm, 1, false, &cfg(), t).state, EffectState::FailedFinal);
         let tr = Report::failed(Outcome::Transient { retry_after: None }, "connect");
@@ -119,7 +123,10 @@ mod tests {
     #[test]
     fn lookups_resolve_or_wait() {
         let t = now();
-        assert_eq!(after_lookup(&Lookup::Found { provider_ref: "X".into() }, t).unwrap().state, EffectState::Sent);
+        assert_eq!(
+            after_lookup(&Lookup::Found { provider_ref: "X".into() }, t).unwrap().state,
+            EffectState::Sent
+        );
         assert_eq!(after_lookup(&Lookup::Absent, t).unwrap().state, EffectState::Pending);
         assert!(after_lookup(&Lookup::Failed { error_class: "x".into() }, t).is_none());
     }

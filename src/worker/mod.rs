@@ -14,7 +14,7 @@ use crate::config::WorkerConfig;
 use crate::db::models::{JobRow, NewAttempt, Transition};
 use crate::db::{DbError, Pool, Queue, Store};
 use crate::deliveries::now;
-use crate::domain::{AttemptOutcome, EffectState};
+use crate::domain::{AttemptOutcome, EffectId, EffectState};
 use crate::effects::{Job, Lookup, Outcome, Registry, Report};
 use crate::with_conn;
 
@@ -194,7 +194,7 @@ impl Worker {
 }
 
 /// A record, its next state, and the attempt to log.
-type Finished = (String, Transition, Option<NewAttempt>);
+type Finished = (EffectId, Transition, Option<NewAttempt>);
 
 /// A record of a kind this process cannot deliver goes back to PENDING for another process.
 fn unhandled() -> Transition {
@@ -207,7 +207,7 @@ fn unhandled() -> Transition {
 }
 
 fn attempt_row(
-    effect_id: &str,
+    effect_id: &EffectId,
     started: NaiveDateTime,
     t0: Instant,
     outcome: AttemptOutcome,
@@ -215,7 +215,7 @@ fn attempt_row(
 ) -> NewAttempt {
     NewAttempt {
         id: Uuid::now_v7().to_string(),
-        effect_id: effect_id.to_string(),
+        effect_id: effect_id.clone(),
         started_at: started,
         duration_ms: i32::try_from(t0.elapsed().as_millis()).unwrap_or(i32::MAX),
         outcome,

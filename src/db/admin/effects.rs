@@ -66,7 +66,12 @@ macro_rules! effect_rows {
 }
 
 pub trait EffectAdminStore {
-    fn effects_in_state(&mut self, state: EffectState, limit: i64, offset: i64) -> QueryResult<Vec<EffectRow>>;
+    fn effects_in_state(
+        &mut self,
+        state: EffectState,
+        limit: i64,
+        offset: i64,
+    ) -> QueryResult<Vec<EffectRow>>;
     fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>>;
     fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>>;
     fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>>;
@@ -171,13 +176,13 @@ macro_rules! impl_effect_admin {
                 let batch = last.unwrap_or(0) + 1;
                 let new_id = uuid::Uuid::now_v7().to_string();
                 let row = NewEffect {
-                    id: new_id.clone(),
+                    id: new_id.as_str().into(),
                     // Every key ends in `:{batch}` (forms and inbound webhook handlers alike).
                     effect_key: match key.rsplit_once(':') {
                         Some((prefix, _)) => format!("{prefix}:{batch}"),
                         None => format!("{submission_id}:{kind}:{batch}"),
                     },
-                    submission_id,
+                    submission_id: submission_id.into(),
                     kind,
                     batch,
                     state: EffectState::Pending,

@@ -92,7 +92,12 @@ pub trait ReviewStore {
     /// (status, count)
     fn conflict_counts(&mut self) -> QueryResult<Vec<(ConflictStatus, i64)>>;
     /// True when the conflict was `from` and now is `to`.
-    fn set_conflict_status(&mut self, id: &str, from: ConflictStatus, to: ConflictStatus) -> QueryResult<bool>;
+    fn set_conflict_status(
+        &mut self,
+        id: &str,
+        from: ConflictStatus,
+        to: ConflictStatus,
+    ) -> QueryResult<bool>;
     /// Highest score first.
     fn pairs_in_status(&mut self, status: PairStatus, limit: i64) -> QueryResult<Vec<PairRow>>;
     fn pair_row(&mut self, id: &str) -> QueryResult<Option<PairRow>>;
@@ -127,7 +132,11 @@ pub trait ReviewStore {
 macro_rules! impl_review {
     ($conn:ty) => {
         impl ReviewStore for $conn {
-            fn conflicts_in_status(&mut self, status: ConflictStatus, limit: i64) -> QueryResult<Vec<ConflictRow>> {
+            fn conflicts_in_status(
+                &mut self,
+                status: ConflictStatus,
+                limit: i64,
+            ) -> QueryResult<Vec<ConflictRow>> {
                 conflict_rows!()
                     .filter(conflicts::status.eq(status))
                     .order((conflicts::last_seen_at.desc(), conflicts::id))
@@ -146,7 +155,12 @@ macro_rules! impl_review {
                     .load(self)
             }
 
-            fn set_conflict_status(&mut self, id: &str, from: ConflictStatus, to: ConflictStatus) -> QueryResult<bool> {
+            fn set_conflict_status(
+                &mut self,
+                id: &str,
+                from: ConflictStatus,
+                to: ConflictStatus,
+            ) -> QueryResult<bool> {
                 let n = diesel::update(
                     conflicts::table.filter(conflicts::id.eq(id)).filter(conflicts::status.eq(from)),
                 )
