@@ -1,6 +1,6 @@
 //! The confirmation cap's rows (a recipient's keyed digest and a time: personal data) go
 //! with the retention pass once their window has passed; the address then gets a
-//! confirmation again.
+//! confirmation again. Erasing the person deletes their cap at once.
 
 use chrono::Duration;
 use serde_json::{json, Value};
@@ -9,7 +9,10 @@ use crate::on_both_backends;
 use crate::support::delivery::{spawn_delivery_app, DeliveryApp};
 use crate::support::{new_key, Backend};
 
-on_both_backends!(caps_past_their_window_are_purged_and_the_address_is_confirmed_again);
+on_both_backends!(
+    caps_past_their_window_are_purged_and_the_address_is_confirmed_again,
+    erasing_the_address_deletes_its_cap_at_once
+);
 
 const ADDRESS: &str = "ada.lovelace@example.org";
 
@@ -66,4 +69,17 @@ async fn caps_past_their_window_are_purged_and_the_address_is_confirmed_again(ba
     let metrics = d.app.client.get(d.app.url("/metrics")).send().await.unwrap().text().await.unwrap();
     let row = "onceform_purged_rows_total{form=\"contact\",kind=\"confirmation_caps\"} 1";
     assert!(metrics.contains(row), "{metrics}");
+}
+
+async fn erasing_the_address_deletes_its_cap_at_once(backend: Backend) {
+    use onceform::lifecycle::erase::{erase, Actor, Person};
+    let d = spawn_delivery_app(backend, |_| {}).await;
+    assert_eq!(confirmation_state(&d).await, "PENDING");
+    assert_eq!(caps(&d).await, 1);
+    let person = Person::Email(ADDRESS.to_uppercase());
+    d.app.query(move |pool| erase(pool, &person, true, &Actor::cli())).await;
+    assert_eq!(caps(&d).await, 1, "a dry run changes nothing");
+    let person = Person::Email(ADDRESS.to_uppercase());
+    d.app.query(move |pool| erase(pool, &person, false, &Actor::cli())).await;
+    assert_eq!(caps(&d).await, 0, "nothing left holding the address's digest");
 }
