@@ -19,13 +19,17 @@ async fn two_purge_processes_at_once_purge_each_row_once() {
     purge_concurrently(10_000).await;
 }
 
+/// `rows` stored inquiries received two hours ago, their fingerprints keyed with the current
+/// secret as every row is once `serve` has started (else each `purge` process would first
+/// convert them, and the two would wait on each other's rows).
 async fn seed(app: &TestApp, rows: usize) {
+    let version = onceform::domain::keyring::keyring().version().to_string();
     app.query(move |pool| {
         with_conn!(pool, |c| {
             c.batch_execute(&format!(
                 "INSERT INTO submissions (id, form, operation_id, fingerprint, fields_json, response_body, \
                  channel, keyless, spam, received_at, operation_expires_at) \
-                 SELECT 'seed-' || g, 'contact', 'seed-operation-' || g, 'fp', \
+                 SELECT 'seed-' || g, 'contact', 'seed-operation-' || g, '{version}:' || md5(g::text), \
                  '{{\"message\":\"seeded inquiry ' || g || '\"}}', '{{}}', 'api', false, false, \
                  (now() AT TIME ZONE 'UTC') - interval '2 hours', (now() AT TIME ZONE 'UTC') + interval '1 day' \
                  FROM generate_series(1, {rows}) g; ANALYZE submissions"
