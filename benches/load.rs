@@ -2,11 +2,13 @@
 //! PostgreSQL, in one run.
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
-//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict] [--only-targets] [--pgbouncer]`
+//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict] [--only-targets] [--pgbouncer]
+//!  [--purge N|0]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
 //! with `--pgbouncer`, four `serve` and two `worker` processes through pgbouncer
-//! (`load/pgbouncer.rs`); `--only-targets` stops there.
+//! (`load/pgbouncer.rs`); then issue 12's accepts during a retention pass of `--purge N`
+//! rows (default 100 k, 0 skips; `load/purge.rs`); `--only-targets` stops there.
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
@@ -31,6 +33,8 @@ mod pgbench;
 mod pgbouncer;
 #[path = "load/plans.rs"]
 mod plans;
+#[path = "load/purge.rs"]
+mod purge;
 #[path = "load/targets.rs"]
 mod targets;
 #[path = "load/traffic.rs"]
@@ -64,6 +68,8 @@ pub struct Options {
     pub only_targets: bool,
     /// Also four `serve` and two `worker` processes through pgbouncer (`--pgbouncer`).
     pub pgbouncer: bool,
+    /// Rows purged while accepts run (`--purge N`, 0 skips).
+    pub purge: usize,
 }
 
 fn options() -> Options {
@@ -85,6 +91,7 @@ fn options() -> Options {
         drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(1000),
         only_targets: args.iter().any(|a| a == "--only-targets"),
         pgbouncer: args.iter().any(|a| a == "--pgbouncer"),
+        purge: value("--purge").and_then(|v| v.parse().ok()).unwrap_or(if quick { 20_000 } else { 100_000 }),
     }
 }
 
@@ -98,6 +105,17 @@ fn main() {
     }
     if opts.pgbouncer && opts.backends.iter().any(|b| b == "postgres") {
         pgbouncer::run(&rt_for_targets(), &opts);
+    }
+    if opts.purge > 0 {
+        println!(
+            "\nAccepts during a retention pass of {} rows (issue 12), {} clients:\n",
+            opts.purge,
+            purge::CLIENTS
+        );
+        purge::header();
+        for backend in opts.backends.iter().map(String::as_str) {
+            purge::measure(&rt_for_targets(), backend, &opts);
+        }
     }
     if opts.only_targets {
         return;

@@ -20,7 +20,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) -> (
     for target in [10_000usize, opts.grow] {
         let stored = with_conn!(&pool, |c| c.stats().map_err(DbError::from)).unwrap().submissions as usize;
         if target > stored {
-            fill(&db, &pool, target - stored);
+            fill(&db, &pool, target - stored, 0);
         }
         let stored = with_conn!(&pool, |c| c.stats().map_err(DbError::from)).unwrap().submissions;
         let addrs = [server.address()];
@@ -35,14 +35,17 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) -> (
     (rows, crate::plans::explain(&pool))
 }
 
-fn fill(db: &Db, pool: &Pool, n: usize) {
+/// Bulk-inserts `n` delivered submissions (3 SENT effects each) received `hours_ago`, in
+/// one statement per table.
+pub fn fill(db: &Db, pool: &Pool, n: usize, hours_ago: u32) {
     let tag = uuid::Uuid::new_v4().simple().to_string();
     let sql = if db.is_pg() {
+        let at = format!("(now() AT TIME ZONE 'UTC') - interval '{hours_ago} hours'");
         format!(
             "INSERT INTO submissions (id, form, operation_id, fingerprint, fields_json, response_body, channel,
                  keyless, spam, received_at, operation_expires_at)
              SELECT 'g{tag}-' || i, 'contact', 'grown-{tag}-' || i, md5(i::text), '{{\"message\":\"grown\"}}', '{{}}',
-                 'api', false, false, now(), now() + interval '395 days' FROM generate_series(1, {n}) AS i;
+                 'api', false, false, {at}, {at} + interval '395 days' FROM generate_series(1, {n}) AS i;
              INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, attempts, next_attempt_at,
                  created_at, updated_at, held)
              SELECT s.id || ':' || k, s.id, k, 0, s.id || ':' || k || ':0', 'SENT', 1, now(), now(), now(), false
@@ -51,13 +54,14 @@ fn fill(db: &Db, pool: &Pool, n: usize) {
              ANALYZE;"
         )
     } else {
+        let at = format!("datetime('now', '-{hours_ago} hours')");
         format!(
             "BEGIN;
              INSERT INTO submissions (id, form, operation_id, fingerprint, fields_json, response_body, channel,
                  keyless, spam, received_at, operation_expires_at)
              WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < {n})
              SELECT 'g{tag}-' || i, 'contact', 'grown-{tag}-' || i, hex(randomblob(16)), '{{\"message\":\"grown\"}}',
-                 '{{}}', 'api', 0, 0, datetime('now'), datetime('now', '+395 days') FROM c;
+                 '{{}}', 'api', 0, 0, {at}, datetime({at}, '+395 days') FROM c;
              INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, attempts, next_attempt_at,
                  created_at, updated_at, held)
              SELECT s.id || ':' || k.k, s.id, k.k, 0, s.id || ':' || k.k || ':0', 'SENT', 1, datetime('now'),

@@ -1,6 +1,6 @@
 //! The HTTP load generator: clients in a loop until the time is up, every status checked.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -109,8 +109,31 @@ impl Shared {
     }
 }
 
+/// When a run ends.
+#[derive(Debug, Clone)]
+pub enum Stop {
+    /// This long after its clock starts.
+    After(Duration),
+    /// Once the flag is set (when the work measured alongside is done).
+    When(Arc<AtomicBool>),
+}
+
+impl Stop {
+    fn going(&self, started: Instant) -> bool {
+        match self {
+            Stop::After(d) => started.elapsed() < *d,
+            Stop::When(done) => !done.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// Runs `scenario` with `clients` concurrent clients for `seconds` against `addrs` (round robin).
 pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: u64) -> Tally {
+    run_until(addrs, scenario, clients, Stop::After(Duration::from_secs(seconds))).await
+}
+
+/// Runs `scenario` with `clients` concurrent clients against `addrs` until `stop`.
+pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, stop: Stop) -> Tally {
     let shared = Arc::new(Shared {
         same_email: scenario == Scenario::SameEmail,
         client: reqwest::Client::builder().pool_max_idle_per_host(clients * 2).build().unwrap(),
@@ -131,14 +154,13 @@ pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: 
             keys
         }
     });
-    let until = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
     let tasks = (0..clients).map(|c| {
-        let (shared, existing) = (shared.clone(), existing.clone());
+        let (shared, existing, stop) = (shared.clone(), existing.clone(), stop.clone());
         tokio::spawn(async move {
             let mut samples = Vec::new();
             let mut i = c;
-            while Instant::now() < until {
+            while stop.going(started) {
                 i += clients;
                 let old = existing.get(i % existing.len().max(1)).cloned().unwrap_or_default();
                 match scenario {

@@ -1,4 +1,5 @@
-//! The lifecycle pages: retention windows and purges, erasure of one person, historic import.
+//! The lifecycle pages: retention windows and purges, erasure of one person (the historic
+//! import's upload page is `import_page`).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -71,17 +72,8 @@ async fn erase_now(state: web::Data<AppState>, action: AdminAction<EraseForm>) -
 }
 
 pub fn more_routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/admin/retention", web::get().to(retention_page))
-        .route("/admin/import", web::get().to(import_page))
-        .service(
-            web::resource("/admin/import")
-                .app_data(web::FormConfig::default().limit(IMPORT_LIMIT))
-                .route(web::post().to(import_now)),
-        );
+    cfg.route("/admin/retention", web::get().to(retention_page));
 }
-
-/// The largest CSV the upload page takes (larger files: `onceform import`).
-const IMPORT_LIMIT: usize = 4 * 1024 * 1024;
 
 pub struct FormRow {
     name: String,
@@ -156,60 +148,4 @@ async fn retention_page(state: web::Data<AppState>, user: SessionUser) -> HttpRe
         last_pass: stats.last_pass.map(|(t, ms)| format!("{} ({ms} ms)", fmt(t))),
     };
     html(StatusCode::OK, &page)
-}
-
-#[derive(Template)]
-#[template(path = "admin/import.html")]
-struct ImportPage {
-    chrome: Chrome,
-    forms: Vec<String>,
-    report: Option<Vec<String>>,
-}
-
-async fn import_page(state: web::Data<AppState>, user: SessionUser) -> HttpResponse {
-    let forms = state.config.forms.keys().cloned().collect();
-    html(StatusCode::OK, &ImportPage { chrome: Chrome::new(&user, "retention", None), forms, report: None })
-}
-
-#[derive(Deserialize)]
-struct ImportForm {
-    #[serde(default)]
-    csrf: String,
-    form: String,
-    source: Option<String>,
-    dry_run: Option<String>,
-    with_effects: Option<String>,
-    csv: String,
-}
-
-impl CsrfForm for ImportForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
-}
-
-/// `POST /admin/import` (admin, CSRF): the same report as `onceform import`.
-async fn import_now(state: web::Data<AppState>, action: AdminAction<ImportForm>) -> HttpResponse {
-    let AdminAction { user, form } = action;
-    let (pool, config) = (state.pool.clone(), state.config.clone());
-    let forms = config.forms.keys().cloned().collect();
-    let run = move || {
-        let source = form.source.as_deref().map(str::trim).filter(|s| !s.is_empty()).unwrap_or("import");
-        let options = crate::lifecycle::import::ImportOptions {
-            form: &form.form,
-            source,
-            dry_run: form.dry_run.is_some(),
-            with_effects: form.with_effects.is_some(),
-        };
-        Ok(crate::lifecycle::import::import(&pool, &config, &form.csv, &options)
-            .map(|r| r.lines())
-            .unwrap_or_else(|e| vec![format!("nothing imported: {e}")]))
-    };
-    match blocking(run).await {
-        Ok(lines) => html(
-            StatusCode::OK,
-            &ImportPage { chrome: Chrome::new(&user, "retention", None), forms, report: Some(lines) },
-        ),
-        Err(e) => db_failure(e),
-    }
 }

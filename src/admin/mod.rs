@@ -12,12 +12,14 @@ mod duplicates;
 mod effects;
 pub mod flash;
 pub mod guard;
+mod import_page;
 pub mod lifecycle;
 mod login;
 mod read_audit;
 mod spam_release;
 mod submissions;
 pub mod throttle;
+mod upload;
 mod users;
 
 use actix_web::http::StatusCode;
@@ -68,6 +70,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     users::routes(cfg);
     data_lifecycle::routes(cfg);
     data_lifecycle::more_routes(cfg);
+    import_page::routes(cfg);
 }
 
 /// What every admin page shows around its content.

@@ -125,11 +125,34 @@ const MAX_PARTS: usize = 256;
 
 /// `multipart/form-data` text parts of a body read with `read_limited`, in order; file
 /// uploads are refused.
+pub async fn parse_multipart(headers: &HeaderMap, body: Bytes) -> Result<RawFields, Problem> {
+    let mut fields = Vec::new();
+    for part in parse_parts(headers, body).await? {
+        if part.filename.is_some() {
+            return Err(malformed("file uploads are not accepted"));
+        }
+        let value =
+            String::from_utf8(part.value).map_err(|_| malformed("a form field is not valid UTF-8"))?;
+        fields.push((part.name, value));
+    }
+    Ok(fields)
+}
+
+/// One part of a multipart body: its name, its file name when it is a file, its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub name: String,
+    pub filename: Option<String>,
+    pub value: Vec<u8>,
+}
+
+/// Every part of a `multipart/form-data` body read with `read_limited` (files included), in
+/// order, at most [`MAX_PARTS`].
 ///
 /// The whole body is in memory, so every step of the parser is ready at once. A step that
 /// is not would never be: actix-multipart waits for more input after a truncated body
 /// (found by `body_proptest`), which held the request for ever. That is a malformed body.
-pub async fn parse_multipart(headers: &HeaderMap, body: Bytes) -> Result<RawFields, Problem> {
+pub async fn parse_parts(headers: &HeaderMap, body: Bytes) -> Result<Vec<Part>, Problem> {
     use futures_util::FutureExt;
     match multipart_parts(headers, body).now_or_never() {
         Some(result) => result,
@@ -137,29 +160,26 @@ pub async fn parse_multipart(headers: &HeaderMap, body: Bytes) -> Result<RawFiel
     }
 }
 
-async fn multipart_parts(headers: &HeaderMap, body: Bytes) -> Result<RawFields, Problem> {
+async fn multipart_parts(headers: &HeaderMap, body: Bytes) -> Result<Vec<Part>, Problem> {
     let broken = || malformed("the multipart body could not be decoded");
     let stream = futures_util::stream::once(async move { Ok::<_, PayloadError>(body) });
-    let mut parts = actix_multipart::Multipart::new(headers, stream);
-    let mut fields = Vec::new();
-    while let Some(part) = parts.next().await {
+    let mut multipart = actix_multipart::Multipart::new(headers, stream);
+    let mut parts = Vec::new();
+    while let Some(part) = multipart.next().await {
         let mut part = part.map_err(|_| broken())?;
-        if fields.len() >= MAX_PARTS {
+        if parts.len() >= MAX_PARTS {
             return Err(malformed("the form has too many parts"));
         }
         let disposition = part.content_disposition().cloned();
-        if disposition.as_ref().and_then(|d| d.get_filename()).is_some() {
-            return Err(malformed("file uploads are not accepted"));
-        }
+        let filename = disposition.as_ref().and_then(|d| d.get_filename()).map(String::from);
         let name = disposition.as_ref().and_then(|d| d.get_name()).unwrap_or("").to_string();
         let mut value = Vec::new();
         while let Some(chunk) = part.next().await {
             value.extend_from_slice(&chunk.map_err(|_| broken())?);
         }
-        let value = String::from_utf8(value).map_err(|_| malformed("a form field is not valid UTF-8"))?;
-        fields.push((name, value));
+        parts.push(Part { name, filename, value });
     }
-    Ok(fields)
+    Ok(parts)
 }
 
 /// Field names echoed in messages are cut short.

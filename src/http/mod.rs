@@ -2,7 +2,7 @@
 //! so tests can start it on port 0.
 
 mod api;
-mod body;
+pub(crate) mod body;
 #[cfg(test)]
 mod body_proptest;
 mod captcha_widget;

@@ -78,6 +78,9 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
                     if *kind == "content" { "content purged" } else { "tombstones deleted" }
                 );
             }
+            for (form, n) in &report.caps {
+                println!("{form}: {n} confirmation caps deleted (window passed)");
+            }
             println!("purged {} row(s) in {} ms", report.total(), report.duration_ms);
             Ok(())
         }

@@ -1,7 +1,8 @@
 //! Erasure of one person: every submission found by their keyed email or phone digest becomes
 //! a tombstone now (as retention would make it), conflicts holding their address lose their
 //! content, and the report lists the external references of the leads and emails that already
-//! left, for erasure there. The audit row names the person by digest only.
+//! left, for erasure there. The confirmation cap's slots of their address are deleted. The
+//! audit row names the person by digest only.
 
 use diesel::prelude::*;
 use uuid::Uuid;
@@ -10,7 +11,7 @@ use super::purge::{tombstone, TotalStore};
 use crate::config::FieldType;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
-use crate::db::schema::{conflicts, duplicate_pairs, side_effects, submissions};
+use crate::db::schema::{confirmation_caps, conflicts, duplicate_pairs, side_effects, submissions};
 use crate::db::{DbError, Pool, Store};
 use crate::deliveries::now;
 use crate::domain::keyring::keyring;
@@ -128,6 +129,11 @@ pub fn erase(pool: &Pool, person: &Person, dry_run: bool, actor: &Actor) -> Resu
         diesel::update(conflicts::table.filter(conflicts::id.eq_any(&conflict_ids)))
             .set(conflicts::fields_json.eq(None::<String>))
             .execute(c)?;
+        if let Some(email) = &email {
+            // The confirmation cap's slots of their address go too (a digest and a time).
+            diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq(email)))
+                .execute(c)?;
+        }
         for (form, _) in &ids {
             c.add_total(form, "erasure", 1)?;
         }

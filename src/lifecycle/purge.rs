@@ -4,6 +4,10 @@
 //! each its own short transaction, so the accept path never waits for more than one; rows
 //! are claimed with `FOR NO KEY UPDATE SKIP LOCKED` (PostgreSQL) and changed only while still
 //! due, so several processes purging at once purge each row once.
+//!
+//! The same pass deletes the confirmation cap's rows (a recipient's keyed digest and when
+//! they were last sent a confirmation: personal data) once their window has passed and they
+//! no longer cap anything.
 
 use std::time::Instant;
 
@@ -13,22 +17,33 @@ use uuid::Uuid;
 
 use crate::config::Config;
 use crate::db::schema::{
-    conflicts, deliveries, duplicate_pairs, effect_attempts, purge_passes, purge_totals, side_effects,
-    submissions,
+    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, purge_passes, purge_totals,
+    side_effects, submissions,
 };
 use crate::db::{DbError, Pool, Store};
 use crate::with_conn;
 
-/// What one pass purged: (form, kind, rows) with kind `content` or `keys`.
+/// The kind under which deleted confirmation-cap rows are counted (`/metrics`).
+pub const CAPS: &str = "confirmation_caps";
+
+/// What one pass purged: (form, kind, rows) with kind `content` or `keys`; and apart, as
+/// they are not submissions, the confirmation-cap rows deleted by form.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PurgeReport {
     pub purged: Vec<(String, &'static str, i64)>,
+    pub caps: Vec<(String, i64)>,
     pub duration_ms: i64,
 }
 
 impl PurgeReport {
+    /// Submissions purged (content) or deleted (tombstones).
     pub fn total(&self) -> i64 {
         self.purged.iter().map(|(_, _, n)| n).sum()
+    }
+
+    /// Confirmation-cap rows deleted.
+    pub fn caps_total(&self) -> i64 {
+        self.caps.iter().map(|(_, n)| n).sum()
     }
 }
 
@@ -39,6 +54,8 @@ pub trait PickDue: Connection {
     fn relax_commit(&mut self) -> QueryResult<()>;
     fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
     fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
+    /// The recipient digests of `form`'s confirmation caps last taken at or before `before`.
+    fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
 }
 
 macro_rules! due_content {
@@ -64,6 +81,16 @@ macro_rules! due_tombstones {
     };
 }
 
+macro_rules! due_caps {
+    ($form:expr, $before:expr, $limit:expr) => {
+        confirmation_caps::table
+            .filter(confirmation_caps::form.eq($form))
+            .filter(confirmation_caps::last_at.le($before))
+            .limit($limit)
+            .select(confirmation_caps::email_digest)
+    };
+}
+
 impl PickDue for diesel::SqliteConnection {
     fn relax_commit(&mut self) -> QueryResult<()> {
         Ok(())
@@ -73,6 +100,9 @@ impl PickDue for diesel::SqliteConnection {
     }
     fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
         due_tombstones!(form, before, limit).load(self)
+    }
+    fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
+        due_caps!(form, before, limit).load(self)
     }
 }
 
@@ -85,6 +115,9 @@ impl PickDue for diesel::PgConnection {
     }
     fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
         due_tombstones!(form, before, limit).for_update().skip_locked().load(self)
+    }
+    fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
+        due_caps!(form, before, limit).for_update().skip_locked().load(self)
     }
 }
 
@@ -102,6 +135,9 @@ pub fn run_pass(pool: &Pool, config: &Config, now: NaiveDateTime) -> Result<Purg
             let n = drain(|| delete_tombstones(pool, name, now - keys.duration(), batch), batch)?;
             report.purged.push((name.clone(), "keys", n));
         }
+        let window = chrono::Duration::minutes(i64::from(form.confirmation_window_minutes));
+        let n = drain(|| delete_caps(pool, name, now - window, batch), batch)?;
+        report.caps.push((name.clone(), n));
     }
     report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     record(pool, &report, now)?;
@@ -206,11 +242,34 @@ pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: 
     }))
 }
 
+/// One batch of confirmation caps whose window has passed (taken at or before `before`):
+/// deleted, unless an accept took the slot again meanwhile.
+pub fn delete_caps(pool: &Pool, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| {
+        c.relax_commit()?;
+        let digests = c.pick_caps(form, before, batch)?;
+        if digests.is_empty() {
+            return Ok(0);
+        }
+        let n = diesel::delete(
+            confirmation_caps::table
+                .filter(confirmation_caps::form.eq(form))
+                .filter(confirmation_caps::email_digest.eq_any(&digests))
+                .filter(confirmation_caps::last_at.le(before)),
+        )
+        .execute(c)?;
+        Ok::<_, DbError>(n as i64)
+    }))
+}
+
 /// Adds a pass's rows to the totals by form and kind, and records the pass.
 fn record(pool: &Pool, report: &PurgeReport, now: NaiveDateTime) -> Result<(), DbError> {
     with_conn!(pool, |c| c.write_tx(|c| {
         for (form, kind, n) in report.purged.iter().filter(|(_, _, n)| *n > 0) {
             c.add_total(form, kind, *n)?;
+        }
+        for (form, n) in report.caps.iter().filter(|(_, n)| *n > 0) {
+            c.add_total(form, CAPS, *n)?;
         }
         diesel::insert_into(purge_passes::table)
             .values((

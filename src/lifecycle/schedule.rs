@@ -10,17 +10,21 @@ use crate::config::Config;
 use crate::db::Pool;
 use crate::deliveries::now;
 
-/// Starts the schedule unless `[purge] enabled = false` or no form has a retention window.
+/// Starts the schedule unless `[purge] enabled = false` or no form has a retention window
+/// or a confirmation cap (whose rows the pass deletes once their window has passed).
 pub fn spawn(config: &Config, pool: &Pool, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
-    let any = config.forms.values().any(|f| f.retention.content.is_some() || f.retention.keys.is_some());
+    let any = config.forms.values().any(|f| {
+        f.retention.content.is_some() || f.retention.keys.is_some() || f.confirmation_window_minutes > 0
+    });
     if !config.purge.enabled || !any {
         return None;
     }
     let (config, pool) = (config.clone(), pool.clone());
     Some(std::thread::spawn(move || loop {
         match purge::run_pass(&pool, &config, now()) {
-            Ok(report) if report.total() > 0 => {
-                tracing::info!(rows = report.total(), ms = report.duration_ms, "retention pass")
+            Ok(report) if report.total() + report.caps_total() > 0 => {
+                let (rows, caps) = (report.total(), report.caps_total());
+                tracing::info!(rows, caps, ms = report.duration_ms, "retention pass")
             }
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "retention pass failed; trying again at the next one"),

@@ -26,6 +26,7 @@ mod hooks_store_down;
 mod hooks_verify;
 mod html;
 mod lifecycle;
+mod lifecycle_caps;
 mod lifecycle_digests;
 mod lifecycle_erase;
 mod lifecycle_import;

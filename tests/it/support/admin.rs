@@ -85,6 +85,44 @@ impl TestApp {
         req.send().await.unwrap()
     }
 
+    /// POSTs `fields` (in order) and one file part as `multipart/form-data`, as a browser's
+    /// file upload does, with the session's cookie (if any). `file`: (name, file name, bytes).
+    pub async fn admin_upload(
+        &self,
+        session: Option<&AdminSession>,
+        path: &str,
+        fields: &[(&str, &str)],
+        file: (&str, &str, &[u8]),
+    ) -> reqwest::Response {
+        let boundary = format!("onceform-{}", uuid::Uuid::new_v4().simple());
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        let (name, filename, bytes) = file;
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n\
+                 Content-Type: text/csv\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let mut req = self
+            .client
+            .post(self.url(path))
+            .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body);
+        if let Some(s) = session {
+            req = req.header("Cookie", &s.cookie);
+        }
+        req.send().await.unwrap()
+    }
+
     pub async fn audit_count(&self) -> i64 {
         use diesel::prelude::*;
         use onceform::db::schema::audit_log;
