@@ -3,10 +3,9 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
-use validator::{Validate, ValidateEmail, ValidationErrors};
+use validator::{Validate, ValidationErrors};
 
 use super::{Config, CrmAdapterName, FieldType, FormConfig};
-use crate::domain::EffectKind;
 
 /// All problems found in `config`; empty when it is usable.
 pub fn problems(config: &Config) -> Vec<String> {
@@ -100,23 +99,8 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
             out.push(format!("{at}.effects: `{}` listed twice", kind.as_str()));
         }
     }
-    if kinds.contains(&EffectKind::ConfirmationEmail) && !form.has_email_field() {
-        out.push(format!("{at}.effects: confirmation_email needs a field of type email"));
-    }
-    if kinds.contains(&EffectKind::OwnerNotification) && form.notify.is_empty() {
-        out.push(format!("{at}.notify: owner_notification needs at least one address"));
-    }
-    for address in &form.notify {
-        if !address.validate_email() {
-            out.push(format!("{at}.notify: `{address}` is not an email address"));
-        }
-    }
+    out.extend(crate::effects::problems(&at, form));
     super::spam::form_problems(out, &at, form);
-    for field in form.crm_fields.keys() {
-        if form.field(field).is_none() {
-            out.push(format!("{at}.crm_fields: `{field}` is not a field of this form"));
-        }
-    }
 }
 
 fn push_validation(out: &mut Vec<String>, at: &str, result: Result<(), ValidationErrors>) {

@@ -250,9 +250,12 @@ pub struct WorkerConfig {
     pub reconcile_after_ms: u64,
 }
 
+/// Unknown keys are refused by `settings`, which takes only the tables of effect kinds.
 #[derive(Debug, Clone, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
 pub struct FormConfig {
+    /// Required: a missing title is an empty one, refused by the check (it is read after
+    /// unknown keys, so that a misspelt `title` is named as such).
+    #[serde(default)]
     #[validate(length(min = 1, max = 200))]
     pub title: String,
     #[serde(default)]
@@ -320,6 +323,9 @@ pub struct FormConfig {
     /// How long content and then keys are kept (`[forms.F.retention]`).
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
+    #[serde(flatten)]
+    pub settings: crate::effects::KindSettings,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]
