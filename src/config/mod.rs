@@ -1,12 +1,15 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 mod check;
+mod database_url;
 mod email;
+pub mod parsed;
 mod redact;
 pub mod retention;
 mod spam;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -15,6 +18,7 @@ use validator::Validate;
 use crate::domain::EffectKind;
 
 pub use check::problems;
+pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
@@ -66,7 +70,8 @@ impl Default for AlertsConfig {
 #[derive(Debug, Clone, Deserialize, Validate)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
-    pub bind: String,
+    #[serde(deserialize_with = "parsed::de_bind")]
+    pub bind: SocketAddr,
     /// Per-client rate limits on the public submit endpoints.
     pub rate_limit: bool,
     /// HTTP worker threads; 0 means one per core.
@@ -78,7 +83,8 @@ pub struct ServerConfig {
     pub replay_cache: usize,
     /// Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` names the client
     /// for rate limits and sign-in throttling. Empty: the header is ignored.
-    pub trusted_proxies: Vec<String>,
+    #[serde(deserialize_with = "parsed::de_trusted_proxies")]
+    pub trusted_proxies: crate::http::TrustedProxies,
     /// Connection deadlines and caps (applied in `src/http/connections.rs`).
     #[validate(range(min = 100, max = 600000))]
     pub body_timeout_ms: u64,
@@ -105,7 +111,8 @@ pub struct ServerConfig {
 #[derive(Clone, Deserialize, Validate)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    pub url: String,
+    #[serde(deserialize_with = "parsed::de_database_url")]
+    pub url: DatabaseUrl,
     /// Connections in the pool; 0 picks a default for the backend.
     #[validate(range(max = 512))]
     pub pool_size: u32,
@@ -391,8 +398,10 @@ impl Config {
         };
         let mut config =
             Config::parse(&text).map_err(|message| ConfigError::Parse { origin: origin.clone(), message })?;
-        config.apply_env(env);
-        let problems = problems(&config);
+        let problems = match config.apply_env(env) {
+            Ok(()) => problems(&config),
+            Err(problem) => vec![problem],
+        };
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -410,13 +419,14 @@ impl Config {
         Config::parse(DEFAULT_CONFIG)
     }
 
-    /// Deploy-time settings from the environment override the file.
-    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+    /// Deploy-time settings from the environment override the file; the error names the
+    /// setting whose value does not parse.
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<(), String> {
         if let Some(url) = env("ONCEFORM_DATABASE_URL") {
-            self.database.url = url;
+            self.database.url = parsed::database_url(&url)?;
         }
         if let Some(bind) = env("ONCEFORM_BIND") {
-            self.server.bind = bind;
+            self.server.bind = parsed::bind(&bind)?;
         }
         if let Some(url) = env("ONCEFORM_SMTP_URL") {
             self.smtp.url = Some(url);
@@ -425,8 +435,9 @@ impl Config {
             self.crm.url = Some(url);
         }
         if let Some(v) = env("ONCEFORM_TRUSTED_PROXIES") {
-            self.server.trusted_proxies =
+            let entries: Vec<String> =
                 v.split(',').map(str::trim).filter(|e| !e.is_empty()).map(String::from).collect();
+            self.server.trusted_proxies = parsed::trusted_proxies(&entries)?;
         }
         if let Some(token) = env("ONCEFORM_METRICS_TOKEN").filter(|t| !t.is_empty()) {
             self.server.metrics_token = Some(crate::http::MetricsToken::new(token));
@@ -434,16 +445,12 @@ impl Config {
         if let Some(v) = env("ONCEFORM_RATE_LIMIT") {
             self.server.rate_limit = !matches!(v.trim(), "off" | "0" | "false" | "no");
         }
+        Ok(())
     }
 
     /// `server.secure_cookies`, or on unless the server is bound to a loopback address.
     pub fn secure_cookies(&self) -> bool {
-        self.server.secure_cookies.unwrap_or_else(|| {
-            let bind = &self.server.bind;
-            let loopback = bind.parse::<std::net::SocketAddr>().is_ok_and(|a| a.ip().is_loopback())
-                || bind.rsplit_once(':').is_some_and(|(host, _)| host == "localhost");
-            !loopback
-        })
+        self.server.secure_cookies.unwrap_or(!self.server.bind.ip().is_loopback())
     }
 
     pub fn form(&self, name: &str) -> Option<&FormConfig> {
@@ -464,11 +471,11 @@ impl FormConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            bind: "127.0.0.1:8080".into(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             rate_limit: true,
             http_workers: 0,
             replay_cache: 20_000,
-            trusted_proxies: Vec::new(),
+            trusted_proxies: Default::default(),
             body_timeout_ms: 10_000,
             request_head_timeout_ms: 5_000,
             keep_alive_seconds: 5,
@@ -522,7 +529,7 @@ impl Default for WorkerConfig {
 impl Default for DatabaseConfig {
     fn default() -> Self {
         Self {
-            url: "sqlite://./data/onceform.db".into(),
+            url: DatabaseUrl::Sqlite("./data/onceform.db".into()),
             pool_size: 0,
             acquire_timeout_ms: 3000,
             busy_timeout_ms: 5000,
@@ -559,7 +566,7 @@ mod tests {
     #[test]
     fn the_environment_overrides_deploy_time_settings() {
         let mut c = Config::builtin().unwrap();
-        c.apply_env(|name| {
+        let applied = c.apply_env(|name| {
             match name {
                 "ONCEFORM_BIND" => Some("0.0.0.0:9000"),
                 "ONCEFORM_RATE_LIMIT" => Some("off"),
@@ -568,9 +575,13 @@ mod tests {
             }
             .map(String::from)
         });
-        assert_eq!(c.server.bind, "0.0.0.0:9000");
+        assert_eq!(applied, Ok(()));
+        assert_eq!(c.server.bind.to_string(), "0.0.0.0:9000");
         assert!(!c.server.rate_limit);
-        assert_eq!(c.server.trusted_proxies, ["10.0.0.1", "10.1.0.0/16"]);
+        assert_eq!(
+            c.server.trusted_proxies,
+            parsed::trusted_proxies(&["10.0.0.1".into(), "10.1.0.0/16".into()]).unwrap()
+        );
         assert!(problems(&c).is_empty(), "{:?}", problems(&c));
     }
 }
