@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::http::{answered, client, ServerErrors};
 use super::kind::settings_of;
-use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Report, Settings};
+use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::FormConfig;
 use crate::domain::EffectKind;
 
@@ -67,7 +67,9 @@ impl Kind for SlackKind {
                 .ok()
                 .filter(|u| !u.is_empty())
                 .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {} is not set", s.url_env))?;
-            super::crm::url_policy::check(&at, &url, false).map_err(anyhow::Error::msg)?;
+            super::crm::url_policy::check(&at, &url, false).map_err(|_| {
+                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
+            })?;
             let link = format!("{}/admin/submissions/", s.admin_url.trim_end_matches('/'));
             targets.insert(name.clone(), Target { url, title: form.title.clone(), link });
         }
@@ -123,7 +125,7 @@ impl Effect for Slack {
     fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
         Box::pin(async move {
             let Some(target) = self.targets.get(&job.form) else {
-                return Report::failed(super::Outcome::Permanent, "slack_not_configured");
+                return Report::failed(Outcome::Permanent, "slack_not_configured");
             };
             let sent =
                 self.client.post(&target.url).json(&json!({ "text": target.message(job) })).send().await;
