@@ -1,4 +1,10 @@
 //! Side effects as types: one `Effect` trait, one file per kind, one registration line each.
+//!
+//! Adding a form effect kind: a file here with a unit struct implementing `Kind` (its name,
+//! its `[forms.F.NAME]` table if it takes one, its check-config rules, whether a submission
+//! gets one) whose `effect` builds the `Effect` that delivers and reconciles its records;
+//! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
+//! section in docs/CONFIGURATION.md. `slack.rs` is a small example.
 
 mod confirmation_email;
 pub mod crm;
