@@ -243,8 +243,7 @@ fn serve(config: Config) -> Result<(), Exit> {
     let purging = crate::lifecycle::schedule::spawn(&config, &pool, stop.subscribe());
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
-        let host = config.server.bind.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
-        let base = format!("http://{host}:{}", app.port());
+        let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
         // Not println!: a closed stdout must not take the server down.
         let mut out = std::io::stdout();
         let _ = writeln!(out, "onceform listening on {base}");
@@ -333,10 +332,7 @@ async fn shutdown_signal() {
 
 /// The database in logs: the backend only, never the URL (it may hold a password).
 fn pool_label(config: &Config) -> &'static str {
-    match crate::db::DatabaseUrl::parse(&config.database.url) {
-        Ok(crate::db::DatabaseUrl::Postgres(_)) => "postgres",
-        _ => "sqlite",
-    }
+    config.database.url.backend()
 }
 
 #[cfg(test)]

@@ -85,9 +85,11 @@ pub fn run(rt: &tokio::runtime::Runtime, opts: &Options) {
 
     let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds.max(5)));
     let burst_end = Instant::now();
-    let direct =
-        Pool::connect(&onceform::config::DatabaseConfig { url: db.url.clone(), ..Default::default() })
-            .unwrap();
+    let direct = Pool::connect(&onceform::config::DatabaseConfig {
+        url: db.url.parse().unwrap(),
+        ..Default::default()
+    })
+    .unwrap();
     let stats = || with_conn!(&direct, |c| c.stats().map_err(DbError::from)).unwrap();
     let sent = |s: &onceform::db::Stats| {
         s.effects.iter().filter(|e| e.1 == onceform::domain::EffectState::Sent).map(|e| e.2).sum::<i64>()

@@ -12,6 +12,7 @@ use crate::domain::keyring::keyring;
 use crate::domain::{
     fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
 };
+use crate::effects;
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -61,7 +62,7 @@ impl Plan {
             .effects
             .iter()
             .copied()
-            .filter(|k| *k != EffectKind::ConfirmationEmail || email_of(&intake).is_some())
+            .filter(|k| effects::applies(*k, form, &|name| intake.fields.get(name).is_some()))
             .collect();
         // Spam is answered like any acceptance but gets no side-effect records.
         let effects = kinds
@@ -81,7 +82,7 @@ impl Plan {
             })
             .collect();
         let body_with = |capped: bool| {
-            let state = |k: &EffectKind| match capped && *k == EffectKind::ConfirmationEmail {
+            let state = |k: &EffectKind| match capped && *k == EffectKind::CONFIRMATION_EMAIL {
                 true => EffectState::Cancelled,
                 false => EffectState::Pending,
             };
@@ -98,7 +99,7 @@ impl Plan {
         };
         let response_body = body_with(false);
         // The body to store instead when the recipient cap cancels the confirmation.
-        let capped_body = (!spam && kinds.contains(&EffectKind::ConfirmationEmail)).then(|| body_with(true));
+        let capped_body = (!spam && kinds.contains(&EffectKind::CONFIRMATION_EMAIL)).then(|| body_with(true));
         let submission = NewSubmission {
             id: id.clone(),
             form: intake.form_name.into(),

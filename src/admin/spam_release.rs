@@ -13,7 +13,7 @@ use crate::db::models::NewEffect;
 use crate::db::schema::submissions;
 use crate::db::{DbError, Store};
 use crate::deliveries::now;
-use crate::domain::{EffectId, EffectKind, EffectState};
+use crate::domain::{EffectId, EffectState};
 use crate::http::AppState;
 use crate::with_conn;
 
@@ -85,16 +85,14 @@ async fn release(
 }
 
 /// The records the accept transaction would have written (batch 0 was never used: spam gets
-/// none); a confirmation only when the stored fields hold an email address.
+/// none), each kind where it applies to the stored fields.
 fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>) -> Vec<NewEffect> {
     let fields: std::collections::BTreeMap<String, String> =
         fields_json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
-    let has_email =
-        form.fields.iter().any(|f| f.kind == crate::config::FieldType::Email && fields.contains_key(&f.name));
     let at = now();
     form.effects
         .iter()
-        .filter(|k| **k != EffectKind::ConfirmationEmail || has_email)
+        .filter(|k| crate::effects::applies(**k, form, &|name| fields.contains_key(name)))
         .map(|kind| NewEffect {
             id: EffectId::generate(),
             submission_id: submission_id.into(),

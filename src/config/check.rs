@@ -1,23 +1,15 @@
 //! `check-config`: every problem in a configuration, each named by its path.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 
-use validator::{Validate, ValidateEmail, ValidationErrors};
+use validator::{Validate, ValidationErrors};
 
 use super::{Config, CrmAdapterName, FieldType, FormConfig};
-use crate::domain::EffectKind;
 
 /// All problems found in `config`; empty when it is usable.
 pub fn problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
-    if config.server.bind.parse::<SocketAddr>().is_err() {
-        out.push(format!("server.bind: `{}` is not an address like 127.0.0.1:8080", config.server.bind));
-    }
     push_validation(&mut out, "server", config.server.validate());
-    if let Err(e) = crate::http::TrustedProxies::parse(&config.server.trusted_proxies) {
-        out.push(format!("server.trusted_proxies: {e}"));
-    }
     push_validation(&mut out, "database", config.database.validate());
     push_validation(&mut out, "worker", config.worker.validate());
     if config.worker.call_timeout_ms / 1000 >= config.worker.lease_seconds {
@@ -40,9 +32,6 @@ pub fn problems(config: &Config) -> Vec<String> {
         if !l.contains("{external_ref}") {
             out.push("crm.lookup_url: must contain {external_ref}".into());
         }
-    }
-    if let Err(e) = crate::db::DatabaseUrl::parse(&config.database.url) {
-        out.push(format!("database.url: {e}"));
     }
     if config.forms.is_empty() {
         out.push("forms: no form is declared".into());
@@ -100,23 +89,8 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
             out.push(format!("{at}.effects: `{}` listed twice", kind.as_str()));
         }
     }
-    if kinds.contains(&EffectKind::ConfirmationEmail) && !form.has_email_field() {
-        out.push(format!("{at}.effects: confirmation_email needs a field of type email"));
-    }
-    if kinds.contains(&EffectKind::OwnerNotification) && form.notify.is_empty() {
-        out.push(format!("{at}.notify: owner_notification needs at least one address"));
-    }
-    for address in &form.notify {
-        if !address.validate_email() {
-            out.push(format!("{at}.notify: `{address}` is not an email address"));
-        }
-    }
+    out.extend(crate::effects::problems(&at, form));
     super::spam::form_problems(out, &at, form);
-    for field in form.crm_fields.keys() {
-        if form.field(field).is_none() {
-            out.push(format!("{at}.crm_fields: `{field}` is not a field of this form"));
-        }
-    }
 }
 
 fn push_validation(out: &mut Vec<String>, at: &str, result: Result<(), ValidationErrors>) {
@@ -175,9 +149,6 @@ mod tests {
     fn names_each_problem() {
         let c = config(
             r#"
-            [server]
-            bind = "nowhere"
-            trusted_proxies = ["10.0.0.0/8", "10.0.0.0/33"]
             [forms.contact]
             title = "x"
             effects = ["confirmation_email", "crm_lead", "crm_lead"]
@@ -194,8 +165,6 @@ mod tests {
         );
         let p = problems(&c).join("\n");
         for needle in [
-            "server.bind",
-            "server.trusted_proxies: `10.0.0.0/33` is not an IP address or CIDR range",
             "max_body_bytes: out of range",
             "select needs options",
             "declared twice",
@@ -206,6 +175,19 @@ mod tests {
         ] {
             assert!(p.contains(needle), "missing {needle:?} in:\n{p}");
         }
+    }
+
+    #[test]
+    fn unparsable_addresses_are_parse_errors_naming_their_key() {
+        let e = Config::parse("[server]\nbind = 'nowhere'").unwrap_err();
+        assert!(e.contains("server.bind: `nowhere` is not an address"), "{e}");
+        let e = Config::parse("[server]\ntrusted_proxies = ['10.0.0.0/8', '10.0.0.0/33']").unwrap_err();
+        assert!(
+            e.contains("server.trusted_proxies: `10.0.0.0/33` is not an IP address or CIDR range"),
+            "{e}"
+        );
+        let e = Config::parse("[database]\nurl = 'mysql://h/db'").unwrap_err();
+        assert!(e.contains("database.url: unsupported database scheme `mysql`"), "{e}");
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 mod check;
+mod database_url;
 mod email;
+pub mod parsed;
 mod redact;
 pub mod retention;
 mod spam;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -15,6 +18,7 @@ use validator::Validate;
 use crate::domain::EffectKind;
 
 pub use check::problems;
+pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
@@ -49,125 +53,96 @@ pub struct Config {
 
 /// What `onceform alert-rules` writes into the Prometheus rules.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct AlertsConfig {
     /// The `owner` label of every alert: the team that answers for this integration.
-    #[serde(default = "default_alert_owner")]
     pub owner: String,
     /// Where docs/RUNBOOK.md is published; each alert links a section of it (`#alertname`).
-    #[serde(default = "default_runbook_url")]
     pub runbook_url: String,
 }
 
 impl Default for AlertsConfig {
     fn default() -> Self {
-        Self { owner: default_alert_owner(), runbook_url: default_runbook_url() }
+        Self { owner: "onceform".into(), runbook_url: "docs/RUNBOOK.md".into() }
     }
 }
 
-fn default_alert_owner() -> String {
-    "onceform".into()
-}
-
-fn default_runbook_url() -> String {
-    "docs/RUNBOOK.md".into()
-}
-
 #[derive(Debug, Clone, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
-    #[serde(default = "default_bind")]
-    pub bind: String,
+    #[serde(deserialize_with = "parsed::de_bind")]
+    pub bind: SocketAddr,
     /// Per-client rate limits on the public submit endpoints.
-    #[serde(default = "yes")]
     pub rate_limit: bool,
     /// HTTP worker threads; 0 means one per core.
-    #[serde(default)]
     #[validate(range(max = 256))]
     pub http_workers: usize,
     /// Committed results kept in memory to answer retries without the database (entries,
     /// about 1 KiB each); 0 turns the cache off.
-    #[serde(default = "default_replay_cache")]
     #[validate(range(max = 10_000_000))]
     pub replay_cache: usize,
     /// Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` names the client
     /// for rate limits and sign-in throttling. Empty: the header is ignored.
-    #[serde(default)]
-    pub trusted_proxies: Vec<String>,
+    #[serde(deserialize_with = "parsed::de_trusted_proxies")]
+    pub trusted_proxies: crate::http::TrustedProxies,
     /// Connection deadlines and caps (applied in `src/http/connections.rs`).
-    #[serde(default = "default_body_timeout_ms")]
     #[validate(range(min = 100, max = 600000))]
     pub body_timeout_ms: u64,
-    #[serde(default = "default_head_timeout_ms")]
     #[validate(range(min = 100, max = 600000))]
     pub request_head_timeout_ms: u64,
-    #[serde(default = "default_keep_alive_seconds")]
     #[validate(range(max = 3600))]
     pub keep_alive_seconds: u64,
-    #[serde(default = "default_max_connections")]
     #[validate(range(min = 1, max = 1000000))]
     pub max_connections_per_worker: usize,
     /// `Secure` cookies with the `__Host-` prefix, and HSTS; unset: on unless bound to loopback.
-    #[serde(default)]
     pub secure_cookies: Option<bool>,
     /// `ONCEFORM_METRICS_TOKEN`: `/metrics` then needs `Authorization: Bearer TOKEN`.
-    #[serde(default)]
     pub metrics_token: Option<crate::http::MetricsToken>,
     /// How old `/metrics`' database figures may be (they are counted at most this often).
-    #[serde(default = "default_metrics_cache_ms")]
     #[validate(range(max = 300000))]
     pub metrics_cache_ms: u64,
     /// Where the first start writes the generated admin password (mode 0600).
-    #[serde(default = "default_initial_password_file")]
     pub initial_password_file: String,
     /// Where the server secret is generated once when `ONCEFORM_SECRET` is not set.
-    #[serde(default = "default_secret_file")]
     pub secret_file: String,
 }
 
 /// `Debug` is written by hand in `redact.rs`: the URL may hold a password.
 #[derive(Clone, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    #[serde(default = "default_database_url")]
-    pub url: String,
+    #[serde(deserialize_with = "parsed::de_database_url")]
+    pub url: DatabaseUrl,
     /// Connections in the pool; 0 picks a default for the backend.
-    #[serde(default)]
     #[validate(range(max = 512))]
     pub pool_size: u32,
     /// How long a request waits for a connection before answering 503.
-    #[serde(default = "default_acquire_timeout_ms")]
     #[validate(range(min = 50, max = 60000))]
     pub acquire_timeout_ms: u64,
     /// SQLite: how long a writer waits for the lock before giving up (then 503).
-    #[serde(default = "default_busy_timeout_ms")]
     #[validate(range(min = 0, max = 60000))]
     pub busy_timeout_ms: u64,
     /// SQLite: commit concurrent accepts together (one fsync per batch, a savepoint each).
-    #[serde(default = "yes")]
     pub group_commit: bool,
     /// PostgreSQL: keep prepared statements per connection; `false` behind a pooler in
     /// transaction mode (pgbouncer), where a statement prepared on one server connection
     /// may be executed on another.
-    #[serde(default = "yes")]
     pub prepared_statements: bool,
 }
 
 /// Mail delivery: SMTP when `url` is set, else `.eml` files under `mail_dir`.
 #[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct SmtpConfig {
     /// `smtp://[user:pass@]host[:port]` (`?tls=required` for STARTTLS) or `smtps://…`.
     pub url: Option<String>,
-    #[serde(default = "default_mail_from")]
     pub from: String,
-    #[serde(default = "default_mail_dir")]
     pub mail_dir: String,
 }
 
 /// Where leads go; see `src/effects/crm/` for the adapters.
 #[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct CrmConfig {
     /// `file`, `generic`, `hubspot` or `salesforce`; default `generic` when `url` is set, else `file`.
     pub adapter: Option<CrmAdapterName>,
@@ -176,19 +151,14 @@ pub struct CrmConfig {
     /// generic: lookup URL with `{external_ref}`; without it, unknown outcomes wait for an admin.
     pub lookup_url: Option<String>,
     /// The environment variable holding the API token (never logged).
-    #[serde(default = "default_token_env")]
     pub token_env: String,
     /// file: leads are written as `DIR/leads/{external_ref}.json`.
-    #[serde(default = "default_crm_dir")]
     pub dir: String,
     /// hubspot: the unique contact property holding the external reference.
-    #[serde(default = "default_hubspot_property")]
     pub hubspot_id_property: String,
     /// salesforce: the Lead External ID field holding the external reference.
-    #[serde(default = "default_salesforce_field")]
     pub salesforce_external_id_field: String,
     /// Allow `http://` CRM URLs to hosts other than loopback (else only `https://`).
-    #[serde(default)]
     pub allow_http: bool,
 }
 
@@ -213,46 +183,40 @@ impl CrmConfig {
 
 /// The side-effect workers (inside `serve`, or alone as `onceform worker`).
 #[derive(Debug, Clone, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct WorkerConfig {
     /// Run the workers inside `serve`.
-    #[serde(default = "yes")]
     pub enabled: bool,
     /// Effects in flight at once in one process.
-    #[serde(default = "default_concurrency")]
     #[validate(range(min = 1, max = 1024))]
     pub concurrency: usize,
     /// Idle wait between polls.
-    #[serde(default = "default_poll_ms")]
     #[validate(range(min = 10, max = 60000))]
     pub poll_ms: u64,
     /// A SENDING record whose lease runs out (its worker died) becomes UNKNOWN.
-    #[serde(default = "default_lease_seconds")]
     #[validate(range(min = 1, max = 86400))]
     pub lease_seconds: u64,
     /// Hard limit on one delivery call (HTTP request, SMTP send).
-    #[serde(default = "default_call_timeout_ms")]
     #[validate(range(min = 10, max = 600000))]
     pub call_timeout_ms: u64,
-    #[serde(default = "default_max_attempts")]
     #[validate(range(min = 1, max = 100))]
     pub max_attempts: i32,
     /// First retry delay; doubled per attempt, jittered, capped by `backoff_max_seconds`.
-    #[serde(default = "default_backoff_base_ms")]
     #[validate(range(min = 1, max = 3600000))]
     pub backoff_base_ms: u64,
-    #[serde(default = "default_backoff_max_seconds")]
     #[validate(range(min = 1, max = 604800))]
     pub backoff_max_seconds: u64,
     /// How soon an UNKNOWN outcome is looked up (and again after a failed lookup).
-    #[serde(default = "default_reconcile_ms")]
     #[validate(range(min = 1, max = 3600000))]
     pub reconcile_after_ms: u64,
 }
 
+/// Unknown keys are refused by `settings`, which takes only the tables of effect kinds.
 #[derive(Debug, Clone, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
 pub struct FormConfig {
+    /// Required: a missing title is an empty one, refused by the check (it is read after
+    /// unknown keys, so that a misspelt `title` is named as such).
+    #[serde(default)]
     #[validate(length(min = 1, max = 200))]
     pub title: String,
     #[serde(default)]
@@ -320,20 +284,20 @@ pub struct FormConfig {
     /// How long content and then keys are kept (`[forms.F.retention]`).
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
+    #[serde(flatten)]
+    pub settings: crate::effects::KindSettings,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct DuplicateConfig {
     /// Earlier submissions of the same form within this window are compared.
-    #[serde(default = "default_window_hours")]
     #[validate(range(min = 1, max = 8760))]
     pub window_hours: u32,
     /// `flag`: pairs are listed for review and effects go ahead; `hold`: the effects of a
     /// submission with a pair scoring at least `hold_score` wait for a decision.
-    #[serde(default)]
     pub policy: DuplicatePolicy,
-    #[serde(default = "default_hold_score")]
     #[validate(range(min = 0.0, max = 1.0))]
     pub hold_score: f64,
 }
@@ -348,11 +312,7 @@ pub enum DuplicatePolicy {
 
 impl Default for DuplicateConfig {
     fn default() -> Self {
-        Self {
-            window_hours: default_window_hours(),
-            policy: DuplicatePolicy::Flag,
-            hold_score: default_hold_score(),
-        }
+        Self { window_hours: 72, policy: DuplicatePolicy::Flag, hold_score: 0.8 }
     }
 }
 
@@ -438,8 +398,10 @@ impl Config {
         };
         let mut config =
             Config::parse(&text).map_err(|message| ConfigError::Parse { origin: origin.clone(), message })?;
-        config.apply_env(env);
-        let problems = problems(&config);
+        let problems = match config.apply_env(env) {
+            Ok(()) => problems(&config),
+            Err(problem) => vec![problem],
+        };
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -457,13 +419,14 @@ impl Config {
         Config::parse(DEFAULT_CONFIG)
     }
 
-    /// Deploy-time settings from the environment override the file.
-    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+    /// Deploy-time settings from the environment override the file; the error names the
+    /// setting whose value does not parse.
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<(), String> {
         if let Some(url) = env("ONCEFORM_DATABASE_URL") {
-            self.database.url = url;
+            self.database.url = parsed::database_url(&url)?;
         }
         if let Some(bind) = env("ONCEFORM_BIND") {
-            self.server.bind = bind;
+            self.server.bind = parsed::bind(&bind)?;
         }
         if let Some(url) = env("ONCEFORM_SMTP_URL") {
             self.smtp.url = Some(url);
@@ -472,8 +435,9 @@ impl Config {
             self.crm.url = Some(url);
         }
         if let Some(v) = env("ONCEFORM_TRUSTED_PROXIES") {
-            self.server.trusted_proxies =
+            let entries: Vec<String> =
                 v.split(',').map(str::trim).filter(|e| !e.is_empty()).map(String::from).collect();
+            self.server.trusted_proxies = parsed::trusted_proxies(&entries)?;
         }
         if let Some(token) = env("ONCEFORM_METRICS_TOKEN").filter(|t| !t.is_empty()) {
             self.server.metrics_token = Some(crate::http::MetricsToken::new(token));
@@ -481,16 +445,12 @@ impl Config {
         if let Some(v) = env("ONCEFORM_RATE_LIMIT") {
             self.server.rate_limit = !matches!(v.trim(), "off" | "0" | "false" | "no");
         }
+        Ok(())
     }
 
     /// `server.secure_cookies`, or on unless the server is bound to a loopback address.
     pub fn secure_cookies(&self) -> bool {
-        self.server.secure_cookies.unwrap_or_else(|| {
-            let bind = &self.server.bind;
-            let loopback = bind.parse::<std::net::SocketAddr>().is_ok_and(|a| a.ip().is_loopback())
-                || bind.rsplit_once(':').is_some_and(|(host, _)| host == "localhost");
-            !loopback
-        })
+        self.server.secure_cookies.unwrap_or(!self.server.bind.ip().is_loopback())
     }
 
     pub fn form(&self, name: &str) -> Option<&FormConfig> {
@@ -511,27 +471,27 @@ impl FormConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            bind: default_bind(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             rate_limit: true,
             http_workers: 0,
-            replay_cache: default_replay_cache(),
-            trusted_proxies: Vec::new(),
-            body_timeout_ms: default_body_timeout_ms(),
-            request_head_timeout_ms: default_head_timeout_ms(),
-            keep_alive_seconds: default_keep_alive_seconds(),
-            max_connections_per_worker: default_max_connections(),
+            replay_cache: 20_000,
+            trusted_proxies: Default::default(),
+            body_timeout_ms: 10_000,
+            request_head_timeout_ms: 5_000,
+            keep_alive_seconds: 5,
+            max_connections_per_worker: 10_000,
             secure_cookies: None,
             metrics_token: None,
-            metrics_cache_ms: default_metrics_cache_ms(),
-            initial_password_file: default_initial_password_file(),
-            secret_file: default_secret_file(),
+            metrics_cache_ms: 5_000,
+            initial_password_file: "./data/initial-admin-password".into(),
+            secret_file: "./data/secret".into(),
         }
     }
 }
 
 impl Default for SmtpConfig {
     fn default() -> Self {
-        Self { url: None, from: default_mail_from(), mail_dir: default_mail_dir() }
+        Self { url: None, from: "onceform <noreply@localhost>".into(), mail_dir: "./data/mail".into() }
     }
 }
 
@@ -541,10 +501,10 @@ impl Default for CrmConfig {
             adapter: None,
             url: None,
             lookup_url: None,
-            token_env: default_token_env(),
-            dir: default_crm_dir(),
-            hubspot_id_property: default_hubspot_property(),
-            salesforce_external_id_field: default_salesforce_field(),
+            token_env: "ONCEFORM_CRM_TOKEN".into(),
+            dir: "./data/crm".into(),
+            hubspot_id_property: "onceform_ref".into(),
+            salesforce_external_id_field: "Onceform_Ref__c".into(),
             allow_http: false,
         }
     }
@@ -554,14 +514,14 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            concurrency: default_concurrency(),
-            poll_ms: default_poll_ms(),
-            lease_seconds: default_lease_seconds(),
-            call_timeout_ms: default_call_timeout_ms(),
-            max_attempts: default_max_attempts(),
-            backoff_base_ms: default_backoff_base_ms(),
-            backoff_max_seconds: default_backoff_max_seconds(),
-            reconcile_after_ms: default_reconcile_ms(),
+            concurrency: 16,
+            poll_ms: 500,
+            lease_seconds: 60,
+            call_timeout_ms: 10_000,
+            max_attempts: 8,
+            backoff_base_ms: 2_000,
+            backoff_max_seconds: 3_600,
+            reconcile_after_ms: 30_000,
         }
     }
 }
@@ -569,51 +529,19 @@ impl Default for WorkerConfig {
 impl Default for DatabaseConfig {
     fn default() -> Self {
         Self {
-            url: default_database_url(),
+            url: DatabaseUrl::Sqlite("./data/onceform.db".into()),
             pool_size: 0,
-            acquire_timeout_ms: default_acquire_timeout_ms(),
-            busy_timeout_ms: default_busy_timeout_ms(),
+            acquire_timeout_ms: 3000,
+            busy_timeout_ms: 5000,
             group_commit: true,
             prepared_statements: true,
         }
     }
 }
 
+/// The form settings' defaults (a form has no `Default`: its title is required).
 fn yes() -> bool {
     true
-}
-fn default_bind() -> String {
-    "127.0.0.1:8080".into()
-}
-fn default_body_timeout_ms() -> u64 {
-    10_000
-}
-fn default_head_timeout_ms() -> u64 {
-    5_000
-}
-fn default_keep_alive_seconds() -> u64 {
-    5
-}
-fn default_max_connections() -> usize {
-    10_000
-}
-fn default_metrics_cache_ms() -> u64 {
-    5_000
-}
-fn default_initial_password_file() -> String {
-    "./data/initial-admin-password".into()
-}
-fn default_database_url() -> String {
-    "sqlite://./data/onceform.db".into()
-}
-fn default_acquire_timeout_ms() -> u64 {
-    3000
-}
-fn default_busy_timeout_ms() -> u64 {
-    5000
-}
-fn default_replay_cache() -> usize {
-    20_000
 }
 fn default_honeypot() -> String {
     "website".into()
@@ -630,57 +558,6 @@ fn default_operation_ttl_days() -> u32 {
 fn default_confirmation_window_minutes() -> u32 {
     60
 }
-fn default_window_hours() -> u32 {
-    72
-}
-fn default_hold_score() -> f64 {
-    0.8
-}
-fn default_mail_from() -> String {
-    "onceform <noreply@localhost>".into()
-}
-fn default_secret_file() -> String {
-    "./data/secret".into()
-}
-fn default_mail_dir() -> String {
-    "./data/mail".into()
-}
-fn default_token_env() -> String {
-    "ONCEFORM_CRM_TOKEN".into()
-}
-fn default_crm_dir() -> String {
-    "./data/crm".into()
-}
-fn default_hubspot_property() -> String {
-    "onceform_ref".into()
-}
-fn default_salesforce_field() -> String {
-    "Onceform_Ref__c".into()
-}
-fn default_concurrency() -> usize {
-    16
-}
-fn default_poll_ms() -> u64 {
-    500
-}
-fn default_lease_seconds() -> u64 {
-    60
-}
-fn default_call_timeout_ms() -> u64 {
-    10_000
-}
-fn default_max_attempts() -> i32 {
-    8
-}
-fn default_backoff_base_ms() -> u64 {
-    2_000
-}
-fn default_backoff_max_seconds() -> u64 {
-    3_600
-}
-fn default_reconcile_ms() -> u64 {
-    30_000
-}
 
 #[cfg(test)]
 mod tests {
@@ -689,7 +566,7 @@ mod tests {
     #[test]
     fn the_environment_overrides_deploy_time_settings() {
         let mut c = Config::builtin().unwrap();
-        c.apply_env(|name| {
+        let applied = c.apply_env(|name| {
             match name {
                 "ONCEFORM_BIND" => Some("0.0.0.0:9000"),
                 "ONCEFORM_RATE_LIMIT" => Some("off"),
@@ -698,9 +575,13 @@ mod tests {
             }
             .map(String::from)
         });
-        assert_eq!(c.server.bind, "0.0.0.0:9000");
+        assert_eq!(applied, Ok(()));
+        assert_eq!(c.server.bind.to_string(), "0.0.0.0:9000");
         assert!(!c.server.rate_limit);
-        assert_eq!(c.server.trusted_proxies, ["10.0.0.1", "10.1.0.0/16"]);
+        assert_eq!(
+            c.server.trusted_proxies,
+            parsed::trusted_proxies(&["10.0.0.1".into(), "10.1.0.0/16".into()]).unwrap()
+        );
         assert!(problems(&c).is_empty(), "{:?}", problems(&c));
     }
 }

@@ -64,7 +64,7 @@ impl fmt::Debug for Redacted<'_> {
 impl fmt::Debug for DatabaseConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DatabaseConfig")
-            .field("url", &redact_url(&self.url))
+            .field("url", &redact_url(&self.url.to_string()))
             .field("pool_size", &self.pool_size)
             .field("acquire_timeout_ms", &self.acquire_timeout_ms)
             .field("busy_timeout_ms", &self.busy_timeout_ms)
@@ -114,7 +114,7 @@ mod tests {
         assert_eq!(redact_url("https://crm.example.com/api"), "https://crm.example.com/api");
         assert_eq!(redact_url("sqlite://./data/x.db"), "sqlite://./data/x.db");
         let mut c = Config::builtin().unwrap();
-        c.database.url = "postgres://app:s3cret@db/of".into();
+        c.database.url = super::super::DatabaseUrl::parse("postgres://app:s3cret@db/of").unwrap();
         c.smtp.url = Some("smtps://u:hunter2@mail".into());
         c.crm.url = Some("https://u:tok3n@crm.example.com/leads".into());
         c.crm.lookup_url = Some("https://crm.example.com/l/{external_ref}?token=tok4n".into());

@@ -58,48 +58,32 @@ impl<'de> Deserialize<'de> for Window {
 
 /// `[forms.F.retention]`: unset windows keep data for good.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct RetentionConfig {
     /// After this, a submission's content goes (a tombstone stays).
-    #[serde(default)]
     pub content: Option<Window>,
     /// After this, the tombstone goes too, and a late retry of an issued ID is 410.
-    #[serde(default)]
     pub keys: Option<Window>,
     /// The latest retry the operator considers possible (e.g. an offline queue's limit):
     /// `check-config` warns when a window is shorter.
-    #[serde(default)]
     pub max_retry_age: Option<Window>,
 }
 
 /// `[purge]`: the retention pass inside `serve`.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct PurgeConfig {
     /// Run the pass inside `serve` on a schedule.
-    #[serde(default = "yes")]
     pub enabled: bool,
-    #[serde(default = "default_interval")]
     pub interval_seconds: u64,
     /// Rows per transaction: the accept path never waits for more than one batch.
-    #[serde(default = "default_batch")]
     pub batch: i64,
 }
 
 impl Default for PurgeConfig {
     fn default() -> Self {
-        Self { enabled: true, interval_seconds: default_interval(), batch: default_batch() }
+        Self { enabled: true, interval_seconds: 3600, batch: 500 }
     }
-}
-
-fn yes() -> bool {
-    true
-}
-fn default_interval() -> u64 {
-    3600
-}
-fn default_batch() -> i64 {
-    500
 }
 
 /// Refusals: `keys` shorter than `content`, a batch or interval out of range.

@@ -89,7 +89,7 @@ fn statement(link: Option<LinkKey<'_>>) -> String {
     };
     let (screening, cancelled, pending) =
         (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
-    let confirmation = EffectKind::ConfirmationEmail.as_str();
+    let confirmation = EffectKind::CONFIRMATION_EMAIL.as_str();
     format!(
         "WITH {CAP}, \
          s AS ({INSERT_SUBMISSION}), \

@@ -14,7 +14,6 @@ mod queue;
 pub mod recipient_cap;
 pub mod schema;
 mod store;
-mod url;
 mod writer;
 
 use std::time::Duration;
@@ -24,11 +23,11 @@ use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool as R2Pool};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
+pub use crate::config::DatabaseUrl;
 pub use openssl_exit::establish_pg;
 use pg_manager::PgManager;
 pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
-pub use url::DatabaseUrl;
 pub use writer::SqliteWriter;
 
 use crate::config::DatabaseConfig;
@@ -184,7 +183,7 @@ impl Pool {
 /// Connects once (reporting the real error) and applies pending migrations, without a
 /// pool: `onceform migrate` exits right after, with no pool thread still connecting.
 pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
-    let url = DatabaseUrl::parse(&config.url).map_err(anyhow::Error::msg)?;
+    let url = config.url.clone();
     match &url {
         DatabaseUrl::Sqlite(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -113,7 +113,7 @@ mod tests {
     use crate::deliveries::{self, Channel, DeliveryOutcome};
 
     fn sqlite_pool(dir: &std::path::Path) -> SqlitePool {
-        let url = format!("sqlite://{}", dir.join("writer.db").display());
+        let url = crate::db::DatabaseUrl::Sqlite(dir.join("writer.db"));
         match Pool::connect(&DatabaseConfig { url, ..DatabaseConfig::default() }).unwrap() {
             Pool::Sqlite(p) => p,
             Pool::Pg(_) => unreachable!(),

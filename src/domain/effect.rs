@@ -1,41 +1,24 @@
 //! Side-effect kinds (their records' states are in `states`).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EffectKind {
-    CrmLead,
-    ConfirmationEmail,
-    OwnerNotification,
-}
+/// A side-effect kind's name (`crm_lead`, `slack`, …). Each kind is one file under
+/// `src/effects/`, listed once in `effects::KINDS`; a configured name becomes an `EffectKind`
+/// there (its `Deserialize`), and the constants name the kinds other modules refer to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct EffectKind(&'static str);
 
 impl EffectKind {
-    pub const ALL: [EffectKind; 3] =
-        [EffectKind::CrmLead, EffectKind::ConfirmationEmail, EffectKind::OwnerNotification];
+    pub const CRM_LEAD: EffectKind = EffectKind("crm_lead");
+    pub const CONFIRMATION_EMAIL: EffectKind = EffectKind("confirmation_email");
+    pub const OWNER_NOTIFICATION: EffectKind = EffectKind("owner_notification");
+
+    /// The kind called `name` (in `effects = [...]`, result bodies and records).
+    pub const fn named(name: &'static str) -> EffectKind {
+        EffectKind(name)
+    }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            EffectKind::CrmLead => "crm_lead",
-            EffectKind::ConfirmationEmail => "confirmation_email",
-            EffectKind::OwnerNotification => "owner_notification",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_forms_round_trip() {
-        for k in EffectKind::ALL {
-            assert_eq!(EffectKind::parse(k.as_str()), Some(k));
-            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
-        }
+        self.0
     }
 }

@@ -3,16 +3,37 @@
 
 use std::sync::Arc;
 
-use super::mail::{data, template, visitor, EmailEffect, Envelope, Mailer};
-use crate::config::Config;
+use super::mail::{data, template, visitor, EmailEffect, Envelope};
+use super::{Deps, Effect, Kind};
+use crate::config::{FieldType, FormConfig};
 use crate::domain::EffectKind;
 
-pub fn new(mailer: Arc<Mailer>, config: Arc<Config>) -> EmailEffect {
-    EmailEffect {
-        kind: EffectKind::ConfirmationEmail,
-        render: |form, job| template::confirmation(&data(form, job, form.confirmation_echo)),
-        envelope: |form, job| Envelope { to: visitor(form, job).into_iter().collect(), reply_to: None },
-        mailer,
-        config,
+pub struct ConfirmationEmailKind;
+
+impl Kind for ConfirmationEmailKind {
+    fn name(&self) -> EffectKind {
+        EffectKind::CONFIRMATION_EMAIL
+    }
+
+    fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        match form.effects.contains(&self.name()) && !form.has_email_field() {
+            true => vec![format!("{at}.effects: confirmation_email needs a field of type email")],
+            false => Vec::new(),
+        }
+    }
+
+    /// Only a submission with an address gets a confirmation.
+    fn applies(&self, form: &FormConfig, filled: &dyn Fn(&str) -> bool) -> bool {
+        form.fields.iter().any(|f| f.kind == FieldType::Email && filled(&f.name))
+    }
+
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        Ok(Arc::new(EmailEffect {
+            kind: self.name(),
+            render: |form, job| template::confirmation(&data(form, job, form.confirmation_echo)),
+            envelope: |form, job| Envelope { to: visitor(form, job).into_iter().collect(), reply_to: None },
+            mailer: deps.mailer.clone(),
+            config: deps.config.clone(),
+        }))
     }
 }

@@ -4,8 +4,26 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::crm::{CrmAdapter, Lead};
-use super::{BoxFuture, Effect, Job, Lookup, Report};
-use crate::config::Config;
+use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Report};
+use crate::config::{Config, FormConfig};
+use crate::domain::EffectKind;
+
+pub struct CrmLeadKind;
+
+impl Kind for CrmLeadKind {
+    fn name(&self) -> EffectKind {
+        EffectKind::CRM_LEAD
+    }
+
+    fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        let unknown = form.crm_fields.keys().filter(|field| form.field(field).is_none());
+        unknown.map(|field| format!("{at}.crm_fields: `{field}` is not a field of this form")).collect()
+    }
+
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        Ok(Arc::new(CrmLead::new(deps.crm.clone(), deps.config.clone())))
+    }
+}
 
 pub struct CrmLead {
     crm: Arc<dyn CrmAdapter>,

@@ -1,11 +1,20 @@
 //! Side effects as types: one `Effect` trait, one file per kind, one registration line each.
+//!
+//! Adding a form effect kind: a file here with a unit struct implementing `Kind` (its name,
+//! its `[forms.F.NAME]` table if it takes one, its check-config rules, whether a submission
+//! gets one) whose `effect` builds the `Effect` that delivers and reconciles its records;
+//! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
+//! section in docs/CONFIGURATION.md. `slack.rs` is a small example.
 
 mod confirmation_email;
 pub mod crm;
 mod crm_lead;
+pub mod http;
+mod kind;
 pub mod mail;
 mod outcome;
 mod owner_notification;
+mod slack;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -15,10 +24,35 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 
-use crate::config::Config;
+use crate::config::{Config, FormConfig};
 use crate::db::models::JobRow;
 use crate::domain::{EffectId, EffectKind, SubmissionId};
+pub use kind::{Deps, Kind, KindSettings, Settings};
 pub use outcome::{Lookup, Outcome, Report};
+
+/// Every kind of form side effect, one line each: a new kind is a file beside this one
+/// (see `Kind`) and its line here.
+static KINDS: &[&dyn Kind] = &[
+    &crm_lead::CrmLeadKind,
+    &confirmation_email::ConfirmationEmailKind,
+    &owner_notification::OwnerNotificationKind,
+    &slack::SlackKind,
+];
+
+/// The names of every kind, in registration order.
+pub fn kind_names() -> Vec<&'static str> {
+    KINDS.iter().map(|k| k.name().as_str()).collect()
+}
+
+/// Every kind's problems with `form` (called `at`, i.e. `forms.NAME`).
+pub fn problems(at: &str, form: &FormConfig) -> Vec<String> {
+    KINDS.iter().flat_map(|k| k.check(at, form)).collect()
+}
+
+/// Whether a submission of `form` gets a record of `kind` (`filled`: it has a value for that field).
+pub fn applies(kind: EffectKind, form: &FormConfig, filled: &dyn Fn(&str) -> bool) -> bool {
+    kind::find(kind.as_str()).is_none_or(|k| k.applies(form, filled))
+}
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -95,15 +129,11 @@ impl Registry {
         mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry::default();
         crate::hooks::handlers::register(&mut registry, &config, &crm, &mailer, timeout)?;
-        registry.register(EffectKind::CrmLead, crm_lead::CrmLead::new(crm, config.clone()));
-        registry
-            .register(EffectKind::ConfirmationEmail, confirmation_email::new(mailer.clone(), config.clone()));
-        registry.register(EffectKind::OwnerNotification, owner_notification::new(mailer, config));
+        let deps = Deps { config: &config, crm: &crm, mailer: &mailer, timeout };
+        for kind in KINDS {
+            registry.register_as(kind.name().as_str().to_string(), kind.effect(&deps)?);
+        }
         Ok(registry)
-    }
-
-    pub fn register(&mut self, kind: EffectKind, effect: impl Effect + 'static) {
-        self.register_as(kind.as_str().to_string(), Arc::new(effect));
     }
 
     /// Registers `effect` for records of kind `kind` (inbound webhook handlers).
@@ -123,8 +153,19 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn references_are_short_and_upper_case() {
         assert_eq!(super::reference("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), "OF-1D2E3-F4A5B");
+    }
+
+    #[test]
+    fn text_forms_round_trip() {
+        for name in kind_names() {
+            let k: EffectKind = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(k.as_str(), name);
+            assert_eq!(serde_json::to_value(k).unwrap(), name);
+        }
     }
 }

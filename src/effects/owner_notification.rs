@@ -2,19 +2,41 @@
 
 use std::sync::Arc;
 
-use super::mail::{data, template, visitor, EmailEffect, Envelope, Mailer};
-use crate::config::Config;
+use validator::ValidateEmail;
+
+use super::mail::{data, template, visitor, EmailEffect, Envelope};
+use super::{Deps, Effect, Kind};
+use crate::config::FormConfig;
 use crate::domain::EffectKind;
 
-pub fn new(mailer: Arc<Mailer>, config: Arc<Config>) -> EmailEffect {
-    EmailEffect {
-        kind: EffectKind::OwnerNotification,
-        render: |form, job| template::owner_notification(&data(form, job, true)),
-        envelope: |form, job| Envelope {
-            to: form.notify.iter().filter_map(|a| a.parse().ok()).collect(),
-            reply_to: visitor(form, job),
-        },
-        mailer,
-        config,
+pub struct OwnerNotificationKind;
+
+impl Kind for OwnerNotificationKind {
+    fn name(&self) -> EffectKind {
+        EffectKind::OWNER_NOTIFICATION
+    }
+
+    fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        if form.effects.contains(&self.name()) && form.notify.is_empty() {
+            out.push(format!("{at}.notify: owner_notification needs at least one address"));
+        }
+        for address in form.notify.iter().filter(|a| !a.validate_email()) {
+            out.push(format!("{at}.notify: `{address}` is not an email address"));
+        }
+        out
+    }
+
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        Ok(Arc::new(EmailEffect {
+            kind: self.name(),
+            render: |form, job| template::owner_notification(&data(form, job, true)),
+            envelope: |form, job| Envelope {
+                to: form.notify.iter().filter_map(|a| a.parse().ok()).collect(),
+                reply_to: visitor(form, job),
+            },
+            mailer: deps.mailer.clone(),
+            config: deps.config.clone(),
+        }))
     }
 }

@@ -11,7 +11,7 @@ use actix_web::HttpRequest;
 use ipnet::IpNet;
 
 /// The proxies (addresses or CIDR ranges) whose `X-Forwarded-For` is believed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {

@@ -77,7 +77,7 @@ pub struct Application {
 impl Application {
     /// Binds `config.server.bind` (port 0 picks a free port) and prepares the server.
     pub fn build(config: Arc<Config>, pool: Pool) -> anyhow::Result<Application> {
-        let listener = TcpListener::bind(&config.server.bind)
+        let listener = TcpListener::bind(config.server.bind)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
         let port = listener.local_addr()?.port();
         let workers = match config.server.http_workers {
@@ -93,7 +93,7 @@ impl Application {
         let state = web::Data::new(AppState {
             acceptor,
             limiter: RateLimiter::new(config.server.rate_limit),
-            proxies: TrustedProxies::parse(&config.server.trusted_proxies).map_err(anyhow::Error::msg)?,
+            proxies: config.server.trusted_proxies.clone(),
             login_throttle: Default::default(),
             metrics_cache: MetricsCache::new(std::time::Duration::from_millis(
                 config.server.metrics_cache_ms,

@@ -122,7 +122,7 @@ fn the_first_start_creates_one_admin_with_a_one_time_password() {
     use std::os::unix::fs::PermissionsExt;
     let db = TestDb::new(Backend::Sqlite);
     let mut config = onceform::config::Config::builtin().unwrap();
-    config.database.url = db.url.clone();
+    config.database.url = onceform::db::DatabaseUrl::parse(&db.url).unwrap();
     let pool = onceform::db::Pool::connect(&config.database).unwrap();
     let dir = std::env::temp_dir().join(format!("onceform-pw-{}", uuid::Uuid::new_v4().simple()));
     let file = dir.join("initial-admin-password");

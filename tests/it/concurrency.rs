@@ -166,7 +166,7 @@ async fn a_server_killed_mid_traffic_keeps_every_acknowledged_submission() {
     let acknowledged: Vec<(String, String)> = set.join_all().await.into_iter().flatten().collect();
     assert!(acknowledged.len() > 10, "traffic ran before the kill: {}", acknowledged.len());
 
-    let config = onceform::config::DatabaseConfig { url: db.url.clone(), ..Default::default() };
+    let config = onceform::config::DatabaseConfig { url: db.url.parse().unwrap(), ..Default::default() };
     let pool = onceform::db::Pool::connect(&config).unwrap();
     let keys: Vec<String> = acknowledged.iter().map(|(k, _)| k.clone()).collect();
     let (stats, stored) = tokio::task::spawn_blocking(move || {

@@ -52,7 +52,7 @@ async fn purge_concurrently(rows: usize) {
     let spawn = || {
         Command::new(env!("CARGO_BIN_EXE_onceform"))
             .args(["purge", "--config", "onceform.toml"])
-            .env("ONCEFORM_DATABASE_URL", &app.config.database.url)
+            .env("ONCEFORM_DATABASE_URL", app.config.database.url.to_string())
             .env("ONCEFORM_SECRET", TEST_SECRET)
             .env("RUST_LOG", "off")
             .current_dir(&dir)

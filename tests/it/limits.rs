@@ -51,7 +51,7 @@ async fn behind_a_trusted_proxy_the_forwarded_client_is_limited_not_the_proxy() 
         let trusted: Vec<String> = trusted.iter().map(|t| t.to_string()).collect();
         move |c: &mut onceform::config::Config| {
             c.server.rate_limit = true;
-            c.server.trusted_proxies = trusted;
+            c.server.trusted_proxies = onceform::config::parsed::trusted_proxies(&trusted).unwrap();
             let form = c.forms.get_mut("contact").unwrap();
             form.rate_limit.requests = 1;
             form.rate_limit.per_seconds = 60;
@@ -79,7 +79,8 @@ async fn behind_a_trusted_proxy_the_forwarded_client_is_limited_not_the_proxy() 
 async fn ipv6_clients_share_one_bucket_per_64() {
     let app = spawn_app_with(Backend::Sqlite, |c| {
         c.server.rate_limit = true;
-        c.server.trusted_proxies = vec!["127.0.0.0/8".into()];
+        c.server.trusted_proxies =
+            onceform::config::parsed::trusted_proxies(&["127.0.0.0/8".into()]).unwrap();
         let form = c.forms.get_mut("contact").unwrap();
         form.rate_limit.requests = 1;
         form.rate_limit.per_seconds = 60;

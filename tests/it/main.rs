@@ -45,6 +45,7 @@ mod openapi;
 mod process_exit;
 mod public_hardening;
 mod sessions;
+mod slack;
 mod spam;
 mod static_sites;
 mod submit;

@@ -158,7 +158,7 @@ async fn an_admin_disabling_a_user_ends_their_sessions_and_sign_ins(backend: Bac
 fn onceform(app: &TestApp, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_onceform"))
         .args(args)
-        .env("ONCEFORM_DATABASE_URL", &app.config.database.url)
+        .env("ONCEFORM_DATABASE_URL", app.config.database.url.to_string())
         .env("NEW_PW", "set from the command line")
         .env("RUST_LOG", "warn")
         .output()

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use super::{Capabilities, CrmAdapter, Lead};
+use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use crate::effects::{BoxFuture, Lookup, Report};
 
 pub struct GenericCrm {

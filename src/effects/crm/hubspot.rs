@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use super::salesforce::encode_segment;
 use super::{Capabilities, CrmAdapter, Lead};
+use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
 
 pub struct Hubspot {

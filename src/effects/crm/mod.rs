@@ -3,7 +3,6 @@
 mod dir_sync;
 mod file;
 mod generic;
-pub(crate) mod http;
 mod hubspot;
 mod salesforce;
 pub mod url_policy;
@@ -12,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{BoxFuture, Lookup, Report};
+use super::{http, BoxFuture, Lookup, Report};
 use crate::config::{CrmAdapterName, CrmConfig};
 
 /// A lead as sent: the effect's key as external reference, the mapped fields.

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use super::{Capabilities, CrmAdapter, Lead};
+use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
 
 const API_VERSION: &str = "v59.0";

@@ -5,7 +5,7 @@ use reqwest::header::CONTENT_TYPE;
 use reqwest::StatusCode;
 
 use super::Deps;
-use crate::effects::crm::http::{client, lookup_failed, status_error, transport_error};
+use crate::effects::http::{client, lookup_failed, status_error, transport_error};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Report};
 use crate::hooks::config::HandlerConfig;
 

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::config::{FieldConfig, FieldType, FormConfig};
-use crate::domain::{EffectKind, EffectState};
+use crate::domain::EffectState;
 
 /// Characters refused anywhere in a field: C0 and C1 controls other than tab, LF and CR.
 const NO_CONTROLS: &str = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F";
@@ -96,7 +96,7 @@ fn example(form: &FormConfig) -> Value {
 
 /// The result body of an accepted submission (first acceptance and every replay).
 pub fn result_schema() -> Value {
-    let kinds: Vec<&str> = EffectKind::ALL.iter().map(|k| k.as_str()).collect();
+    let kinds = crate::effects::kind_names();
     let states: Vec<&str> = EffectState::ALL.iter().map(|s| s.as_str()).collect();
     json!({
         "type": "object",

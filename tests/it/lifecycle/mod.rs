@@ -37,7 +37,7 @@ pub fn onceform(app: &TestApp, retention: &str, args: &[&str]) -> Output {
         .args(args)
         .arg("--config")
         .arg(&path)
-        .env("ONCEFORM_DATABASE_URL", &app.config.database.url)
+        .env("ONCEFORM_DATABASE_URL", app.config.database.url.to_string())
         .env("ONCEFORM_SECRET", TEST_SECRET)
         .env("RUST_LOG", "off")
         .current_dir(&dir)

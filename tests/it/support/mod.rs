@@ -152,8 +152,8 @@ pub fn test_config(db_url: &str) -> Config {
     use onceform::domain::keyring::{install, Keyring};
     install(Keyring::new(onceform::secret::Secret::new(TEST_SECRET), Vec::new()));
     let mut config = Config::builtin().unwrap();
-    config.database.url = db_url.to_string();
-    config.server.bind = "127.0.0.1:0".into();
+    config.database.url = onceform::db::DatabaseUrl::parse(db_url).unwrap();
+    config.server.bind = "127.0.0.1:0".parse().unwrap();
     config.server.rate_limit = false;
     config.server.http_workers = 2;
     // Every scrape counts afresh (tests that check the cache set their own age).

@@ -1,5 +1,6 @@
-//! `ONCEFORM_DATABASE_URL`: `sqlite://PATH`, a plain path, or `postgres://…`.
+//! `database.url` / `ONCEFORM_DATABASE_URL`: `sqlite://PATH`, a plain path, or `postgres://…`.
 
+use std::fmt;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +36,24 @@ impl DatabaseUrl {
         match self {
             DatabaseUrl::Sqlite(_) => "sqlite",
             DatabaseUrl::Postgres(_) => "postgres",
+        }
+    }
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        DatabaseUrl::parse(s)
+    }
+}
+
+/// The URL again (`sqlite://PATH`), e.g. for a child process; it may hold a password.
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatabaseUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
+            DatabaseUrl::Postgres(url) => f.write_str(url),
         }
     }
 }

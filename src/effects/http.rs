@@ -1,4 +1,5 @@
-//! What the HTTP adapters share: the client, the token, and how a response is classified.
+//! What every HTTP effect shares (CRM adapters, `slack`, the webhook `forward` handler): the
+//! client, the token, and how an answer is classified into an `Outcome`.
 
 use std::fmt;
 use std::time::Duration;
@@ -48,17 +49,48 @@ pub fn transport_error(e: &reqwest::Error) -> Report {
     }
 }
 
-/// A non-success status: 429/503 transient (honouring Retry-After), other 5xx and 408
-/// ambiguous (the target may have acted), other 4xx permanent.
+/// What a target's 5xx answer says about the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerErrors {
+    /// The target may have acted before failing (an API that writes, then answers).
+    MayHaveActed,
+    /// The target answers 5xx only when it did not act (Slack's incoming webhooks).
+    DidNotAct,
+}
+
+/// A sent request: `Ok` with a 2xx answer, else the report of the failure (see
+/// `transport_error` and `status_report`).
+pub fn answered(
+    sent: Result<Response, reqwest::Error>,
+    server_errors: ServerErrors,
+) -> Result<Response, Report> {
+    match sent {
+        Ok(resp) if resp.status().is_success() => Ok(resp),
+        Ok(resp) => Err(status_report(&resp, server_errors)),
+        Err(e) => Err(transport_error(&e)),
+    }
+}
+
+/// A non-success status of a target that may have acted before failing.
 pub fn status_error(resp: &Response) -> Report {
+    status_report(resp, ServerErrors::MayHaveActed)
+}
+
+/// A non-success status: 429/503 transient (honouring Retry-After); other 5xx and 408
+/// ambiguous when the target may have acted, else transient; other 4xx and 3xx permanent.
+pub fn status_report(resp: &Response, server_errors: ServerErrors) -> Report {
     let status = resp.status();
     let class = format!("http_{}", status.as_u16());
+    let may_have_acted = server_errors == ServerErrors::MayHaveActed;
     let outcome = match status {
         StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
             Outcome::Transient { retry_after: retry_after(resp) }
         }
-        StatusCode::REQUEST_TIMEOUT => Outcome::Ambiguous,
-        s if s.is_server_error() => Outcome::Ambiguous,
+        StatusCode::REQUEST_TIMEOUT if may_have_acted => Outcome::Ambiguous,
+        s if s.is_server_error() && may_have_acted => Outcome::Ambiguous,
+        s if s.is_server_error() || s == StatusCode::REQUEST_TIMEOUT => {
+            Outcome::Transient { retry_after: None }
+        }
         _ => Outcome::Permanent,
     };
     Report::failed(outcome, class).with_http(status.as_u16())

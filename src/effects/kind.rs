@@ -1,0 +1,116 @@
+//! A kind of form side effect in one place: its name, its own table in a form, its
+//! check-config rules, whether a submission gets one, and the worker that delivers it.
+//! Every kind is one file under `src/effects/` and one line in `KINDS`.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::{self, DeserializeOwned, Deserializer};
+use serde::Deserialize;
+
+use super::crm::CrmAdapter;
+use super::mail::Mailer;
+use super::{Effect, KINDS};
+use crate::config::{Config, FormConfig};
+use crate::domain::EffectKind;
+
+/// What a kind's worker side may use; built once per process.
+pub struct Deps<'a> {
+    pub config: &'a Arc<Config>,
+    pub crm: &'a Arc<dyn CrmAdapter>,
+    pub mailer: &'a Arc<Mailer>,
+    pub timeout: Duration,
+}
+
+/// A kind's own table in a form, parsed into the kind's type when the config is read.
+pub type Settings = Arc<dyn Any + Send + Sync>;
+
+pub trait Kind: Sync {
+    /// Its name in `effects = [...]`, in result bodies and in the records.
+    fn name(&self) -> EffectKind;
+
+    /// Parses its table `[forms.F.NAME]`; `None`: this kind takes none.
+    fn settings(&self, _table: toml::Value) -> Option<Result<Settings, String>> {
+        None
+    }
+
+    /// Problems of `form` (called `at`, i.e. `forms.NAME`) for this kind; asked of every form.
+    fn check(&self, _at: &str, _form: &FormConfig) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether a submission of `form` gets a record of this kind, when `form` lists it;
+    /// `filled(field)`: the submission has a value for that field.
+    fn applies(&self, _form: &FormConfig, _filled: &dyn Fn(&str) -> bool) -> bool {
+        true
+    }
+
+    /// Delivers and reconciles its records on the workers.
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>>;
+}
+
+/// `Kind::settings` for a table that deserialises into `T`.
+pub fn settings_of<T: DeserializeOwned + Send + Sync + 'static>(
+    table: toml::Value,
+) -> Result<Settings, String> {
+    let parsed: T = table.try_into().map_err(|e| e.to_string().trim().replace('\n', " "))?;
+    Ok(Arc::new(parsed))
+}
+
+/// The registered kind named `name`.
+pub fn find(name: &str) -> Option<&'static dyn Kind> {
+    KINDS.iter().copied().find(|k| k.name().as_str() == name)
+}
+
+fn names() -> String {
+    KINDS.iter().map(|k| format!("`{}`", k.name().as_str())).collect::<Vec<_>>().join(", ")
+}
+
+impl<'de> Deserialize<'de> for EffectKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        find(&name).map(|k| k.name()).ok_or_else(|| {
+            de::Error::custom(format!("unknown effect kind `{name}`, expected one of {}", names()))
+        })
+    }
+}
+
+/// The effect kinds' own tables in one form (`[forms.F.slack]`), each parsed by its kind.
+#[derive(Clone, Default)]
+pub struct KindSettings(BTreeMap<EffectKind, Settings>);
+
+impl KindSettings {
+    /// `kind`'s table, parsed.
+    pub fn get<T: Any>(&self, kind: EffectKind) -> Option<&T> {
+        self.0.get(&kind)?.downcast_ref()
+    }
+
+    pub fn contains(&self, kind: EffectKind) -> bool {
+        self.0.contains_key(&kind)
+    }
+}
+
+impl fmt::Debug for KindSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// Takes the form's keys that no form setting claimed: each must be a kind's table.
+impl<'de> Deserialize<'de> for KindSettings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let tables = BTreeMap::<String, toml::Value>::deserialize(d)?;
+        let mut parsed = BTreeMap::new();
+        for (key, table) in tables {
+            let Some((kind, settings)) = find(&key).and_then(|k| Some((k.name(), k.settings(table)?))) else {
+                return Err(de::Error::custom(format!("unknown field `{key}`")));
+            };
+            let settings = settings.map_err(|e| de::Error::custom(format!("{key}: {e}")))?;
+            parsed.insert(kind, settings);
+        }
+        Ok(KindSettings(parsed))
+    }
+}
