@@ -202,9 +202,9 @@ pub fn check(backend: &str, pool: &Pool, sent: &Sent) {
         && pairs == HANDLERS * events
         && five_xx == 0;
     println!(
-        "\nhooks' consistency ({backend}): {events} events stored for {ids} distinct event IDs sent, \
+        "hooks' consistency ({backend}): {events} events stored for {ids} distinct event IDs sent, \
          {records} handler records ({pairs} (event, handler) pairs with exactly one, {HANDLERS} handlers), \
-         {five_xx} 5xx: {}",
+         {five_xx} 5xx: {}\n",
         if ok { "OK" } else { "FAILED" }
     );
     assert!(ok, "hooks' consistency check failed on {backend}");

@@ -6,13 +6,15 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::purge;
+use crate::config::retention::scopes;
 use crate::config::Config;
 use crate::db::Pool;
 use crate::deliveries::now;
 
-/// Starts the schedule unless `[purge] enabled = false` or no form has a retention window.
+/// Starts the schedule unless `[purge] enabled = false` or no form or webhook source has a
+/// retention window.
 pub fn spawn(config: &Config, pool: &Pool, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
-    let any = config.forms.values().any(|f| f.retention.content.is_some() || f.retention.keys.is_some());
+    let any = scopes(config).iter().any(|s| s.retention.any());
     if !config.purge.enabled || !any {
         return None;
     }
