@@ -94,12 +94,12 @@ fn by_form_and_source<'a>(
         let _ = writeln!(out, "# HELP {family} {}", if hooks { hook_help } else { help });
         let _ = writeln!(out, "# TYPE {family} {kind}");
         for (form, labels, value) in rows.clone() {
-            let (is_hook, value_of) = match form.strip_prefix("hook:") {
-                Some(source) => (true, source),
-                None => (false, form),
+            let label = match hooks {
+                true => form.strip_prefix("hook:"),
+                false => (!form.starts_with("hook:")).then_some(form),
             };
-            if is_hook == hooks {
-                let _ = writeln!(out, "{family}{{{key}=\"{value_of}\"{labels}}} {value}");
+            if let Some(label) = label {
+                let _ = writeln!(out, "{family}{{{key}=\"{label}\"{labels}}} {value}");
             }
         }
     }
@@ -186,5 +186,18 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("onceform_purge_last_run_timestamp_seconds 0"));
+    }
+
+    #[test]
+    fn a_webhook_source_s_rows_are_labelled_by_source() {
+        let mut s = LifecycleStats::default();
+        s.purged = vec![("contact".into(), "content".into(), 2), ("hook:helpdesk".into(), "keys".into(), 3)];
+        let text = render(&s, NaiveDateTime::default());
+        assert!(text.contains("onceform_purged_rows_total{form=\"contact\",kind=\"content\"} 2"), "{text}");
+        assert!(
+            text.contains("onceform_hook_purged_rows_total{source=\"helpdesk\",kind=\"keys\"} 3"),
+            "{text}"
+        );
+        assert!(!text.contains("form=\"hook:"), "{text}");
     }
 }
