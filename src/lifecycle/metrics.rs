@@ -79,10 +79,12 @@ pub fn read(pool: &Pool, now: NaiveDateTime) -> Result<LifecycleStats, DbError> 
 
 /// A family of gauges or counters by form, and its twin by webhook source for the rows of
 /// sources' events (form `hook:SOURCE`): `onceform_{name}{form=…}`, `onceform_hook_{name}{source=…}`.
+/// `help` is the forms' family's, then the sources'; `rows` are (form, more labels, value).
 fn by_form_and_source<'a>(
     out: &mut String,
-    (name, kind): (&str, &str),
-    (help, hook_help): (&str, &str),
+    name: &str,
+    kind: &str,
+    [help, hook_help]: [&str; 2],
     rows: impl Iterator<Item = (&'a str, String, String)> + Clone,
 ) {
     for hooks in [false, true] {
@@ -110,20 +112,22 @@ pub fn render(s: &LifecycleStats, now: NaiveDateTime) -> String {
     let mut out = String::new();
     by_form_and_source(
         &mut out,
-        ("purged_rows_total", "counter"),
-        (
+        "purged_rows_total",
+        "counter",
+        [
             "Rows purged by retention or erasure, by form and kind.",
             "Inbound events purged by retention, by source and kind (content, quarantine, keys).",
-        ),
+        ],
         s.purged.iter().map(|(form, kind, n)| (form.as_str(), format!(",kind=\"{kind}\""), n.to_string())),
     );
     by_form_and_source(
         &mut out,
-        ("oldest_content_age_seconds", "gauge"),
-        (
+        "oldest_content_age_seconds",
+        "gauge",
+        [
             "Age of the oldest submission whose content is kept.",
             "Age of the oldest inbound event whose body is kept.",
-        ),
+        ],
         s.oldest_content
             .iter()
             .map(|(form, t)| (form.as_str(), String::new(), (now - *t).num_seconds().max(0).to_string())),
@@ -190,8 +194,10 @@ mod tests {
 
     #[test]
     fn a_webhook_source_s_rows_are_labelled_by_source() {
-        let mut s = LifecycleStats::default();
-        s.purged = vec![("contact".into(), "content".into(), 2), ("hook:helpdesk".into(), "keys".into(), 3)];
+        let s = LifecycleStats {
+            purged: vec![("contact".into(), "content".into(), 2), ("hook:helpdesk".into(), "keys".into(), 3)],
+            ..LifecycleStats::default()
+        };
         let text = render(&s, NaiveDateTime::default());
         assert!(text.contains("onceform_purged_rows_total{form=\"contact\",kind=\"content\"} 2"), "{text}");
         assert!(

@@ -16,10 +16,9 @@ use uuid::Uuid;
 
 use crate::config::retention::scopes;
 use crate::config::Config;
-use crate::db::schema::inbound_quarantine;
 use crate::db::schema::{
-    conflicts, deliveries, duplicate_pairs, effect_attempts, purge_passes, purge_totals, side_effects,
-    submissions,
+    conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine, purge_passes, purge_totals,
+    side_effects, submissions,
 };
 use crate::db::{DbError, Pool, Store};
 use crate::hooks::store::HookStore;
