@@ -2,7 +2,7 @@
 //! PostgreSQL, in one run.
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
-//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict] [--only-targets] [--pgbouncer]
+//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks] [--only-targets] [--pgbouncer]
 //!  [--purge N|0]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
@@ -14,10 +14,12 @@
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
 //! group commit) and the baseline (one transaction per accept, `accept::accept`), then accept / replay / mixed / conflict traffic over
 //! HTTP at 1, 16 and 64 clients (requests/s, p50, p99, ratio to the ceiling, the server's peak
-//! RSS), latency growth with 10 k and `--grow` (default 1 M) submissions stored, and on
+//! RSS), inbound webhook deliveries (`load/hooks.rs`: `POST /hooks/bench`, Standard Webhooks
+//! signed, unique event IDs and one event ID replayed; `--traffic hooks`), latency growth with 10 k and `--grow` (default 1 M) submissions stored, and on
 //! PostgreSQL two `serve` processes sharing the database. Every response's status is checked;
 //! the run ends with a consistency check of the database (submissions = distinct operations
-//! accepted, effect records = 3 × submissions, no 5xx) and fails loudly if it does not hold.
+//! accepted, effect records = 3 × submissions, no 5xx; stored events = distinct event IDs sent,
+//! one record per handler each) and fails loudly if it does not hold.
 //! Then the query plans at the largest size, and the workers' drain rate with one and two
 //! `worker` processes (`--drain N` submissions, 0 skips; `--bench drain` runs it alone).
 //! Nothing here is a pass/fail timing test.
@@ -27,6 +29,8 @@
 mod common;
 #[path = "load/grow.rs"]
 mod grow;
+#[path = "load/hooks.rs"]
+mod hooks;
 #[path = "load/pgbench.rs"]
 mod pgbench;
 #[path = "load/pgbouncer.rs"]
@@ -62,6 +66,8 @@ pub struct Options {
     pub clients: Vec<usize>,
     pub backends: Vec<String>,
     pub scenarios: Vec<Scenario>,
+    /// Inbound webhook rows (`--traffic hooks`, and by default).
+    pub hooks: bool,
     /// Submissions seeded for the drain runs (0 skips them).
     pub drain: usize,
     /// Only the targets' rows of issue 11 (`--only-targets`).
@@ -76,6 +82,7 @@ fn options() -> Options {
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let quick = args.iter().any(|a| a == "--quick");
+    let traffic = value("--traffic");
     Options {
         seconds: value("--seconds").and_then(|v| v.parse().ok()).unwrap_or(if quick { 2 } else { 5 }),
         grow: value("--grow").and_then(|v| v.parse().ok()).unwrap_or(if quick { 100_000 } else { 1_000_000 }),
@@ -85,9 +92,11 @@ fn options() -> Options {
         backends: value("--backend")
             .map(|b| vec![b])
             .unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]),
-        scenarios: value("--traffic")
+        scenarios: traffic
+            .as_ref()
             .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.name())).collect())
             .unwrap_or_else(|| Scenario::ALL.to_vec()),
+        hooks: traffic.as_ref().is_none_or(|v| v.split(',').any(|n| n == "hooks")),
         drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(1000),
         only_targets: args.iter().any(|a| a == "--only-targets"),
         pgbouncer: args.iter().any(|a| a == "--pgbouncer"),
@@ -127,13 +136,13 @@ fn main() {
     let (mut growth_rows, mut plans) = (Vec::new(), Vec::new());
     for backend in opts.backends.iter().map(String::as_str) {
         let db = Db::new(backend);
-        let (path, config) = db.config("[worker]\nenabled = false");
+        let (path, config) = db.config(&hooks::with_source("[worker]\nenabled = false"));
         let pool = Pool::connect(&config.database).unwrap();
         let acceptor = Acceptor::start(Arc::new(config.clone()), pool.clone()).unwrap();
         let bench = Bench { backend, db: &db, config: &config, pool: &pool, acceptor: &acceptor };
         let server = serve(&path);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let (mut accepted, mut five_xx) = (0usize, 0usize);
+        let (mut accepted, mut five_xx, mut hooks_sent) = (0usize, 0usize, hooks::Sent::default());
         let mut count =
             |created: usize, errors: usize| (accepted, five_xx) = (accepted + created, five_xx + errors);
         for &clients in &opts.clients {
@@ -144,6 +153,11 @@ fn main() {
                 let tally = rt.block_on(traffic::run(&[server.address()], scenario, clients, opts.seconds));
                 count(tally.created, tally.five_xx);
                 row(backend, scenario.name(), clients, &tally, r.ceiling, r.pgbench, rss());
+            }
+            for mode in hooks::Mode::ALL.into_iter().filter(|_| opts.hooks) {
+                let run = rt.block_on(hooks::run(&server.address(), mode, clients, opts.seconds));
+                hooks_sent.add(&run);
+                row(backend, mode.name(), clients, &run.tally, r.ceiling, r.pgbench, rss());
             }
             let address = server.address();
             let replays = opts.scenarios.contains(&Scenario::Replay);
@@ -167,6 +181,9 @@ fn main() {
         }
         acceptor.deliveries().flush_blocking();
         consistency(&pool, accepted, five_xx, backend);
+        if opts.hooks {
+            hooks::check(backend, &pool, &hooks_sent);
+        }
         if opts.grow > 0 {
             let (rows, explained) = grow::measure(&rt, backend, &opts);
             growth_rows.extend(rows);
@@ -252,7 +269,7 @@ impl Bench<'_> {
 fn serve(config: &std::path::Path) -> Process {
     let p = Process::start(
         &["serve", "--config", config.to_str().unwrap()],
-        &[("ONCEFORM_BIND", "127.0.0.1:0"), ("ONCEFORM_RATE_LIMIT", "off")],
+        &[("ONCEFORM_BIND", "127.0.0.1:0"), ("ONCEFORM_RATE_LIMIT", "off"), hooks::env()],
     );
     assert!(p.first_line.contains("listening on"), "{}", p.first_line);
     p
@@ -334,14 +351,13 @@ fn in_process(
 /// submissions = operations accepted, effect records = 3 × submissions; loud if not.
 fn consistency(pool: &Pool, accepted: usize, five_xx: usize, backend: &str) {
     let stats = with_conn!(pool, |c| c.stats().map_err(DbError::from)).unwrap();
-    let ok = stats.submissions == accepted as i64
-        && stats.effects_total() == 3 * stats.submissions
-        && five_xx == 0;
+    let effects = common::form_effects(&stats);
+    let ok = stats.submissions == accepted as i64 && effects == 3 * stats.submissions && five_xx == 0;
     println!(
         "\nconsistency ({backend}): {} submissions for {accepted} operations accepted, {} effect records, \
          {five_xx} 5xx: {}\n",
         stats.submissions,
-        stats.effects_total(),
+        effects,
         if ok { "OK" } else { "FAILED" }
     );
     assert!(ok, "consistency check failed on {backend}");

@@ -137,6 +137,11 @@ pub fn seed(pool: &Pool, config: &Config, n: usize) {
     }
 }
 
+/// Effect records of form submissions (inbound webhook handlers' `hook:…` records left out).
+pub fn form_effects(stats: &onceform::db::Stats) -> i64 {
+    stats.effects.iter().filter(|(kind, _, _)| !kind.starts_with("hook:")).map(|(_, _, n)| n).sum()
+}
+
 /// The `q` quantile (0..=1) of sorted microsecond samples, in milliseconds.
 pub fn quantile_ms(sorted: &[u64], q: f64) -> f64 {
     if sorted.is_empty() {

@@ -2,7 +2,8 @@
 //! the one-statement pgbench ceiling, PostgreSQL accept on a fresh and then an analysed
 //! database, same-email traffic against unique-email traffic (with the pair rows it left),
 //! SQLite accept against a transaction per accept, and replay latency at 32 clients (Rust
-//! client and wrk). Each row names its target and whether this run met it.
+//! client and wrk). Each row names its target and whether this run met it. With the hooks'
+//! traffic (issue 13), inbound deliveries at 16 clients beside accept at 16.
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
@@ -11,7 +12,8 @@ use onceform::db::schema::duplicate_pairs;
 use onceform::db::{DbError, Pool, Store};
 use onceform::with_conn;
 
-use crate::common::Db;
+use crate::common::{form_effects, Db};
+use crate::hooks;
 use crate::traffic::{self, Scenario, Tally};
 use crate::{in_process, pgbench, serve, wrk, Options};
 
@@ -44,7 +46,7 @@ fn print(backend: &str, r: &Row) {
 /// Measures and prints `backend`'s rows; checks the database's consistency at the end.
 pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let db = Db::new(backend);
-    let (path, config) = db.config("[worker]\nenabled = false");
+    let (path, config) = db.config(&hooks::with_source("[worker]\nenabled = false"));
     let pool = Pool::connect(&config.database).unwrap();
     let server = serve(&path);
     let addrs = [server.address()];
@@ -76,6 +78,17 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let same16 = http(Scenario::SameEmail, 16);
     let replay32 = http(Scenario::Replay, 32);
     let wrk32 = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs));
+    let mut hooks_sent = hooks::Sent::default();
+    let hooks16: Vec<(hooks::Mode, Tally)> = hooks::Mode::ALL
+        .into_iter()
+        .filter(|_| opts.hooks)
+        .map(|mode| {
+            let run = rt.block_on(hooks::run(&addrs[0], mode, 16, secs));
+            assert_eq!(run.tally.unexpected, 0, "{backend} {}: unexpected answers", mode.name());
+            hooks_sent.add(&run);
+            (mode, run.tally)
+        })
+        .collect();
     if let Some(w) = &wrk32 {
         accepted += w.created;
     }
@@ -124,11 +137,18 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         let (text, met) = p99(w);
         rows.push(row("replay (wrk)", 32, w, text, met));
     }
+    for (mode, t) in &hooks16 {
+        let text = format!("{:.2} × accept at 16 clients", t.rate / unique16.rate);
+        rows.push(row(mode.name(), 16, t, text, None));
+    }
     for r in &rows {
         print(backend, r);
     }
     drop(server);
     check(backend, &pool, accepted);
+    if opts.hooks {
+        hooks::check(backend, &pool, &hooks_sent);
+    }
 }
 
 fn pool_batch(pool: &Pool, sql: &str) {
@@ -149,14 +169,13 @@ fn check(backend: &str, pool: &Pool, accepted: usize) {
         counts(c)
     })
     .unwrap();
-    let ok = stats.submissions == accepted as i64
-        && stats.effects_total() == 3 * stats.submissions
-        && pairs == paired;
+    let effects = form_effects(&stats);
+    let ok = stats.submissions == accepted as i64 && effects == 3 * stats.submissions && pairs == paired;
     println!(
         "\ntargets' consistency ({backend}): {} submissions for {accepted} operations accepted, {} effect \
          records, {pairs} pair rows for {paired} paired submissions: {}\n",
         stats.submissions,
-        stats.effects_total(),
+        effects,
         if ok { "OK" } else { "FAILED" }
     );
     assert!(ok, "consistency check failed on {backend}");

@@ -53,6 +53,16 @@ impl Tally {
     pub fn rate_only(rate: f64) -> Tally {
         Tally { rate, ..Tally::default() }
     }
+
+    /// The rate with the p50 and p99 of sorted microsecond samples.
+    pub fn from_samples(sorted: &[u64], rate: f64) -> Tally {
+        Tally {
+            rate,
+            p50_ms: crate::common::quantile_ms(sorted, 0.50),
+            p99_ms: crate::common::quantile_ms(sorted, 0.99),
+            ..Tally::default()
+        }
+    }
 }
 
 /// Each operation from its own visitor (its own email), as real traffic is.
@@ -154,31 +164,51 @@ pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, sto
             keys
         }
     });
+    let shared_for_clients = shared.clone();
+    let (samples, rate) = drive(clients, stop, move |i| {
+        let (shared, existing) = (shared_for_clients.clone(), existing.clone());
+        async move {
+            let old = existing.get(i % existing.len().max(1)).cloned().unwrap_or_default();
+            match scenario {
+                Scenario::Accept | Scenario::SameEmail => vec![shared.send(&new_key(), "Load", &[201]).await],
+                Scenario::Replay => vec![shared.send(&old, "Load", &[200]).await],
+                Scenario::Conflict => vec![shared.send(&old, "Changed", &[409]).await],
+                Scenario::Mixed if (i / clients) % 100 == 99 => {
+                    let key = new_key();
+                    join_all((0..64).map(|_| shared.send(&key, "Load", &[201, 200, 409]))).await
+                }
+                Scenario::Mixed if fastrand::f64() < 0.3 => vec![shared.send(&old, "Load", &[200]).await],
+                Scenario::Mixed => vec![shared.send(&new_key(), "Load", &[201]).await],
+            }
+        }
+    })
+    .await;
+    Tally {
+        unexpected: shared.unexpected.load(Ordering::Relaxed),
+        five_xx: shared.five_xx.load(Ordering::Relaxed),
+        created: shared.created.load(Ordering::Relaxed),
+        ..Tally::from_samples(&samples, rate)
+    }
+}
+
+/// `clients` concurrent loops, each awaiting `request(i)` (`i` = its client number plus
+/// `clients` per round, as the scenarios count) until `stop`; returns the sorted latency
+/// samples (µs) and the requests per second.
+pub async fn drive<F, Fut>(clients: usize, stop: Stop, request: F) -> (Vec<u64>, f64)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Vec<u64>> + Send + 'static,
+{
+    let request = Arc::new(request);
     let started = Instant::now();
     let tasks = (0..clients).map(|c| {
-        let (shared, existing, stop) = (shared.clone(), existing.clone(), stop.clone());
+        let (request, stop) = (request.clone(), stop.clone());
         tokio::spawn(async move {
             let mut samples = Vec::new();
             let mut i = c;
             while stop.going(started) {
                 i += clients;
-                let old = existing.get(i % existing.len().max(1)).cloned().unwrap_or_default();
-                match scenario {
-                    Scenario::Accept | Scenario::SameEmail => {
-                        samples.push(shared.send(&new_key(), "Load", &[201]).await)
-                    }
-                    Scenario::Replay => samples.push(shared.send(&old, "Load", &[200]).await),
-                    Scenario::Conflict => samples.push(shared.send(&old, "Changed", &[409]).await),
-                    Scenario::Mixed if (i / clients) % 100 == 99 => {
-                        let key = new_key();
-                        let burst = (0..64).map(|_| shared.send(&key, "Load", &[201, 200, 409]));
-                        samples.extend(join_all(burst).await);
-                    }
-                    Scenario::Mixed if fastrand::f64() < 0.3 => {
-                        samples.push(shared.send(&old, "Load", &[200]).await)
-                    }
-                    Scenario::Mixed => samples.push(shared.send(&new_key(), "Load", &[201]).await),
-                }
+                samples.extend(request(i).await);
             }
             samples
         })
@@ -187,12 +217,6 @@ pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, sto
         join_all(tasks).await.into_iter().flat_map(|r| r.unwrap_or_default()).collect();
     let elapsed = started.elapsed().as_secs_f64();
     samples.sort_unstable();
-    Tally {
-        rate: samples.len() as f64 / elapsed,
-        p50_ms: crate::common::quantile_ms(&samples, 0.50),
-        p99_ms: crate::common::quantile_ms(&samples, 0.99),
-        unexpected: shared.unexpected.load(Ordering::Relaxed),
-        five_xx: shared.five_xx.load(Ordering::Relaxed),
-        created: shared.created.load(Ordering::Relaxed),
-    }
+    let rate = samples.len() as f64 / elapsed;
+    (samples, rate)
 }

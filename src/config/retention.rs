@@ -69,6 +69,13 @@ pub struct RetentionConfig {
     pub max_retry_age: Option<Window>,
 }
 
+impl RetentionConfig {
+    /// True when a window is set (the purge pass has work).
+    pub fn any(&self) -> bool {
+        self.content.is_some() || self.keys.is_some()
+    }
+}
+
 /// `[purge]`: the retention pass inside `serve`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -86,6 +93,34 @@ impl Default for PurgeConfig {
     }
 }
 
+/// What one set of retention windows applies to.
+pub struct Scope<'a> {
+    /// The `form` of its rows in `submissions` (a webhook source's: its events' anchor rows).
+    pub form: String,
+    /// Where it is configured, for messages: `forms.NAME` or `hooks.NAME`.
+    pub at: String,
+    pub retention: &'a RetentionConfig,
+    /// A webhook source's name: its quarantine goes after `content` too.
+    pub hook_source: Option<&'a str>,
+}
+
+/// Every form's windows, then every webhook source's.
+pub fn scopes(config: &Config) -> Vec<Scope<'_>> {
+    let forms = config.forms.iter().map(|(name, form)| Scope {
+        form: name.clone(),
+        at: format!("forms.{name}"),
+        retention: &form.retention,
+        hook_source: None,
+    });
+    let hooks = config.hooks.iter().map(|(name, hook)| Scope {
+        form: crate::hooks::ingest::anchor_form(name),
+        at: format!("hooks.{name}"),
+        retention: &hook.retention,
+        hook_source: Some(name.as_str()),
+    });
+    forms.chain(hooks).collect()
+}
+
 /// Refusals: `keys` shorter than `content`, a batch or interval out of range.
 pub fn problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
@@ -95,12 +130,11 @@ pub fn problems(config: &Config) -> Vec<String> {
     if !(1..=604_800).contains(&config.purge.interval_seconds) {
         out.push("purge.interval_seconds: must be between 1 and 604800".into());
     }
-    for (name, form) in &config.forms {
-        let r = &form.retention;
+    for Scope { at, retention: r, .. } in scopes(config) {
         if let (Some(content), Some(keys)) = (r.content, r.keys) {
             if keys < content {
                 out.push(format!(
-                    "forms.{name}.retention.keys: {keys} is shorter than content ({content}); the key must outlive the content"
+                    "{at}.retention.keys: {keys} is shorter than content ({content}); the key must outlive the content"
                 ));
             }
         }
@@ -111,13 +145,12 @@ pub fn problems(config: &Config) -> Vec<String> {
 /// Warnings: a window shorter than the latest retry the operator declares possible.
 pub fn warnings(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
-    for (name, form) in &config.forms {
-        let r = &form.retention;
+    for Scope { at, retention: r, .. } in scopes(config) {
         let Some(max) = r.max_retry_age else { continue };
         for (what, window) in [("content", r.content), ("keys", r.keys)] {
             if let Some(w) = window.filter(|w| *w < max) {
                 out.push(format!(
-                    "forms.{name}.retention.{what}: {w} is shorter than max_retry_age ({max}): \
+                    "{at}.retention.{what}: {w} is shorter than max_retry_age ({max}): \
                      a retry that late {}",
                     if what == "keys" {
                         "of a client-chosen key is taken as new"
@@ -158,5 +191,18 @@ mod tests {
         let w = warnings(&c);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("retention.keys: 30d is shorter than max_retry_age (60d)"));
+    }
+
+    #[test]
+    fn a_webhook_source_s_windows_are_checked_like_a_form_s() {
+        let mut c = Config::builtin().unwrap();
+        let hook = "verify = \"none\"\n[retention]\ncontent = \"30d\"\nkeys = \"7d\"";
+        c.hooks.insert("helpdesk".into(), toml::from_str(hook).unwrap());
+        let p = problems(&c);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("hooks.helpdesk.retention.keys: 7d is shorter than content (30d)"), "{p:?}");
+        let s = scopes(&c);
+        let hook_scope = s.iter().find(|s| s.hook_source == Some("helpdesk")).unwrap();
+        assert_eq!(hook_scope.form, "hook:helpdesk");
     }
 }

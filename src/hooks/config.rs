@@ -52,6 +52,10 @@ pub struct HookConfig {
     pub max_body_bytes: usize,
     #[serde(default)]
     pub handlers: Vec<HandlerConfig>,
+    /// How long events' bodies and then their tombstones are kept (`[hooks.NAME.retention]`,
+    /// the same windows as a form's).
+    #[serde(default)]
+    pub retention: crate::config::RetentionConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -50,6 +50,11 @@ pub struct NewInbound<'a> {
     pub now: NaiveDateTime,
 }
 
+/// The `form` of a source's anchor rows in `submissions`: `hook:SOURCE`.
+pub fn anchor_form(source: &str) -> String {
+    format!("hook:{source}")
+}
+
 /// The record kind of a handler's effects: `hook:SOURCE:HANDLER`.
 pub fn record_kind(source: &str, handler: &str) -> String {
     format!("hook:{source}:{handler}")
@@ -90,7 +95,8 @@ pub fn ingest<C: HookStore>(c: &mut C, e: &NewInbound<'_>) -> Result<Ingested, D
         id: Uuid::now_v7().to_string(),
         event_row_id: stored.id.clone(),
         content_hash: hash,
-        body: Some(e.body.into()),
+        // Past the content window the event is a tombstone: its conflicts keep no content either.
+        body: stored.body.is_some().then(|| e.body.into()),
         status: ConflictStatus::Open,
         attempts: 1,
         first_seen_at: e.now,
@@ -126,7 +132,7 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
     });
     NewSubmission {
         id: row.id.clone().into(),
-        form: format!("hook:{}", e.source),
+        form: anchor_form(e.source),
         operation_id: e.event_id.into(),
         fingerprint: row.content_hash.clone(),
         fields_json: Some(fields.to_string()),

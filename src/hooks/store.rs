@@ -122,6 +122,12 @@ pub trait HookStore: Store {
     fn conflicts_of(&mut self, source: &str) -> QueryResult<Vec<(Conflict, Event)>>;
     fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>>;
     fn hook_stats(&mut self) -> QueryResult<HookStats>;
+    /// Retention's `content`: the bodies of these events and of their conflicts go (the
+    /// anchor rows' content goes with `tombstone!`).
+    fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()>;
+    /// Retention's `keys`: these events and every inbound row naming them.
+    fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()>;
+    fn delete_quarantined(&mut self, ids: &[String]) -> QueryResult<usize>;
 }
 
 macro_rules! impl_hook_store {
@@ -295,6 +301,44 @@ macro_rules! impl_hook_store {
                     .order((side_effects::kind, side_effects::state))
                     .load(self)?;
                 Ok(HookStats { deliveries, events, conflicts, quarantined, handlers })
+            }
+
+            fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()> {
+                diesel::update(inbound_events::table.filter(inbound_events::id.eq_any(event_rows)))
+                    .set(inbound_events::body.eq(None::<String>))
+                    .execute(self)?;
+                diesel::update(
+                    inbound_conflicts::table.filter(inbound_conflicts::event_row_id.eq_any(event_rows)),
+                )
+                .set(inbound_conflicts::body.eq(None::<String>))
+                .execute(self)?;
+                Ok(())
+            }
+
+            fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()> {
+                // The events' row locks first, then their conflicts': the order a redelivery
+                // takes them in (`touch_event`, then `record_event_conflict`).
+                self.forget_bodies(event_rows)?;
+                diesel::delete(
+                    inbound_conflicts::table.filter(inbound_conflicts::event_row_id.eq_any(event_rows)),
+                )
+                .execute(self)?;
+                diesel::delete(
+                    inbound_deliveries::table.filter(inbound_deliveries::event_row_id.eq_any(event_rows)),
+                )
+                .execute(self)?;
+                diesel::delete(
+                    inbound_quarantine::table.filter(inbound_quarantine::event_row_id.eq_any(event_rows)),
+                )
+                .execute(self)?;
+                diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(event_rows)))
+                    .execute(self)?;
+                Ok(())
+            }
+
+            fn delete_quarantined(&mut self, ids: &[String]) -> QueryResult<usize> {
+                diesel::delete(inbound_quarantine::table.filter(inbound_quarantine::id.eq_any(ids)))
+                    .execute(self)
             }
         }
     };

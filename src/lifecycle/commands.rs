@@ -73,10 +73,12 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
         LifecycleCommand::Purge => {
             let report = purge::run_pass(&pool, config, now())?;
             for (form, kind, n) in &report.purged {
-                println!(
-                    "{form}: {n} {}",
-                    if *kind == "content" { "content purged" } else { "tombstones deleted" }
-                );
+                let what = match *kind {
+                    "content" => "content purged",
+                    "quarantine" => "quarantined deliveries deleted",
+                    _ => "tombstones deleted",
+                };
+                println!("{form}: {n} {what}");
             }
             for (form, n) in &report.caps {
                 println!("{form}: {n} confirmation caps deleted (window passed)");

@@ -1,6 +1,7 @@
-//! What `/metrics` and the retention page show of the lifecycle: rows purged by form and
-//! kind, the last pass, the oldest content kept, and the redelivery spread (first to last
-//! delivery of one operation ID, per form, over the deliveries of the last 30 days).
+//! What `/metrics` and the retention page show of the lifecycle: rows purged by form (a
+//! webhook source's: by source) and kind, the last pass, the oldest content kept, and the
+//! redelivery spread (first to last delivery of one operation ID, per form, over the
+//! deliveries of the last 30 days).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -76,26 +77,61 @@ pub fn read(pool: &Pool, now: NaiveDateTime) -> Result<LifecycleStats, DbError> 
     })
 }
 
+/// A family of gauges or counters by form, and its twin by webhook source for the rows of
+/// sources' events (form `hook:SOURCE`): `onceform_{name}{form=…}`, `onceform_hook_{name}{source=…}`.
+/// `help` is the forms' family's, then the sources'; `rows` are (form, more labels, value).
+fn by_form_and_source<'a>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    [help, hook_help]: [&str; 2],
+    rows: impl Iterator<Item = (&'a str, String, String)> + Clone,
+) {
+    for hooks in [false, true] {
+        let (family, key) = if hooks {
+            (format!("onceform_hook_{name}"), "source")
+        } else {
+            (format!("onceform_{name}"), "form")
+        };
+        let _ = writeln!(out, "# HELP {family} {}", if hooks { hook_help } else { help });
+        let _ = writeln!(out, "# TYPE {family} {kind}");
+        for (form, labels, value) in rows.clone() {
+            let label = match hooks {
+                true => form.strip_prefix("hook:"),
+                false => (!form.starts_with("hook:")).then_some(form),
+            };
+            if let Some(label) = label {
+                let _ = writeln!(out, "{family}{{{key}=\"{label}\"{labels}}} {value}");
+            }
+        }
+    }
+}
+
 /// Prometheus text for `/metrics`.
 pub fn render(s: &LifecycleStats, now: NaiveDateTime) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# HELP onceform_purged_rows_total Rows purged by retention or erasure, by form and kind."
+    by_form_and_source(
+        &mut out,
+        "purged_rows_total",
+        "counter",
+        [
+            "Rows purged by retention or erasure, by form and kind.",
+            "Inbound events purged by retention, by source and kind (content, quarantine, keys).",
+        ],
+        s.purged.iter().map(|(form, kind, n)| (form.as_str(), format!(",kind=\"{kind}\""), n.to_string())),
     );
-    let _ = writeln!(out, "# TYPE onceform_purged_rows_total counter");
-    for (form, kind, n) in &s.purged {
-        let _ = writeln!(out, "onceform_purged_rows_total{{form=\"{form}\",kind=\"{kind}\"}} {n}");
-    }
-    let _ = writeln!(
-        out,
-        "# HELP onceform_oldest_content_age_seconds Age of the oldest submission whose content is kept."
+    by_form_and_source(
+        &mut out,
+        "oldest_content_age_seconds",
+        "gauge",
+        [
+            "Age of the oldest submission whose content is kept.",
+            "Age of the oldest inbound event whose body is kept.",
+        ],
+        s.oldest_content
+            .iter()
+            .map(|(form, t)| (form.as_str(), String::new(), (now - *t).num_seconds().max(0).to_string())),
     );
-    let _ = writeln!(out, "# TYPE onceform_oldest_content_age_seconds gauge");
-    for (form, t) in &s.oldest_content {
-        let age = (now - *t).num_seconds().max(0);
-        let _ = writeln!(out, "onceform_oldest_content_age_seconds{{form=\"{form}\"}} {age}");
-    }
     let (at, ms) = s.last_pass.map(|(t, ms)| (t.and_utc().timestamp(), ms)).unwrap_or((0, 0));
     let _ = writeln!(
         out,
@@ -154,5 +190,20 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("onceform_purge_last_run_timestamp_seconds 0"));
+    }
+
+    #[test]
+    fn a_webhook_source_s_rows_are_labelled_by_source() {
+        let s = LifecycleStats {
+            purged: vec![("contact".into(), "content".into(), 2), ("hook:helpdesk".into(), "keys".into(), 3)],
+            ..LifecycleStats::default()
+        };
+        let text = render(&s, NaiveDateTime::default());
+        assert!(text.contains("onceform_purged_rows_total{form=\"contact\",kind=\"content\"} 2"), "{text}");
+        assert!(
+            text.contains("onceform_hook_purged_rows_total{source=\"helpdesk\",kind=\"keys\"} 3"),
+            "{text}"
+        );
+        assert!(!text.contains("form=\"hook:"), "{text}");
     }
 }

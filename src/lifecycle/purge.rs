@@ -1,6 +1,9 @@
 //! Retention: after a form's `content` window a submission becomes a tombstone (fields,
 //! email and phone digests, the content of its conflicts gone; key, fingerprint, result body
-//! and effect records kept); after `keys` the tombstone goes too. Batches of bounded size,
+//! and effect records kept); after `keys` the tombstone goes too. A webhook source's events
+//! go the same way through their anchor rows (form `hook:SOURCE`): after `content` their
+//! bodies and their conflicts' go and the quarantine's deliveries are deleted; after `keys`
+//! the events and their delivery rows go with the anchors. Batches of bounded size,
 //! each its own short transaction, so the accept path never waits for more than one; rows
 //! are claimed with `FOR NO KEY UPDATE SKIP LOCKED` (PostgreSQL) and changed only while still
 //! due, so several processes purging at once purge each row once.
@@ -15,19 +18,23 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use uuid::Uuid;
 
+use crate::config::retention::scopes;
 use crate::config::Config;
 use crate::db::schema::{
-    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, purge_passes, purge_totals,
+    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine, purge_passes,
+    purge_totals,
     side_effects, submissions,
 };
 use crate::db::{DbError, Pool, Store};
+use crate::hooks::store::HookStore;
 use crate::with_conn;
 
 /// The kind under which deleted confirmation-cap rows are counted (`/metrics`).
 pub const CAPS: &str = "confirmation_caps";
 
-/// What one pass purged: (form, kind, rows) with kind `content` or `keys`; and apart, as
-/// they are not submissions, the confirmation-cap rows deleted by form.
+/// What one pass purged: (form, kind, rows) with kind `content`, `keys` or (a webhook
+/// source's, form `hook:SOURCE`) `quarantine`; and apart, as they are not submissions, the
+/// confirmation-cap rows deleted by form.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PurgeReport {
     pub purged: Vec<(String, &'static str, i64)>,
@@ -56,6 +63,12 @@ pub trait PickDue: Connection {
     fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
     /// The recipient digests of `form`'s confirmation caps last taken at or before `before`.
     fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
+    fn pick_quarantined(
+        &mut self,
+        source: &str,
+        before: NaiveDateTime,
+        limit: i64,
+    ) -> QueryResult<Vec<String>>;
 }
 
 macro_rules! due_content {
@@ -91,6 +104,17 @@ macro_rules! due_caps {
     };
 }
 
+macro_rules! due_quarantined {
+    ($source:expr, $before:expr, $limit:expr) => {
+        inbound_quarantine::table
+            .filter(inbound_quarantine::source.eq($source))
+            .filter(inbound_quarantine::received_at.lt($before))
+            .order(inbound_quarantine::received_at)
+            .limit($limit)
+            .select(inbound_quarantine::id)
+    };
+}
+
 impl PickDue for diesel::SqliteConnection {
     fn relax_commit(&mut self) -> QueryResult<()> {
         Ok(())
@@ -103,6 +127,14 @@ impl PickDue for diesel::SqliteConnection {
     }
     fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
         due_caps!(form, before, limit).load(self)
+    }
+    fn pick_quarantined(
+        &mut self,
+        source: &str,
+        before: NaiveDateTime,
+        limit: i64,
+    ) -> QueryResult<Vec<String>> {
+        due_quarantined!(source, before, limit).load(self)
     }
 }
 
@@ -119,25 +151,41 @@ impl PickDue for diesel::PgConnection {
     fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
         due_caps!(form, before, limit).for_update().skip_locked().load(self)
     }
+    fn pick_quarantined(
+        &mut self,
+        source: &str,
+        before: NaiveDateTime,
+        limit: i64,
+    ) -> QueryResult<Vec<String>> {
+        due_quarantined!(source, before, limit).for_update().skip_locked().load(self)
+    }
 }
 
-/// One retention pass over every form with a window; recorded for `/metrics`.
+/// One retention pass over every form and webhook source with a window; recorded for `/metrics`.
 pub fn run_pass(pool: &Pool, config: &Config, now: NaiveDateTime) -> Result<PurgeReport, DbError> {
     let started = Instant::now();
     let mut report = PurgeReport::default();
     let batch = config.purge.batch;
-    for (name, form) in &config.forms {
-        if let Some(content) = form.retention.content {
-            let n = drain(|| purge_content(pool, name, now - content.duration(), now, batch), batch)?;
+    for scope in scopes(config) {
+        let name = &scope.form;
+        if let Some(content) = scope.retention.content {
+            let before = now - content.duration();
+            let n = drain(|| purge_content(pool, name, before, now, batch), batch)?;
             report.purged.push((name.clone(), "content", n));
+            if let Some(source) = scope.hook_source {
+                let n = drain(|| purge_quarantined(pool, source, before, batch), batch)?;
+                report.purged.push((name.clone(), "quarantine", n));
+            }
         }
-        if let Some(keys) = form.retention.keys {
+        if let Some(keys) = scope.retention.keys {
             let n = drain(|| delete_tombstones(pool, name, now - keys.duration(), batch), batch)?;
             report.purged.push((name.clone(), "keys", n));
         }
-        let window = chrono::Duration::minutes(i64::from(form.confirmation_window_minutes));
-        let n = drain(|| delete_caps(pool, name, now - window, batch), batch)?;
-        report.caps.push((name.clone(), n));
+        if let Some(form) = config.forms.get(name) {
+            let window = chrono::Duration::minutes(i64::from(form.confirmation_window_minutes));
+            let n = drain(|| delete_caps(pool, name, now - window, batch), batch)?;
+            report.caps.push((name.clone(), n));
+        }
     }
     report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     record(pool, &report, now)?;
@@ -174,7 +222,27 @@ pub fn purge_content(
     }))
 }
 
-/// Makes tombstones of `$ids` (those not purged yet): the content and its copies go.
+/// One batch of a webhook source's quarantined deliveries received before `before`, deleted:
+/// with no event ID there is no tombstone to keep.
+pub fn purge_quarantined(
+    pool: &Pool,
+    source: &str,
+    before: NaiveDateTime,
+    batch: i64,
+) -> Result<i64, DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| {
+        c.relax_commit()?;
+        let ids = c.pick_quarantined(source, before, batch)?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let n = c.delete_quarantined(&ids)?;
+        Ok::<_, DbError>(n as i64)
+    }))
+}
+
+/// Makes tombstones of `$ids` (those not purged yet): the content and its copies go (an
+/// inbound event's body and its conflicts' bodies included).
 /// Evaluates to the number of submissions purged (`QueryResult<usize>`).
 macro_rules! tombstone {
     ($c:expr, $ids:expr, $now:expr) => {{
@@ -197,6 +265,7 @@ macro_rules! tombstone {
             diesel::update(conflicts::table.filter(conflicts::submission_id.eq_any(ids)))
                 .set(conflicts::fields_json.eq(None::<String>))
                 .execute($c)?;
+            $crate::hooks::store::HookStore::forget_bodies($c, ids)?;
             // Nothing is left to send: effects still waiting are cancelled, their records kept.
             diesel::update(
                 side_effects::table
@@ -237,6 +306,7 @@ pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: 
             .set(submissions::duplicate_of.eq(None::<String>))
             .execute(c)?;
         diesel::delete(deliveries::table.filter(deliveries::submission_id.eq_any(&ids))).execute(c)?;
+        c.delete_events(&ids)?;
         let n = diesel::delete(submissions::table.filter(submissions::id.eq_any(&ids))).execute(c)?;
         Ok::<_, DbError>(n as i64)
     }))

@@ -6,16 +6,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::purge;
+use crate::config::retention::scopes;
 use crate::config::Config;
 use crate::db::Pool;
 use crate::deliveries::now;
 
-/// Starts the schedule unless `[purge] enabled = false` or no form has a retention window
-/// or a confirmation cap (whose rows the pass deletes once their window has passed).
+/// Starts the schedule unless `[purge] enabled = false` or no form or webhook source has a
+/// retention window and no form a confirmation cap (whose rows the pass deletes once their
+/// window has passed).
 pub fn spawn(config: &Config, pool: &Pool, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
-    let any = config.forms.values().any(|f| {
-        f.retention.content.is_some() || f.retention.keys.is_some() || f.confirmation_window_minutes > 0
-    });
+    let any = scopes(config).iter().any(|s| s.retention.any())
+        || config.forms.values().any(|f| f.confirmation_window_minutes > 0);
     if !config.purge.enabled || !any {
         return None;
     }

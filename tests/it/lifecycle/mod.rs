@@ -29,10 +29,15 @@ pub fn config_with(db_url: &str, retention: &str) -> Config {
 
 /// Runs `onceform ARGS` with the test's secret on `app`'s database and retention windows.
 pub fn onceform(app: &TestApp, retention: &str, args: &[&str]) -> Output {
+    onceform_with(app, &config_text(retention), args)
+}
+
+/// Runs `onceform ARGS` with the test's secret on `app`'s database and `config` (TOML).
+pub fn onceform_with(app: &TestApp, config: &str, args: &[&str]) -> Output {
     let dir = std::env::temp_dir().join(format!("onceform-lc-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("onceform.toml");
-    std::fs::write(&path, config_text(retention)).unwrap();
+    std::fs::write(&path, config).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_onceform"))
         .args(args)
         .arg("--config")

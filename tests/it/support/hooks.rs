@@ -74,6 +74,19 @@ impl HookApp {
         req.send().await.unwrap()
     }
 
+    /// One Standard Webhooks delivery to `source`, signed with `whsec` for message `id`.
+    pub async fn post_signed(&self, source: &str, whsec: &str, id: &str, body: &str) -> reqwest::Response {
+        use onceform::hooks::verify::standard_webhooks;
+        let key = standard_webhooks::decode_secret(whsec).unwrap();
+        let ts = chrono::Utc::now().timestamp();
+        let headers = vec![
+            ("webhook-id", id.to_string()),
+            ("webhook-timestamp", ts.to_string()),
+            ("webhook-signature", standard_webhooks::sign(&key, id, ts, body.as_bytes())),
+        ];
+        self.post(source, &headers, body).await
+    }
+
     pub async fn inbound(&self) -> Inbound {
         self.app
             .query(|pool| {
