@@ -21,9 +21,8 @@ use uuid::Uuid;
 use crate::config::retention::scopes;
 use crate::config::Config;
 use crate::db::schema::{
-    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine, purge_passes,
-    purge_totals,
-    side_effects, submissions,
+    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine,
+    purge_passes, purge_totals, side_effects, submissions,
 };
 use crate::db::{DbError, Pool, Store};
 use crate::hooks::store::HookStore;
