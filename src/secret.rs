@@ -138,6 +138,12 @@ impl Secret {
     }
 }
 
+/// Whether two secrets (tokens, CSRF values) are equal, in time that does not depend on where
+/// they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use crate::accept::rfc3339;
 use crate::db::{DbError, Pool, Store};
+use crate::format::rfc3339;
 use crate::with_conn;
 
 #[derive(Debug, Serialize)]

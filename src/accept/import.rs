@@ -35,8 +35,8 @@ pub fn import_row<C: Store + DuplicateStore>(
     sub.channel = "import".into();
     sub.keyless = true;
     if let Ok(mut body) = serde_json::from_str::<serde_json::Value>(&sub.response_body) {
-        body["received_at"] = super::rfc3339(received_at).into();
-        body["operation_expires_at"] = super::rfc3339(sub.operation_expires_at).into();
+        body["received_at"] = crate::format::rfc3339(received_at).into();
+        body["operation_expires_at"] = crate::format::rfc3339(sub.operation_expires_at).into();
         if !with_effects {
             body["effects"] = serde_json::json!([]);
         }

@@ -22,7 +22,7 @@ pub use acceptor::Acceptor;
 pub use pg::accept_on_pg;
 
 use plan::Plan;
-pub use plan::{rfc3339, ResultBody};
+pub use plan::ResultBody;
 
 /// A validated submission, ready to be accepted.
 pub struct Intake<'a> {

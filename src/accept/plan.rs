@@ -10,6 +10,7 @@ use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Subm
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
 use crate::domain::{fingerprint, EffectKind, EffectState, OperationId};
+use crate::format::rfc3339;
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -42,7 +43,7 @@ pub(super) struct Plan {
 
 impl Plan {
     pub fn new(intake: Intake<'_>) -> Plan {
-        let now = deliveries::now();
+        let now = crate::clock::now();
         let id = Uuid::now_v7().to_string();
         let keyless = intake.operation_id.is_none();
         let operation_id = intake.operation_id.clone().unwrap_or_else(OperationId::keyless);
@@ -161,9 +162,4 @@ fn email_of<'a>(intake: &'a Intake<'_>) -> Option<&'a str> {
 
 fn field_of_type<'a>(intake: &'a Intake<'_>, kind: FieldType) -> Option<&'a str> {
     intake.form.fields.iter().filter(|f| f.kind == kind).find_map(|f| intake.fields.get(&f.name))
-}
-
-/// UTC, seconds precision, `Z` suffix.
-pub fn rfc3339(t: NaiveDateTime) -> String {
-    t.and_utc().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }

@@ -10,12 +10,12 @@ use crate::admin::audit;
 use crate::admin::flash::Flash;
 use crate::admin::guard::{AdminAction, CsrfForm, SessionUser};
 use crate::admin::{blocking, db_failure, done, refused};
+use crate::app::state::AppState;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::deliveries::Channel;
 use crate::domain::{normalise, OperationId, RawFields};
-use crate::effects::reference;
-use crate::http::AppState;
+use crate::format::reference;
 use crate::with_conn;
 
 #[derive(Deserialize)]

@@ -9,13 +9,13 @@ use super::audit;
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, refused, Chrome};
+use crate::app::state::AppState;
+use crate::clock::now;
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
 use crate::db::{DbError, Store};
-use crate::deliveries::now;
 use crate::domain::EffectState;
-use crate::effects::reference;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::format::reference;
+use crate::render::html;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -42,7 +42,7 @@ impl From<EffectRow> for EffectView {
     fn from(e: EffectRow) -> Self {
         EffectView {
             reference: reference(&e.submission_id),
-            updated_at: e.updated_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            updated_at: crate::format::shown(e.updated_at),
             id: e.id,
             submission_id: e.submission_id,
             form: e.form,

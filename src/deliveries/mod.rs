@@ -1,6 +1,6 @@
 //! Deliveries: every HTTP request to a submit endpoint, counted apart from submissions.
 
-use chrono::{NaiveDateTime, SubsecRound, Utc};
+use chrono::NaiveDateTime;
 use uuid::Uuid;
 
 pub mod log;
@@ -116,12 +116,7 @@ impl Refused {
             channel: self.channel.as_str().into(),
             outcome: self.outcome.as_str().into(),
             http_status: i32::from(self.http_status),
-            received_at: now(),
+            received_at: crate::clock::now(),
         }
     }
-}
-
-/// The current time in UTC at the precision both databases keep (microseconds).
-pub fn now() -> NaiveDateTime {
-    Utc::now().naive_utc().trunc_subsecs(6)
 }

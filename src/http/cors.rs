@@ -11,7 +11,7 @@ use actix_web::{web, HttpResponse};
 use super::pages::message;
 use super::problem::{Problem, ProblemKind};
 use super::submit::record_refusal;
-use super::AppState;
+use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::deliveries::Channel;
 

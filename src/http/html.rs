@@ -5,14 +5,16 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
-use super::pages::{html, message, FormPage, IndexPage, ReceiptPage};
+use super::pages::{message, FormPage, IndexPage, ReceiptPage};
 use super::problem::{Problem, ProblemKind};
-use super::submit::{accept_screened, check_rate, outcome_problem, record_refusal, resolve_key};
-use super::AppState;
+use super::submit::{accept_screened, check_rate, outcome_problem, record_refusal, resolve_key, Gate};
+use super::{RateLimiter, TrustedProxies};
 use crate::accept::Outcome;
+use crate::app::state::AppState;
 use crate::deliveries::Channel;
 use crate::domain::{FieldErrors, OperationId, RawFields};
-use crate::effects::reference;
+use crate::format::reference;
+use crate::render::html;
 use crate::spam::Screening;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -29,7 +31,7 @@ async fn index(state: web::Data<AppState>) -> HttpResponse {
 
 /// `GET /f/{form}`: the form with a fresh operation ID.
 async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
-    let Ok(f) = state.form(&form) else { return not_found() };
+    let Ok(f) = super::form(&state, &form) else { return not_found() };
     let op = OperationId::generate();
     form_page(
         &state,
@@ -51,11 +53,13 @@ fn form_page(state: &AppState, status: StatusCode, mut page: FormPage<'_>) -> Ht
 /// `POST /f/{form}`: accept, then a 303 to the receipt (the same receipt on every replay).
 async fn post_form(
     state: web::Data<AppState>,
+    limiter: web::Data<RateLimiter>,
+    proxies: web::Data<TrustedProxies>,
     form: web::Path<String>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> HttpResponse {
-    let f = match state.form(&form) {
+    let f = match super::form(&state, &form) {
         Ok(f) => f,
         Err(problem) => {
             record_refusal(&state, &form, None, Channel::Html, &problem);
@@ -64,7 +68,8 @@ async fn post_form(
     };
     let mut raw = Vec::new();
     let mut key = None;
-    let result = post_fields(&state, &form, &req, payload, &mut raw, &mut key).await;
+    let gate = Gate { limiter: &limiter, proxies: &proxies };
+    let result = post_fields(&state, &gate, &form, &req, payload, &mut raw, &mut key).await;
     let problem = match result {
         Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
             if let Some(thanks) = &f.redirect {
@@ -106,14 +111,15 @@ async fn post_form(
 
 async fn post_fields(
     state: &AppState,
+    gate: &Gate<'_>,
     form_name: &str,
     req: &HttpRequest,
     payload: web::Payload,
     raw: &mut RawFields,
     key: &mut Option<OperationId>,
 ) -> Result<Outcome, Problem> {
-    let form = state.form(form_name)?;
-    check_rate(state, form_name, req)?;
+    let form = super::form(&state, form_name)?;
+    check_rate(gate, form_name, form, req)?;
     *raw = match media_type(req.headers()).as_deref() {
         Some("application/x-www-form-urlencoded") => {
             parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?
@@ -131,14 +137,14 @@ async fn post_fields(
     let body_key = raw.iter().find(|(k, v)| k == "operation_id" && !v.is_empty()).map(|(_, v)| v.as_str());
     *key = resolve_key(None, body_key, form.allow_keyless_html)?;
     *raw = super::journey::with_header(req, std::mem::take(raw));
-    let screening = Screening::take(form, raw, true, state.proxies.client_of(req));
+    let screening = Screening::take(form, raw, true, gate.proxies.client_of(req));
     accept_screened(state, form_name, Channel::Html, key.clone(), raw, &screening).await
 }
 
 /// `GET /f/{form}/receipt/{operation_id}`: a reference, never the submitted content.
 async fn receipt(state: web::Data<AppState>, path: web::Path<(String, String)>) -> HttpResponse {
     let (form, operation_id) = path.into_inner();
-    let Ok(f) = state.form(&form) else { return not_found() };
+    let Ok(f) = super::form(&state, &form) else { return not_found() };
     let pool = state.pool.clone();
     let (name, op) = (form.clone(), operation_id);
     match web::block(move || crate::status::status(&pool, &name, &op)).await {

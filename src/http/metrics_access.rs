@@ -8,7 +8,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::HttpRequest;
 use serde::Deserialize;
 
-use crate::admin::guard::constant_time_eq;
+use crate::secret::constant_time_eq;
 
 /// The bearer token `/metrics` needs when set; never shown by `Debug`.
 #[derive(Clone, Deserialize)]

@@ -4,19 +4,33 @@ use actix_web::http::header::HeaderValue;
 use actix_web::{web, HttpRequest};
 
 use super::problem::{Problem, ProblemKind};
-use super::AppState;
+use super::{RateLimiter, TrustedProxies};
 use crate::accept::{Intake, Outcome};
+use crate::app::state::AppState;
+use crate::config::FormConfig;
 use crate::db::DbError;
 use crate::deliveries::{Channel, Refused};
 use crate::domain::{normalise, OperationId, RawFields};
 use crate::spam::Screening;
 
+/// The rate limiter and whose `X-Forwarded-For` names the client: what a submit endpoint
+/// needs besides [`AppState`].
+pub struct Gate<'a> {
+    pub limiter: &'a RateLimiter,
+    pub proxies: &'a TrustedProxies,
+}
+
 /// Takes a token from the bucket of the request's client (see [`super::TrustedProxies`]).
-pub fn check_rate(state: &AppState, form_name: &str, req: &HttpRequest) -> Result<(), Problem> {
-    let (Some(form), Some(ip)) = (state.config.form(form_name), state.proxies.client_of(req)) else {
+pub fn check_rate(
+    gate: &Gate<'_>,
+    form_name: &str,
+    form: &FormConfig,
+    req: &HttpRequest,
+) -> Result<(), Problem> {
+    let Some(ip) = gate.proxies.client_of(req) else {
         return Ok(());
     };
-    state.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
+    gate.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
         Problem::new(
             ProblemKind::RateLimited,
             format!("too many submissions from this client; retry in {seconds} s"),
@@ -62,7 +76,7 @@ pub async fn accept_screened(
     raw: &RawFields,
     screening: &Screening,
 ) -> Result<Outcome, Problem> {
-    let form = state.form(form_name)?;
+    let form = super::form(&state, form_name)?;
     let mut fields = normalise(form, raw).map_err(Problem::invalid_fields)?;
     let remembered = operation_id
         .as_ref()

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::purge;
+use crate::clock::now;
 use crate::config::Config;
 use crate::db::Pool;
-use crate::deliveries::now;
 
 /// Starts the schedule unless `[purge] enabled = false` or no form has a retention window.
 pub fn spawn(config: &Config, pool: &Pool, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {

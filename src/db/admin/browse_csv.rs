@@ -5,7 +5,7 @@
 use diesel::QueryResult;
 
 use super::{BrowseStore, SubmissionFilter, SubmissionRow};
-use crate::effects::reference;
+use crate::format::{reference, rfc3339};
 
 const BATCH: i64 = 500;
 
@@ -69,7 +69,7 @@ fn row(out: &mut String, s: &SubmissionRow, states: &[(String, String)], fields:
         s.id.clone(),
         reference(&s.id),
         s.form.clone(),
-        s.received_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        rfc3339(s.received_at),
         s.channel.clone(),
         yn(s.keyless),
         yn(s.spam),

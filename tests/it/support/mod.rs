@@ -20,10 +20,10 @@ use std::sync::Arc;
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
+use onceform::app::Application;
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Stats, Store};
 use onceform::deliveries::DeliveryLog;
-use onceform::http::Application;
 use onceform::with_conn;
 use serde_json::{json, Value};
 
