@@ -5,11 +5,10 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::Intake;
-use crate::config::FieldType;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
-use crate::domain::{fingerprint, EffectKind, EffectState, OperationId};
+use crate::domain::{fingerprint, EffectKind, EffectState, FieldType, OperationId};
 use crate::format::rfc3339;
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").

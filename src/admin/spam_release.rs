@@ -91,7 +91,7 @@ fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>
     let fields: std::collections::BTreeMap<String, String> =
         fields_json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
     let has_email =
-        form.fields.iter().any(|f| f.kind == crate::config::FieldType::Email && fields.contains_key(&f.name));
+        form.fields.iter().any(|f| f.kind == crate::domain::FieldType::Email && fields.contains_key(&f.name));
     let at = now();
     form.effects
         .iter()

@@ -28,7 +28,7 @@ async fn metrics(
     req: HttpRequest,
 ) -> HttpResponse {
     if let Some(token) = &state.config.server.metrics_token {
-        if !token.admits(&req) {
+        if !crate::http::admits_bearer(token, &req) {
             let mut resp =
                 Problem::new(ProblemKind::Unauthorized, "send Authorization: Bearer <the metrics token>")
                     .response();

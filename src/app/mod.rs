@@ -47,7 +47,7 @@ impl Application {
         let proxies = web::Data::new(proxies);
         let throttle = web::Data::new(LoginThrottle::default());
         let hooks = web::Data::new(Hooks::load(&config.hooks, |k| std::env::var(k).ok())?);
-        let spam = SpamGuard::new(crate::secret::load(&config)?)?;
+        let spam = SpamGuard::new(crate::secret::load(&config.server.secret_file)?)?;
         let state = web::Data::new(AppState { acceptor, spam, config: config.clone(), pool: pool.clone() });
         let mount = move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(state.clone())

@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 
 use validator::{Validate, ValidateEmail, ValidationErrors};
 
-use super::{Config, CrmAdapterName, FieldType, FormConfig};
+use super::{Config, CrmAdapterName, FormConfig};
 use crate::domain::EffectKind;
+use crate::domain::FieldType;
 
 /// All problems found in `config`; empty when it is usable.
 pub fn problems(config: &Config) -> Vec<String> {

@@ -5,6 +5,7 @@ mod fields;
 #[cfg(test)]
 mod fields_proptest;
 mod fingerprint;
+mod form;
 mod invisible;
 pub mod keyring;
 mod operation_id;
@@ -14,4 +15,5 @@ pub use fields::{
     normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
 };
 pub use fingerprint::{digest, fingerprint};
+pub use form::{FieldConfig, FieldType, FormSchema};
 pub use operation_id::{OperationId, OperationIdError};

@@ -35,7 +35,7 @@ use crate::app::state::AppState;
 use crate::config::{Config, FormConfig};
 pub use client_ip::{client_bucket, TrustedProxies};
 use connections::{with_body_deadline, ConnectionLimits};
-pub use metrics_access::{MetricsCache, MetricsToken};
+pub use metrics_access::{admits_bearer, MetricsCache};
 pub use ops::render as database_metrics;
 pub use rate_limit::RateLimiter;
 pub use submit::db_problem;

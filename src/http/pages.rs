@@ -4,7 +4,8 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use askama::Template;
 
-use crate::config::{FieldType, FormConfig};
+use crate::config::FormConfig;
+use crate::domain::FieldType;
 use crate::domain::{FieldErrors, RawFields};
 use crate::render::html;
 

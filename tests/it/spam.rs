@@ -89,7 +89,7 @@ async fn a_form_filled_at_human_speed_is_accepted(backend: Backend) {
     let app = spawn_app_with(backend, |_| {}).await;
     let (op, _) = rendered_form(&app).await;
     // Issued ten seconds ago with the server's own secret: what a person's post carries.
-    let secret = onceform::secret::load(&app.config).unwrap();
+    let secret = onceform::secret::load(&app.config.server.secret_file).unwrap();
     let stamp = onceform::spam::stamp::issue(&secret, "contact", onceform::clock::unix_seconds() - 10);
     assert_eq!(post_html(&app, &op, &stamp).await.status(), 303);
     assert_eq!(verdict(&app, &op).await, (false, None, 3));
