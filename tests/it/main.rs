@@ -25,6 +25,7 @@ mod hooks_processes;
 mod hooks_store_down;
 mod hooks_verify;
 mod html;
+mod layers;
 mod lifecycle;
 mod lifecycle_digests;
 mod lifecycle_erase;
