@@ -22,11 +22,10 @@ pub enum Imported {
 /// Imports one validated row; its `operation_id` is the row's derived key.
 pub fn import_row<C: Store + DuplicateStore>(
     c: &mut C,
-    intake: Intake<'_>,
+    intake: Intake,
     received_at: NaiveDateTime,
     with_effects: bool,
 ) -> diesel::QueryResult<Imported> {
-    let form = intake.form;
     let mut plan = Plan::new(intake);
     let sub = &mut plan.submission;
     let shift = received_at - sub.received_at;
@@ -45,7 +44,7 @@ pub fn import_row<C: Store + DuplicateStore>(
     if !c.insert_submission(&plan.submission)? {
         return Ok(Imported::AlreadyPresent);
     }
-    let hold = duplicates::link(c, form, &plan.submission, received_at)?;
+    let hold = duplicates::link(c, &plan.form, &plan.submission, received_at)?;
     if with_effects {
         let effects: Vec<NewEffect> =
             plan.effects.iter().cloned().map(|e| NewEffect { held: hold, ..e }).collect();

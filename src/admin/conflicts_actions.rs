@@ -1,6 +1,8 @@
 //! What an admin does with an open conflict: dismiss it, or accept the conflicting content as
 //! a new inquiry (its own submission, operation ID and side-effect records).
 
+use std::sync::Arc;
+
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
@@ -11,6 +13,7 @@ use crate::admin::flash::Flash;
 use crate::admin::guard::{AdminAction, CsrfForm, SessionUser};
 use crate::admin::{blocking, db_failure, done, refused};
 use crate::app::state::AppState;
+use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::deliveries::Channel;
@@ -91,14 +94,11 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
         }
         Some(row) => row,
     };
-    let (acceptor, config) = (state.acceptor.clone(), state.config.clone());
-    let created = blocking(move || {
-        let Some(form) = config.form(&row.form) else {
-            return Ok(Err(format!("The form {} is no longer configured.", row.form)));
-        };
-        accept_content(&acceptor, &row, form)
-    })
-    .await?;
+    let Some(form) = state.form(&row.form).cloned() else {
+        return Ok(Step::Refused(format!("The form {} is no longer configured.", row.form)));
+    };
+    let acceptor = state.acceptor.clone();
+    let created = blocking(move || accept_content(&acceptor, &row, form)).await?;
     let submission_id = match created {
         Ok(s) => s,
         Err(message) => return Ok(Step::Refused(message)),
@@ -127,10 +127,10 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
 fn accept_content(
     acceptor: &Acceptor,
     row: &ConflictRow,
-    form: &crate::config::FormConfig,
+    form: Arc<FormConfig>,
 ) -> Result<Result<String, String>, DbError> {
     let raw: RawFields = fields_of(row.fields_json.as_deref()).into_iter().collect();
-    let fields = match normalise(form, &raw) {
+    let fields = match normalise(&*form, &raw) {
         Ok(f) => f,
         Err(errors) => {
             let problems: Vec<String> =
@@ -143,7 +143,7 @@ fn accept_content(
         Err(e) => return Ok(Err(format!("No operation ID for this conflict: {e}."))),
     };
     let intake = Intake {
-        form_name: &row.form,
+        form_name: row.form.clone(),
         form,
         operation_id: Some(operation_id),
         channel: Channel::Api,

@@ -48,7 +48,7 @@ impl Application {
         let throttle = web::Data::new(LoginThrottle::default());
         let hooks = web::Data::new(Hooks::load(&config.hooks, |k| std::env::var(k).ok())?);
         let spam = SpamGuard::new(crate::secret::load(&config.server.secret_file)?)?;
-        let state = web::Data::new(AppState { acceptor, spam, config: config.clone(), pool: pool.clone() });
+        let state = web::Data::new(AppState::new(config.clone(), pool.clone(), acceptor, spam));
         let mount = move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(state.clone())
                 .app_data(metrics_cache.clone())

@@ -1,5 +1,7 @@
 //! The JSON API: operation issuance, submit, status.
 
+use std::sync::Arc;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::Duration;
 use serde_json::json;
@@ -7,12 +9,13 @@ use serde_json::json;
 use super::body::{is_json, media_type, parse_json, read_limited};
 use super::problem::{Problem, ProblemKind};
 use super::submit::{
-    accept_screened, check_rate, db_problem, outcome_problem, record_refusal, resolve_key, Gate,
+    accept_screened, check_rate, db_problem, outcome_problem, record_refusal, resolve_key, Gate, Refusal,
 };
 use super::{RateLimiter, TrustedProxies};
 use crate::accept::Outcome;
 use crate::app::state::AppState;
 use crate::clock::now;
+use crate::config::FormConfig;
 use crate::deliveries::Channel;
 use crate::domain::OperationId;
 use crate::format::rfc3339;
@@ -46,12 +49,18 @@ async fn submit(
     req: HttpRequest,
     payload: web::Payload,
 ) -> HttpResponse {
-    let mut key = None;
-    let gate = Gate { limiter: &limiter, proxies: &proxies };
-    match submit_json(&state, &gate, &form, &req, payload, &mut key).await {
-        Ok(response) => response,
+    let f = match super::form(&state, &form) {
+        Ok(f) => f,
         Err(problem) => {
-            record_refusal(&state, &form, key.as_ref(), Channel::Api, &problem);
+            record_refusal(&state, None, None, Channel::Api, &problem);
+            return problem.response();
+        }
+    };
+    let gate = Gate { limiter: &limiter, proxies: &proxies };
+    match submit_json(&state, &gate, &form, f, &req, payload).await {
+        Ok(response) => response,
+        Err(Refusal { problem, key, .. }) => {
+            record_refusal(&state, Some(&form), key.as_ref(), Channel::Api, &problem);
             problem.response()
         }
     }
@@ -61,21 +70,24 @@ async fn submit_json(
     state: &AppState,
     gate: &Gate<'_>,
     form_name: &str,
+    form: &Arc<FormConfig>,
     req: &HttpRequest,
     payload: web::Payload,
-    key: &mut Option<OperationId>,
-) -> Result<HttpResponse, Problem> {
-    let form = super::form(&state, form_name)?;
+) -> Result<HttpResponse, Refusal> {
     check_rate(gate, form_name, form, req)?;
     if !is_json(media_type(req.headers()).as_deref()) {
-        return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json"));
+        return Err(
+            Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json").into()
+        );
     }
     let bytes = read_limited(req, payload, form.max_body_bytes).await?;
     let (body_key, raw) = parse_json(&bytes)?;
     let mut raw = super::journey::with_header(req, raw);
-    *key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
+    let key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
     let screening = Screening::take(form, &mut raw, false, gate.proxies.client_of(req));
-    let outcome = accept_screened(state, form_name, Channel::Api, key.clone(), &raw, &screening).await?;
+    let outcome = accept_screened(state, form_name, form, Channel::Api, key.clone(), &raw, &screening)
+        .await
+        .map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;
     Ok(match outcome {
         Outcome::Created(r) => HttpResponse::Created()
             .insert_header(("Location", location(form_name, &r.operation_id)))

@@ -1,5 +1,7 @@
 //! The HTML form pages: the form, its post, and the receipt.
 
+use std::sync::Arc;
+
 use actix_web::http::header::{HeaderValue, RETRY_AFTER};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -7,12 +9,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
 use super::pages::{message, FormPage, IndexPage, ReceiptPage};
 use super::problem::{Problem, ProblemKind};
-use super::submit::{accept_screened, check_rate, outcome_problem, record_refusal, resolve_key, Gate};
+use super::submit::{
+    accept_screened, check_rate, outcome_problem, record_refusal, resolve_key, Gate, Refusal,
+};
 use super::{RateLimiter, TrustedProxies};
 use crate::accept::Outcome;
 use crate::app::state::AppState;
+use crate::config::FormConfig;
 use crate::deliveries::Channel;
-use crate::domain::{FieldErrors, OperationId, RawFields};
+use crate::domain::{FieldErrors, OperationId};
 use crate::format::reference;
 use crate::render::html;
 use crate::spam::Screening;
@@ -62,15 +67,13 @@ async fn post_form(
     let f = match super::form(&state, &form) {
         Ok(f) => f,
         Err(problem) => {
-            record_refusal(&state, &form, None, Channel::Html, &problem);
+            record_refusal(&state, None, None, Channel::Html, &problem);
             return not_found();
         }
     };
-    let mut raw = Vec::new();
-    let mut key = None;
     let gate = Gate { limiter: &limiter, proxies: &proxies };
-    let result = post_fields(&state, &gate, &form, &req, payload, &mut raw, &mut key).await;
-    let problem = match result {
+    let result = post_fields(&state, &gate, &form, f, &req, payload).await;
+    let Refusal { problem, key, raw } = match result {
         Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
             if let Some(thanks) = &f.redirect {
                 // From the configuration only: a visitor's field never chooses where we send them.
@@ -92,9 +95,9 @@ async fn post_form(
         Ok(outcome @ (Outcome::InProgress { .. } | Outcome::Expired { .. })) => {
             return outcome_problem(&outcome).map(|p| problem_page(&p, &form)).unwrap_or_else(not_found)
         }
-        Err(problem) => problem,
+        Err(refusal) => refusal,
     };
-    record_refusal(&state, &form, key.as_ref(), Channel::Html, &problem);
+    record_refusal(&state, Some(&form), key.as_ref(), Channel::Html, &problem);
     match (&problem.kind, &problem.errors) {
         (ProblemKind::ValidationFailed, Some(errors)) => {
             // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.
@@ -113,14 +116,12 @@ async fn post_fields(
     state: &AppState,
     gate: &Gate<'_>,
     form_name: &str,
+    form: &Arc<FormConfig>,
     req: &HttpRequest,
     payload: web::Payload,
-    raw: &mut RawFields,
-    key: &mut Option<OperationId>,
-) -> Result<Outcome, Problem> {
-    let form = super::form(&state, form_name)?;
+) -> Result<Outcome, Refusal> {
     check_rate(gate, form_name, form, req)?;
-    *raw = match media_type(req.headers()).as_deref() {
+    let raw = match media_type(req.headers()).as_deref() {
         Some("application/x-www-form-urlencoded") => {
             parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?
         }
@@ -131,14 +132,21 @@ async fn post_fields(
             return Err(Problem::new(
                 ProblemKind::UnsupportedMediaType,
                 "send the form as a web browser does",
-            ))
+            )
+            .into())
         }
     };
     let body_key = raw.iter().find(|(k, v)| k == "operation_id" && !v.is_empty()).map(|(_, v)| v.as_str());
-    *key = resolve_key(None, body_key, form.allow_keyless_html)?;
-    *raw = super::journey::with_header(req, std::mem::take(raw));
-    let screening = Screening::take(form, raw, true, gate.proxies.client_of(req));
-    accept_screened(state, form_name, Channel::Html, key.clone(), raw, &screening).await
+    let key = match resolve_key(None, body_key, form.allow_keyless_html) {
+        Ok(key) => key,
+        Err(problem) => return Err(Refusal { problem, key: None, raw }),
+    };
+    let mut raw = super::journey::with_header(req, raw);
+    let screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
+    match accept_screened(state, form_name, form, Channel::Html, key.clone(), &raw, &screening).await {
+        Ok(outcome) => Ok(outcome),
+        Err(problem) => Err(Refusal { problem, key, raw }),
+    }
 }
 
 /// `GET /f/{form}/receipt/{operation_id}`: a reference, never the submitted content.

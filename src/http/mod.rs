@@ -24,6 +24,7 @@ mod static_sites;
 mod submit;
 
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::dev::{Server, Service};
@@ -50,8 +51,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 /// The form named in the request, or 404.
-fn form<'a>(state: &'a AppState, name: &str) -> Result<&'a FormConfig, problem::Problem> {
-    state.config.form(name).ok_or_else(|| {
+fn form<'a>(state: &'a AppState, name: &str) -> Result<&'a Arc<FormConfig>, problem::Problem> {
+    state.form(name).ok_or_else(|| {
         problem::Problem::new(problem::ProblemKind::NotFound, "there is no form with this name")
     })
 }

@@ -1,5 +1,7 @@
 //! What both submit endpoints (JSON and HTML) share: rate limit, key, validation, accept.
 
+use std::sync::Arc;
+
 use actix_web::http::header::HeaderValue;
 use actix_web::{web, HttpRequest};
 
@@ -71,16 +73,16 @@ pub fn resolve_key(
 pub async fn accept_screened(
     state: &AppState,
     form_name: &str,
+    form: &Arc<FormConfig>,
     channel: Channel,
     operation_id: Option<OperationId>,
     raw: &RawFields,
     screening: &Screening,
 ) -> Result<Outcome, Problem> {
-    let form = super::form(&state, form_name)?;
-    let mut fields = normalise(form, raw).map_err(Problem::invalid_fields)?;
+    let mut fields = normalise(&**form, raw).map_err(Problem::invalid_fields)?;
     let remembered = operation_id
         .as_ref()
-        .and_then(|op| state.acceptor.replay_from_memory(form_name, op, &fields, channel));
+        .and_then(|op| state.acceptor.replay_from_memory(form_name, form, op, &fields, channel));
     if let Some(outcome) = remembered {
         return Ok(outcome);
     }
@@ -88,13 +90,10 @@ pub async fn accept_screened(
         let verdict = state.spam.screen(form_name, form, screening, operation_id.as_ref()).await;
         fields.spam_reason = verdict.map(|r| r.as_str());
     }
-    let (config, acceptor) = (state.config.clone(), state.acceptor.clone());
-    let form_name = form_name.to_string();
-    let result = web::block(move || {
-        let form = config.form(&form_name).ok_or(DbError::Unavailable("form vanished".into()))?;
-        acceptor.accept(Intake { form_name: &form_name, form, operation_id, channel, fields })
-    })
-    .await;
+    let intake =
+        Intake { form_name: form_name.to_string(), form: form.clone(), operation_id, channel, fields };
+    let acceptor = state.acceptor.clone();
+    let result = web::block(move || acceptor.accept(intake)).await;
     match result {
         Ok(Ok(outcome)) => {
             if let Outcome::Created(r) = &outcome {
@@ -155,10 +154,25 @@ pub fn outcome_problem(outcome: &Outcome) -> Option<Problem> {
     }
 }
 
-/// Records a delivery refused before the accept transaction (which records its own).
+/// A submit refused before the accept transaction: what the client gets, and what was read
+/// of the request by then (the key for the delivery row; the fields to fill the form again).
+pub struct Refusal {
+    pub problem: Problem,
+    pub key: Option<OperationId>,
+    pub raw: RawFields,
+}
+
+impl From<Problem> for Refusal {
+    fn from(problem: Problem) -> Refusal {
+        Refusal { problem, key: None, raw: Vec::new() }
+    }
+}
+
+/// Records a delivery refused before the accept transaction (which records its own);
+/// `form` is `None` when the path names no configured form.
 pub fn record_refusal(
     state: &AppState,
-    form_name: &str,
+    form: Option<&str>,
     operation_id: Option<&OperationId>,
     channel: Channel,
     problem: &Problem,
@@ -167,7 +181,7 @@ pub fn record_refusal(
         return;
     }
     let refused = Refused {
-        form: state.config.form(form_name).map(|_| form_name.to_string()),
+        form: form.map(String::from),
         operation_id: operation_id.map(|o| o.as_str().to_string()),
         channel,
         outcome: problem.kind.delivery_outcome(),
