@@ -98,10 +98,11 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
         return Ok(Step::Refused(format!("The form {} is no longer configured.", row.form)));
     };
     let acceptor = state.acceptor.clone();
-    let created = blocking(move || accept_content(&acceptor, &row, form)).await?;
+    let created = blocking(move || Ok(accept_content(&acceptor, &row, form))).await?;
     let submission_id = match created {
         Ok(s) => s,
-        Err(message) => return Ok(Step::Refused(message)),
+        Err(AcceptAsNewError::Db(e)) => return Err(e),
+        Err(refusal) => return Ok(Step::Refused(refusal.to_string())),
     };
     let new_ref = reference(&submission_id);
     let note = match note.is_empty() {
@@ -123,25 +124,37 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
     .await
 }
 
+/// Why a conflict's content cannot be accepted as a new inquiry.
+#[derive(Debug, thiserror::Error)]
+enum AcceptAsNewError {
+    #[error("The content does not fit the form now: {0}.")]
+    Unfit(String),
+    #[error("No operation ID for this conflict: {0}.")]
+    NoOperationId(String),
+    #[error("An inquiry with other content was already accepted for it.")]
+    OtherContent,
+    #[error("The new inquiry is being written; try again in a moment.")]
+    InProgress,
+    #[error("The operation ID has expired.")]
+    Expired,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
 /// The new submission's id, or why the content cannot be accepted.
 fn accept_content(
     acceptor: &Acceptor,
     row: &ConflictRow,
     form: Arc<FormConfig>,
-) -> Result<Result<String, String>, DbError> {
+) -> Result<String, AcceptAsNewError> {
     let raw: RawFields = fields_of(row.fields_json.as_deref()).into_iter().collect();
-    let fields = match normalise(&*form, &raw) {
-        Ok(f) => f,
-        Err(errors) => {
-            let problems: Vec<String> =
-                errors.0.iter().map(|(field, m)| format!("{field} {}", m.join(", "))).collect();
-            return Ok(Err(format!("The content does not fit the form now: {}.", problems.join("; "))));
-        }
-    };
-    let operation_id = match OperationId::parse(&accepted_operation_id(&row.id)) {
-        Ok(o) => o,
-        Err(e) => return Ok(Err(format!("No operation ID for this conflict: {e}."))),
-    };
+    let fields = normalise(&*form, &raw).map_err(|errors| {
+        let problems: Vec<String> =
+            errors.0.iter().map(|(field, m)| format!("{field} {}", m.join(", "))).collect();
+        AcceptAsNewError::Unfit(problems.join("; "))
+    })?;
+    let operation_id = OperationId::parse(&accepted_operation_id(&row.id))
+        .map_err(|e| AcceptAsNewError::NoOperationId(e.to_string()))?;
     let intake = Intake {
         form_name: row.form.clone(),
         form,
@@ -149,10 +162,10 @@ fn accept_content(
         channel: Channel::Api,
         fields,
     };
-    Ok(match acceptor.accept(intake)? {
+    match acceptor.accept(intake)? {
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),
-        Outcome::Conflict { .. } => Err("An inquiry with other content was already accepted for it.".into()),
-        Outcome::InProgress { .. } => Err("The new inquiry is being written; try again in a moment.".into()),
-        Outcome::Expired { .. } => Err("The operation ID has expired.".into()),
-    })
+        Outcome::Conflict { .. } => Err(AcceptAsNewError::OtherContent),
+        Outcome::InProgress { .. } => Err(AcceptAsNewError::InProgress),
+        Outcome::Expired { .. } => Err(AcceptAsNewError::Expired),
+    }
 }

@@ -193,28 +193,41 @@ async fn own_change(
     let result = web::block(move || {
         let _slot = slot;
         let stored = with_conn!(&app.pool, |c| c.user_by_email(&who.email).map_err(DbError::from))?;
-        let Some(stored) = stored else { return Ok(Err("Your account no longer exists.")) };
+        let stored = stored.ok_or(OwnPasswordError::NoAccount)?;
         if !verifier.verify(&form.current, &stored.password_hash) {
-            return Ok(Err("The current password is wrong."));
+            return Err(OwnPasswordError::WrongCurrent);
         }
         match lifecycle::set_password(&app.pool, Target::Id(&who.id), &form.password, &actor(&who)) {
-            Ok(_) => Ok(Ok(start_session(&app.pool, &who.id)?)),
-            Err(ChangeError::Invalid(_)) => Ok(Err("The new password needs at least 12 characters.")),
-            Err(ChangeError::NoSuchUser(_)) => Ok(Err("Your account no longer exists.")),
-            Err(ChangeError::Db(e)) => Err(e),
+            Ok(_) => Ok(start_session(&app.pool, &who.id)?),
+            Err(ChangeError::Invalid(_)) => Err(OwnPasswordError::TooShort),
+            Err(ChangeError::NoSuchUser(_)) => Err(OwnPasswordError::NoAccount),
+            Err(ChangeError::Db(e)) => Err(e.into()),
         }
     })
     .await
     .map_err(|_| AuthError::Unavailable)?;
     match result {
-        Ok(Ok(token)) => {
+        Ok(token) => {
             throttle.succeeded(attempt);
             let policy = CookiePolicy::of(&state.config);
             let mut resp = done("/admin", Flash::new("password_changed"));
             let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
             Ok(resp)
         }
-        Ok(Err(msg)) => Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(msg))),
-        Err(e) => Ok(db_failure(e)),
+        Err(OwnPasswordError::Db(e)) => Ok(db_failure(e)),
+        Err(refusal) => Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(&refusal.to_string()))),
     }
+}
+
+/// Why a user's own password change did not happen.
+#[derive(Debug, thiserror::Error)]
+enum OwnPasswordError {
+    #[error("Your account no longer exists.")]
+    NoAccount,
+    #[error("The current password is wrong.")]
+    WrongCurrent,
+    #[error("The new password needs at least 12 characters.")]
+    TooShort,
+    #[error(transparent)]
+    Db(#[from] DbError),
 }
