@@ -41,17 +41,21 @@ async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpR
     form_page(
         &state,
         StatusCode::OK,
+        f,
         FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default()),
     )
 }
 
 /// The form page with a fresh fill-time stamp and, when the form has one, its captcha widget.
-fn form_page(state: &AppState, status: StatusCode, mut page: FormPage<'_>) -> HttpResponse {
+fn form_page(
+    state: &AppState,
+    status: StatusCode,
+    form: &FormConfig,
+    mut page: FormPage<'_>,
+) -> HttpResponse {
     page.stamp = state.spam.stamp(page.form_name);
     let mut resp = html(status, &page);
-    if let Some(f) = state.config.form(page.form_name) {
-        super::captcha_widget::allow(&mut resp, f);
-    }
+    super::captcha_widget::allow(&mut resp, form);
     resp
 }
 
@@ -105,6 +109,7 @@ async fn post_form(
             form_page(
                 &state,
                 StatusCode::UNPROCESSABLE_ENTITY,
+                f,
                 FormPage::new(&form, f, op.as_str(), &raw, errors),
             )
         }
