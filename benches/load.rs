@@ -12,7 +12,7 @@
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
-//! group commit) and the baseline (one transaction per accept, `accept::accept`), then accept / replay / mixed / conflict traffic over
+//! group commit) and the baseline (one transaction per accept, `Acceptor::one_transaction_each`), then accept / replay / mixed / conflict traffic over
 //! HTTP at 1, 16 and 64 clients (requests/s, p50, p99, ratio to the ceiling, the server's peak
 //! RSS), inbound webhook deliveries (`load/hooks.rs`: `POST /hooks/bench`, Standard Webhooks
 //! signed, unique event IDs and one event ID replayed; `--traffic hooks`), latency growth with 10 k and `--grow` (default 1 M) submissions stored, and on
@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 
 use common::{inquiry, Db, Process};
 use diesel::connection::SimpleConnection;
-use onceform::accept::{accept, Acceptor, Intake};
+use onceform::accept::{Acceptor, Intake};
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Store};
 use onceform::deliveries::Channel;
@@ -252,7 +252,9 @@ impl Bench<'_> {
         };
         show("ceiling (in-process)", &ceiling);
         if print {
-            let (n, baseline) = in_process(config, clients, seconds, |i| accept(pool, i).is_ok());
+            let baseline_acceptor =
+                Acceptor::one_transaction_each(Arc::new(config.clone()), pool.clone()).unwrap();
+            let (n, baseline) = in_process(config, clients, seconds, |i| baseline_acceptor.accept(i).is_ok());
             accepted += n;
             show("baseline: a transaction per accept", &baseline);
         }
@@ -315,7 +317,7 @@ fn in_process(
     config: &Config,
     clients: usize,
     seconds: u64,
-    accept: impl Fn(Intake<'_>) -> bool + Sync,
+    accept: impl Fn(Intake) -> bool + Sync,
 ) -> (usize, Tally) {
     let (done, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let until = Instant::now() + Duration::from_secs(seconds);
@@ -323,13 +325,13 @@ fn in_process(
         for _ in 0..clients {
             let (done, failed, accept) = (done.clone(), failed.clone(), &accept);
             s.spawn(move || {
-                let form = config.form("contact").unwrap();
+                let form = Arc::new(config.form("contact").unwrap().clone());
                 while Instant::now() < until {
-                    let fields = normalise(form, &inquiry("Ceiling")).unwrap();
+                    let fields = normalise(&*form, &inquiry("Ceiling")).unwrap();
                     let op = Some(OperationId::generate());
                     let intake = Intake {
-                        form_name: "contact",
-                        form,
+                        form_name: "contact".into(),
+                        form: form.clone(),
                         operation_id: op,
                         channel: Channel::Api,
                         fields,

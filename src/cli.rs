@@ -8,10 +8,10 @@ use tokio::sync::watch;
 
 use crate::admin::accounts::{self, Role};
 use crate::admin::lifecycle;
+use crate::app::Application;
 use crate::config::Config;
 use crate::db::Pool;
 use crate::effects::Registry;
-use crate::http::Application;
 use crate::worker::Worker;
 
 pub const USAGE: &str =

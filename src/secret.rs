@@ -7,8 +7,6 @@ use std::path::Path;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::config::Config;
-
 /// 32 secret bytes; never printed.
 #[derive(Clone)]
 pub struct Secret([u8; 32]);
@@ -22,10 +20,10 @@ impl std::fmt::Debug for Secret {
 /// The environment variable that, when set, supplies the secret.
 pub const SECRET_ENV: &str = "ONCEFORM_SECRET";
 
-/// The server secret for `config`: `ONCEFORM_SECRET` when set (at least 16 characters),
-/// else the file `config.server.secret_file`, created with a random secret the first time.
-pub fn load(config: &Config) -> anyhow::Result<Secret> {
-    load_from(std::env::var(SECRET_ENV).ok(), Path::new(&config.server.secret_file))
+/// The server secret: `ONCEFORM_SECRET` when set (at least 16 characters), else the file
+/// `secret_file` (`server.secret_file`), created with a random secret the first time.
+pub fn load(secret_file: &str) -> anyhow::Result<Secret> {
+    load_from(std::env::var(SECRET_ENV).ok(), Path::new(secret_file))
 }
 
 /// The secret from `env` (the value of `ONCEFORM_SECRET`), else from `file`.
@@ -136,6 +134,12 @@ impl Secret {
         let key = derive.finalize().into_bytes();
         <Hmac<Sha256> as Mac>::new_from_slice(&key).unwrap_or_else(|_| unreachable!())
     }
+}
+
+/// Whether two secrets (tokens, CSRF values) are equal, in time that does not depend on where
+/// they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use crate::accept::rfc3339;
 use crate::db::{DbError, Pool, Store};
 use crate::domain::EffectState;
+use crate::format::rfc3339;
 use crate::with_conn;
 
 #[derive(Debug, Serialize)]

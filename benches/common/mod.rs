@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use diesel::connection::SimpleConnection;
-use onceform::accept::{accept, Intake};
+use onceform::accept::{Acceptor, Intake};
 use onceform::config::{Config, DEFAULT_CONFIG};
 use onceform::db::Pool;
 use onceform::deliveries::Channel;
@@ -123,17 +123,18 @@ pub fn inquiry(message: &str) -> Vec<(String, String)> {
 
 /// Accepts `n` submissions through the accept transaction.
 pub fn seed(pool: &Pool, config: &Config, n: usize) {
-    let form = config.form("contact").unwrap();
+    let form = std::sync::Arc::new(config.form("contact").unwrap().clone());
+    let acceptor = Acceptor::one_transaction_each(config.clone().into(), pool.clone()).unwrap();
     for i in 0..n {
-        let fields = normalise(form, &inquiry(&format!("Inquiry {i}"))).unwrap();
+        let fields = normalise(&*form, &inquiry(&format!("Inquiry {i}"))).unwrap();
         let intake = Intake {
-            form_name: "contact",
-            form,
+            form_name: "contact".into(),
+            form: form.clone(),
             operation_id: Some(OperationId::generate()),
             channel: Channel::Api,
             fields,
         };
-        accept(pool, intake).unwrap();
+        acceptor.accept(intake).unwrap();
     }
 }
 

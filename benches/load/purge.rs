@@ -51,7 +51,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             // Its own pool, as a separate `onceform purge` or `serve`'s schedule has.
             let pool = Pool::connect(&config.database).unwrap();
             std::thread::sleep(Duration::from_millis(200)); // the accepts are under way
-            let report = run_pass(&pool, &config, onceform::deliveries::now());
+            let report = run_pass(&pool, &config, onceform::clock::now());
             done.store(true, Ordering::Relaxed);
             report.unwrap()
         })

@@ -7,7 +7,7 @@
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use onceform::accept::accept;
+use onceform::accept::Acceptor;
 use onceform::db::schema::duplicate_pairs;
 use onceform::db::{DbError, Pool, Store};
 use onceform::with_conn;
@@ -118,8 +118,9 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         let text = format!("{r:.2} × fresh (target within 10 %)");
         rows.push(row(label, 16, &unique16, text, Some(r <= 1.1)));
     } else {
+        let baseline_acceptor = Acceptor::one_transaction_each(config.clone().into(), pool.clone()).unwrap();
         for (clients, fresh) in [(16, &fresh16), (64, &fresh64)] {
-            let (n, baseline) = in_process(&config, clients, secs, |i| accept(&pool, i).is_ok());
+            let (n, baseline) = in_process(&config, clients, secs, |i| baseline_acceptor.accept(i).is_ok());
             accepted += n;
             rows.push(row("baseline: a transaction per accept", clients, &baseline, String::new(), None));
             let r = fresh.rate / baseline.rate;

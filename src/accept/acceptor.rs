@@ -4,41 +4,74 @@
 //! - On SQLite, write transactions go through the group-commit writer: one fsync per batch
 //!   of concurrent accepts, each in its own savepoint, each answered after the commit.
 //! - On PostgreSQL, a first acceptance is one statement (`pg`); retries read after it.
+//! - `Acceptor::one_transaction_each` runs each in a transaction of its own instead (the
+//!   benchmark's baseline).
 //! - Submissions linked to an earlier one wake the duplicate screener.
 
 use std::sync::Arc;
 
 use super::cache::ReplayCache;
 use super::{committed, in_progress_on_lock_timeout, pg, run, Intake, Outcome, Plan, Receipt};
-use crate::config::Config;
+use crate::config::{Config, FormConfig};
 use crate::db::{DbError, Pool, SqliteWriter, Store};
 use crate::deliveries::{self, Channel, DeliveryLog, DeliveryOutcome};
 use crate::domain::{fingerprint, NormalisedFields, OperationId};
 use crate::duplicates::Screener;
 use crate::with_conn;
 
-/// Cheap to clone: the clones share the cache, the delivery log and the writer.
+/// How a first acceptance reaches the database.
+#[derive(Clone)]
+enum Path {
+    /// PostgreSQL: one statement (`pg`).
+    OneStatement,
+    /// SQLite: a savepoint in the group-commit writer's next batch.
+    GroupCommit(SqliteWriter),
+    /// Either backend: a read for a committed retry, then a write transaction of its own
+    /// (the benchmark's baseline; seeding tests).
+    Transaction,
+}
+
+/// The one accept entry point. Cheap to clone: the clones share the cache, the delivery
+/// log and the writer.
 #[derive(Clone)]
 pub struct Acceptor {
-    config: Arc<Config>,
     pool: Pool,
-    writer: Option<SqliteWriter>,
+    path: Path,
     cache: Arc<ReplayCache>,
     deliveries: DeliveryLog,
     screener: Screener,
 }
 
 impl Acceptor {
-    /// Starts the background threads (delivery log; SQLite writer unless turned off).
+    /// The service's acceptor: one statement on PostgreSQL, SQLite's group commit unless
+    /// `database.group_commit` turns it off. Starts the background threads (delivery log;
+    /// SQLite writer; duplicate screener).
     pub fn start(config: Arc<Config>, pool: Pool) -> std::io::Result<Acceptor> {
-        let writer = match &pool {
-            Pool::Sqlite(p) if config.database.group_commit => Some(SqliteWriter::start(p.clone())?),
-            _ => None,
+        let path = match &pool {
+            Pool::Pg(_) => Path::OneStatement,
+            Pool::Sqlite(p) if config.database.group_commit => {
+                Path::GroupCommit(SqliteWriter::start(p.clone())?)
+            }
+            Pool::Sqlite(_) => Path::Transaction,
         };
-        let deliveries = DeliveryLog::start(delivery_sink(&pool, writer.clone()))?;
+        Acceptor::with_path(config, pool, path)
+    }
+
+    /// An acceptor that runs each acceptance in a transaction of its own on either backend:
+    /// the benchmark's baseline, and seeding in tests.
+    pub fn one_transaction_each(config: Arc<Config>, pool: Pool) -> std::io::Result<Acceptor> {
+        Acceptor::with_path(config, pool, Path::Transaction)
+    }
+
+    fn with_path(config: Arc<Config>, pool: Pool, path: Path) -> std::io::Result<Acceptor> {
+        let writer = match &path {
+            Path::GroupCommit(writer) => Some(writer.clone()),
+            Path::OneStatement | Path::Transaction => None,
+        };
+        let deliveries = DeliveryLog::start(delivery_sink(&pool, writer))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
-        let screener = Screener::start(config.clone(), pool.clone())?;
-        Ok(Acceptor { config, pool, writer, cache, deliveries, screener })
+        let screener = Screener::start(config, pool.clone())?;
+        Ok(Acceptor { pool, path, cache, deliveries, screener })
     }
 
     pub fn deliveries(&self) -> &DeliveryLog {
@@ -49,43 +82,48 @@ impl Acceptor {
     /// equals `fields`; `None` sends the request to the database.
     pub fn replay_from_memory(
         &self,
-        form: &str,
+        form_name: &str,
+        form: &FormConfig,
         operation_id: &OperationId,
         fields: &NormalisedFields,
         channel: Channel,
     ) -> Option<Outcome> {
-        let entry = self.cache.get(form, operation_id.as_str())?;
+        let entry = self.cache.get(form_name, operation_id.as_str())?;
         if entry.fingerprint != fingerprint(fields) {
             return None;
         }
         let receipt = &entry.receipt;
-        let now = deliveries::now();
+        let now = crate::clock::now();
         // Past the form's `keys` window the row may be gone: the database answers (410).
-        let keys = self.config.form(form).and_then(|f| f.retention.keys);
-        if keys.is_some_and(|k| receipt.received_at + k.duration() <= now) {
+        if form.retention.keys.is_some_and(|k| receipt.received_at + k.duration() <= now) {
             return None;
         }
         let outcome = DeliveryOutcome::Replayed;
-        let row =
-            deliveries::row(form, operation_id.as_str(), Some(&receipt.submission_id), channel, outcome, now);
+        let row = deliveries::row(
+            form_name,
+            operation_id.as_str(),
+            Some(&receipt.submission_id),
+            channel,
+            outcome,
+            now,
+        );
         self.deliveries.record(row);
         Some(Outcome::Replayed(receipt.clone()))
     }
 
     /// Accepts `intake` exactly once per (form, operation ID). Blocks: call it from a
     /// blocking thread.
-    pub fn accept(&self, intake: Intake<'_>) -> Result<Outcome, DbError> {
-        let (form, form_name) = (intake.form, intake.form_name.to_string());
+    pub fn accept(&self, intake: Intake) -> Result<Outcome, DbError> {
         let plan = Plan::new(intake);
-        let (operation_id, fingerprint, keyless) = (
+        let (form_name, operation_id, fingerprint, keyless) = (
+            plan.submission.form.clone(),
             plan.submission.operation_id.clone(),
             plan.submission.fingerprint.clone(),
             plan.submission.keyless,
         );
-        // On SQLite a retry not in the cache is answered from a plain read.
-        let result = match (&self.writer, &self.pool) {
-            (None, Pool::Pg(p)) => match p.get() {
-                Ok(mut c) => pg::accept_pg(&mut c, form, &plan, &self.deliveries).map(|done| {
+        let result = match (&self.path, &self.pool) {
+            (Path::OneStatement, Pool::Pg(p)) => match p.get() {
+                Ok(mut c) => pg::accept_pg(&mut c, &plan, &self.deliveries).map(|done| {
                     if done.linked {
                         self.screener.wake();
                     }
@@ -93,19 +131,14 @@ impl Acceptor {
                 }),
                 Err(e) => Err(DbError::from(e)),
             },
-            (Some(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
+            // On SQLite a retry not in the cache is answered from a plain read.
+            (Path::GroupCommit(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
                 Some(receipt) => Ok(self.replayed(&plan, receipt)),
-                None => {
-                    let (config, name) = (self.config.clone(), form_name.clone());
-                    writer.run(move |c| {
-                        let form = config.form(&name).ok_or(DbError::Unavailable("unknown form".into()))?;
-                        run(c, form, &plan)
-                    })
-                }
+                None => writer.run(move |c| run(c, &plan)),
             },
-            (None, _) => with_conn!(&self.pool, |c| match committed(c, &plan)? {
+            _ => with_conn!(&self.pool, |c| match committed(c, &plan)? {
                 Some(receipt) => Ok(self.replayed(&plan, receipt)),
-                None => c.write_tx(|c| run(c, form, &plan)),
+                None => c.write_tx(|c| run(c, &plan)),
             }),
         };
         if matches!(result, Ok(Outcome::Created(_))) && matches!(self.pool, Pool::Sqlite(_)) {

@@ -23,11 +23,10 @@ pub enum Imported {
 /// Imports one validated row; its `operation_id` is the row's derived key.
 pub fn import_row<C: Store + DuplicateStore>(
     c: &mut C,
-    intake: Intake<'_>,
+    intake: Intake,
     received_at: NaiveDateTime,
     with_effects: bool,
 ) -> diesel::QueryResult<Imported> {
-    let form = intake.form;
     let mut plan = Plan::new(intake);
     let sub = &mut plan.submission;
     let shift = received_at - sub.received_at;
@@ -36,8 +35,8 @@ pub fn import_row<C: Store + DuplicateStore>(
     sub.channel = Channel::Import;
     sub.keyless = true;
     if let Ok(mut body) = serde_json::from_str::<serde_json::Value>(&sub.response_body) {
-        body["received_at"] = super::rfc3339(received_at).into();
-        body["operation_expires_at"] = super::rfc3339(sub.operation_expires_at).into();
+        body["received_at"] = crate::format::rfc3339(received_at).into();
+        body["operation_expires_at"] = crate::format::rfc3339(sub.operation_expires_at).into();
         if !with_effects {
             body["effects"] = serde_json::json!([]);
         }
@@ -46,7 +45,7 @@ pub fn import_row<C: Store + DuplicateStore>(
     if !c.insert_submission(&plan.submission)? {
         return Ok(Imported::AlreadyPresent);
     }
-    let hold = duplicates::link(c, form, &plan.submission, received_at)?;
+    let hold = duplicates::link(c, &plan.form, &plan.submission, received_at)?;
     if with_effects {
         let effects: Vec<NewEffect> =
             plan.effects.iter().cloned().map(|e| NewEffect { held: hold, ..e }).collect();

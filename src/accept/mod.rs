@@ -9,25 +9,27 @@ mod pg;
 mod plan;
 mod recipient_cap;
 
+use std::sync::Arc;
+
 use crate::config::FormConfig;
 use crate::db::duplicates::DuplicateStore;
 use crate::db::models::{NewEffect, Submission};
 use crate::db::recipient_cap::RecipientCapStore;
-use crate::db::{DbError, Pool, Store};
+use crate::db::{DbError, Store};
 use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId};
 use crate::duplicates;
-use crate::with_conn;
 pub use acceptor::Acceptor;
 pub use pg::accept_on_pg;
 
 use plan::Plan;
-pub use plan::{rfc3339, ResultBody};
+pub use plan::ResultBody;
 
-/// A validated submission, ready to be accepted.
-pub struct Intake<'a> {
-    pub form_name: &'a str,
-    pub form: &'a FormConfig,
+/// A validated submission, ready to be accepted. It owns what it needs, so the accept
+/// transaction can run on another thread (the blocking pool, SQLite's writer).
+pub struct Intake {
+    pub form_name: String,
+    pub form: Arc<FormConfig>,
     /// `None` for a keyless HTML post.
     pub operation_id: Option<OperationId>,
     pub channel: Channel,
@@ -59,25 +61,6 @@ pub struct Receipt {
     pub received_at: chrono::NaiveDateTime,
 }
 
-/// Accepts `intake` exactly once per (form, operation ID), on a connection of `pool` with
-/// the delivery row written at once: for seeding tests and the benchmark's
-/// baseline. The service goes through [`Acceptor`], which adds the replay cache, batched
-/// delivery rows and SQLite group commit.
-pub fn accept(pool: &Pool, intake: Intake<'_>) -> Result<Outcome, DbError> {
-    let form = intake.form;
-    let plan = Plan::new(intake);
-    let result = with_conn!(pool, |c| match committed(c, &plan)? {
-        Some(outcome) => {
-            c.insert_deliveries_lazily(&[
-                plan.delivery(DeliveryOutcome::Replayed, Some(&outcome.submission_id))
-            ])?;
-            Ok(Outcome::Replayed(outcome))
-        }
-        None => c.write_tx(|c| run(c, form, &plan)),
-    });
-    in_progress_on_lock_timeout(result, &plan.submission.operation_id)
-}
-
 /// The fast path of a retry: the committed receipt when the same content was accepted
 /// under this key, from a plain read without the write lock. Anything else: `None`.
 fn committed<C: Store>(c: &mut C, plan: &Plan) -> Result<Option<Receipt>, DbError> {
@@ -100,12 +83,8 @@ fn in_progress_on_lock_timeout(
 }
 
 /// The write transaction: claim the key, or find what holds it.
-fn run<C: Store + DuplicateStore + RecipientCapStore>(
-    c: &mut C,
-    form: &FormConfig,
-    plan: &Plan,
-) -> Result<Outcome, DbError> {
-    let sub = &plan.submission;
+fn run<C: Store + DuplicateStore + RecipientCapStore>(c: &mut C, plan: &Plan) -> Result<Outcome, DbError> {
+    let (sub, form) = (&plan.submission, &*plan.form);
     // An expired issued ID is never inserted again: what is stored answers, else 410.
     if !plan.expired() && c.insert_submission(sub)? {
         if duplicates::link(c, form, sub, plan.now())? {

@@ -9,7 +9,6 @@ use uuid::Uuid;
 use super::plan::Plan;
 use super::recipient_cap;
 use super::{in_progress_on_lock_timeout, receipt, run, Intake, Outcome, Receipt};
-use crate::config::FormConfig;
 use crate::db::claim_pg::{self, Claim};
 use crate::db::{DbError, Store};
 use crate::deliveries::{DeliveryLog, DeliveryOutcome};
@@ -25,22 +24,17 @@ pub(super) struct Done {
 /// Accepts `intake` on `c` exactly once per (form, operation ID); the delivery rows of
 /// replays and in-flight answers go to `log`. Public for tests and benchmarks (the service
 /// goes through `Acceptor`, which adds the replay cache).
-pub fn accept_on_pg(c: &mut PgConnection, intake: Intake<'_>, log: &DeliveryLog) -> Result<Outcome, DbError> {
-    let form = intake.form;
+pub fn accept_on_pg(c: &mut PgConnection, intake: Intake, log: &DeliveryLog) -> Result<Outcome, DbError> {
     let plan = Plan::new(intake);
-    let result = accept_pg(c, form, &plan, log).map(|d| d.outcome);
+    let result = accept_pg(c, &plan, log).map(|d| d.outcome);
     in_progress_on_lock_timeout(result, &plan.submission.operation_id)
 }
 
-pub(super) fn accept_pg(
-    c: &mut PgConnection,
-    form: &FormConfig,
-    plan: &Plan,
-    log: &DeliveryLog,
-) -> Result<Done, DbError> {
+pub(super) fn accept_pg(c: &mut PgConnection, plan: &Plan, log: &DeliveryLog) -> Result<Done, DbError> {
+    let form = &*plan.form;
     // An expired issued ID is never claimed again: what is stored answers (`run`), else 410.
     if plan.expired() {
-        let outcome = c.transaction(|c| run(c, form, plan))?;
+        let outcome = c.transaction(|c| run(c, plan))?;
         return Ok(Done { linked: matches!(outcome, Outcome::Created(_)), outcome });
     }
     let sub = &plan.submission;

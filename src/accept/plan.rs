@@ -1,18 +1,21 @@
 //! Everything the accept transaction writes, computed before it starts.
 
+use std::sync::Arc;
+
 use chrono::{Duration, NaiveDateTime};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::Intake;
-use crate::config::FieldType;
+use crate::config::FormConfig;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
 use crate::domain::{
-    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
+    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, FieldType, OperationId, SubmissionId,
 };
 use crate::effects;
+use crate::format::rfc3339;
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -33,6 +36,8 @@ pub struct EffectSummary {
 }
 
 pub(super) struct Plan {
+    /// The form the submission is for.
+    pub form: Arc<FormConfig>,
     pub submission: NewSubmission,
     pub effects: Vec<NewEffect>,
     /// The result body with the confirmation CANCELLED (recipient cap), if there is one.
@@ -44,12 +49,12 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    pub fn new(intake: Intake<'_>) -> Plan {
-        let now = deliveries::now();
+    pub fn new(intake: Intake) -> Plan {
+        let now = crate::clock::now();
         let id = SubmissionId::generate();
         let keyless = intake.operation_id.is_none();
         let operation_id = intake.operation_id.clone().unwrap_or_else(OperationId::keyless);
-        let form = intake.form;
+        let form = &intake.form;
         let spam_reason = intake.fields.spam_reason();
         let spam = spam_reason.is_some();
         let keys = form.retention.keys.map(|w| w.duration());
@@ -89,7 +94,7 @@ impl Plan {
             let body = ResultBody {
                 submission_id: &id,
                 operation_id: operation_id.as_str(),
-                form: intake.form_name,
+                form: &intake.form_name,
                 status: "accepted",
                 received_at: rfc3339(now),
                 operation_expires_at: rfc3339(expires),
@@ -102,7 +107,7 @@ impl Plan {
         let capped_body = (!spam && kinds.contains(&EffectKind::CONFIRMATION_EMAIL)).then(|| body_with(true));
         let submission = NewSubmission {
             id: id.clone(),
-            form: intake.form_name.into(),
+            form: intake.form_name.clone(),
             operation_id: operation_id.as_str().into(),
             fingerprint: fingerprint(&intake.fields),
             fields_json: Some(intake.fields.to_json()),
@@ -117,7 +122,7 @@ impl Plan {
             operation_expires_at: expires,
             journey_id: intake.fields.journey_id.clone(),
         };
-        Plan { submission, effects, capped_body, channel: intake.channel, now, expired }
+        Plan { form: intake.form, submission, effects, capped_body, channel: intake.channel, now, expired }
     }
 
     pub fn expired(&self) -> bool {
@@ -155,15 +160,10 @@ impl Plan {
     }
 }
 
-fn email_of<'a>(intake: &'a Intake<'_>) -> Option<&'a str> {
+fn email_of(intake: &Intake) -> Option<&str> {
     field_of_type(intake, FieldType::Email)
 }
 
-fn field_of_type<'a>(intake: &'a Intake<'_>, kind: FieldType) -> Option<&'a str> {
+fn field_of_type(intake: &Intake, kind: FieldType) -> Option<&str> {
     intake.form.fields.iter().filter(|f| f.kind == kind).find_map(|f| intake.fields.get(&f.name))
-}
-
-/// UTC, seconds precision, `Z` suffix.
-pub fn rfc3339(t: NaiveDateTime) -> String {
-    t.and_utc().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }

@@ -6,9 +6,9 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use argon2::Argon2;
 use uuid::Uuid;
 
+use crate::clock::now;
 use crate::db::admin::accounts::{AccountStore, NewSession, NewUser, User};
 use crate::db::{DbError, Pool, Store};
-use crate::deliveries::now;
 use crate::domain::digest;
 use crate::with_conn;
 

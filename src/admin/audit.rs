@@ -3,8 +3,8 @@
 use uuid::Uuid;
 
 use super::guard::SessionUser;
+use crate::clock::now;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
-use crate::deliveries::now;
 
 /// Writes one audit row, inside the caller's transaction.
 pub fn record<C: AccountStore>(

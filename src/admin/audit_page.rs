@@ -7,12 +7,12 @@ use serde::Deserialize;
 
 use super::guard::SessionUser;
 use super::{blocking, db_failure, Chrome};
+use crate::app::state::AppState;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::BrowseStore;
 use crate::db::DbError;
-use crate::effects::reference;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::format::reference;
+use crate::render::html;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -92,7 +92,7 @@ impl EntryView {
             _ => None,
         };
         EntryView {
-            at: e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            at: crate::format::shown(e.at),
             who: e.user_email,
             action: e.action,
             link,

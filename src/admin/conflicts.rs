@@ -9,17 +9,16 @@ use std::collections::BTreeMap;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
-use chrono::NaiveDateTime;
 
 use super::guard::SessionUser;
 use super::{blocking, db_failure, status_counts, Chrome, FlashQuery, QueueQuery};
+use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::domain::ConflictStatus;
-use crate::effects::reference;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::format::{reference, shown};
+use crate::render::html;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -74,10 +73,6 @@ pub fn compare(
         .collect()
 }
 
-pub fn when(t: NaiveDateTime) -> String {
-    t.format("%Y-%m-%d %H:%M:%S").to_string()
-}
-
 pub struct ConflictView {
     pub id: String,
     pub submission_id: String,
@@ -98,9 +93,9 @@ impl ConflictView {
         let (left, right) = (fields_of(row.original_json.as_deref()), fields_of(row.fields_json.as_deref()));
         ConflictView {
             reference: reference(&row.submission_id),
-            original_received: when(row.original_received_at),
-            first_seen: when(row.first_seen_at),
-            last_seen: when(row.last_seen_at),
+            original_received: shown(row.original_received_at),
+            first_seen: shown(row.first_seen_at),
+            last_seen: shown(row.last_seen_at),
             purged: row.fields_json.is_none(),
             fields: compare(form, &left, &right),
             id: row.id,

@@ -1,6 +1,8 @@
 //! What an admin does with an open conflict: dismiss it, or accept the conflicting content as
 //! a new inquiry (its own submission, operation ID and side-effect records).
 
+use std::sync::Arc;
+
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
@@ -10,12 +12,13 @@ use crate::admin::audit;
 use crate::admin::flash::Flash;
 use crate::admin::guard::{AdminAction, CsrfForm, SessionUser};
 use crate::admin::{blocking, db_failure, done, refused};
+use crate::app::state::AppState;
+use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::deliveries::Channel;
 use crate::domain::{normalise, ConflictStatus, OperationId, RawFields};
-use crate::effects::reference;
-use crate::http::AppState;
+use crate::format::reference;
 use crate::with_conn;
 
 #[derive(Deserialize)]
@@ -91,17 +94,15 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
         }
         Some(row) => row,
     };
-    let (acceptor, config) = (state.acceptor.clone(), state.config.clone());
-    let created = blocking(move || {
-        let Some(form) = config.form(&row.form) else {
-            return Ok(Err(format!("The form {} is no longer configured.", row.form)));
-        };
-        accept_content(&acceptor, &row, form)
-    })
-    .await?;
+    let Some(form) = state.form(&row.form).cloned() else {
+        return Ok(Step::Refused(format!("The form {} is no longer configured.", row.form)));
+    };
+    let acceptor = state.acceptor.clone();
+    let created = blocking(move || Ok(accept_content(&acceptor, &row, form))).await?;
     let submission_id = match created {
         Ok(s) => s,
-        Err(message) => return Ok(Step::Refused(message)),
+        Err(AcceptAsNewError::Db(e)) => return Err(e),
+        Err(refusal) => return Ok(Step::Refused(refusal.to_string())),
     };
     let new_ref = reference(&submission_id);
     let note = match note.is_empty() {
@@ -123,36 +124,48 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
     .await
 }
 
+/// Why a conflict's content cannot be accepted as a new inquiry.
+#[derive(Debug, thiserror::Error)]
+enum AcceptAsNewError {
+    #[error("The content does not fit the form now: {0}.")]
+    Unfit(String),
+    #[error("No operation ID for this conflict: {0}.")]
+    NoOperationId(String),
+    #[error("An inquiry with other content was already accepted for it.")]
+    OtherContent,
+    #[error("The new inquiry is being written; try again in a moment.")]
+    InProgress,
+    #[error("The operation ID has expired.")]
+    Expired,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
 /// The new submission's id, or why the content cannot be accepted.
 fn accept_content(
     acceptor: &Acceptor,
     row: &ConflictRow,
-    form: &crate::config::FormConfig,
-) -> Result<Result<String, String>, DbError> {
+    form: Arc<FormConfig>,
+) -> Result<String, AcceptAsNewError> {
     let raw: RawFields = fields_of(row.fields_json.as_deref()).into_iter().collect();
-    let fields = match normalise(form, &raw) {
-        Ok(f) => f,
-        Err(errors) => {
-            let problems: Vec<String> =
-                errors.0.iter().map(|(field, m)| format!("{field} {}", m.join(", "))).collect();
-            return Ok(Err(format!("The content does not fit the form now: {}.", problems.join("; "))));
-        }
-    };
-    let operation_id = match OperationId::parse(&accepted_operation_id(&row.id)) {
-        Ok(o) => o,
-        Err(e) => return Ok(Err(format!("No operation ID for this conflict: {e}."))),
-    };
+    let fields = normalise(&*form, &raw).map_err(|errors| {
+        let problems: Vec<String> =
+            errors.0.iter().map(|(field, m)| format!("{field} {}", m.join(", "))).collect();
+        AcceptAsNewError::Unfit(problems.join("; "))
+    })?;
+    let operation_id = OperationId::parse(&accepted_operation_id(&row.id))
+        .map_err(|e| AcceptAsNewError::NoOperationId(e.to_string()))?;
     let intake = Intake {
-        form_name: &row.form,
+        form_name: row.form.clone(),
         form,
         operation_id: Some(operation_id),
         channel: Channel::Api,
         fields,
     };
-    Ok(match acceptor.accept(intake)? {
+    match acceptor.accept(intake)? {
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),
-        Outcome::Conflict { .. } => Err("An inquiry with other content was already accepted for it.".into()),
-        Outcome::InProgress { .. } => Err("The new inquiry is being written; try again in a moment.".into()),
-        Outcome::Expired { .. } => Err("The operation ID has expired.".into()),
-    })
+        Outcome::Conflict { .. } => Err(AcceptAsNewError::OtherContent),
+        Outcome::InProgress { .. } => Err(AcceptAsNewError::InProgress),
+        Outcome::Expired { .. } => Err(AcceptAsNewError::Expired),
+    }
 }

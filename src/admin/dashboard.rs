@@ -8,12 +8,12 @@ use chrono::NaiveDateTime;
 
 use super::guard::SessionUser;
 use super::{db_failure, Chrome, FlashQuery};
+use crate::app::state::AppState;
+use crate::clock::now;
 use crate::db::admin::browse::{BrowseStore, Dashboard, DayCount};
 use crate::db::DbError;
-use crate::deliveries::now;
 use crate::domain::EffectState;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::render::html;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

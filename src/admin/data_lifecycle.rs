@@ -8,9 +8,9 @@ use serde::Deserialize;
 
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, Chrome};
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::app::state::AppState;
 use crate::lifecycle::erase::{self, Actor, Person};
+use crate::render::html;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/erase", web::get().to(erase_page)).route("/admin/erase", web::post().to(erase_now));
@@ -100,8 +100,7 @@ fn or_dash(w: Option<crate::config::Window>, unset: &str) -> String {
 
 async fn retention_page(state: web::Data<AppState>, user: SessionUser) -> HttpResponse {
     let pool = state.pool.clone();
-    let stats = match blocking(move || crate::lifecycle::metrics::read(&pool, crate::deliveries::now())).await
-    {
+    let stats = match blocking(move || crate::lifecycle::metrics::read(&pool, crate::clock::now())).await {
         Ok(s) => s,
         Err(e) => return db_failure(e),
     };

@@ -12,15 +12,15 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 
-use super::conflicts::{compare, fields_of, when, FieldPair};
+use super::conflicts::{compare, fields_of, FieldPair};
 use super::guard::SessionUser;
 use super::{blocking, db_failure, status_counts, Chrome, QueueQuery};
+use crate::app::state::AppState;
 use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
 use crate::db::DbError;
 use crate::domain::PairStatus;
-use crate::effects::reference;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::format::{reference, shown};
+use crate::render::html;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -45,7 +45,7 @@ impl SideView {
         SideView {
             id: id.to_string(),
             reference: reference(id),
-            received: s.map(|s| when(s.received_at)).unwrap_or_default(),
+            received: s.map(|s| shown(s.received_at)).unwrap_or_default(),
             duplicate_of: s.and_then(|s| s.duplicate_of.as_deref()).map(reference),
         }
     }
@@ -142,7 +142,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             reasons: reasons_of(&p.reasons),
             decided: p
                 .decided_at
-                .map(|t| format!("{} by {}", when(t), p.decided_by.as_deref().unwrap_or("?"))),
+                .map(|t| format!("{} by {}", shown(t), p.decided_by.as_deref().unwrap_or("?"))),
             original: SideView::new(&p.original_id, o),
             duplicate: SideView::new(&p.duplicate_id, d),
             fields,

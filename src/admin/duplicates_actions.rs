@@ -9,14 +9,14 @@ use crate::admin::audit;
 use crate::admin::flash::Flash;
 use crate::admin::guard::{authorize, AdminAction, AuthError, CsrfForm, SessionUser};
 use crate::admin::{db_failure, done, refused};
+use crate::app::state::AppState;
+use crate::clock::now;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::admin::effects::EffectAdminStore;
 use crate::db::admin::review::{PairRow, ReviewStore};
 use crate::db::{DbError, Store};
-use crate::deliveries::now;
 use crate::domain::PairStatus;
-use crate::effects::reference;
-use crate::http::AppState;
+use crate::format::reference;
 use crate::with_conn;
 
 #[derive(Deserialize)]

@@ -1,6 +1,7 @@
 //! The effects queue by state, and what an admin can do to one record: retry now, mark
 //! sent (after checking the CRM or the mail log), mark not sent, cancel, replay as a new batch.
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
@@ -9,13 +10,13 @@ use super::audit;
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, refused, Chrome};
+use crate::app::state::AppState;
+use crate::clock::now;
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
 use crate::db::{DbError, Store};
-use crate::deliveries::now;
 use crate::domain::EffectState;
-use crate::effects::reference;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::format::reference;
+use crate::render::html;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -42,7 +43,7 @@ impl From<EffectRow> for EffectView {
     fn from(e: EffectRow) -> Self {
         EffectView {
             reference: reference(&e.submission_id),
-            updated_at: e.updated_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            updated_at: crate::format::shown(e.updated_at),
             id: e.id,
             submission_id: e.submission_id,
             form: e.form,
@@ -115,47 +116,78 @@ impl CsrfForm for EffectForm {
     }
 }
 
+/// Why an action on an effect record did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum EffectActionError {
+    #[error("Marking an effect sent needs the provider's reference.")]
+    NoProviderRef,
+    #[error("No such effect.")]
+    NoSuchEffect,
+    #[error("Only a SENT, FAILED_FINAL or CANCELLED effect can be replayed as a new batch.")]
+    NotReplayable,
+    #[error("The effect is not in a state that allows this; reload the page.")]
+    StateChanged,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<diesel::result::Error> for EffectActionError {
+    fn from(e: diesel::result::Error) -> Self {
+        EffectActionError::Db(e.into())
+    }
+}
+
+impl actix_web::ResponseError for EffectActionError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            EffectActionError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::CONFLICT,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            EffectActionError::Db(e) => db_failure(e),
+            refusal => refused(&refusal.to_string()),
+        }
+    }
+}
+
 async fn act(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     action: AdminAction<EffectForm>,
-) -> HttpResponse {
+) -> Result<HttpResponse, EffectActionError> {
     let (id, name) = path.into_inner();
     let AdminAction { user, form } = action;
     let note = form.note.trim().to_string();
     let provider_ref = form.provider_ref.trim().to_string();
     if name == "mark-sent" && provider_ref.is_empty() {
-        return refused("Marking an effect sent needs the provider's reference.");
+        return Err(EffectActionError::NoProviderRef);
     }
-    let Some(kind) = Action::parse(&name) else { return HttpResponse::NotFound().finish() };
+    let Some(kind) = Action::parse(&name) else { return Ok(HttpResponse::NotFound().finish()) };
     let pool = state.pool.clone();
     let target = id.clone();
     let run = move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
             let t = now();
-            let Some(row) = c.effect_row(&target)? else { return Ok::<_, DbError>(Err("No such effect.")) };
+            let row = c.effect_row(&target)?.ok_or(EffectActionError::NoSuchEffect)?;
             if kind == Action::Replay && !REPLAYABLE.contains(&row.state) {
-                return Ok(Err(
-                    "Only a SENT, FAILED_FINAL or CANCELLED effect can be replayed as a new batch.",
-                ));
+                return Err(EffectActionError::NotReplayable);
             }
             let applied = match kind {
                 Action::Replay => c.replay_effect(&target, t)?.is_some(),
                 other => c.change_effect(&target, &other.change(&note, &provider_ref, &row, t), t)?,
             };
             if !applied {
-                return Ok(Err("The effect is not in a state that allows this; reload the page."));
+                return Err(EffectActionError::StateChanged);
             }
             audit::record(c, &user, kind.audit_name(), ("effect", &target), Some(&note))?;
-            Ok(Ok(row.state))
-        }))
+            Ok(row.state)
+        })))
     };
-    match web::block(run).await {
-        Ok(Ok(Ok(from))) => done(&format!("/admin/effects?state={from}"), Flash::new(kind.flash())),
-        Ok(Ok(Err(message))) => refused(message),
-        Ok(Err(e)) => db_failure(e),
-        Err(_) => db_failure(DbError::Unavailable("blocking pool".into())),
-    }
+    let from = blocking(run).await??;
+    Ok(done(&format!("/admin/effects?state={from}"), Flash::new(kind.flash())))
 }
 
 /// The states from which "replay as a new batch" may start: the record's outcome is known

@@ -12,11 +12,12 @@ use serde::de::DeserializeOwned;
 use super::accounts::Role;
 use super::cookies::CookiePolicy;
 use super::lifecycle::idle_since;
+use crate::app::state::AppState;
+use crate::clock::now;
 use crate::db::admin::sessions::{LiveSession, SessionStore};
 use crate::db::{DbError, Pool, Store};
-use crate::deliveries::now;
 use crate::domain::digest;
-use crate::http::AppState;
+use crate::secret::constant_time_eq;
 use crate::with_conn;
 
 /// Sliding the idle timeout costs a write; it is done at most this often per session.
@@ -174,8 +175,4 @@ pub fn authorize(user: &SessionUser, csrf: &str) -> Result<(), AuthError> {
         Role::Admin => Ok(()),
         Role::Viewer => Err(AuthError::Forbidden),
     }
-}
-
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

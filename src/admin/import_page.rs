@@ -8,11 +8,11 @@ use askama::Template;
 use super::guard::SessionUser;
 use super::upload::{Upload, UploadError};
 use super::{audit, blocking, db_failure, Chrome};
+use crate::app::state::AppState;
 use crate::config::Config;
 use crate::db::{DbError, Pool, Store};
-use crate::http::pages::html;
-use crate::http::AppState;
 use crate::lifecycle::import::{import, ImportOptions};
+use crate::render::html;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -10,10 +10,10 @@ use chrono::NaiveDateTime;
 use uuid::Uuid;
 
 use super::accounts::{check_password, hash_password, normalise_email, SESSION_IDLE_MINUTES};
+use crate::clock::now;
 use crate::db::admin::accounts::{AccountStore, AuditEntry, User};
 use crate::db::admin::sessions::SessionStore;
 use crate::db::{DbError, Pool, Store};
-use crate::deliveries::now;
 use crate::with_conn;
 
 /// How often `serve` deletes expired and idle sessions.

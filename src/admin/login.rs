@@ -5,13 +5,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::accounts::{login, random_token};
+use super::accounts::{login, random_token, LoginThrottle};
 use super::cookies::CookiePolicy;
-use super::guard::{constant_time_eq, AuthError, CsrfForm, SessionUser};
+use super::guard::{AuthError, CsrfForm, SessionUser};
+use crate::app::state::AppState;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::DbError;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::http::TrustedProxies;
+use crate::render::html;
+use crate::secret::constant_time_eq;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -69,7 +71,13 @@ fn wait(state: &AppState, email: &str, seconds: u64, msg: &str) -> HttpResponse 
     resp
 }
 
-async fn submit(state: web::Data<AppState>, req: HttpRequest, form: web::Form<LoginForm>) -> HttpResponse {
+async fn submit(
+    state: web::Data<AppState>,
+    throttle: web::Data<LoginThrottle>,
+    proxies: web::Data<TrustedProxies>,
+    req: HttpRequest,
+    form: web::Form<LoginForm>,
+) -> HttpResponse {
     let form = form.into_inner();
     let policy = CookiePolicy::of(&state.config);
     let expected = req.cookie(policy.login_csrf_name()).map(|c| c.value().to_string()).unwrap_or_default();
@@ -81,10 +89,10 @@ async fn submit(state: web::Data<AppState>, req: HttpRequest, form: web::Form<Lo
             Some("The form expired; please sign in again."),
         );
     }
-    let client = state.proxies.client_of(&req);
+    let client = proxies.client_of(&req);
     let who = client.map(|c| c.to_string()).unwrap_or_default();
     // Counted before the password is checked: parallel guesses cannot all pass.
-    let attempt = match state.login_throttle.begin(client, &form.email) {
+    let attempt = match throttle.begin(client, &form.email) {
         Ok(attempt) => attempt,
         Err(seconds) => {
             let email_digest = super::throttle::short_digest(&form.email);
@@ -93,21 +101,22 @@ async fn submit(state: web::Data<AppState>, req: HttpRequest, form: web::Form<Lo
             return wait(&state, &form.email, seconds, &msg);
         }
     };
-    let Some(slot) = state.login_throttle.slot().await else {
-        state.login_throttle.release(attempt);
+    let Some(slot) = throttle.slot().await else {
+        throttle.release(attempt);
         tracing::warn!(client = %who, "admin sign-in refused: every verification slot busy");
         return wait(&state, &form.email, 1, "The server is busy; try again in a moment.");
     };
-    let (email, password, app) = (form.email.clone(), form.password, state.clone());
+    let (email, password, pool, verifier) =
+        (form.email.clone(), form.password, state.pool.clone(), throttle.clone());
     let checked = web::block(move || {
         let _slot = slot;
-        login(&app.pool, &app.login_throttle, &email, &password)
+        login(&pool, &verifier, &email, &password)
     })
     .await;
     let email_digest = attempt.email_digest.clone();
     match checked {
         Ok(Ok(Some((token, _user)))) => {
-            state.login_throttle.succeeded(attempt);
+            throttle.succeeded(attempt);
             tracing::info!(client = %who, %email_digest, "admin sign-in succeeded");
             let mut resp = HttpResponse::SeeOther().insert_header(("Location", "/admin")).finish();
             let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
@@ -118,7 +127,7 @@ async fn submit(state: web::Data<AppState>, req: HttpRequest, form: web::Form<Lo
             page(&state, StatusCode::UNAUTHORIZED, &form.email, Some("Wrong email or password."))
         }
         _ => {
-            state.login_throttle.release(attempt);
+            throttle.release(attempt);
             page(&state, StatusCode::SERVICE_UNAVAILABLE, &form.email, Some("The database is unavailable."))
         }
     }

@@ -113,7 +113,7 @@ pub async fn blocking<T: Send + 'static>(
 }
 
 /// A database failure on an admin page.
-pub fn db_failure(e: DbError) -> HttpResponse {
+pub fn db_failure(e: impl std::fmt::Display) -> HttpResponse {
     tracing::warn!(error = %e, "admin page: database error");
     HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE)
         .content_type("text/plain; charset=utf-8")

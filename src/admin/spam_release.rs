@@ -8,13 +8,13 @@ use serde::Deserialize;
 use crate::admin::audit;
 use crate::admin::guard::{AdminAction, CsrfForm};
 use crate::admin::{blocking, db_failure, done, refused};
+use crate::app::state::AppState;
+use crate::clock::now;
 use crate::config::FormConfig;
 use crate::db::models::NewEffect;
 use crate::db::schema::submissions;
 use crate::db::{DbError, Store};
-use crate::deliveries::now;
 use crate::domain::{EffectId, EffectState};
-use crate::http::AppState;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -6,15 +6,17 @@ use actix_web::{web, HttpResponse, ResponseError};
 use askama::Template;
 use serde::Deserialize;
 
-use super::guard::{constant_time_eq, AuthError, SessionUser};
+use super::guard::{AuthError, SessionUser};
 use super::{blocking, db_failure, read_audit, Chrome, FlashQuery};
-use crate::config::{Config, FieldType};
+use crate::app::state::AppState;
+use crate::config::Config;
 use crate::db::admin::browse::{csv, BrowseStore, EffectStates, FilterParams, SubmissionPage, SubmissionRow};
 use crate::db::DbError;
 use crate::domain::EffectState;
-use crate::effects::reference;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::domain::FieldType;
+use crate::format::reference;
+use crate::render::html;
+use crate::secret::constant_time_eq;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

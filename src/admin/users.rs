@@ -7,17 +7,19 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::accounts::start_session;
+use super::accounts::{start_session, LoginThrottle};
 use super::cookies::CookiePolicy;
 use super::flash::Flash;
-use super::guard::{constant_time_eq, AdminAction, AuthError, CsrfForm, SessionUser};
+use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
 use super::lifecycle::{self, Actor, ChangeError, Changed, Target};
 use super::{blocking, db_failure, done, Chrome, FlashQuery};
+use crate::app::state::AppState;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::admin::sessions::{SessionStore, UserRow};
 use crate::db::DbError;
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::http::TrustedProxies;
+use crate::render::html;
+use crate::secret::constant_time_eq;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -156,6 +158,8 @@ struct OwnPasswordForm {
 /// every session of the user and starts a fresh one for this browser.
 async fn own_change(
     state: web::Data<AppState>,
+    throttle: web::Data<LoginThrottle>,
+    proxies: web::Data<TrustedProxies>,
     req: HttpRequest,
     user: SessionUser,
     form: web::Form<OwnPasswordForm>,
@@ -174,8 +178,7 @@ async fn own_change(
             Some("Choose a password you have not used."),
         ));
     }
-    let throttle = &state.login_throttle;
-    let attempt = match throttle.begin(state.proxies.client_of(&req), &user.email) {
+    let attempt = match throttle.begin(proxies.client_of(&req), &user.email) {
         Ok(a) => a,
         Err(s) => {
             let msg = format!("Too many wrong passwords; try again in {s} s.");
@@ -186,32 +189,45 @@ async fn own_change(
         throttle.release(attempt);
         return Ok(own_page(&user, StatusCode::TOO_MANY_REQUESTS, Some("The server is busy; try again.")));
     };
-    let (app, who) = (state.clone(), user.clone());
+    let (app, verifier, who) = (state.clone(), throttle.clone(), user.clone());
     let result = web::block(move || {
         let _slot = slot;
         let stored = with_conn!(&app.pool, |c| c.user_by_email(&who.email).map_err(DbError::from))?;
-        let Some(stored) = stored else { return Ok(Err("Your account no longer exists.")) };
-        if !app.login_throttle.verify(&form.current, &stored.password_hash) {
-            return Ok(Err("The current password is wrong."));
+        let stored = stored.ok_or(OwnPasswordError::NoAccount)?;
+        if !verifier.verify(&form.current, &stored.password_hash) {
+            return Err(OwnPasswordError::WrongCurrent);
         }
         match lifecycle::set_password(&app.pool, Target::Id(&who.id), &form.password, &actor(&who)) {
-            Ok(_) => Ok(Ok(start_session(&app.pool, &who.id)?)),
-            Err(ChangeError::Invalid(_)) => Ok(Err("The new password needs at least 12 characters.")),
-            Err(ChangeError::NoSuchUser(_)) => Ok(Err("Your account no longer exists.")),
-            Err(ChangeError::Db(e)) => Err(e),
+            Ok(_) => Ok(start_session(&app.pool, &who.id)?),
+            Err(ChangeError::Invalid(_)) => Err(OwnPasswordError::TooShort),
+            Err(ChangeError::NoSuchUser(_)) => Err(OwnPasswordError::NoAccount),
+            Err(ChangeError::Db(e)) => Err(e.into()),
         }
     })
     .await
     .map_err(|_| AuthError::Unavailable)?;
     match result {
-        Ok(Ok(token)) => {
+        Ok(token) => {
             throttle.succeeded(attempt);
             let policy = CookiePolicy::of(&state.config);
             let mut resp = done("/admin", Flash::new("password_changed"));
             let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
             Ok(resp)
         }
-        Ok(Err(msg)) => Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(msg))),
-        Err(e) => Ok(db_failure(e)),
+        Err(OwnPasswordError::Db(e)) => Ok(db_failure(e)),
+        Err(refusal) => Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(&refusal.to_string()))),
     }
+}
+
+/// Why a user's own password change did not happen.
+#[derive(Debug, thiserror::Error)]
+enum OwnPasswordError {
+    #[error("Your account no longer exists.")]
+    NoAccount,
+    #[error("The current password is wrong.")]
+    WrongCurrent,
+    #[error("The new password needs at least 12 characters.")]
+    TooShort,
+    #[error(transparent)]
+    Db(#[from] DbError),
 }

@@ -4,7 +4,8 @@ use std::collections::HashSet;
 
 use validator::{Validate, ValidationErrors};
 
-use super::{Config, CrmAdapterName, FieldType, FormConfig};
+use super::{Config, CrmAdapterName, FormConfig};
+use crate::domain::FieldType;
 
 /// All problems found in `config`; empty when it is usable.
 pub fn problems(config: &Config) -> Vec<String> {

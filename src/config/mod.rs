@@ -3,6 +3,7 @@
 mod check;
 mod database_url;
 mod email;
+mod metrics_token;
 pub mod parsed;
 mod redact;
 pub mod retention;
@@ -15,11 +16,12 @@ use std::path::Path;
 use serde::Deserialize;
 use validator::Validate;
 
-use crate::domain::EffectKind;
+use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema};
 
 pub use check::problems;
 pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
+pub use metrics_token::MetricsToken;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
@@ -97,7 +99,7 @@ pub struct ServerConfig {
     /// `Secure` cookies with the `__Host-` prefix, and HSTS; unset: on unless bound to loopback.
     pub secure_cookies: Option<bool>,
     /// `ONCEFORM_METRICS_TOKEN`: `/metrics` then needs `Authorization: Bearer TOKEN`.
-    pub metrics_token: Option<crate::http::MetricsToken>,
+    pub metrics_token: Option<MetricsToken>,
     /// How old `/metrics`' database figures may be (they are counted at most this often).
     #[validate(range(max = 300000))]
     pub metrics_cache_ms: u64,
@@ -332,49 +334,6 @@ impl Default for RateLimitConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
-pub struct FieldConfig {
-    #[validate(length(min = 1, max = 64))]
-    pub name: String,
-    #[serde(default)]
-    pub label: Option<String>,
-    #[serde(rename = "type", default)]
-    pub kind: FieldType,
-    #[serde(default)]
-    pub required: bool,
-    #[validate(range(min = 1, max = 100000))]
-    pub max_length: Option<usize>,
-    #[serde(default)]
-    pub options: Vec<String>,
-}
-
-impl FieldConfig {
-    pub fn label(&self) -> &str {
-        self.label.as_deref().unwrap_or(&self.name)
-    }
-
-    pub fn max_length(&self) -> usize {
-        self.max_length.unwrap_or(match self.kind {
-            FieldType::Text | FieldType::Select => 200,
-            FieldType::Textarea => 5000,
-            FieldType::Email => 254,
-            FieldType::Phone => 32,
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FieldType {
-    #[default]
-    Text,
-    Textarea,
-    Email,
-    Phone,
-    Select,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -440,7 +399,7 @@ impl Config {
             self.server.trusted_proxies = parsed::trusted_proxies(&entries)?;
         }
         if let Some(token) = env("ONCEFORM_METRICS_TOKEN").filter(|t| !t.is_empty()) {
-            self.server.metrics_token = Some(crate::http::MetricsToken::new(token));
+            self.server.metrics_token = Some(MetricsToken::new(token));
         }
         if let Some(v) = env("ONCEFORM_RATE_LIMIT") {
             self.server.rate_limit = !matches!(v.trim(), "off" | "0" | "false" | "no");
@@ -460,11 +419,18 @@ impl Config {
 
 impl FormConfig {
     pub fn field(&self, name: &str) -> Option<&FieldConfig> {
-        self.fields.iter().find(|f| f.name == name)
+        FormSchema::from(self).field(name)
     }
 
     pub fn has_email_field(&self) -> bool {
         self.fields.iter().any(|f| f.kind == FieldType::Email)
+    }
+}
+
+/// The part of a form that says what a valid submission is.
+impl<'a> From<&'a FormConfig> for FormSchema<'a> {
+    fn from(form: &'a FormConfig) -> FormSchema<'a> {
+        FormSchema { fields: &form.fields, honeypot: &form.honeypot, ignore_fields: &form.ignore_fields }
     }
 }
 

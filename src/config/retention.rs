@@ -113,7 +113,7 @@ pub fn scopes(config: &Config) -> Vec<Scope<'_>> {
         hook_source: None,
     });
     let hooks = config.hooks.iter().map(|(name, hook)| Scope {
-        form: crate::hooks::ingest::anchor_form(name),
+        form: crate::domain::anchor_form(name),
         at: format!("hooks.{name}"),
         retention: &hook.retention,
         hook_source: Some(name.as_str()),

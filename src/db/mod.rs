@@ -7,6 +7,7 @@ pub mod admin;
 pub mod claim_pg;
 mod deliveries_pg;
 pub mod duplicates;
+pub mod hooks;
 pub mod models;
 mod openssl_exit;
 mod pg_manager;

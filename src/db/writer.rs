@@ -121,7 +121,7 @@ mod tests {
     }
 
     fn delivery(n: usize) -> crate::db::models::NewDelivery {
-        let now = deliveries::now();
+        let now = crate::clock::now();
         deliveries::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Created, now)
     }
 

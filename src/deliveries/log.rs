@@ -120,7 +120,7 @@ mod tests {
     use crate::deliveries::{self, Channel, DeliveryOutcome};
 
     fn row(n: usize) -> NewDelivery {
-        let now = deliveries::now();
+        let now = crate::clock::now();
         deliveries::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Replayed, now)
     }
 

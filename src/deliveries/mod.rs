@@ -1,6 +1,6 @@
 //! Deliveries: every HTTP request to a submit endpoint, counted apart from submissions.
 
-use chrono::{NaiveDateTime, SubsecRound, Utc};
+use chrono::NaiveDateTime;
 use uuid::Uuid;
 
 pub mod log;
@@ -72,12 +72,7 @@ impl Refused {
             channel: self.channel,
             outcome: self.outcome,
             http_status: i32::from(self.http_status),
-            received_at: now(),
+            received_at: crate::clock::now(),
         }
     }
-}
-
-/// The current time in UTC at the precision both databases keep (microseconds).
-pub fn now() -> NaiveDateTime {
-    Utc::now().naive_utc().trunc_subsecs(6)
 }

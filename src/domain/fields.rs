@@ -6,7 +6,7 @@ use serde::Serialize;
 use unicode_normalization::UnicodeNormalization;
 use validator::ValidateEmail;
 
-use crate::config::{FieldConfig, FieldType, FormConfig};
+use super::form::{FieldConfig, FieldType, FormSchema};
 
 /// Name/value pairs as received (JSON object members or form pairs), in order.
 pub type RawFields = Vec<(String, String)>;
@@ -66,7 +66,11 @@ impl FieldErrors {
 
 /// Checks `raw` against the form's declaration and returns the normalised values.
 /// `operation_id`, the honeypot and ignored (volatile) fields are not part of the result.
-pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields, FieldErrors> {
+pub fn normalise<'a>(
+    form: impl Into<FormSchema<'a>>,
+    raw: &RawFields,
+) -> Result<NormalisedFields, FieldErrors> {
+    let form = form.into();
     let mut errors = FieldErrors::default();
     let mut given: BTreeMap<&str, &str> = BTreeMap::new();
     let mut honeypot_hit = false;
@@ -91,7 +95,7 @@ pub fn normalise(form: &FormConfig, raw: &RawFields) -> Result<NormalisedFields,
         }
     }
     let mut values = BTreeMap::new();
-    for field in &form.fields {
+    for field in form.fields {
         let sent = given.get(field.name.as_str()).copied();
         if let Some(Err(message)) = sent.map(|v| check_sent(field, v)) {
             errors.add(&field.name, message);
@@ -202,7 +206,7 @@ fn is_phone(v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::config::{Config, FormConfig};
 
     fn contact() -> FormConfig {
         Config::builtin().unwrap().forms["contact"].clone()

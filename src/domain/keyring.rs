@@ -22,8 +22,8 @@ impl Keyring {
     }
 
     /// `ONCEFORM_SECRET` (else the file `server.secret_file`) and `ONCEFORM_SECRET_PREVIOUS`.
-    pub fn from_env(config: &crate::config::Config) -> anyhow::Result<Keyring> {
-        let current = secret::load(config)?;
+    pub fn from_env(secret_file: &str) -> anyhow::Result<Keyring> {
+        let current = secret::load(secret_file)?;
         let previous = std::env::var("ONCEFORM_SECRET_PREVIOUS").ok().filter(|v| !v.trim().is_empty());
         Ok(Keyring::new(current, previous.map(|p| Secret::new(&p)).into_iter().collect()))
     }

@@ -5,6 +5,7 @@ mod fields;
 #[cfg(test)]
 mod fields_proptest;
 mod fingerprint;
+mod form;
 mod ids;
 mod invisible;
 pub mod keyring;
@@ -16,8 +17,15 @@ pub use fields::{
     normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
 };
 pub use fingerprint::{digest, fingerprint};
+pub use form::{FieldConfig, FieldType, FormSchema};
 pub use ids::{EffectId, SubmissionId};
 pub use operation_id::{OperationId, OperationIdError};
 pub use states::{
     AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus, QuarantineStatus, Role,
 };
+
+/// The `form` of an inbound webhook source's anchor rows in `submissions`: `hook:SOURCE`
+/// (each stored event has one, for its handlers' effect records to hang off).
+pub fn anchor_form(source: &str) -> String {
+    format!("hook:{source}")
+}

@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::config::{FieldType, FormConfig};
+use crate::config::FormConfig;
+use crate::domain::FieldType;
 
 /// Pairs scoring below this are not stored.
 pub const MIN_SCORE: f64 = 0.5;

@@ -78,7 +78,7 @@ fn finish<C: DuplicateStore + EffectAdminStore>(
     let Some(form) = config.form(&pair.form) else {
         // The form is gone from the configuration: nothing to score against, nothing held.
         c.finish_screening(&pair.pair_id, None)?;
-        c.release_held_of(&new.id, crate::deliveries::now())?;
+        c.release_held_of(&new.id, crate::clock::now())?;
         return Ok(());
     };
     let shared = Shared {
@@ -94,7 +94,7 @@ fn finish<C: DuplicateStore + EffectAdminStore>(
     let finished = c.finish_screening(&pair.pair_id, scored.as_ref().map(|(s, _)| (*s, reasons.as_str())))?;
     let keep_held = scored.is_some_and(|(s, _)| s >= form.duplicates.hold_score);
     if finished && holds(form) && !keep_held {
-        c.release_held_of(&new.id, crate::deliveries::now())?;
+        c.release_held_of(&new.id, crate::clock::now())?;
     }
     Ok(())
 }

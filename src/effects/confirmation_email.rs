@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::mail::{data, template, visitor, EmailEffect, Envelope};
 use super::{Deps, Effect, Kind};
-use crate::config::{FieldType, FormConfig};
+use crate::config::FormConfig;
 use crate::domain::EffectKind;
+use crate::domain::FieldType;
 
 pub struct ConfirmationEmailKind;
 

@@ -92,15 +92,8 @@ impl Job {
 
     /// The reference people see (receipt page, emails): the random tail of the submission ID.
     pub fn reference(&self) -> String {
-        reference(&self.submission_id)
+        crate::format::reference(&self.submission_id)
     }
-}
-
-/// A short reference for people: the random tail of a submission ID.
-pub fn reference(submission_id: &str) -> String {
-    let hex: String = submission_id.chars().filter(char::is_ascii_hexdigit).collect();
-    let tail = &hex[hex.len().saturating_sub(10)..];
-    format!("OF-{}-{}", &tail[..tail.len() / 2], &tail[tail.len() / 2..]).to_uppercase()
 }
 
 /// A kind of side effect and how to deliver and reconcile it.
@@ -154,11 +147,6 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn references_are_short_and_upper_case() {
-        assert_eq!(super::reference("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), "OF-1D2E3-F4A5B");
-    }
 
     #[test]
     fn text_forms_round_trip() {

@@ -6,13 +6,14 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 
-use super::store::{Conflict, Delivery, Event, HookStore, Quarantined};
 use crate::admin::guard::SessionUser;
 use crate::admin::{blocking, db_failure, Chrome, FlashQuery};
+use crate::app::state::AppState;
+use crate::db::hooks::{Conflict, Delivery, Event, HookStore, Quarantined};
 use crate::db::models::Effect;
 use crate::db::{DbError, Store};
-use crate::http::pages::html;
-use crate::http::AppState;
+use crate::hooks::Hooks;
+use crate::render::html;
 use crate::with_conn;
 
 #[path = "admin_actions.rs"]
@@ -33,9 +34,8 @@ struct SourcesPage {
     sources: Vec<(String, &'static str, usize)>,
 }
 
-async fn sources(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
-    let sources = state
-        .hooks
+async fn sources(hooks: web::Data<Hooks>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
+    let sources = hooks
         .sources()
         .map(|s| (s.name.clone(), verify_name(s.config.verify), s.config.handlers.len()))
         .collect();
@@ -78,12 +78,13 @@ struct SourcePage {
 
 async fn source_page(
     state: web::Data<AppState>,
+    hooks: web::Data<Hooks>,
     user: SessionUser,
     path: web::Path<String>,
     q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let source = path.into_inner();
-    if state.hooks.source(&source).is_none() {
+    if hooks.source(&source).is_none() {
         return HttpResponse::NotFound().body("No such source.");
     }
     let (pool, name) = (state.pool.clone(), source.clone());
@@ -121,12 +122,13 @@ struct EventPage {
 
 async fn event_page(
     state: web::Data<AppState>,
+    hooks: web::Data<Hooks>,
     user: SessionUser,
     path: web::Path<(String, String)>,
     q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let (source, id) = path.into_inner();
-    let Some(src) = state.hooks.source(&source) else {
+    let Some(src) = hooks.source(&source) else {
         return HttpResponse::NotFound().body("No such source.");
     };
     let names = src.config.handlers.iter().map(|h| h.name.clone()).collect();

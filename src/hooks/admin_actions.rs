@@ -9,13 +9,14 @@ use serde::Deserialize;
 use crate::admin::audit;
 use crate::admin::guard::{AdminAction, CsrfForm};
 use crate::admin::{blocking, db_failure, done, refused};
+use crate::app::state::AppState;
+use crate::clock::now;
 use crate::db::admin::effects::EffectAdminStore;
+use crate::db::hooks::HookStore;
 use crate::db::{DbError, Store};
-use crate::deliveries::now;
 use crate::domain::QuarantineStatus;
 use crate::hooks::ingest::{handler_effect, ingest, record_kind, Ingested, NewInbound};
-use crate::hooks::store::HookStore;
-use crate::http::AppState;
+use crate::hooks::Hooks;
 use crate::with_conn;
 
 #[derive(Deserialize)]
@@ -54,11 +55,12 @@ fn finish(step: Result<Step, DbError>, back: &str) -> HttpResponse {
 /// `assign` (with `event_id`) or `discard` an open quarantined delivery.
 pub async fn quarantine(
     state: web::Data<AppState>,
+    hooks: web::Data<Hooks>,
     path: web::Path<(String, String, String)>,
     action: AdminAction<InboundForm>,
 ) -> HttpResponse {
     let (source, id, name) = path.into_inner();
-    let Some(src) = state.hooks.source(&source) else { return HttpResponse::NotFound().finish() };
+    let Some(src) = hooks.source(&source) else { return HttpResponse::NotFound().finish() };
     let AdminAction { user, form } = action;
     let event_id = form.event_id.trim().to_string();
     if name == "assign"
@@ -118,11 +120,12 @@ pub async fn quarantine(
 /// A new batch of one handler on one event.
 pub async fn replay(
     state: web::Data<AppState>,
+    hooks: web::Data<Hooks>,
     path: web::Path<(String, String)>,
     action: AdminAction<InboundForm>,
 ) -> HttpResponse {
     let (source, id) = path.into_inner();
-    let Some(src) = state.hooks.source(&source) else { return HttpResponse::NotFound().finish() };
+    let Some(src) = hooks.source(&source) else { return HttpResponse::NotFound().finish() };
     let AdminAction { user, form } = action;
     if src.config.handler(&form.handler).is_none() {
         return refused("This source has no handler of that name.");

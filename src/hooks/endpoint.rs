@@ -11,15 +11,16 @@ use uuid::Uuid;
 use super::config::VerifyKind;
 use super::inbound::{check, Checked};
 use super::ingest::{ingest, Ingested, NewInbound};
-use super::store::{Delivery, HookStore, Quarantined};
 use super::verify::wecom::CallbackQuery;
 use super::verify::VerifyError;
 use super::Source;
+use crate::app::state::AppState;
+use crate::clock::now;
+use crate::db::hooks::{Delivery, HookStore, Quarantined};
 use crate::db::{DbError, Store};
-use crate::deliveries::now;
 use crate::domain::QuarantineStatus;
+use crate::hooks::Hooks;
 use crate::http::problem::{Problem, ProblemKind};
-use crate::http::AppState;
 use crate::with_conn;
 
 /// How long a sender may take to send its body.
@@ -71,12 +72,13 @@ async fn read_body(mut payload: web::Payload, limit: usize) -> Result<web::Bytes
 
 async fn receive(
     state: web::Data<AppState>,
+    hooks: web::Data<Hooks>,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
 ) -> HttpResponse {
     let started = Instant::now();
-    let Some(source) = state.hooks.source(&path) else {
+    let Some(source) = hooks.source(&path) else {
         return Problem::new(ProblemKind::NotFound, "there is no webhook source with this name").response();
     };
     let body = match read_body(payload, source.config.max_body_bytes).await {
@@ -222,12 +224,8 @@ fn store_down(source: &Source, e: DbError) -> HttpResponse {
 }
 
 /// WeCom's URL verification: answer the decrypted `echostr`.
-async fn wecom_url_check(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    path: web::Path<String>,
-) -> HttpResponse {
-    let Some(source) = state.hooks.source(&path) else {
+async fn wecom_url_check(hooks: web::Data<Hooks>, req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    let Some(source) = hooks.source(&path) else {
         return Problem::new(ProblemKind::NotFound, "there is no webhook source with this name").response();
     };
     let Some(keys) = source.secrets.wecom.as_ref() else {

@@ -6,7 +6,7 @@ use chrono::NaiveDateTime;
 use uuid::Uuid;
 
 use super::config::HookConfig;
-use super::store::{Conflict, HookStore, NewEvent};
+use crate::db::hooks::{Conflict, HookStore, NewEvent};
 use crate::db::models::{NewEffect, NewSubmission};
 use crate::db::DbError;
 use crate::domain::{digest, Channel, ConflictStatus, EffectId, EffectState};
@@ -48,11 +48,6 @@ pub struct NewInbound<'a> {
     pub body: &'a str,
     pub content_type: &'a str,
     pub now: NaiveDateTime,
-}
-
-/// The `form` of a source's anchor rows in `submissions`: `hook:SOURCE`.
-pub fn anchor_form(source: &str) -> String {
-    format!("hook:{source}")
 }
 
 /// The record kind of a handler's effects: `hook:SOURCE:HANDLER`.
@@ -132,7 +127,7 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
     });
     NewSubmission {
         id: row.id.clone().into(),
-        form: anchor_form(e.source),
+        form: crate::domain::anchor_form(e.source),
         operation_id: e.event_id.into(),
         fingerprint: row.content_hash.clone(),
         fields_json: Some(fields.to_string()),

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use super::store::HookStats;
 use super::Hooks;
+use crate::db::hooks::HookStats;
 
 pub fn render(out: &mut String, hooks: &Hooks, s: &HookStats) {
     if hooks.sources().next().is_none() && s.deliveries.is_empty() {

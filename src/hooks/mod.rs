@@ -9,7 +9,6 @@ pub mod handlers;
 pub mod inbound;
 pub mod ingest;
 pub mod metrics;
-pub mod store;
 pub mod verify;
 
 use std::collections::BTreeMap;

@@ -1,16 +1,24 @@
 //! The JSON API: operation issuance, submit, status.
 
+use std::sync::Arc;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::Duration;
 use serde_json::json;
 
 use super::body::{is_json, media_type, parse_json, read_limited};
 use super::problem::{Problem, ProblemKind};
-use super::submit::{accept_screened, check_rate, db_problem, outcome_problem, record_refusal, resolve_key};
-use super::AppState;
-use crate::accept::{rfc3339, Outcome};
-use crate::deliveries::{now, Channel};
+use super::submit::{
+    accept_screened, check_rate, db_problem, outcome_problem, record_refusal, resolve_key, Gate, Refusal,
+};
+use super::{RateLimiter, TrustedProxies};
+use crate::accept::Outcome;
+use crate::app::state::AppState;
+use crate::clock::now;
+use crate::config::FormConfig;
+use crate::deliveries::Channel;
 use crate::domain::OperationId;
+use crate::format::rfc3339;
 use crate::spam::Screening;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -21,7 +29,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// `POST /api/forms/{form}/operations`: a fresh operation ID for an API client.
 async fn issue_operation(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
-    match state.form(&form) {
+    match super::form(&state, &form) {
         Ok(f) => {
             let expires = now() + Duration::days(i64::from(f.operation_ttl_days));
             HttpResponse::Created().json(
@@ -35,15 +43,24 @@ async fn issue_operation(state: web::Data<AppState>, form: web::Path<String>) ->
 /// `POST /api/forms/{form}/submissions`.
 async fn submit(
     state: web::Data<AppState>,
+    limiter: web::Data<RateLimiter>,
+    proxies: web::Data<TrustedProxies>,
     form: web::Path<String>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> HttpResponse {
-    let mut key = None;
-    match submit_json(&state, &form, &req, payload, &mut key).await {
-        Ok(response) => response,
+    let f = match super::form(&state, &form) {
+        Ok(f) => f,
         Err(problem) => {
-            record_refusal(&state, &form, key.as_ref(), Channel::Api, &problem);
+            record_refusal(&state, None, None, Channel::Api, &problem);
+            return problem.response();
+        }
+    };
+    let gate = Gate { limiter: &limiter, proxies: &proxies };
+    match submit_json(&state, &gate, &form, f, &req, payload).await {
+        Ok(response) => response,
+        Err(Refusal { problem, key, .. }) => {
+            record_refusal(&state, Some(&form), key.as_ref(), Channel::Api, &problem);
             problem.response()
         }
     }
@@ -51,22 +68,26 @@ async fn submit(
 
 async fn submit_json(
     state: &AppState,
+    gate: &Gate<'_>,
     form_name: &str,
+    form: &Arc<FormConfig>,
     req: &HttpRequest,
     payload: web::Payload,
-    key: &mut Option<OperationId>,
-) -> Result<HttpResponse, Problem> {
-    let form = state.form(form_name)?;
-    check_rate(state, form_name, req)?;
+) -> Result<HttpResponse, Refusal> {
+    check_rate(gate, form_name, form, req)?;
     if !is_json(media_type(req.headers()).as_deref()) {
-        return Err(Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json"));
+        return Err(
+            Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json").into()
+        );
     }
     let bytes = read_limited(req, payload, form.max_body_bytes).await?;
     let (body_key, raw) = parse_json(&bytes)?;
     let mut raw = super::journey::with_header(req, raw);
-    *key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
-    let screening = Screening::take(form, &mut raw, false, state.proxies.client_of(req));
-    let outcome = accept_screened(state, form_name, Channel::Api, key.clone(), &raw, &screening).await?;
+    let key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
+    let screening = Screening::take(form, &mut raw, false, gate.proxies.client_of(req));
+    let outcome = accept_screened(state, form_name, form, Channel::Api, key.clone(), &raw, &screening)
+        .await
+        .map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;
     Ok(match outcome {
         Outcome::Created(r) => HttpResponse::Created()
             .insert_header(("Location", location(form_name, &r.operation_id)))
@@ -84,7 +105,7 @@ async fn submit_json(
 /// `GET /api/forms/{form}/submissions/{operation_id}`: ids and states, never content.
 async fn status(state: web::Data<AppState>, path: web::Path<(String, String)>) -> HttpResponse {
     let (form, operation_id) = path.into_inner();
-    if let Err(p) = state.form(&form) {
+    if let Err(p) = super::form(&state, &form) {
         return p.response();
     }
     if let Err(e) = OperationId::parse(&operation_id) {

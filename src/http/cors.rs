@@ -11,7 +11,7 @@ use actix_web::{web, HttpResponse};
 use super::pages::message;
 use super::problem::{Problem, ProblemKind};
 use super::submit::record_refusal;
-use super::AppState;
+use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::deliveries::Channel;
 
@@ -109,7 +109,7 @@ fn refusal(state: &AppState, form_name: &str, api: bool, post: bool) -> HttpResp
     );
     let channel = if api { Channel::Api } else { Channel::Html };
     if post {
-        record_refusal(state, form_name, None, channel, &problem);
+        record_refusal(state, Some(form_name), None, channel, &problem);
     }
     let mut resp = if api {
         problem.response()

@@ -1,18 +1,25 @@
 //! The HTML form pages: the form, its post, and the receipt.
 
+use std::sync::Arc;
+
 use actix_web::http::header::{HeaderValue, RETRY_AFTER};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
-use super::pages::{html, message, FormPage, IndexPage, ReceiptPage};
+use super::pages::{message, FormPage, IndexPage, ReceiptPage};
 use super::problem::{Problem, ProblemKind};
-use super::submit::{accept_screened, check_rate, outcome_problem, record_refusal, resolve_key};
-use super::AppState;
+use super::submit::{
+    accept_screened, check_rate, outcome_problem, record_refusal, resolve_key, Gate, Refusal,
+};
+use super::{RateLimiter, TrustedProxies};
 use crate::accept::Outcome;
+use crate::app::state::AppState;
+use crate::config::FormConfig;
 use crate::deliveries::Channel;
-use crate::domain::{FieldErrors, OperationId, RawFields};
-use crate::effects::reference;
+use crate::domain::{FieldErrors, OperationId};
+use crate::format::reference;
+use crate::render::html;
 use crate::spam::Screening;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -29,43 +36,48 @@ async fn index(state: web::Data<AppState>) -> HttpResponse {
 
 /// `GET /f/{form}`: the form with a fresh operation ID.
 async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
-    let Ok(f) = state.form(&form) else { return not_found() };
+    let Ok(f) = super::form(&state, &form) else { return not_found() };
     let op = OperationId::generate();
     form_page(
         &state,
         StatusCode::OK,
+        f,
         FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default()),
     )
 }
 
 /// The form page with a fresh fill-time stamp and, when the form has one, its captcha widget.
-fn form_page(state: &AppState, status: StatusCode, mut page: FormPage<'_>) -> HttpResponse {
+fn form_page(
+    state: &AppState,
+    status: StatusCode,
+    form: &FormConfig,
+    mut page: FormPage<'_>,
+) -> HttpResponse {
     page.stamp = state.spam.stamp(page.form_name);
     let mut resp = html(status, &page);
-    if let Some(f) = state.config.form(page.form_name) {
-        super::captcha_widget::allow(&mut resp, f);
-    }
+    super::captcha_widget::allow(&mut resp, form);
     resp
 }
 
 /// `POST /f/{form}`: accept, then a 303 to the receipt (the same receipt on every replay).
 async fn post_form(
     state: web::Data<AppState>,
+    limiter: web::Data<RateLimiter>,
+    proxies: web::Data<TrustedProxies>,
     form: web::Path<String>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> HttpResponse {
-    let f = match state.form(&form) {
+    let f = match super::form(&state, &form) {
         Ok(f) => f,
         Err(problem) => {
-            record_refusal(&state, &form, None, Channel::Html, &problem);
+            record_refusal(&state, None, None, Channel::Html, &problem);
             return not_found();
         }
     };
-    let mut raw = Vec::new();
-    let mut key = None;
-    let result = post_fields(&state, &form, &req, payload, &mut raw, &mut key).await;
-    let problem = match result {
+    let gate = Gate { limiter: &limiter, proxies: &proxies };
+    let result = post_fields(&state, &gate, &form, f, &req, payload).await;
+    let Refusal { problem, key, raw } = match result {
         Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
             if let Some(thanks) = &f.redirect {
                 // From the configuration only: a visitor's field never chooses where we send them.
@@ -87,9 +99,9 @@ async fn post_form(
         Ok(outcome @ (Outcome::InProgress { .. } | Outcome::Expired { .. })) => {
             return outcome_problem(&outcome).map(|p| problem_page(&p, &form)).unwrap_or_else(not_found)
         }
-        Err(problem) => problem,
+        Err(refusal) => refusal,
     };
-    record_refusal(&state, &form, key.as_ref(), Channel::Html, &problem);
+    record_refusal(&state, Some(&form), key.as_ref(), Channel::Html, &problem);
     match (&problem.kind, &problem.errors) {
         (ProblemKind::ValidationFailed, Some(errors)) => {
             // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.
@@ -97,6 +109,7 @@ async fn post_form(
             form_page(
                 &state,
                 StatusCode::UNPROCESSABLE_ENTITY,
+                f,
                 FormPage::new(&form, f, op.as_str(), &raw, errors),
             )
         }
@@ -106,15 +119,14 @@ async fn post_form(
 
 async fn post_fields(
     state: &AppState,
+    gate: &Gate<'_>,
     form_name: &str,
+    form: &Arc<FormConfig>,
     req: &HttpRequest,
     payload: web::Payload,
-    raw: &mut RawFields,
-    key: &mut Option<OperationId>,
-) -> Result<Outcome, Problem> {
-    let form = state.form(form_name)?;
-    check_rate(state, form_name, req)?;
-    *raw = match media_type(req.headers()).as_deref() {
+) -> Result<Outcome, Refusal> {
+    check_rate(gate, form_name, form, req)?;
+    let raw = match media_type(req.headers()).as_deref() {
         Some("application/x-www-form-urlencoded") => {
             parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?
         }
@@ -125,20 +137,27 @@ async fn post_fields(
             return Err(Problem::new(
                 ProblemKind::UnsupportedMediaType,
                 "send the form as a web browser does",
-            ))
+            )
+            .into())
         }
     };
     let body_key = raw.iter().find(|(k, v)| k == "operation_id" && !v.is_empty()).map(|(_, v)| v.as_str());
-    *key = resolve_key(None, body_key, form.allow_keyless_html)?;
-    *raw = super::journey::with_header(req, std::mem::take(raw));
-    let screening = Screening::take(form, raw, true, state.proxies.client_of(req));
-    accept_screened(state, form_name, Channel::Html, key.clone(), raw, &screening).await
+    let key = match resolve_key(None, body_key, form.allow_keyless_html) {
+        Ok(key) => key,
+        Err(problem) => return Err(Refusal { problem, key: None, raw }),
+    };
+    let mut raw = super::journey::with_header(req, raw);
+    let screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
+    match accept_screened(state, form_name, form, Channel::Html, key.clone(), &raw, &screening).await {
+        Ok(outcome) => Ok(outcome),
+        Err(problem) => Err(Refusal { problem, key, raw }),
+    }
 }
 
 /// `GET /f/{form}/receipt/{operation_id}`: a reference, never the submitted content.
 async fn receipt(state: web::Data<AppState>, path: web::Path<(String, String)>) -> HttpResponse {
     let (form, operation_id) = path.into_inner();
-    let Ok(f) = state.form(&form) else { return not_found() };
+    let Ok(f) = super::form(&state, &form) else { return not_found() };
     let pool = state.pool.clone();
     let (name, op) = (form.clone(), operation_id);
     match web::block(move || crate::status::status(&pool, &name, &op)).await {

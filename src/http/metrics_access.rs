@@ -4,39 +4,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::MetricsToken;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::HttpRequest;
-use serde::Deserialize;
 
-use crate::admin::guard::constant_time_eq;
-
-/// The bearer token `/metrics` needs when set; never shown by `Debug`.
-#[derive(Clone, Deserialize)]
-#[serde(transparent)]
-pub struct MetricsToken(String);
-
-impl MetricsToken {
-    pub fn new(token: String) -> MetricsToken {
-        MetricsToken(token)
-    }
-
-    /// `Authorization: Bearer TOKEN`, compared in constant time.
-    pub fn admits(&self, req: &HttpRequest) -> bool {
-        let given = req
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .map(str::trim)
-            .unwrap_or("");
-        constant_time_eq(given.as_bytes(), self.0.as_bytes())
-    }
-}
-
-impl std::fmt::Debug for MetricsToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MetricsToken(<redacted>)")
-    }
+/// `Authorization: Bearer TOKEN` names `token`.
+pub fn admits_bearer(token: &MetricsToken, req: &HttpRequest) -> bool {
+    let given = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .unwrap_or("");
+    token.matches(given)
 }
 
 /// The last rendering of the database figures (`server.metrics_cache_ms`); one scrape at

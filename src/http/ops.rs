@@ -1,19 +1,15 @@
-//! Operations endpoints: liveness, readiness, Prometheus metrics, the stylesheet.
+//! Operations endpoints: liveness, readiness, the stylesheets; and the Prometheus text of the
+//! database figures (served by `app::metrics`).
 
 use std::fmt::Write;
 
-use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
-use actix_web::{web, HttpRequest, HttpResponse};
-
-use super::problem::{Problem, ProblemKind};
-use super::submit::db_problem;
-use super::AppState;
+use actix_web::{web, HttpResponse};
 use chrono::NaiveDateTime;
 
-use crate::db::{DbError, Queue, QueueStats, Stats, Store};
-use crate::deliveries::now;
+use super::problem::Problem;
+use crate::app::state::AppState;
+use crate::db::{DbError, QueueStats, Stats};
 use crate::domain::EffectState;
-use crate::hooks::store::HookStore;
 use crate::with_conn;
 
 const STYLESHEET: &str = include_str!("../../static/onceform.css");
@@ -22,7 +18,6 @@ const ADMIN_STYLESHEET: &str = include_str!("../../static/admin.css");
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))
         .route("/readyz", web::get().to(readyz))
-        .route("/metrics", web::get().to(metrics))
         .route("/static/onceform.css", web::get().to(|| stylesheet(STYLESHEET)))
         .route("/static/admin.css", web::get().to(|| stylesheet(ADMIN_STYLESHEET)));
 }
@@ -52,52 +47,8 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-/// Prometheus text: the database figures at most `server.metrics_cache_ms` old, then this
-/// process's live counters.
-async fn metrics(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
-    if let Some(token) = &state.config.server.metrics_token {
-        if !token.admits(&req) {
-            let mut resp =
-                Problem::new(ProblemKind::Unauthorized, "send Authorization: Bearer <the metrics token>")
-                    .response();
-            resp.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return resp;
-        }
-    }
-    let figures = state.metrics_cache.get_or_refresh(|| database_figures(&state)).await;
-    match figures {
-        Ok(text) => {
-            let mut out = String::with_capacity(text.len() + 512);
-            out.push_str(&text);
-            state.login_throttle.render_metrics(&mut out);
-            HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
-        }
-        Err(problem) => problem.response(),
-    }
-}
-
-async fn database_figures(state: &AppState) -> Result<String, Problem> {
-    let log = state.acceptor.deliveries();
-    log.flush().await;
-    let dropped = log.dropped();
-    let pool = state.pool.clone();
-    let read = move || {
-        let lifecycle = crate::lifecycle::metrics::read(&pool, now())?;
-        with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?, c.hook_stats()?, lifecycle)))
-    };
-    match web::block(read).await {
-        Ok(Ok((stats, queue, hooks, lifecycle))) => {
-            let mut body = render(&stats, &queue, dropped, now());
-            crate::hooks::metrics::render(&mut body, &state.hooks, &hooks);
-            body.push_str(&crate::lifecycle::metrics::render(&lifecycle, now()));
-            Ok(body)
-        }
-        Ok(Err(e)) => Err(db_problem(e)),
-        Err(_) => Err(Problem::unavailable()),
-    }
-}
-
-fn render(s: &Stats, q: &QueueStats, dropped_deliveries: u64, now: NaiveDateTime) -> String {
+/// The Prometheus text of the database figures and the queue.
+pub fn render(s: &Stats, q: &QueueStats, dropped_deliveries: u64, now: NaiveDateTime) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

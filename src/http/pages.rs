@@ -4,8 +4,10 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use askama::Template;
 
-use crate::config::{FieldType, FormConfig};
+use crate::config::FormConfig;
+use crate::domain::FieldType;
 use crate::domain::{FieldErrors, RawFields};
+use crate::render::html;
 
 #[derive(Template)]
 #[template(path = "index.html")]
@@ -117,23 +119,6 @@ impl<'a> FormPage<'a> {
                 .collect(),
             fields,
             has_errors: !errors.is_empty(),
-        }
-    }
-}
-
-/// Renders `page` as an HTML response with `status`.
-pub fn html(status: StatusCode, page: &impl Template) -> HttpResponse {
-    match page.render() {
-        // Every form render carries a fresh operation ID: no cache may hand one out twice.
-        Ok(body) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .insert_header(("Cache-Control", "no-store"))
-            // The Content-Security-Policy (nothing inline runs) is set for every response by
-            // `security_headers`.
-            .body(body),
-        Err(error) => {
-            tracing::error!(%error, "template failed");
-            HttpResponse::InternalServerError().body("internal error")
         }
     }
 }

@@ -4,7 +4,7 @@
 use actix_web::{web, HttpResponse};
 
 use super::problem::{Problem, ProblemKind};
-use super::AppState;
+use crate::app::state::AppState;
 use crate::config::CaptchaProvider;
 use crate::spam::altcha;
 
@@ -29,7 +29,7 @@ async fn script(body: &'static str) -> HttpResponse {
 
 /// `GET /api/forms/{form}/altcha`: a fresh, signed, expiring proof-of-work challenge.
 async fn altcha_challenge(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
-    let captcha = match state.form(&form) {
+    let captcha = match super::form(&state, &form) {
         Ok(f) => f.captcha.as_ref().filter(|c| c.provider == CaptchaProvider::Altcha),
         Err(p) => return p.response(),
     };
@@ -39,6 +39,6 @@ async fn altcha_challenge(state: web::Data<AppState>, form: web::Path<String>) -
     HttpResponse::Ok().insert_header(("Cache-Control", "no-store")).json(altcha::challenge(
         state.spam.secret(),
         captcha,
-        altcha::now(),
+        crate::clock::unix_seconds(),
     ))
 }

@@ -1,22 +1,38 @@
 //! What both submit endpoints (JSON and HTML) share: rate limit, key, validation, accept.
 
+use std::sync::Arc;
+
 use actix_web::http::header::HeaderValue;
 use actix_web::{web, HttpRequest};
 
 use super::problem::{Problem, ProblemKind};
-use super::AppState;
+use super::{RateLimiter, TrustedProxies};
 use crate::accept::{Intake, Outcome};
+use crate::app::state::AppState;
+use crate::config::FormConfig;
 use crate::db::DbError;
 use crate::deliveries::{Channel, Refused};
 use crate::domain::{normalise, OperationId, RawFields};
 use crate::spam::Screening;
 
+/// The rate limiter and whose `X-Forwarded-For` names the client: what a submit endpoint
+/// needs besides [`AppState`].
+pub struct Gate<'a> {
+    pub limiter: &'a RateLimiter,
+    pub proxies: &'a TrustedProxies,
+}
+
 /// Takes a token from the bucket of the request's client (see [`super::TrustedProxies`]).
-pub fn check_rate(state: &AppState, form_name: &str, req: &HttpRequest) -> Result<(), Problem> {
-    let (Some(form), Some(ip)) = (state.config.form(form_name), state.proxies.client_of(req)) else {
+pub fn check_rate(
+    gate: &Gate<'_>,
+    form_name: &str,
+    form: &FormConfig,
+    req: &HttpRequest,
+) -> Result<(), Problem> {
+    let Some(ip) = gate.proxies.client_of(req) else {
         return Ok(());
     };
-    state.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
+    gate.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
         Problem::new(
             ProblemKind::RateLimited,
             format!("too many submissions from this client; retry in {seconds} s"),
@@ -57,16 +73,16 @@ pub fn resolve_key(
 pub async fn accept_screened(
     state: &AppState,
     form_name: &str,
+    form: &Arc<FormConfig>,
     channel: Channel,
     operation_id: Option<OperationId>,
     raw: &RawFields,
     screening: &Screening,
 ) -> Result<Outcome, Problem> {
-    let form = state.form(form_name)?;
-    let mut fields = normalise(form, raw).map_err(Problem::invalid_fields)?;
+    let mut fields = normalise(&**form, raw).map_err(Problem::invalid_fields)?;
     let remembered = operation_id
         .as_ref()
-        .and_then(|op| state.acceptor.replay_from_memory(form_name, op, &fields, channel));
+        .and_then(|op| state.acceptor.replay_from_memory(form_name, form, op, &fields, channel));
     if let Some(outcome) = remembered {
         return Ok(outcome);
     }
@@ -74,13 +90,10 @@ pub async fn accept_screened(
         let verdict = state.spam.screen(form_name, form, screening, operation_id.as_ref()).await;
         fields.spam_reason = verdict.map(|r| r.as_str());
     }
-    let (config, acceptor) = (state.config.clone(), state.acceptor.clone());
-    let form_name = form_name.to_string();
-    let result = web::block(move || {
-        let form = config.form(&form_name).ok_or(DbError::Unavailable("form vanished".into()))?;
-        acceptor.accept(Intake { form_name: &form_name, form, operation_id, channel, fields })
-    })
-    .await;
+    let intake =
+        Intake { form_name: form_name.to_string(), form: form.clone(), operation_id, channel, fields };
+    let acceptor = state.acceptor.clone();
+    let result = web::block(move || acceptor.accept(intake)).await;
     match result {
         Ok(Ok(outcome)) => {
             if let Outcome::Created(r) = &outcome {
@@ -141,10 +154,25 @@ pub fn outcome_problem(outcome: &Outcome) -> Option<Problem> {
     }
 }
 
-/// Records a delivery refused before the accept transaction (which records its own).
+/// A submit refused before the accept transaction: what the client gets, and what was read
+/// of the request by then (the key for the delivery row; the fields to fill the form again).
+pub struct Refusal {
+    pub problem: Problem,
+    pub key: Option<OperationId>,
+    pub raw: RawFields,
+}
+
+impl From<Problem> for Refusal {
+    fn from(problem: Problem) -> Refusal {
+        Refusal { problem, key: None, raw: Vec::new() }
+    }
+}
+
+/// Records a delivery refused before the accept transaction (which records its own);
+/// `form` is `None` when the path names no configured form.
 pub fn record_refusal(
     state: &AppState,
-    form_name: &str,
+    form: Option<&str>,
     operation_id: Option<&OperationId>,
     channel: Channel,
     problem: &Problem,
@@ -153,7 +181,7 @@ pub fn record_refusal(
         return;
     }
     let refused = Refused {
-        form: state.config.form(form_name).map(|_| form_name.to_string()),
+        form: form.map(String::from),
         operation_id: operation_id.map(|o| o.as_str().to_string()),
         channel,
         outcome: problem.kind.delivery_outcome(),

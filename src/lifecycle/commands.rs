@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::{erase, import, purge};
+use crate::clock::now;
 use crate::config::Config;
-use crate::deliveries::now;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifecycleCommand {

@@ -8,13 +8,13 @@ use diesel::prelude::*;
 use uuid::Uuid;
 
 use super::purge::{tombstone, TotalStore};
-use crate::config::FieldType;
+use crate::clock::now;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
 use crate::db::schema::{confirmation_caps, conflicts, duplicate_pairs, side_effects, submissions};
 use crate::db::{DbError, Pool, Store};
-use crate::deliveries::now;
 use crate::domain::keyring::keyring;
+use crate::domain::FieldType;
 use crate::domain::{normalise_value, EffectState};
 use crate::with_conn;
 

@@ -4,16 +4,19 @@
 //! the file. Its key is a keyed digest of (source, `source_id` or the row's content and time),
 //! so a re-run imports nothing new. Rejected rows are listed by line; no row is half-imported.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
 
 use super::csv;
 use crate::accept::import::{import_row, Imported};
 use crate::accept::Intake;
-use crate::config::Config;
+use crate::clock::now;
+use crate::config::{Config, FormConfig};
 use crate::db::schema::duplicate_pairs;
 use crate::db::{DbError, Pool, Store};
-use crate::deliveries::{now, Channel};
+use crate::deliveries::Channel;
 use crate::domain::keyring::keyring;
 use crate::domain::{normalise, OperationId, RawFields};
 use crate::with_conn;
@@ -92,8 +95,9 @@ pub fn import(
         }
     }
     let batch = if o.dry_run { rows.len().max(1) } else { BATCH };
+    let form = Arc::new(form.clone());
     for chunk in rows.chunks(batch) {
-        let (imported, present, paired) = import_batch(pool, config, chunk, o)?;
+        let (imported, present, paired) = import_batch(pool, &form, chunk, o)?;
         report.imported += imported;
         report.already_present += present;
         report.paired += paired;
@@ -147,16 +151,15 @@ impl From<diesel::result::Error> for Tx {
 /// (imported, already present, paired) of one batch, in one transaction.
 fn import_batch(
     pool: &Pool,
-    config: &Config,
+    form: &Arc<FormConfig>,
     rows: &[Row],
     o: &ImportOptions<'_>,
 ) -> Result<(usize, usize, usize), DbError> {
-    let form = config.form(o.form).ok_or(DbError::Unavailable("form vanished".into()))?;
     with_conn!(pool, |c| {
         let result = c.write_tx(|c| {
             let (mut new_ids, mut present) = (Vec::new(), 0);
             for row in rows {
-                let Ok(fields) = normalise(form, &row.raw) else { continue };
+                let Ok(fields) = normalise(&**form, &row.raw) else { continue };
                 let identity = match &row.source_id {
                     Some(id) => format!("{}\nid\n{id}", o.source),
                     None => format!("{}\nrow\n{}\n{}", o.source, fields.to_json(), row.received_at),
@@ -164,8 +167,8 @@ fn import_batch(
                 let digest = keyring().digest(&identity);
                 let key = OperationId::imported(digest.split_once(':').map_or(digest.as_str(), |(_, h)| h));
                 let intake = Intake {
-                    form_name: o.form,
-                    form,
+                    form_name: o.form.to_string(),
+                    form: form.clone(),
                     operation_id: Some(key),
                     channel: Channel::Api,
                     fields,

@@ -18,7 +18,7 @@ use crate::domain::keyring::{self, Keyring};
 /// (`ONCEFORM_SECRET`, else `./data/secret`), connect and migrate, and key any digests
 /// that are not keyed with the current secret yet.
 pub fn connect(config: &Config) -> anyhow::Result<Pool> {
-    keyring::install(Keyring::from_env(config)?);
+    keyring::install(Keyring::from_env(&config.server.secret_file)?);
     let pool = Pool::connect(&config.database)?;
     let (submissions, conflicts) =
         rekey::rekey(&pool, config).map_err(|e| anyhow::anyhow!("keying stored digests: {e}"))?;

@@ -20,12 +20,12 @@ use uuid::Uuid;
 
 use crate::config::retention::scopes;
 use crate::config::Config;
+use crate::db::hooks::HookStore;
 use crate::db::schema::{
     confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine,
     purge_passes, purge_totals, side_effects, submissions,
 };
 use crate::db::{DbError, Pool, Store};
-use crate::hooks::store::HookStore;
 use crate::with_conn;
 
 /// The kind under which deleted confirmation-cap rows are counted (`/metrics`).
@@ -264,7 +264,7 @@ macro_rules! tombstone {
             diesel::update(conflicts::table.filter(conflicts::submission_id.eq_any(ids)))
                 .set(conflicts::fields_json.eq(None::<String>))
                 .execute($c)?;
-            $crate::hooks::store::HookStore::forget_bodies($c, ids)?;
+            $crate::db::hooks::HookStore::forget_bodies($c, ids)?;
             // Nothing is left to send: effects still waiting are cancelled, their records kept.
             diesel::update(
                 side_effects::table

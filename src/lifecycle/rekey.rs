@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 
 use diesel::prelude::*;
 
-use crate::config::{Config, FieldType};
+use crate::config::Config;
 use crate::db::schema::{conflicts, submissions};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::keyring;
+use crate::domain::FieldType;
 use crate::with_conn;
 
 const BATCH: i64 = 500;

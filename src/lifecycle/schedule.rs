@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::purge;
+use crate::clock::now;
 use crate::config::retention::scopes;
 use crate::config::Config;
 use crate::db::Pool;
-use crate::deliveries::now;
 
 /// Starts the schedule unless `[purge] enabled = false` or no form or webhook source has a
 /// retention window and no form a confirmation cap (whose rows the pass deletes once their

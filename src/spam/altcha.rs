@@ -15,8 +15,6 @@ use crate::secret::Secret;
 
 const PURPOSE: &str = "altcha";
 
-pub use super::stamp::now;
-
 /// A challenge as the ALTCHA widget expects it.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Challenge {

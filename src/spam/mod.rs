@@ -122,7 +122,7 @@ impl SpamGuard {
 
     /// A fresh fill-time stamp for a rendering of `form_name`.
     pub fn stamp(&self, form_name: &str) -> String {
-        stamp::issue(&self.secret, form_name, stamp::now())
+        stamp::issue(&self.secret, form_name, crate::clock::unix_seconds())
     }
 
     /// The reason to store this submission as spam, if any. Runs outside any transaction;
@@ -136,7 +136,8 @@ impl SpamGuard {
     ) -> Option<SpamReason> {
         if let (Some(st), true) = (&s.stamp, form.min_fill_seconds > 0) {
             let min = u64::from(form.min_fill_seconds);
-            if let Err(reason) = stamp::check(&self.secret, form_name, st, min, stamp::now()) {
+            if let Err(reason) = stamp::check(&self.secret, form_name, st, min, crate::clock::unix_seconds())
+            {
                 return Some(reason);
             }
         }
@@ -151,7 +152,7 @@ impl SpamGuard {
         let timeout = Duration::from_millis(captcha.timeout_ms);
         let (verdict, keep_for) = match captcha.provider {
             CaptchaProvider::Altcha => {
-                let v = altcha::verify(&self.secret, answer, altcha::now());
+                let v = altcha::verify(&self.secret, answer, crate::clock::unix_seconds());
                 (v.verdict, v.keep_for)
             }
             CaptchaProvider::Turnstile | CaptchaProvider::Hcaptcha => {

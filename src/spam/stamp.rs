@@ -13,10 +13,6 @@ const PURPOSE: &str = "fill-time";
 /// Clocks of several servers may differ this much.
 const SKEW_SECONDS: u64 = 30;
 
-pub fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
 /// `ISSUED.TAG`: seconds since the epoch and 16 bytes of HMAC over the form and that time.
 pub fn issue(secret: &Secret, form: &str, issued: u64) -> String {
     let issued = issued.to_string();

@@ -85,7 +85,7 @@ mod tests {
     }
 
     fn now() -> NaiveDateTime {
-        crate::deliveries::now()
+        crate::clock::now()
     }
 
     #[test]

@@ -10,10 +10,10 @@ use futures_util::future::join_all;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::clock::now;
 use crate::config::WorkerConfig;
 use crate::db::models::{JobRow, NewAttempt, Transition};
 use crate::db::{DbError, Pool, Queue, Store};
-use crate::deliveries::now;
 use crate::domain::{AttemptOutcome, EffectId, EffectState};
 use crate::effects::{Job, Lookup, Outcome, Registry, Report};
 use crate::with_conn;

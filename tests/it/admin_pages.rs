@@ -346,7 +346,7 @@ async fn the_detail_page_shows_fields_deliveries_effects_and_attempts(backend: B
                     duplicate_pairs::score.eq(0.9),
                     duplicate_pairs::reasons.eq(r#"["same email address","same topic"]"#),
                     duplicate_pairs::status.eq("open"),
-                    duplicate_pairs::created_at.eq(onceform::deliveries::now()),
+                    duplicate_pairs::created_at.eq(onceform::clock::now()),
                 ))
                 .execute(c)
                 .map_err(DbError::from)

@@ -91,7 +91,7 @@ async fn make_pair(app: &TestApp, original_key: &str, duplicate_key: &str, score
                     duplicate_pairs::score.eq(score),
                     duplicate_pairs::reasons.eq(r#"["same email within 72 h","similar message"]"#),
                     duplicate_pairs::status.eq("open"),
-                    duplicate_pairs::created_at.eq(onceform::deliveries::now()),
+                    duplicate_pairs::created_at.eq(onceform::clock::now()),
                 ))
                 .on_conflict((duplicate_pairs::original_id, duplicate_pairs::duplicate_id))
                 .do_update()
@@ -291,7 +291,7 @@ async fn duplicate_of_cancels_pending_effects_and_undo_restores_them(backend: Ba
     assert_eq!(status, "duplicate");
     assert!(by.unwrap().starts_with("admin-") && at, "decided_by and decided_at");
     assert_eq!(duplicate_of(&app, &k2).await.as_deref(), Some(original.as_str()));
-    let note = format!("duplicate of {}", onceform::effects::reference(&original));
+    let note = format!("duplicate of {}", onceform::format::reference(&original));
     let e = effects(&app, &k2).await;
     assert_eq!(e[0], ("confirmation_email".into(), "CANCELLED".into(), false, Some("admin: bounced".into())));
     assert_eq!(
@@ -350,7 +350,7 @@ async fn not_a_duplicate_releases_held_effects_and_leaves_the_open_list(backend:
                     duplicate_pairs::score.eq(0.9),
                     duplicate_pairs::reasons.eq("[]"),
                     duplicate_pairs::status.eq("open"),
-                    duplicate_pairs::created_at.eq(onceform::deliveries::now()),
+                    duplicate_pairs::created_at.eq(onceform::clock::now()),
                 ))
                 .on_conflict_do_nothing()
                 .execute(c)

@@ -121,9 +121,7 @@ async fn hold_keeps_the_duplicates_effects_until_released(backend: Backend) {
     let duplicate = pairs(&d.app).await[0].1.clone();
     d.app
         .query(move |pool| {
-            with_conn!(pool, |c| c
-                .release_held_of(&duplicate, onceform::deliveries::now())
-                .map_err(DbError::from))
+            with_conn!(pool, |c| c.release_held_of(&duplicate, onceform::clock::now()).map_err(DbError::from))
         })
         .await;
     d.settle(&worker).await;

@@ -2,7 +2,7 @@
 //! operations endpoints: the metrics token and the metrics cache.
 
 use onceform::admin::accounts::Role;
-use onceform::http::MetricsToken;
+use onceform::config::MetricsToken;
 
 use crate::on_both_backends;
 use crate::support::{inquiry, new_key, spawn_app_with, Backend, TestApp};

@@ -44,7 +44,7 @@ async fn caps(d: &DeliveryApp) -> i64 {
 /// The retention pass as it would run `minutes` from now: the contact form's caps it deleted.
 async fn purge_in(d: &DeliveryApp, minutes: i64) -> Option<i64> {
     let config = d.app.config.clone();
-    let at = onceform::deliveries::now() + Duration::minutes(minutes);
+    let at = onceform::clock::now() + Duration::minutes(minutes);
     let report = d.app.query(move |pool| onceform::lifecycle::purge::run_pass(pool, &config, at)).await;
     report.caps.into_iter().find(|(form, _)| form == "contact").map(|(_, n)| n)
 }

@@ -26,7 +26,7 @@ async fn metrics_and_the_retention_page_show_purges_spread_and_windows(backend: 
     }
     assert_eq!(app.submit(&new_key(), &inquiry("Only once")).await.status(), 201);
     let config = app.config.clone();
-    let later = onceform::deliveries::now() + chrono::Duration::days(91);
+    let later = onceform::clock::now() + chrono::Duration::days(91);
     let report = app.query(move |pool| onceform::lifecycle::purge::run_pass(pool, &config, later)).await;
     assert_eq!(report.total(), 2, "both submissions are past 90 days then");
 

@@ -16,15 +16,15 @@ use onceform::domain::{normalise, OperationId};
 
 use crate::support::{test_config, Backend, TestDb};
 
-fn intake<'a>(config: &'a Config, key: &str, email: &str, message: &str) -> Intake<'a> {
-    let form = config.form("contact").unwrap();
+fn intake(config: &Config, key: &str, email: &str, message: &str) -> Intake {
+    let form = Arc::new(config.form("contact").unwrap().clone());
     let raw = [("name", "Ada"), ("email", email), ("topic", "Sales"), ("message", message)]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let fields = normalise(form, &raw).unwrap();
+    let fields = normalise(&*form, &raw).unwrap();
     let operation_id = Some(OperationId::parse(&format!("one-statement-{key}")).unwrap());
-    Intake { form_name: "contact", form, operation_id, channel: Channel::Api, fields }
+    Intake { form_name: "contact".into(), form, operation_id, channel: Channel::Api, fields }
 }
 
 /// A connection that counts the statements it sends.

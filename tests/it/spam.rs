@@ -89,8 +89,8 @@ async fn a_form_filled_at_human_speed_is_accepted(backend: Backend) {
     let app = spawn_app_with(backend, |_| {}).await;
     let (op, _) = rendered_form(&app).await;
     // Issued ten seconds ago with the server's own secret: what a person's post carries.
-    let secret = onceform::secret::load(&app.config).unwrap();
-    let stamp = onceform::spam::stamp::issue(&secret, "contact", onceform::spam::stamp::now() - 10);
+    let secret = onceform::secret::load(&app.config.server.secret_file).unwrap();
+    let stamp = onceform::spam::stamp::issue(&secret, "contact", onceform::clock::unix_seconds() - 10);
     assert_eq!(post_html(&app, &op, &stamp).await.status(), 303);
     assert_eq!(verdict(&app, &op).await, (false, None, 3));
     assert_eq!(post_html(&app, &op, &stamp).await.status(), 303, "a re-post lands on the same receipt");
@@ -227,7 +227,7 @@ async fn altcha_valid_invalid_and_replayed(backend: Backend) {
     let forged = onceform::spam::altcha::challenge(
         &onceform::secret::Secret::from_bytes([9; 32]),
         app.config.forms["contact"].captcha.as_ref().unwrap(),
-        onceform::spam::stamp::now(),
+        onceform::clock::unix_seconds(),
     );
     let invalid = new_key();
     let answer = onceform::spam::altcha::solve(&forged).unwrap();

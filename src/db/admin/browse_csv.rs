@@ -6,7 +6,7 @@ use diesel::QueryResult;
 
 use super::{BrowseStore, SubmissionFilter, SubmissionRow};
 use crate::domain::EffectState;
-use crate::effects::reference;
+use crate::format::{reference, rfc3339};
 
 const BATCH: i64 = 500;
 
@@ -70,7 +70,7 @@ fn row(out: &mut String, s: &SubmissionRow, states: &[(String, EffectState)], fi
         s.id.clone(),
         reference(&s.id),
         s.form.clone(),
-        s.received_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        rfc3339(s.received_at),
         s.channel.to_string(),
         yn(s.keyless),
         yn(s.spam),

@@ -3,7 +3,8 @@
 use lettre::message::Mailbox;
 
 use super::template::{one_line, EmailData, Field};
-use crate::config::{FieldType, FormConfig};
+use crate::config::FormConfig;
+use crate::domain::FieldType;
 use crate::effects::Job;
 
 /// Characters of the visitor's name a confirmation shows at most.

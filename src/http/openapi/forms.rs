@@ -3,8 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::config::{FieldConfig, FieldType, FormConfig};
+use crate::config::FormConfig;
 use crate::domain::EffectState;
+use crate::domain::{FieldConfig, FieldType};
 
 /// Characters refused anywhere in a field: C0 and C1 controls other than tab, LF and CR.
 const NO_CONTROLS: &str = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F";

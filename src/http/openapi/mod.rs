@@ -16,7 +16,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::problem::{Problem, ProblemKind};
-use super::AppState;
+use crate::app::state::AppState;
 pub use document::document;
 
 /// The vendored Swagger UI: (path, content type, bytes).

@@ -20,10 +20,10 @@ use std::sync::Arc;
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
+use onceform::app::Application;
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Stats, Store};
 use onceform::deliveries::DeliveryLog;
-use onceform::http::Application;
 use onceform::with_conn;
 use serde_json::{json, Value};
 
@@ -284,7 +284,8 @@ pub fn problem_type(body: &Value) -> &str {
 pub async fn seed(pool: &Pool, config: &Config, n: usize) {
     let (pool, config) = (pool.clone(), config.clone());
     tokio::task::spawn_blocking(move || {
-        let form = config.form("contact").unwrap();
+        let form = std::sync::Arc::new(config.form("contact").unwrap().clone());
+        let acceptor = onceform::accept::Acceptor::one_transaction_each(config.into(), pool).unwrap();
         for i in 0..n {
             let mut body = inquiry(&format!("Inquiry number {i}"));
             body["email"] = format!("seed-{i}@example.com").into(); // one visitor each
@@ -294,12 +295,12 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
                 .collect();
-            let fields = onceform::domain::normalise(form, &raw).unwrap();
+            let fields = onceform::domain::normalise(&*form, &raw).unwrap();
             let operation_id = Some(onceform::domain::OperationId::generate());
             let channel = onceform::deliveries::Channel::Api;
-            let intake =
-                onceform::accept::Intake { form_name: "contact", form, operation_id, channel, fields };
-            onceform::accept::accept(&pool, intake).unwrap();
+            let (form_name, form) = ("contact".to_string(), form.clone());
+            let intake = onceform::accept::Intake { form_name, form, operation_id, channel, fields };
+            acceptor.accept(intake).unwrap();
         }
     })
     .await

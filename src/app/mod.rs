@@ -1,0 +1,86 @@
+//! The application: builds the state, mounts the public surface (`http`), the admin
+//! (`admin`) and the inbound webhooks (`hooks`) on one listener, and runs them. Only `cli`
+//! (and the tests) import this module, except `app::state`, which sits below every area.
+
+mod metrics;
+pub mod state;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::dev::Server;
+use actix_web::web;
+
+use crate::accept::Acceptor;
+use crate::admin::accounts::LoginThrottle;
+use crate::config::Config;
+use crate::db::Pool;
+use crate::deliveries::DeliveryLog;
+use crate::hooks::Hooks;
+use crate::http::{MetricsCache, RateLimiter};
+use crate::spam::SpamGuard;
+pub use state::AppState;
+
+/// A bound, not yet running, HTTP server.
+pub struct Application {
+    port: u16,
+    server: Server,
+    deliveries: DeliveryLog,
+    pool: Pool,
+}
+
+impl Application {
+    /// Binds `config.server.bind` (port 0 picks a free port) and prepares the server.
+    pub fn build(config: Arc<Config>, pool: Pool) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(config.server.bind)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
+        let port = listener.local_addr()?.port();
+        let acceptor = Acceptor::start(config.clone(), pool.clone())?;
+        SpamGuard::warn_missing_secrets(&config);
+        let deliveries = acceptor.deliveries().clone();
+        // `/metrics`' database figures, refreshed at most every few seconds.
+        let cache_for = std::time::Duration::from_millis(config.server.metrics_cache_ms);
+        let metrics_cache = web::Data::new(MetricsCache::new(cache_for));
+        let limiter = web::Data::new(RateLimiter::new(config.server.rate_limit));
+        // Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
+        let proxies = web::Data::new(config.server.trusted_proxies.clone());
+        let throttle = web::Data::new(LoginThrottle::default());
+        let hooks = web::Data::new(Hooks::load(&config.hooks, |k| std::env::var(k).ok())?);
+        let spam = SpamGuard::new(crate::secret::load(&config.server.secret_file)?)?;
+        let state = web::Data::new(AppState::new(config.clone(), pool.clone(), acceptor, spam));
+        let mount = move |cfg: &mut web::ServiceConfig| {
+            cfg.app_data(state.clone())
+                .app_data(metrics_cache.clone())
+                .app_data(limiter.clone())
+                .app_data(proxies.clone())
+                .app_data(throttle.clone())
+                .app_data(hooks.clone())
+                .configure(crate::http::routes)
+                .configure(metrics::routes)
+                .configure(crate::admin::routes)
+                .configure(crate::hooks::routes);
+        };
+        let server = crate::http::server(listener, &config, mount)?;
+        Ok(Application { port, server, deliveries, pool })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The queue of delivery rows written in the background (tests flush it before counting).
+    pub fn deliveries(&self) -> DeliveryLog {
+        self.deliveries.clone()
+    }
+
+    /// Serves until the process is told to stop (SIGINT/SIGTERM), then writes the queued
+    /// delivery rows.
+    /// Expired admin sessions are swept meanwhile.
+    pub async fn run(self) -> std::io::Result<()> {
+        let sweeper = tokio::spawn(crate::admin::lifecycle::sweep_periodically(self.pool.clone()));
+        let served = self.server.await;
+        sweeper.abort();
+        self.deliveries.flush().await;
+        served
+    }
+}

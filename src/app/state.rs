@@ -1,0 +1,34 @@
+//! What every handler can reach: the configuration, the database pool and the acceptor.
+//! Each area's own pieces (rate limiter, trusted proxies, sign-in throttle, webhook sources,
+//! metrics cache) are registered beside it by `app` as `web::Data` of their own type, so that
+//! this module imports nothing above `accept` and every area can depend on it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::accept::Acceptor;
+use crate::config::{Config, FormConfig};
+use crate::db::Pool;
+use crate::spam::SpamGuard;
+
+pub struct AppState {
+    pub config: Arc<Config>,
+    /// `config.forms`, each shared with the threads that accept its submissions.
+    pub forms: BTreeMap<String, Arc<FormConfig>>,
+    pub pool: Pool,
+    pub acceptor: Acceptor,
+    /// Fill-time stamps and captcha checks (see `crate::spam`).
+    pub spam: SpamGuard,
+}
+
+impl AppState {
+    pub fn new(config: Arc<Config>, pool: Pool, acceptor: Acceptor, spam: SpamGuard) -> AppState {
+        let forms = config.forms.iter().map(|(name, form)| (name.clone(), Arc::new(form.clone()))).collect();
+        AppState { config, forms, pool, acceptor, spam }
+    }
+
+    /// The form named `name`, if it is configured.
+    pub fn form(&self, name: &str) -> Option<&Arc<FormConfig>> {
+        self.forms.get(name)
+    }
+}
