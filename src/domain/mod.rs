@@ -8,6 +8,7 @@ mod fingerprint;
 mod form;
 mod ids;
 mod invisible;
+pub use invisible::is_invisible;
 pub mod keyring;
 mod operation_id;
 pub mod states;

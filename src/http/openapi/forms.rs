@@ -7,8 +7,9 @@ use crate::config::FormConfig;
 use crate::domain::EffectState;
 use crate::domain::{FieldConfig, FieldType};
 
-/// Characters refused anywhere in a field: C0 and C1 controls other than tab, LF and CR.
-const NO_CONTROLS: &str = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F";
+/// Characters refused anywhere in a text field: C0 and C1 controls other than tab, LF and
+/// CR, and the bidirectional controls and zero-width spaces of `domain::is_invisible`.
+const NO_CONTROLS: &str = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F\\u061C\\u180E\\u200B\\u200E\\u200F\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\uFEFF";
 
 /// The operation ID syntax (16–255 of `A–Z a–z 0–9 _ - . :`).
 pub const OPERATION_ID_PATTERN: &str = "^[A-Za-z0-9_.:-]{16,255}$";
@@ -313,4 +314,34 @@ pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
                           "503": html("The database is unavailable")}
         }}),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NO_CONTROLS;
+
+    /// The ranges of a `[…]` character class written with `\uXXXX` escapes.
+    fn ranges(class: &str) -> Vec<(u32, u32)> {
+        let points: Vec<&str> = class.split("\\u").skip(1).collect();
+        let mut out = Vec::new();
+        for p in points {
+            let code = u32::from_str_radix(&p[..4], 16).unwrap();
+            if out.last().is_some_and(|&(_, hi): &(u32, u32)| hi == u32::MAX) {
+                out.last_mut().unwrap().1 = code;
+            } else {
+                out.push((code, if p.ends_with('-') { u32::MAX } else { code }));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_text_pattern_excludes_every_character_the_server_refuses() {
+        let excluded = ranges(NO_CONTROLS);
+        for c in (0..=0xFFFFu32).filter_map(char::from_u32) {
+            let refused = crate::domain::is_invisible(c) || (c.is_control() && !"\t\n\r".contains(c));
+            let in_class = excluded.iter().any(|&(lo, hi)| (lo..=hi).contains(&(c as u32)));
+            assert_eq!(refused, in_class, "U+{:04X}", c as u32);
+        }
+    }
 }
