@@ -84,15 +84,14 @@ impl Acceptor {
         );
         // On SQLite a retry not in the cache is answered from a plain read.
         let result = match (&self.writer, &self.pool) {
-            (None, Pool::Pg(p)) => match p.get() {
-                Ok(mut c) => pg::accept_pg(&mut c, form, &plan, &self.deliveries).map(|done| {
+            (None, Pool::Pg(_)) => {
+                with_conn!(&self.pool, |c| pg::accept_pg(c, form, &plan, &self.deliveries).map(|done| {
                     if done.linked {
                         self.screener.wake();
                     }
                     done.outcome
-                }),
-                Err(e) => Err(DbError::from(e)),
-            },
+                }))
+            }
             (Some(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
                 Some(receipt) => Ok(self.replayed(&plan, receipt)),
                 None => {

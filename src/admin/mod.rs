@@ -10,6 +10,7 @@ mod dashboard;
 mod data_lifecycle;
 mod duplicates;
 mod effects;
+mod filters;
 pub mod flash;
 pub mod guard;
 pub mod lifecycle;
@@ -17,6 +18,7 @@ mod login;
 mod read_audit;
 mod spam_release;
 mod submissions;
+mod submissions_csv;
 pub mod throttle;
 mod users;
 

@@ -6,10 +6,12 @@ use actix_web::{web, HttpResponse, ResponseError};
 use askama::Template;
 use serde::Deserialize;
 
+use super::filters::FilterParams;
 use super::guard::{constant_time_eq, AuthError, SessionUser};
+use super::submissions_csv as csv;
 use super::{blocking, db_failure, read_audit, Chrome, FlashQuery};
 use crate::config::{Config, FieldType};
-use crate::db::admin::browse::{csv, BrowseStore, EffectStates, FilterParams, SubmissionPage, SubmissionRow};
+use crate::db::admin::browse::{BrowseStore, EffectStates, SubmissionPage, SubmissionRow};
 use crate::db::DbError;
 use crate::domain::EffectState;
 use crate::effects::reference;

@@ -43,6 +43,7 @@ mod one_statement;
 mod openapi;
 mod process_exit;
 mod public_hardening;
+mod schema;
 mod sessions;
 mod spam;
 mod static_sites;

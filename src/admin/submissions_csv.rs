@@ -4,7 +4,7 @@
 
 use diesel::QueryResult;
 
-use super::{BrowseStore, SubmissionFilter, SubmissionRow};
+use crate::db::admin::browse::{BrowseStore, SubmissionFilter, SubmissionRow};
 use crate::effects::reference;
 
 const BATCH: i64 = 500;
