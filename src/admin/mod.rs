@@ -16,6 +16,7 @@ pub mod guard;
 pub mod lifecycle;
 mod login;
 mod read_audit;
+mod row_view;
 mod spam_release;
 mod submissions;
 mod submissions_csv;

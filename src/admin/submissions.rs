@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::filters::FilterParams;
 use super::guard::{constant_time_eq, AuthError, SessionUser};
+use super::row_view::{PairView, SubmissionView};
 use super::submissions_csv as csv;
 use super::{blocking, db_failure, read_audit, Chrome, FlashQuery};
 use crate::config::{Config, FieldType};

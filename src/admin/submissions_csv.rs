@@ -4,6 +4,7 @@
 
 use diesel::QueryResult;
 
+use super::row_view::SubmissionView;
 use crate::db::admin::browse::{BrowseStore, SubmissionFilter, SubmissionRow};
 use crate::effects::reference;
 

@@ -1,7 +1,10 @@
 //! The database: backend picked from the URL, connection pools, embedded migrations.
 //!
-//! Queries are plain functions on `DbConnection` (see `conn`), written once for both
-//! backends; `with_conn!` runs a block on a pooled connection.
+//! Every query is ordinary diesel code on `DbConnection` (`conn`: one connection type for
+//! both backends), a method of the trait of its area (`Store`, `Queue`, `admin::…`) written
+//! once; where the backends really differ a `match` on `DbConnection` says so. The caller
+//! owns the transaction (`Store::write_tx`). `schema.rs` is generated from the migrations
+//! (migrations/README.md). `with_conn!` runs a block on a pooled connection.
 
 pub mod admin;
 pub mod claim_pg;

@@ -32,46 +32,10 @@ pub struct SubmissionRow {
     pub received_at: NaiveDateTime,
     pub content_purged_at: Option<NaiveDateTime>,
     pub duplicate_of: Option<String>,
-    /// Why it is spam (see `crate::spam::SpamReason`); `None` for a honeypot hit stored
-    /// before reasons were kept.
+    /// Why it is spam (a `SpamReason`'s text); `None` for a honeypot hit stored before
+    /// reasons were kept.
     pub spam_reason: Option<String>,
     pub journey_id: Option<String>,
-}
-
-impl SubmissionRow {
-    /// The spam badge: `unverified` when the captcha could not be checked, else `spam`.
-    pub fn spam_badge(&self) -> &'static str {
-        match self.spam_reason.as_deref() {
-            Some("captcha-unverified") => "unverified",
-            _ => "spam",
-        }
-    }
-
-    /// Why it was set aside, in words.
-    pub fn spam_why(&self) -> &'static str {
-        crate::spam::describe(self.spam_reason.as_deref().unwrap_or("honeypot"))
-    }
-
-    /// The stored fields (a JSON object of strings); empty once purged.
-    pub fn fields(&self) -> BTreeMap<String, String> {
-        self.fields_json.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
-    }
-}
-
-impl RelatedPair {
-    /// How `submission_id` relates to the other side: ("duplicate of" | "original of", other id).
-    pub fn seen_from(&self, submission_id: &str) -> (&'static str, &str) {
-        if self.duplicate_id == submission_id {
-            ("duplicate of", &self.original_id)
-        } else {
-            ("original of", &self.duplicate_id)
-        }
-    }
-
-    /// The detector's reasons (stored as a JSON array of strings).
-    pub fn reason_list(&self) -> Vec<String> {
-        serde_json::from_str(&self.reasons).unwrap_or_else(|_| vec![self.reasons.clone()])
-    }
 }
 
 /// (kind, state) of each effect record, by submission id.
