@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::accept::rfc3339;
 use crate::db::{DbError, Pool, Store};
+use crate::domain::EffectState;
 use crate::with_conn;
 
 #[derive(Debug, Serialize)]
@@ -23,7 +24,7 @@ pub struct StatusBody {
 pub struct EffectStatus {
     pub kind: String,
     pub batch: i32,
-    pub state: String,
+    pub state: EffectState,
     pub attempts: i32,
     pub updated_at: String,
 }
@@ -48,7 +49,7 @@ pub fn status(pool: &Pool, form: &str, operation_id: &str) -> Result<Option<Stat
                     updated_at: rfc3339(e.updated_at),
                 })
                 .collect(),
-            submission_id: s.id,
+            submission_id: s.id.into(),
             operation_id: s.operation_id,
             form: s.form,
         }))

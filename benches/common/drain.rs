@@ -161,5 +161,10 @@ fn write_config(db: &Db, crm_url: &str, to: Leads) -> (std::path::PathBuf, Confi
 
 fn sent(pool: &Pool) -> i64 {
     let stats = with_conn!(pool, |c| c.stats().map_err(DbError::from)).unwrap();
-    stats.effects.iter().filter(|(_, s, _)| s == "SENT").map(|(_, _, n)| n).sum()
+    stats
+        .effects
+        .iter()
+        .filter(|(_, s, _)| *s == onceform::domain::EffectState::Sent)
+        .map(|(_, _, n)| n)
+        .sum()
 }

@@ -89,7 +89,9 @@ pub fn run(rt: &tokio::runtime::Runtime, opts: &Options) {
         Pool::connect(&onceform::config::DatabaseConfig { url: db.url.clone(), ..Default::default() })
             .unwrap();
     let stats = || with_conn!(&direct, |c| c.stats().map_err(DbError::from)).unwrap();
-    let sent = |s: &onceform::db::Stats| s.effects.iter().filter(|e| e.1 == "SENT").map(|e| e.2).sum::<i64>();
+    let sent = |s: &onceform::db::Stats| {
+        s.effects.iter().filter(|e| e.1 == onceform::domain::EffectState::Sent).map(|e| e.2).sum::<i64>()
+    };
     let mut s = stats();
     while sent(&s) < s.effects_total() && burst_end.elapsed() < Duration::from_secs(300) {
         std::thread::sleep(Duration::from_millis(200));

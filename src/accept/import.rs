@@ -8,6 +8,7 @@ use super::{Intake, Plan};
 use crate::db::duplicates::DuplicateStore;
 use crate::db::models::NewEffect;
 use crate::db::Store;
+use crate::deliveries::Channel;
 use crate::duplicates;
 
 /// What became of one row.
@@ -32,7 +33,7 @@ pub fn import_row<C: Store + DuplicateStore>(
     let shift = received_at - sub.received_at;
     sub.received_at = received_at;
     sub.operation_expires_at += shift;
-    sub.channel = "import".into();
+    sub.channel = Channel::Import;
     sub.keyless = true;
     if let Ok(mut body) = serde_json::from_str::<serde_json::Value>(&sub.response_body) {
         body["received_at"] = super::rfc3339(received_at).into();
@@ -51,5 +52,5 @@ pub fn import_row<C: Store + DuplicateStore>(
             plan.effects.iter().cloned().map(|e| NewEffect { held: hold, ..e }).collect();
         c.insert_effects(&effects)?;
     }
-    Ok(Imported::New(plan.submission.id.clone()))
+    Ok(Imported::New(plan.submission.id.to_string()))
 }

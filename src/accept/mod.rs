@@ -119,7 +119,7 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
         c.insert_deliveries(&[plan.delivery(outcome, Some(&sub.id))])?;
         return Ok(Outcome::Created(Receipt {
-            submission_id: sub.id.clone(),
+            submission_id: sub.id.to_string(),
             operation_id: sub.operation_id.clone(),
             body,
             received_at: sub.received_at,
@@ -136,7 +136,7 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(
                 conflict.fields_json = None; // a tombstone's conflicts keep no content either
             }
             c.record_conflict(&conflict)?;
-            Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
+            Outcome::Conflict { submission_id: s.id.into(), operation_id: s.operation_id }
         }
     };
     c.insert_deliveries(&[plan.delivery(delivery_outcome(&outcome), submission_id(&outcome))])?;
@@ -145,7 +145,7 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(
 
 fn receipt(s: Submission) -> Receipt {
     Receipt {
-        submission_id: s.id,
+        submission_id: s.id.into(),
         operation_id: s.operation_id,
         body: s.response_body,
         received_at: s.received_at,

@@ -9,7 +9,9 @@ use crate::config::FieldType;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
-use crate::domain::{fingerprint, EffectKind, EffectState, OperationId};
+use crate::domain::{
+    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
+};
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -26,7 +28,7 @@ pub struct ResultBody<'a> {
 #[derive(Debug, Serialize)]
 pub struct EffectSummary {
     pub kind: &'static str,
-    pub state: &'static str,
+    pub state: EffectState,
 }
 
 pub(super) struct Plan {
@@ -43,7 +45,7 @@ pub(super) struct Plan {
 impl Plan {
     pub fn new(intake: Intake<'_>) -> Plan {
         let now = deliveries::now();
-        let id = Uuid::now_v7().to_string();
+        let id = SubmissionId::generate();
         let keyless = intake.operation_id.is_none();
         let operation_id = intake.operation_id.clone().unwrap_or_else(OperationId::keyless);
         let form = intake.form;
@@ -66,12 +68,12 @@ impl Plan {
             .iter()
             .filter(|_| !spam)
             .map(|kind| NewEffect {
-                id: Uuid::now_v7().to_string(),
+                id: EffectId::generate(),
                 submission_id: id.clone(),
                 kind: kind.as_str().into(),
                 batch: 0,
                 effect_key: format!("{id}:{}:0", kind.as_str()),
-                state: EffectState::Pending.as_str().into(),
+                state: EffectState::Pending,
                 held: false,
                 next_attempt_at: now,
                 created_at: now,
@@ -90,10 +92,7 @@ impl Plan {
                 status: "accepted",
                 received_at: rfc3339(now),
                 operation_expires_at: rfc3339(expires),
-                effects: kinds
-                    .iter()
-                    .map(|k| EffectSummary { kind: k.as_str(), state: state(k).as_str() })
-                    .collect(),
+                effects: kinds.iter().map(|k| EffectSummary { kind: k.as_str(), state: state(k) }).collect(),
             };
             serde_json::to_string(&body).unwrap_or_default()
         };
@@ -107,7 +106,7 @@ impl Plan {
             fingerprint: fingerprint(&intake.fields),
             fields_json: Some(intake.fields.to_json()),
             response_body,
-            channel: intake.channel.as_str().into(),
+            channel: intake.channel,
             keyless,
             spam,
             spam_reason: spam_reason.map(String::from),
@@ -142,7 +141,7 @@ impl Plan {
             submission_id: original_id.into(),
             fingerprint: self.submission.fingerprint.clone(),
             fields_json: self.submission.fields_json.clone(),
-            status: "open".into(),
+            status: ConflictStatus::Open,
             attempts: 1,
             first_seen_at: self.now,
             last_seen_at: self.now,

@@ -22,30 +22,7 @@ pub fn normalise_email(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Reads and acts.
-    Admin,
-    /// Reads only.
-    Viewer,
-}
-
-impl Role {
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "admin" => Some(Role::Admin),
-            "viewer" => Some(Role::Viewer),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Viewer => "viewer",
-        }
-    }
-}
+pub use crate::domain::Role;
 
 pub fn hash_password(password: &str) -> anyhow::Result<String> {
     let salt = SaltString::generate(&mut OsRng);
@@ -92,7 +69,7 @@ fn create_user_with(
         id: Uuid::now_v7().to_string(),
         email: email.clone(),
         password_hash: hash_password(password)?,
-        role: role.as_str().into(),
+        role,
         created_at: now(),
         must_change_password,
     };

@@ -16,6 +16,7 @@ use super::{blocking, db_failure, status_counts, Chrome, FlashQuery, QueueQuery}
 use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
+use crate::domain::ConflictStatus;
 use crate::effects::reference;
 use crate::http::pages::html;
 use crate::http::AppState;
@@ -27,7 +28,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/conflicts/{id}/{action}", web::post().to(actions::act));
 }
 
-pub const STATUSES: [&str; 3] = ["open", "dismissed", "accepted"];
+pub const STATUSES: [ConflictStatus; 3] = ConflictStatus::ALL;
 
 /// The operation ID under which a conflict's content is accepted as a new inquiry.
 pub fn accepted_operation_id(conflict_id: &str) -> String {
@@ -106,7 +107,7 @@ impl ConflictView {
             submission_id: row.submission_id,
             form: row.form,
             operation_id: row.operation_id,
-            status: row.status,
+            status: row.status.as_str().into(),
             attempts: row.attempts,
         }
     }
@@ -147,7 +148,7 @@ struct DetailPage {
 }
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<QueueQuery>) -> HttpResponse {
-    let status = q.status(&STATUSES);
+    let status = q.status(&STATUSES, ConflictStatus::Open);
     let pool = state.pool.clone();
     let read = move || {
         with_conn!(&pool, |c| {
@@ -167,7 +168,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     });
     let page = ListPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
-        status: status.into(),
+        status: status.as_str().into(),
         counts,
         rows: rows.collect(),
     };
@@ -199,7 +200,7 @@ async fn detail(
     let page = DetailPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
         c: ConflictView::new(row, form),
-        accepted_as: accepted.map(|id| (id.clone(), reference(&id))),
+        accepted_as: accepted.map(|id| (id.to_string(), reference(&id))),
     };
     html(StatusCode::OK, &page)
 }

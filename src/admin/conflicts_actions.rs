@@ -13,7 +13,7 @@ use crate::admin::{blocking, db_failure, done, refused};
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::deliveries::Channel;
-use crate::domain::{normalise, OperationId, RawFields};
+use crate::domain::{normalise, ConflictStatus, OperationId, RawFields};
 use crate::effects::reference;
 use crate::http::AppState;
 use crate::with_conn;
@@ -70,7 +70,7 @@ async fn dismiss(state: &AppState, id: &str, user: SessionUser, note: String) ->
             if c.conflict_row(&id)?.is_none() {
                 return Ok::<_, DbError>(Step::NotFound);
             }
-            if !c.set_conflict_status(&id, "open", "dismissed")? {
+            if !c.set_conflict_status(&id, ConflictStatus::Open, ConflictStatus::Dismissed)? {
                 return Ok(Step::Refused(NOT_OPEN.into()));
             }
             audit::record(c, &user, "conflict.dismiss", ("conflict", &id), Some(&note))?;
@@ -85,7 +85,7 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
     let (pool, target) = (state.pool.clone(), id.to_string());
     let row = match blocking(move || with_conn!(&pool, |c| Ok(c.conflict_row(&target)?))).await? {
         None => return Ok(Step::NotFound),
-        Some(row) if row.status != "open" => return Ok(Step::Refused(NOT_OPEN.into())),
+        Some(row) if row.status != ConflictStatus::Open => return Ok(Step::Refused(NOT_OPEN.into())),
         Some(row) if row.fields_json.is_none() => {
             return Ok(Step::Refused("The conflicting content has been purged.".into()))
         }
@@ -111,7 +111,7 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
     let (pool, id) = (state.pool.clone(), id.to_string());
     blocking(move || {
         with_conn!(&pool, |c| c.write_tx(|c| {
-            if !c.set_conflict_status(&id, "open", "accepted")? {
+            if !c.set_conflict_status(&id, ConflictStatus::Open, ConflictStatus::Accepted)? {
                 return Ok::<_, DbError>(Step::Refused(format!(
                     "The conflict was decided meanwhile; the new inquiry {new_ref} exists."
                 )));

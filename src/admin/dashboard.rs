@@ -81,7 +81,7 @@ async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<
             (name.clone(), p99, window(f.retention.content), window(f.retention.keys))
         })
         .collect();
-    let count = |s: EffectState| d.effects.iter().filter(|(st, _)| st == s.as_str()).map(|(_, n)| n).sum();
+    let count = |s: EffectState| d.effects.iter().filter(|(st, _)| *st == s).map(|(_, n)| n).sum();
     let page = DashboardPage {
         chrome: Chrome::new(&user, "dashboard", q.flash.as_deref()),
         effects: EffectState::ALL.iter().map(|s| (s.as_str(), count(*s))).collect(),

@@ -17,6 +17,7 @@ use super::guard::SessionUser;
 use super::{blocking, db_failure, status_counts, Chrome, QueueQuery};
 use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
 use crate::db::DbError;
+use crate::domain::PairStatus;
 use crate::effects::reference;
 use crate::http::pages::html;
 use crate::http::AppState;
@@ -28,7 +29,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/duplicates/{id}/{action}", web::post().to(actions::act));
 }
 
-pub const STATUSES: [&str; 3] = ["open", "not_duplicate", "duplicate"];
+pub const STATUSES: [PairStatus; 3] = [PairStatus::Open, PairStatus::NotDuplicate, PairStatus::Duplicate];
 const PAGE_SIZE: i64 = 100;
 
 /// One submission of a pair.
@@ -108,7 +109,7 @@ struct ListPage {
 }
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<QueueQuery>) -> HttpResponse {
-    let status = q.status(&STATUSES);
+    let status = q.status(&STATUSES, PairStatus::Open);
     let pool = state.pool.clone();
     let read = move || {
         with_conn!(&pool, |c| {
@@ -147,7 +148,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             fields,
             id: p.id,
             form: p.form,
-            status: p.status,
+            status: p.status.as_str().into(),
         }
     };
     let counts = status_counts(&STATUSES, &counts);
@@ -156,7 +157,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     let window = |form: &str| state.config.form(form).map_or(0, |f| f.duplicates.window_hours);
     let page = ListPage {
         chrome: Chrome::new(&user, "duplicates", q.flash.as_deref()),
-        status: status.into(),
+        status: status.as_str().into(),
         counts,
         clusters: clusters(pairs.into_iter().map(view).collect(), &sizes, window),
         pairs_shown,

@@ -14,6 +14,7 @@ use crate::db::admin::effects::EffectAdminStore;
 use crate::db::admin::review::{PairRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::deliveries::now;
+use crate::domain::PairStatus;
 use crate::effects::reference;
 use crate::http::AppState;
 use crate::with_conn;
@@ -47,10 +48,10 @@ impl Decision {
         }
     }
 
-    fn status(self) -> &'static str {
+    fn status(self) -> PairStatus {
         match self {
-            Decision::NotDuplicate => "not_duplicate",
-            Decision::Duplicate => "duplicate",
+            Decision::NotDuplicate => PairStatus::NotDuplicate,
+            Decision::Duplicate => PairStatus::Duplicate,
         }
     }
 
@@ -79,7 +80,7 @@ fn decide<C: ReviewConn>(
     note: &str,
     t: NaiveDateTime,
 ) -> diesel::QueryResult<Option<usize>> {
-    if !c.decide_pair(&pair.id, &["open"], decision.status(), Some(&user.email), Some(t))? {
+    if !c.decide_pair(&pair.id, &[PairStatus::Open], decision.status(), Some(&user.email), Some(t))? {
         return Ok(None);
     }
     let changed = match decision {
@@ -105,11 +106,13 @@ fn undo<C: ReviewConn>(
     note: &str,
     t: NaiveDateTime,
 ) -> diesel::QueryResult<Option<usize>> {
-    if pair.status == "open" || !c.decide_pair(&pair.id, &[pair.status.as_str()], "open", None, None)? {
+    if pair.status == PairStatus::Open
+        || !c.decide_pair(&pair.id, &[pair.status], PairStatus::Open, None, None)?
+    {
         return Ok(None);
     }
     let mut restored = 0;
-    if pair.status == "duplicate" {
+    if pair.status == PairStatus::Duplicate {
         c.clear_duplicate_of(&pair.duplicate_id, &pair.original_id)?;
         restored = c.restore_cancelled(&pair.duplicate_id, &cancel_note(&pair.original_id), t)?;
     }
@@ -118,7 +121,7 @@ fn undo<C: ReviewConn>(
 }
 
 enum Step {
-    Done { back: String, flash: Flash },
+    Done { back: PairStatus, flash: Flash },
     NotFound,
     Refused(&'static str),
 }
@@ -157,7 +160,7 @@ pub async fn act(
                 Some(d) => match decide(c, &user, &pair, d, &form.note, t)? {
                     None => Step::Refused("The pair is already decided; undo that decision first."),
                     Some(n) => Step::Done {
-                        back: "open".into(),
+                        back: PairStatus::Open,
                         flash: match d {
                             Decision::NotDuplicate => Flash::new("pair_not_duplicate"),
                             Decision::Duplicate => Flash::new("pair_duplicate"),
@@ -169,9 +172,7 @@ pub async fn act(
                 },
                 None => match undo(c, &user, &pair, &form.note, t)? {
                     None => Step::Refused("The pair is open: there is no decision to undo."),
-                    Some(n) => {
-                        Step::Done { back: pair.status.clone(), flash: Flash::new("pair_undone").arg(n) }
-                    }
+                    Some(n) => Step::Done { back: pair.status, flash: Flash::new("pair_undone").arg(n) },
                 },
             })
         }))
@@ -226,7 +227,7 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
             };
             let skipped = ids.len() - decided;
             let flash = Flash::new(code).arg(decided).arg(skipped);
-            Ok(Step::Done { back: "open".into(), flash })
+            Ok(Step::Done { back: PairStatus::Open, flash })
         }))
     };
     respond(web::block(run).await)

@@ -48,7 +48,7 @@ impl From<EffectRow> for EffectView {
             form: e.form,
             kind: e.kind,
             batch: e.batch,
-            state: e.state,
+            state: e.state.as_str().into(),
             held: e.held,
             attempts: e.attempts,
             provider_ref: e.provider_ref,
@@ -78,7 +78,7 @@ async fn queue(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queu
     let read = move || {
         with_conn!(&pool, |c| {
             let stats = c.stats()?;
-            let rows = c.effects_in_state(wanted.as_str(), 200, 0)?;
+            let rows = c.effects_in_state(wanted, 200, 0)?;
             Ok::<_, DbError>((stats, rows))
         })
     };
@@ -88,9 +88,7 @@ async fn queue(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queu
     };
     let counts = EffectState::ALL
         .iter()
-        .map(|s| {
-            (s.as_str(), stats.effects.iter().filter(|(_, st, _)| st == s.as_str()).map(|(_, _, n)| n).sum())
-        })
+        .map(|s| (s.as_str(), stats.effects.iter().filter(|(_, st, _)| st == s).map(|(_, _, n)| n).sum()))
         .collect();
     let page = QueuePage {
         chrome: Chrome::new(&user, "effects", q.flash.as_deref()),
@@ -136,7 +134,7 @@ async fn act(
         with_conn!(&pool, |c| c.write_tx(|c| {
             let t = now();
             let Some(row) = c.effect_row(&target)? else { return Ok::<_, DbError>(Err("No such effect.")) };
-            if kind == Action::Replay && !REPLAYABLE.contains(&row.state.as_str()) {
+            if kind == Action::Replay && !REPLAYABLE.contains(&row.state) {
                 return Ok(Err(
                     "Only a SENT, FAILED_FINAL or CANCELLED effect can be replayed as a new batch.",
                 ));
@@ -162,7 +160,7 @@ async fn act(
 
 /// The states from which "replay as a new batch" may start: the record's outcome is known
 /// (a PENDING, SENDING or UNKNOWN record may still take effect, and a replay would repeat it).
-const REPLAYABLE: [&str; 3] = ["SENT", "FAILED_FINAL", "CANCELLED"];
+const REPLAYABLE: [EffectState; 3] = [EffectState::Sent, EffectState::FailedFinal, EffectState::Cancelled];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Action {
@@ -217,29 +215,29 @@ impl Action {
         let keep_ref = row.provider_ref.clone();
         match self {
             Action::Retry => EffectChange {
-                from: &["PENDING", "FAILED_FINAL"],
-                to: "PENDING",
+                from: &[EffectState::Pending, EffectState::FailedFinal],
+                to: EffectState::Pending,
                 provider_ref: keep_ref,
                 last_error: note,
                 next_attempt_at: t,
             },
             Action::MarkSent => EffectChange {
-                from: &["UNKNOWN", "FAILED_FINAL", "PENDING"],
-                to: "SENT",
+                from: &[EffectState::Unknown, EffectState::FailedFinal, EffectState::Pending],
+                to: EffectState::Sent,
                 provider_ref: Some(provider_ref.to_string()),
                 last_error: note,
                 next_attempt_at: t,
             },
             Action::MarkNotSent => EffectChange {
-                from: &["UNKNOWN"],
-                to: "PENDING",
+                from: &[EffectState::Unknown],
+                to: EffectState::Pending,
                 provider_ref: None,
                 last_error: note,
                 next_attempt_at: t,
             },
             Action::Cancel | Action::Replay => EffectChange {
-                from: &["PENDING", "UNKNOWN", "FAILED_FINAL"],
-                to: "CANCELLED",
+                from: &[EffectState::Pending, EffectState::Unknown, EffectState::FailedFinal],
+                to: EffectState::Cancelled,
                 provider_ref: keep_ref,
                 last_error: note,
                 next_attempt_at: t,

@@ -105,7 +105,7 @@ impl FromRequest for SessionUser {
             if user.must_change_password && !may_keep_old_password {
                 return Err(AuthError::NewPassword);
             }
-            let role = Role::parse(&user.role).unwrap_or(Role::Viewer);
+            let role = user.role;
             Ok(SessionUser {
                 id: user.id,
                 email: user.email,

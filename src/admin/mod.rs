@@ -28,6 +28,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use crate::db::DbError;
+use crate::domain::states::TextEnum;
 use guard::SessionUser;
 
 /// `?flash=`: the message a redirect after an action carries to the page.
@@ -44,16 +45,18 @@ pub struct QueueQuery {
 }
 
 impl QueueQuery {
-    /// The requested status if it is one of `statuses`, else the first (`open`).
-    pub fn status(&self, statuses: &[&'static str]) -> &'static str {
-        let wanted = statuses.iter().find(|s| Some(**s) == self.status.as_deref());
-        wanted.or(statuses.first()).copied().unwrap_or("open")
+    /// The requested status if it is one of `statuses`, else `open`.
+    pub fn status<S: TextEnum>(&self, statuses: &[S], open: S) -> S {
+        statuses.iter().copied().find(|s| Some(s.as_str()) == self.status.as_deref()).unwrap_or(open)
     }
 }
 
 /// Rows per status in `statuses` order, 0 where a status has none.
-pub fn status_counts(statuses: &[&'static str], counts: &[(String, i64)]) -> Vec<(&'static str, i64)> {
-    statuses.iter().map(|s| (*s, counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum())).collect()
+pub fn status_counts<S: TextEnum>(statuses: &[S], counts: &[(S, i64)]) -> Vec<(&'static str, i64)> {
+    statuses
+        .iter()
+        .map(|s| (s.as_str(), counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum()))
+        .collect()
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -4,7 +4,6 @@
 use actix_web::{web, HttpResponse};
 use diesel::prelude::*;
 use serde::Deserialize;
-use uuid::Uuid;
 
 use crate::admin::audit;
 use crate::admin::guard::{AdminAction, CsrfForm};
@@ -14,7 +13,7 @@ use crate::db::models::NewEffect;
 use crate::db::schema::submissions;
 use crate::db::{DbError, Store};
 use crate::deliveries::now;
-use crate::domain::{EffectKind, EffectState};
+use crate::domain::{EffectId, EffectKind, EffectState};
 use crate::http::AppState;
 use crate::with_conn;
 
@@ -97,12 +96,12 @@ fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>
         .iter()
         .filter(|k| **k != EffectKind::ConfirmationEmail || has_email)
         .map(|kind| NewEffect {
-            id: Uuid::now_v7().to_string(),
+            id: EffectId::generate(),
             submission_id: submission_id.into(),
             kind: kind.as_str().into(),
             batch: 0,
             effect_key: format!("{submission_id}:{}:0", kind.as_str()),
-            state: EffectState::Pending.as_str().into(),
+            state: EffectState::Pending,
             held: false,
             next_attempt_at: at,
             created_at: at,

@@ -66,7 +66,7 @@ pub struct RowView {
     /// A few stored values to recognise the inquiry by (name, email, the start of the message).
     pub summary: Vec<String>,
     /// (kind, state)
-    pub effects: Vec<(String, String)>,
+    pub effects: Vec<(String, EffectState)>,
 }
 
 fn short(v: &str, max: usize) -> String {

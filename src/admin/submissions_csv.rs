@@ -6,6 +6,7 @@ use diesel::QueryResult;
 
 use super::row_view::SubmissionView;
 use crate::db::admin::browse::{BrowseStore, SubmissionFilter, SubmissionRow};
+use crate::domain::EffectState;
 use crate::effects::reference;
 
 const BATCH: i64 = 500;
@@ -62,7 +63,7 @@ fn header(out: &mut String, fields: &[String]) {
 }
 
 /// One submission; `states` are its effects' (kind, state).
-fn row(out: &mut String, s: &SubmissionRow, states: &[(String, String)], fields: &[String]) {
+fn row(out: &mut String, s: &SubmissionRow, states: &[(String, EffectState)], fields: &[String]) {
     let values = s.fields();
     let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
     let effects: Vec<String> = states.iter().map(|(k, st)| format!("{k}={st}")).collect();
@@ -71,7 +72,7 @@ fn row(out: &mut String, s: &SubmissionRow, states: &[(String, String)], fields:
         reference(&s.id),
         s.form.clone(),
         s.received_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        s.channel.clone(),
+        s.channel.to_string(),
         yn(s.keyless),
         yn(s.spam),
         effects.join(" "),

@@ -12,6 +12,7 @@ use diesel::PgConnection;
 
 use super::duplicates::LinkKey;
 use super::models::{NewDelivery, NewEffect, NewSubmission, Submission};
+use crate::domain::{EffectKind, EffectState, PairStatus};
 
 /// Everything one acceptance writes.
 pub struct Claim<'a> {
@@ -86,19 +87,22 @@ fn statement(link: Option<LinkKey<'_>>) -> String {
             )
         }
     };
+    let (screening, cancelled, pending) =
+        (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
+    let confirmation = EffectKind::ConfirmationEmail.as_str();
     format!(
         "WITH {CAP}, \
          s AS ({INSERT_SUBMISSION}), \
          f AS ({lookup}), \
          p AS (INSERT INTO duplicate_pairs (id, form, original_id, duplicate_id, score, reasons, status, \
                created_at) \
-               SELECT $3, s.form, f.id, s.id, 0, '[]', 'screening', s.received_at FROM s, f), \
+               SELECT $3, s.form, f.id, s.id, 0, '[]', '{screening}', s.received_at FROM s, f), \
          e AS (INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, held, \
                last_error, next_attempt_at, created_at, updated_at) \
                SELECT x.id, s.id, x.kind, 0, x.effect_key, \
-               CASE WHEN x.kind = 'confirmation_email' AND (SELECT capped FROM k) THEN 'CANCELLED' ELSE 'PENDING' END, \
-               $4 AND EXISTS (SELECT 1 FROM f) AND NOT (x.kind = 'confirmation_email' AND (SELECT capped FROM k)), \
-               CASE WHEN x.kind = 'confirmation_email' AND (SELECT capped FROM k) THEN 'recipient_cap' END, \
+               CASE WHEN x.kind = '{confirmation}' AND (SELECT capped FROM k) THEN '{cancelled}' ELSE '{pending}' END, \
+               $4 AND EXISTS (SELECT 1 FROM f) AND NOT (x.kind = '{confirmation}' AND (SELECT capped FROM k)), \
+               CASE WHEN x.kind = '{confirmation}' AND (SELECT capped FROM k) THEN 'recipient_cap' END, \
                s.received_at, s.received_at, s.received_at \
                FROM s, unnest($5::text[], $6::text[], $7::text[]) AS x(id, kind, effect_key)), \
          d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \

@@ -6,10 +6,9 @@ use diesel::prelude::*;
 
 use super::schema::{duplicate_pairs, submissions};
 use super::DbConnection;
+use crate::domain::PairStatus;
 
-/// A pair linked on the accept path and not yet scored (not listed for review; a `hold`
-/// form's effects wait for it).
-pub const SCREENING: &str = "screening";
+pub const SCREENING: PairStatus = PairStatus::Screening;
 
 /// What a screened pair needs of each of its submissions.
 #[derive(Debug, Clone, Queryable)]
@@ -31,7 +30,7 @@ pub struct NewPair {
     pub duplicate_id: String,
     pub score: f64,
     pub reasons: String,
-    pub status: String,
+    pub status: PairStatus,
     pub created_at: NaiveDateTime,
 }
 
@@ -158,7 +157,7 @@ impl DuplicateStore for DbConnection {
                 .set((
                     duplicate_pairs::score.eq(score),
                     duplicate_pairs::reasons.eq(reasons),
-                    duplicate_pairs::status.eq("open"),
+                    duplicate_pairs::status.eq(PairStatus::Open),
                 ))
                 .execute(self)?,
             None => diesel::delete(pair).execute(self)?,

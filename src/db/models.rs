@@ -4,17 +4,20 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use super::schema::{conflicts, deliveries, side_effects, submissions};
+use crate::domain::{
+    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectId, EffectState, SubmissionId,
+};
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = submissions)]
 pub struct NewSubmission {
-    pub id: String,
+    pub id: SubmissionId,
     pub form: String,
     pub operation_id: String,
     pub fingerprint: String,
     pub fields_json: Option<String>,
     pub response_body: String,
-    pub channel: String,
+    pub channel: Channel,
     pub keyless: bool,
     pub spam: bool,
     /// Why it is spam: `honeypot`, `too-fast`, `forged-stamp`, `captcha-…`.
@@ -30,7 +33,7 @@ pub struct NewSubmission {
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = submissions)]
 pub struct Submission {
-    pub id: String,
+    pub id: SubmissionId,
     pub form: String,
     pub operation_id: String,
     pub fingerprint: String,
@@ -44,12 +47,12 @@ pub struct Submission {
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = side_effects)]
 pub struct NewEffect {
-    pub id: String,
-    pub submission_id: String,
+    pub id: EffectId,
+    pub submission_id: SubmissionId,
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
-    pub state: String,
+    pub state: EffectState,
     /// Waits for a duplicate decision before the workers may claim it.
     pub held: bool,
     pub next_attempt_at: NaiveDateTime,
@@ -60,10 +63,10 @@ pub struct NewEffect {
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = side_effects)]
 pub struct Effect {
-    pub id: String,
+    pub id: EffectId,
     pub kind: String,
     pub batch: i32,
-    pub state: String,
+    pub state: EffectState,
     pub attempts: i32,
     pub provider_ref: Option<String>,
     pub updated_at: NaiveDateTime,
@@ -73,10 +76,10 @@ pub struct Effect {
 #[diesel(table_name = conflicts)]
 pub struct NewConflict {
     pub id: String,
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub fingerprint: String,
     pub fields_json: Option<String>,
-    pub status: String,
+    pub status: ConflictStatus,
     pub attempts: i32,
     pub first_seen_at: NaiveDateTime,
     pub last_seen_at: NaiveDateTime,
@@ -88,9 +91,9 @@ pub struct NewDelivery {
     pub id: String,
     pub form: Option<String>,
     pub operation_id: Option<String>,
-    pub submission_id: Option<String>,
-    pub channel: String,
-    pub outcome: String,
+    pub submission_id: Option<SubmissionId>,
+    pub channel: Channel,
+    pub outcome: DeliveryOutcome,
     pub http_status: i32,
     pub received_at: NaiveDateTime,
 }
@@ -98,13 +101,13 @@ pub struct NewDelivery {
 /// A claimed side-effect record with what its delivery needs of the submission.
 #[derive(Debug, Clone, Queryable)]
 pub struct JobRow {
-    pub id: String,
+    pub id: EffectId,
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
-    pub state: String,
+    pub state: EffectState,
     pub attempts: i32,
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub form: String,
     pub fields_json: Option<String>,
     pub received_at: NaiveDateTime,
@@ -115,10 +118,10 @@ pub struct JobRow {
 #[diesel(table_name = super::schema::effect_attempts)]
 pub struct NewAttempt {
     pub id: String,
-    pub effect_id: String,
+    pub effect_id: EffectId,
     pub started_at: NaiveDateTime,
     pub duration_ms: i32,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
     pub http_status: Option<i32>,
     pub smtp_code: Option<i32>,
     pub error_class: Option<String>,
@@ -128,7 +131,7 @@ pub struct NewAttempt {
 /// The state a finished attempt or lookup moves its record to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transition {
-    pub state: String,
+    pub state: EffectState,
     pub next_attempt_at: NaiveDateTime,
     pub provider_ref: Option<String>,
     pub last_error: Option<String>,

@@ -11,9 +11,9 @@ use super::schema::{effect_attempts, side_effects, submissions};
 use super::{DbConnection, Store};
 use crate::domain::EffectState;
 
-const PENDING: &str = "PENDING";
-const SENDING: &str = "SENDING";
-const UNKNOWN: &str = "UNKNOWN";
+const PENDING: EffectState = EffectState::Pending;
+const SENDING: EffectState = EffectState::Sending;
+const UNKNOWN: EffectState = EffectState::Unknown;
 
 /// Figures for `/metrics` about the queue.
 #[derive(Debug, Clone, Default)]
@@ -201,7 +201,7 @@ impl Queue for DbConnection {
                 .filter(side_effects::lease_expires_at.lt(now)),
         )
         .set((
-            side_effects::state.eq(EffectState::Unknown.as_str()),
+            side_effects::state.eq(UNKNOWN),
             side_effects::next_attempt_at.eq(now),
             side_effects::last_error.eq("the lease ran out while sending (the worker stopped)"),
             side_effects::updated_at.eq(now),

@@ -7,6 +7,7 @@ use diesel::upsert::excluded;
 
 use super::schema::{confirmation_caps, side_effects, submissions};
 use super::DbConnection;
+use crate::domain::EffectState;
 
 /// Why a capped confirmation was cancelled (`last_error`, shown in the admin).
 pub const RECIPIENT_CAP: &str = "recipient_cap";
@@ -67,7 +68,7 @@ impl RecipientCapStore for DbConnection {
     ) -> QueryResult<()> {
         diesel::update(side_effects::table.filter(side_effects::id.eq(effect_id)))
             .set((
-                side_effects::state.eq("CANCELLED"),
+                side_effects::state.eq(EffectState::Cancelled),
                 side_effects::held.eq(false),
                 side_effects::last_error.eq(RECIPIENT_CAP),
                 side_effects::updated_at.eq(now),

@@ -8,13 +8,14 @@ use diesel::upsert::excluded;
 use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use super::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use super::DbConnection;
+use crate::domain::{Channel, ConflictStatus, EffectState, PairStatus};
 
 /// Row counts for `/metrics`, tests and the benchmark's consistency check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
     pub submissions: i64,
     /// (kind, state, count)
-    pub effects: Vec<(String, String, i64)>,
+    pub effects: Vec<(String, EffectState, i64)>,
     /// (outcome, count)
     pub deliveries: Vec<(String, i64)>,
     pub open_conflicts: i64,
@@ -142,7 +143,7 @@ impl Store for DbConnection {
     fn stats(&mut self) -> QueryResult<Stats> {
         // Inbound webhook events' anchor rows (channel `hook`) are not submissions.
         let submissions = submissions::table
-            .filter(submissions::channel.ne("hook"))
+            .filter(submissions::channel.ne(Channel::Hook))
             .select(count_star())
             .get_result(self)?;
         let effects = side_effects::table
@@ -155,10 +156,12 @@ impl Store for DbConnection {
             .select((deliveries::outcome, count_star()))
             .order(deliveries::outcome)
             .load(self)?;
-        let open_conflicts =
-            conflicts::table.filter(conflicts::status.eq("open")).select(count_star()).get_result(self)?;
+        let open_conflicts = conflicts::table
+            .filter(conflicts::status.eq(ConflictStatus::Open))
+            .select(count_star())
+            .get_result(self)?;
         let open_duplicate_pairs = duplicate_pairs::table
-            .filter(duplicate_pairs::status.eq("open"))
+            .filter(duplicate_pairs::status.eq(PairStatus::Open))
             .select(count_star())
             .get_result(self)?;
         Ok(Stats { submissions, effects, deliveries, open_conflicts, open_duplicate_pairs })

@@ -9,62 +9,18 @@ pub use log::DeliveryLog;
 
 use crate::db::models::NewDelivery;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    Api,
-    Html,
-}
-
-impl Channel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Api => "api",
-            Channel::Html => "html",
-        }
-    }
-}
-
-/// What one delivery came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryOutcome {
-    Created,
-    Replayed,
-    Conflict,
-    InProgress,
-    /// An issued operation ID past its `keys` window (410).
-    Expired,
-    /// Accepted but caught by the honeypot: stored as spam, no side effects.
-    Spam,
-    /// Fields failed validation (422).
-    Invalid,
-    /// Refused before validation: bad key, body, content type, size, unknown form.
-    Rejected,
-    RateLimited,
-}
+use crate::domain::SubmissionId;
+pub use crate::domain::{Channel, DeliveryOutcome};
 
 impl DeliveryOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryOutcome::Created => "created",
-            DeliveryOutcome::Replayed => "replayed",
-            DeliveryOutcome::Conflict => "conflict",
-            DeliveryOutcome::InProgress => "in_progress",
-            DeliveryOutcome::Expired => "expired",
-            DeliveryOutcome::Spam => "spam",
-            DeliveryOutcome::Invalid => "invalid",
-            DeliveryOutcome::Rejected => "rejected",
-            DeliveryOutcome::RateLimited => "rate_limited",
-        }
-    }
-
     /// The status the client got for an outcome of the accept transaction.
     pub fn http_status(self, channel: Channel) -> u16 {
         match (self, channel) {
             (DeliveryOutcome::Created | DeliveryOutcome::Replayed | DeliveryOutcome::Spam, Channel::Html) => {
                 303
             }
-            (DeliveryOutcome::Created | DeliveryOutcome::Spam, Channel::Api) => 201,
-            (DeliveryOutcome::Replayed, Channel::Api) => 200,
+            (DeliveryOutcome::Created | DeliveryOutcome::Spam, _) => 201,
+            (DeliveryOutcome::Replayed, _) => 200,
             (DeliveryOutcome::Conflict | DeliveryOutcome::InProgress, _) => 409,
             (DeliveryOutcome::Expired, _) => 410,
             (DeliveryOutcome::Invalid, _) => 422,
@@ -97,9 +53,9 @@ pub fn row(
         id: Uuid::now_v7().to_string(),
         form: Some(form.into()),
         operation_id: Some(operation_id.into()),
-        submission_id: submission_id.map(String::from),
-        channel: channel.as_str().into(),
-        outcome: outcome.as_str().into(),
+        submission_id: submission_id.map(SubmissionId::from),
+        channel,
+        outcome,
         http_status: i32::from(outcome.http_status(channel)),
         received_at,
     }
@@ -113,8 +69,8 @@ impl Refused {
             form: self.form,
             operation_id: self.operation_id,
             submission_id: None,
-            channel: self.channel.as_str().into(),
-            outcome: self.outcome.as_str().into(),
+            channel: self.channel,
+            outcome: self.outcome,
             http_status: i32::from(self.http_status),
             received_at: now(),
         }

@@ -1,4 +1,4 @@
-//! Side-effect kinds and the states of a side-effect record.
+//! Side-effect kinds (their records' states are in `states`).
 
 use serde::{Deserialize, Serialize};
 
@@ -27,43 +27,6 @@ impl EffectKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum EffectState {
-    Pending,
-    Sending,
-    Sent,
-    Unknown,
-    FailedFinal,
-    Cancelled,
-}
-
-impl EffectState {
-    pub const ALL: [EffectState; 6] = [
-        EffectState::Pending,
-        EffectState::Sending,
-        EffectState::Sent,
-        EffectState::Unknown,
-        EffectState::FailedFinal,
-        EffectState::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EffectState::Pending => "PENDING",
-            EffectState::Sending => "SENDING",
-            EffectState::Sent => "SENT",
-            EffectState::Unknown => "UNKNOWN",
-            EffectState::FailedFinal => "FAILED_FINAL",
-            EffectState::Cancelled => "CANCELLED",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,10 +36,6 @@ mod tests {
         for k in EffectKind::ALL {
             assert_eq!(EffectKind::parse(k.as_str()), Some(k));
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
-        }
-        for s in EffectState::ALL {
-            assert_eq!(EffectState::parse(s.as_str()), Some(s));
-            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
         }
     }
 }

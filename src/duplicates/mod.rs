@@ -56,7 +56,7 @@ pub fn link<C: DuplicateStore>(
     let until = now + Duration::hours(i64::from(form.duplicates.window_hours));
     let lookup = Lookup { form: &new.form, exclude_id: &new.id, since: since(form, now), until, key };
     let Some(original_id) = c.cluster_first(&lookup)? else { return Ok(false) };
-    c.insert_pair(&pending_pair(&new.form, original_id, new.id.clone(), now))?;
+    c.insert_pair(&pending_pair(&new.form, original_id, new.id.to_string(), now))?;
     Ok(holds(form))
 }
 
@@ -69,7 +69,7 @@ pub fn pending_pair(form: &str, original_id: String, duplicate_id: String, now: 
         duplicate_id,
         score: 0.0,
         reasons: "[]".into(),
-        status: SCREENING.into(),
+        status: SCREENING,
         created_at: now,
     }
 }

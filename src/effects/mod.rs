@@ -17,7 +17,7 @@ use chrono::NaiveDateTime;
 
 use crate::config::Config;
 use crate::db::models::JobRow;
-use crate::domain::EffectKind;
+use crate::domain::{EffectId, EffectKind, SubmissionId};
 pub use outcome::{Lookup, Outcome, Report};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -25,14 +25,14 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// One claimed side-effect record and the submission it belongs to.
 #[derive(Debug, Clone)]
 pub struct Job {
-    pub id: String,
+    pub id: EffectId,
     /// The record's kind as stored: an `EffectKind`, or `hook:SOURCE:HANDLER`.
     pub kind: String,
     /// The effect's own key: sent as Idempotency-Key / external reference / Message-ID.
     pub effect_key: String,
     /// This attempt's number (1 for the first).
     pub attempt: i32,
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub form: String,
     pub fields: BTreeMap<String, String>,
     pub received_at: NaiveDateTime,

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::domain::AttemptOutcome;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Delivered; the provider's reference.
@@ -49,12 +51,12 @@ impl Report {
     }
 
     /// The label stored in the attempts log.
-    pub fn label(&self) -> &'static str {
+    pub fn label(&self) -> AttemptOutcome {
         match self.outcome {
-            Outcome::Sent { .. } => "sent",
-            Outcome::Transient { .. } => "transient",
-            Outcome::Permanent => "permanent",
-            Outcome::Ambiguous => "ambiguous",
+            Outcome::Sent { .. } => AttemptOutcome::Sent,
+            Outcome::Transient { .. } => AttemptOutcome::Transient,
+            Outcome::Permanent => AttemptOutcome::Permanent,
+            Outcome::Ambiguous => AttemptOutcome::Ambiguous,
         }
     }
 }
@@ -74,11 +76,11 @@ pub enum Lookup {
 }
 
 impl Lookup {
-    pub fn label(&self) -> &'static str {
+    pub fn label(&self) -> AttemptOutcome {
         match self {
-            Lookup::Found { .. } => "lookup_found",
-            Lookup::Absent => "lookup_absent",
-            Lookup::Failed { .. } => "lookup_failed",
+            Lookup::Found { .. } => AttemptOutcome::LookupFound,
+            Lookup::Absent => AttemptOutcome::LookupAbsent,
+            Lookup::Failed { .. } => AttemptOutcome::LookupFailed,
         }
     }
 }

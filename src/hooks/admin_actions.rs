@@ -12,6 +12,7 @@ use crate::admin::{blocking, db_failure, done, refused};
 use crate::db::admin::effects::EffectAdminStore;
 use crate::db::{DbError, Store};
 use crate::deliveries::now;
+use crate::domain::QuarantineStatus;
 use crate::hooks::ingest::{handler_effect, ingest, record_kind, Ingested, NewInbound};
 use crate::hooks::store::HookStore;
 use crate::http::AppState;
@@ -75,12 +76,12 @@ pub async fn quarantine(
             if q.source != src_name {
                 return Ok(Step::NotFound);
             }
-            if q.status != "open" {
+            if q.status != QuarantineStatus::Open {
                 return Ok(Step::Refused("This delivery was decided already; reload the page."));
             }
             let t = now();
             if name == "discard" {
-                c.decide_quarantined(&id, "discarded", None, &user.email, t)?;
+                c.decide_quarantined(&id, QuarantineStatus::Discarded, None, &user.email, t)?;
                 audit::record(
                     c,
                     &user,
@@ -100,7 +101,7 @@ pub async fn quarantine(
                 now: t,
             };
             let outcome = ingest(c, &e)?;
-            c.decide_quarantined(&id, "assigned", Some(outcome.event_row()), &user.email, t)?;
+            c.decide_quarantined(&id, QuarantineStatus::Assigned, Some(outcome.event_row()), &user.email, t)?;
             let note = format!("event ID {event_id}: {}. {}", outcome.label(), form.note.trim());
             audit::record(c, &user, "inbound.quarantine.assign", ("inbound_quarantine", &id), Some(&note))?;
             Ok(Step::Done(match outcome {

@@ -17,6 +17,7 @@ use super::verify::VerifyError;
 use super::Source;
 use crate::db::{DbError, Store};
 use crate::deliveries::now;
+use crate::domain::QuarantineStatus;
 use crate::http::problem::{Problem, ProblemKind};
 use crate::http::AppState;
 use crate::with_conn;
@@ -141,7 +142,7 @@ fn store_delivery<C: HookStore>(
                 source: source.into(),
                 body: Some(checked.body.clone()),
                 content_type: checked.content_type.into(),
-                status: "open".into(),
+                status: QuarantineStatus::Open,
                 event_row_id: None,
                 decided_by: None,
                 decided_at: None,

@@ -9,7 +9,7 @@ use super::config::HookConfig;
 use super::store::{Conflict, HookStore, NewEvent};
 use crate::db::models::{NewEffect, NewSubmission};
 use crate::db::DbError;
-use crate::domain::{digest, EffectState};
+use crate::domain::{digest, Channel, ConflictStatus, EffectId, EffectState};
 
 /// What became of an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub fn ingest<C: HookStore>(c: &mut C, e: &NewInbound<'_>) -> Result<Ingested, D
         event_row_id: stored.id.clone(),
         content_hash: hash,
         body: Some(e.body.into()),
-        status: "open".into(),
+        status: ConflictStatus::Open,
         attempts: 1,
         first_seen_at: e.now,
         last_seen_at: e.now,
@@ -102,12 +102,12 @@ pub fn ingest<C: HookStore>(c: &mut C, e: &NewInbound<'_>) -> Result<Ingested, D
 /// One PENDING record for `handler` on the event, in `batch`.
 pub fn handler_effect(e: &NewInbound<'_>, event_row: &str, handler: &str, batch: i32) -> NewEffect {
     NewEffect {
-        id: Uuid::now_v7().to_string(),
+        id: EffectId::generate(),
         submission_id: event_row.into(),
         kind: record_kind(e.source, handler),
         batch,
         effect_key: handler_key(e.source, handler, e.event_id, batch),
-        state: EffectState::Pending.as_str().into(),
+        state: EffectState::Pending,
         held: false,
         next_attempt_at: e.now,
         created_at: e.now,
@@ -125,13 +125,13 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
         "event_id": e.event_id,
     });
     NewSubmission {
-        id: row.id.clone(),
+        id: row.id.clone().into(),
         form: format!("hook:{}", e.source),
         operation_id: e.event_id.into(),
         fingerprint: row.content_hash.clone(),
         fields_json: Some(fields.to_string()),
         response_body: "{}".into(),
-        channel: "hook".into(),
+        channel: Channel::Hook,
         keyless: false,
         spam: false,
         spam_reason: None,

@@ -10,6 +10,7 @@ use crate::db::schema::{
     inbound_conflicts, inbound_deliveries, inbound_events, inbound_quarantine, side_effects,
 };
 use crate::db::{DbConnection, Store};
+use crate::domain::{ConflictStatus, QuarantineStatus};
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = inbound_events)]
@@ -56,7 +57,7 @@ pub struct Conflict {
     pub event_row_id: String,
     pub content_hash: String,
     pub body: Option<String>,
-    pub status: String,
+    pub status: ConflictStatus,
     pub attempts: i32,
     pub first_seen_at: NaiveDateTime,
     pub last_seen_at: NaiveDateTime,
@@ -69,7 +70,7 @@ pub struct Quarantined {
     pub source: String,
     pub body: Option<String>,
     pub content_type: String,
-    pub status: String,
+    pub status: QuarantineStatus,
     pub event_row_id: Option<String>,
     pub decided_by: Option<String>,
     pub decided_at: Option<NaiveDateTime>,
@@ -110,7 +111,7 @@ pub trait HookStore: Store {
     fn decide_quarantined(
         &mut self,
         id: &str,
-        status: &str,
+        status: QuarantineStatus,
         event_row_id: Option<&str>,
         by: &str,
         now: NaiveDateTime,
@@ -187,7 +188,7 @@ impl HookStore for DbConnection {
     fn decide_quarantined(
         &mut self,
         id: &str,
-        status: &str,
+        status: QuarantineStatus,
         event_row_id: Option<&str>,
         by: &str,
         now: NaiveDateTime,
@@ -195,7 +196,7 @@ impl HookStore for DbConnection {
         let n = diesel::update(
             inbound_quarantine::table
                 .filter(inbound_quarantine::id.eq(id))
-                .filter(inbound_quarantine::status.eq("open")),
+                .filter(inbound_quarantine::status.eq(QuarantineStatus::Open)),
         )
         .set((
             inbound_quarantine::status.eq(status),
@@ -237,7 +238,7 @@ impl HookStore for DbConnection {
     fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>> {
         inbound_quarantine::table
             .filter(inbound_quarantine::source.eq(source))
-            .filter(inbound_quarantine::status.eq("open"))
+            .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
             .order(inbound_quarantine::received_at)
             .limit(100)
             .select(Quarantined::as_select())
@@ -277,12 +278,12 @@ impl HookStore for DbConnection {
             .collect();
         let conflicts = inbound_conflicts::table
             .inner_join(inbound_events::table)
-            .filter(inbound_conflicts::status.eq("open"))
+            .filter(inbound_conflicts::status.eq(ConflictStatus::Open))
             .group_by(inbound_events::source)
             .select((inbound_events::source, count_star()))
             .load(self)?;
         let quarantined = inbound_quarantine::table
-            .filter(inbound_quarantine::status.eq("open"))
+            .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
             .group_by(inbound_quarantine::source)
             .select((inbound_quarantine::source, count_star()))
             .load(self)?;

@@ -12,6 +12,7 @@ use chrono::NaiveDateTime;
 
 use crate::db::{DbError, Queue, QueueStats, Stats, Store};
 use crate::deliveries::now;
+use crate::domain::EffectState;
 use crate::hooks::store::HookStore;
 use crate::with_conn;
 
@@ -127,8 +128,8 @@ fn render(s: &Stats, q: &QueueStats, dropped_deliveries: u64, now: NaiveDateTime
         writeln!(out, "# HELP onceform_open_duplicate_pairs Suspected duplicate pairs awaiting a decision.");
     let _ = writeln!(out, "# TYPE onceform_open_duplicate_pairs gauge");
     let _ = writeln!(out, "onceform_open_duplicate_pairs {}", s.open_duplicate_pairs);
-    for (state, name) in [("UNKNOWN", "unknown"), ("FAILED_FINAL", "failed_final")] {
-        let n: i64 = s.effects.iter().filter(|(_, st, _)| st == state).map(|(_, _, n)| n).sum();
+    for (state, name) in [(EffectState::Unknown, "unknown"), (EffectState::FailedFinal, "failed_final")] {
+        let n: i64 = s.effects.iter().filter(|(_, st, _)| *st == state).map(|(_, _, n)| n).sum();
         let _ = writeln!(out, "# HELP onceform_effects_{name} Side-effect records in state {state}.");
         let _ = writeln!(out, "# TYPE onceform_effects_{name} gauge");
         let _ = writeln!(out, "onceform_effects_{name} {n}");

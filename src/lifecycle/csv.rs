@@ -59,6 +59,6 @@ mod tests {
         assert_eq!(r[0], (1, vec!["a".to_string(), "b".into()]));
         assert_eq!(r[1], (2, vec!["x, \"y\"".to_string(), "two\nlines".into()]));
         assert_eq!(r[2], (5, vec!["3".to_string(), "4".into()]));
-        assert!(records("a,\"open").is_err());
+        assert!(records("a,\"unclosed").is_err());
     }
 }

@@ -155,10 +155,10 @@ pub(crate) fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime
     diesel::update(
         side_effects::table
             .filter(side_effects::submission_id.eq_any(ids))
-            .filter(side_effects::state.eq(EffectState::Pending.as_str())),
+            .filter(side_effects::state.eq(EffectState::Pending)),
     )
     .set((
-        side_effects::state.eq(EffectState::Cancelled.as_str()),
+        side_effects::state.eq(EffectState::Cancelled),
         side_effects::last_error.eq(Some("content purged before delivery")),
         side_effects::updated_at.eq(now),
     ))

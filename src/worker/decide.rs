@@ -68,7 +68,7 @@ fn to(
     provider_ref: Option<String>,
     last_error: Option<String>,
 ) -> Transition {
-    Transition { state: state.as_str().into(), next_attempt_at: at, provider_ref, last_error }
+    Transition { state, next_attempt_at: at, provider_ref, last_error }
 }
 
 #[cfg(test)]
@@ -92,16 +92,20 @@ mod tests {
     fn states_follow_the_outcome() {
         let t = now();
         let sent = after_attempt(&Report::sent("L-1"), 1, false, &cfg(), t);
-        assert_eq!((sent.state.as_str(), sent.provider_ref.as_deref()), ("SENT", Some("L-1")));
+        assert_eq!((sent.state, sent.provider_ref.as_deref()), (EffectState::Sent, Some("L-1")));
         let amb = Report::failed(Outcome::Ambiguous, "timeout");
-        assert_eq!(after_attempt(&amb, 1, false, &cfg(), t).state, "UNKNOWN");
-        assert_eq!(after_attempt(&amb, 1, true, &cfg(), t).state, "PENDING", "an upsert is retried");
+        assert_eq!(after_attempt(&amb, 1, false, &cfg(), t).state, EffectState::Unknown);
+        assert_eq!(
+            after_attempt(&amb, 1, true, &cfg(), t).state,
+            EffectState::Pending,
+            "an upsert is retried"
+        );
         let perm = Report::failed(Outcome::Permanent, "http_400");
-        assert_eq!(after_attempt(&perm, 1, false, &cfg(), t).state, "FAILED_FINAL");
+        assert_eq!(after_attempt(&perm, 1, false, &cfg(), t).state, EffectState::FailedFinal);
         let tr = Report::failed(Outcome::Transient { retry_after: None }, "connect");
-        assert_eq!(after_attempt(&tr, 2, false, &cfg(), t).state, "PENDING");
+        assert_eq!(after_attempt(&tr, 2, false, &cfg(), t).state, EffectState::Pending);
         let last = after_attempt(&tr, 3, false, &cfg(), t);
-        assert_eq!(last.state, "FAILED_FINAL");
+        assert_eq!(last.state, EffectState::FailedFinal);
         assert_eq!(last.last_error.as_deref(), Some("attempts exhausted (connect)"));
     }
 
@@ -119,8 +123,11 @@ mod tests {
     #[test]
     fn lookups_resolve_or_wait() {
         let t = now();
-        assert_eq!(after_lookup(&Lookup::Found { provider_ref: "X".into() }, t).unwrap().state, "SENT");
-        assert_eq!(after_lookup(&Lookup::Absent, t).unwrap().state, "PENDING");
+        assert_eq!(
+            after_lookup(&Lookup::Found { provider_ref: "X".into() }, t).unwrap().state,
+            EffectState::Sent
+        );
+        assert_eq!(after_lookup(&Lookup::Absent, t).unwrap().state, EffectState::Pending);
         assert!(after_lookup(&Lookup::Failed { error_class: "x".into() }, t).is_none());
     }
 }

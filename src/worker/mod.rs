@@ -14,6 +14,7 @@ use crate::config::WorkerConfig;
 use crate::db::models::{JobRow, NewAttempt, Transition};
 use crate::db::{DbError, Pool, Queue, Store};
 use crate::deliveries::now;
+use crate::domain::{AttemptOutcome, EffectId, EffectState};
 use crate::effects::{Job, Lookup, Outcome, Registry, Report};
 use crate::with_conn;
 
@@ -100,7 +101,7 @@ impl Worker {
         };
         let t = decide::after_attempt(&report, job.attempt, effect.idempotent(), &self.config, now());
         tracing::info!(effect = %job.id, submission = %job.submission_id, kind = job.kind.as_str(), attempt = job.attempt,
-            outcome = report.label(), class = report.error_class.as_deref().unwrap_or(""), state = %t.state, "attempt");
+            outcome = %report.label(), class = report.error_class.as_deref().unwrap_or(""), state = %t.state, "attempt");
         let attempt = attempt_row(&job.id, started, t0, report.label(), &report);
         (id, t, Some(attempt))
     }
@@ -115,7 +116,7 @@ impl Worker {
             .unwrap_or_else(|_| Lookup::Failed { error_class: "timeout".into() });
         let transition = decide::after_lookup(&lookup, now());
         tracing::info!(effect = %job.id, submission = %job.submission_id, kind = job.kind.as_str(),
-            outcome = lookup.label(), "reconciliation");
+            outcome = %lookup.label(), "reconciliation");
         let (provider_ref, class) = match &lookup {
             Lookup::Found { provider_ref } => (Some(provider_ref.clone()), None),
             Lookup::Absent => (None, None),
@@ -193,12 +194,12 @@ impl Worker {
 }
 
 /// A record, its next state, and the attempt to log.
-type Finished = (String, Transition, Option<NewAttempt>);
+type Finished = (EffectId, Transition, Option<NewAttempt>);
 
 /// A record of a kind this process cannot deliver goes back to PENDING for another process.
 fn unhandled() -> Transition {
     Transition {
-        state: "PENDING".into(),
+        state: EffectState::Pending,
         next_attempt_at: now() + chrono::Duration::minutes(5),
         provider_ref: None,
         last_error: Some("no handler for this kind in this process".into()),
@@ -206,18 +207,18 @@ fn unhandled() -> Transition {
 }
 
 fn attempt_row(
-    effect_id: &str,
+    effect_id: &EffectId,
     started: NaiveDateTime,
     t0: Instant,
-    outcome: &str,
+    outcome: AttemptOutcome,
     r: &Report,
 ) -> NewAttempt {
     NewAttempt {
         id: Uuid::now_v7().to_string(),
-        effect_id: effect_id.to_string(),
+        effect_id: effect_id.clone(),
         started_at: started,
         duration_ms: i32::try_from(t0.elapsed().as_millis()).unwrap_or(i32::MAX),
-        outcome: outcome.to_string(),
+        outcome,
         http_status: r.http_status.map(i32::from),
         smtp_code: r.smtp_code.map(i32::from),
         error_class: r.error_class.clone(),

@@ -36,7 +36,10 @@ fn person(name: &str, email: &str, message: &str) -> Value {
 async fn submission_id(app: &TestApp, key: &str) -> String {
     let key = key.to_string();
     app.query(move |pool| {
-        with_conn!(pool, |c| Ok(c.find_submission("contact", &key)?.map(|s| s.id).expect("a submission")))
+        with_conn!(pool, |c| Ok(c
+            .find_submission("contact", &key)?
+            .map(|s| String::from(s.id))
+            .expect("a submission")))
     })
     .await
 }

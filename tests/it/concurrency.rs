@@ -173,7 +173,7 @@ async fn a_server_killed_mid_traffic_keeps_every_acknowledged_submission() {
         with_conn!(&pool, |c| {
             let stored: Vec<Option<String>> = keys
                 .iter()
-                .map(|k| c.find_submission("contact", k).map(|s| s.map(|s| s.id)))
+                .map(|k| c.find_submission("contact", k).map(|s| s.map(|s| s.id.into())))
                 .collect::<Result<_, _>>()?;
             Ok::<_, DbError>((c.stats()?, stored))
         })

@@ -48,5 +48,6 @@ mod sessions;
 mod spam;
 mod static_sites;
 mod submit;
+mod typed_states;
 mod unavailable;
 mod workers;

@@ -73,6 +73,9 @@ async fn effect_states(config: &Config) -> Vec<(String, String, i64)> {
         onceform::with_conn!(&pool, |c| onceform::db::Store::stats(c).map_err(onceform::db::DbError::from))
             .unwrap()
             .effects
+            .into_iter()
+            .map(|(kind, state, n)| (kind, state.to_string(), n))
+            .collect()
     })
     .await
     .unwrap()

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 
 use crate::db::schema::{audit_log, sessions, users};
 use crate::db::DbConnection;
+use crate::domain::Role;
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = users)]
@@ -12,7 +13,7 @@ pub struct NewUser {
     pub id: String,
     pub email: String,
     pub password_hash: String,
-    pub role: String,
+    pub role: Role,
     pub created_at: NaiveDateTime,
     /// The generated first-start password: the first sign-in must replace it.
     pub must_change_password: bool,
@@ -24,7 +25,7 @@ pub struct User {
     pub id: String,
     pub email: String,
     pub password_hash: String,
-    pub role: String,
+    pub role: Role,
     pub disabled_at: Option<NaiveDateTime>,
     pub must_change_password: bool,
 }

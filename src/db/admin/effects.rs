@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use crate::db::models::NewEffect;
 use crate::db::schema::{effect_attempts, side_effects, submissions};
 use crate::db::DbConnection;
+use crate::domain::{AttemptOutcome, EffectState};
 
 #[derive(Debug, Clone, Queryable)]
 pub struct EffectRow {
@@ -15,7 +16,7 @@ pub struct EffectRow {
     pub kind: String,
     pub batch: i32,
     pub effect_key: String,
-    pub state: String,
+    pub state: EffectState,
     pub held: bool,
     pub attempts: i32,
     pub provider_ref: Option<String>,
@@ -28,7 +29,7 @@ pub struct EffectRow {
 pub struct AttemptRow {
     pub started_at: NaiveDateTime,
     pub duration_ms: i32,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
     pub http_status: Option<i32>,
     pub smtp_code: Option<i32>,
     pub error_class: Option<String>,
@@ -38,8 +39,8 @@ pub struct AttemptRow {
 /// A state change an admin asks for; applied only from the listed states.
 #[derive(Debug, Clone)]
 pub struct EffectChange<'a> {
-    pub from: &'a [&'a str],
-    pub to: &'a str,
+    pub from: &'a [EffectState],
+    pub to: EffectState,
     pub provider_ref: Option<String>,
     pub last_error: Option<String>,
     pub next_attempt_at: NaiveDateTime,
@@ -66,7 +67,12 @@ fn effect_rows() -> _ {
 }
 
 pub trait EffectAdminStore {
-    fn effects_in_state(&mut self, state: &str, limit: i64, offset: i64) -> QueryResult<Vec<EffectRow>>;
+    fn effects_in_state(
+        &mut self,
+        state: EffectState,
+        limit: i64,
+        offset: i64,
+    ) -> QueryResult<Vec<EffectRow>>;
     fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>>;
     fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>>;
     fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>>;
@@ -87,7 +93,12 @@ pub trait EffectAdminStore {
 }
 
 impl EffectAdminStore for DbConnection {
-    fn effects_in_state(&mut self, state: &str, limit: i64, offset: i64) -> QueryResult<Vec<EffectRow>> {
+    fn effects_in_state(
+        &mut self,
+        state: EffectState,
+        limit: i64,
+        offset: i64,
+    ) -> QueryResult<Vec<EffectRow>> {
         effect_rows()
             .filter(side_effects::state.eq(state))
             .order(side_effects::updated_at.desc())
@@ -164,16 +175,16 @@ impl EffectAdminStore for DbConnection {
         let batch = last.unwrap_or(0) + 1;
         let new_id = uuid::Uuid::now_v7().to_string();
         let row = NewEffect {
-            id: new_id.clone(),
+            id: new_id.as_str().into(),
             // Every key ends in `:{batch}` (forms and inbound webhook handlers alike).
             effect_key: match key.rsplit_once(':') {
                 Some((prefix, _)) => format!("{prefix}:{batch}"),
                 None => format!("{submission_id}:{kind}:{batch}"),
             },
-            submission_id,
+            submission_id: submission_id.into(),
             kind,
             batch,
-            state: "PENDING".into(),
+            state: EffectState::Pending,
             held: false,
             next_attempt_at: now,
             created_at: now,
@@ -192,10 +203,10 @@ impl EffectAdminStore for DbConnection {
         diesel::update(
             side_effects::table
                 .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::state.eq("PENDING")),
+                .filter(side_effects::state.eq(EffectState::Pending)),
         )
         .set((
-            side_effects::state.eq("CANCELLED"),
+            side_effects::state.eq(EffectState::Cancelled),
             side_effects::held.eq(false),
             side_effects::last_error.eq(note),
             side_effects::updated_at.eq(now),

@@ -7,6 +7,7 @@ use diesel::prelude::*;
 
 use crate::db::schema::{conflicts, duplicate_pairs, side_effects, submissions};
 use crate::db::DbConnection;
+use crate::domain::{ConflictStatus, EffectState, PairStatus};
 
 /// A conflict with what its page needs of the original submission.
 #[derive(Debug, Clone, Queryable)]
@@ -19,7 +20,7 @@ pub struct ConflictRow {
     pub original_received_at: NaiveDateTime,
     /// The conflicting content; `None` once purged.
     pub fields_json: Option<String>,
-    pub status: String,
+    pub status: ConflictStatus,
     pub attempts: i32,
     pub first_seen_at: NaiveDateTime,
     pub last_seen_at: NaiveDateTime,
@@ -33,7 +34,7 @@ pub struct PairRow {
     pub duplicate_id: String,
     pub score: f64,
     pub reasons: String,
-    pub status: String,
+    pub status: PairStatus,
     pub decided_by: Option<String>,
     pub decided_at: Option<NaiveDateTime>,
     pub created_at: NaiveDateTime,
@@ -87,19 +88,24 @@ fn pair_rows() -> _ {
 
 pub trait ReviewStore {
     /// Most recently seen first.
-    fn conflicts_in_status(&mut self, status: &str, limit: i64) -> QueryResult<Vec<ConflictRow>>;
+    fn conflicts_in_status(&mut self, status: ConflictStatus, limit: i64) -> QueryResult<Vec<ConflictRow>>;
     fn conflict_row(&mut self, id: &str) -> QueryResult<Option<ConflictRow>>;
     /// (status, count)
-    fn conflict_counts(&mut self) -> QueryResult<Vec<(String, i64)>>;
+    fn conflict_counts(&mut self) -> QueryResult<Vec<(ConflictStatus, i64)>>;
     /// True when the conflict was `from` and now is `to`.
-    fn set_conflict_status(&mut self, id: &str, from: &str, to: &str) -> QueryResult<bool>;
+    fn set_conflict_status(
+        &mut self,
+        id: &str,
+        from: ConflictStatus,
+        to: ConflictStatus,
+    ) -> QueryResult<bool>;
     /// Highest score first.
-    fn pairs_in_status(&mut self, status: &str, limit: i64) -> QueryResult<Vec<PairRow>>;
+    fn pairs_in_status(&mut self, status: PairStatus, limit: i64) -> QueryResult<Vec<PairRow>>;
     fn pair_row(&mut self, id: &str) -> QueryResult<Option<PairRow>>;
     /// (status, count)
-    fn pair_counts(&mut self) -> QueryResult<Vec<(String, i64)>>;
+    fn pair_counts(&mut self) -> QueryResult<Vec<(PairStatus, i64)>>;
     /// (original, pairs in `status` naming it): the size of each cluster, less its first.
-    fn cluster_sizes(&mut self, status: &str, originals: &[String]) -> QueryResult<Vec<(String, i64)>>;
+    fn cluster_sizes(&mut self, status: PairStatus, originals: &[String]) -> QueryResult<Vec<(String, i64)>>;
     /// Open pairs naming `submission_id` as the suspected duplicate.
     fn open_pairs_of(&mut self, submission_id: &str) -> QueryResult<i64>;
     fn submissions_by_id(&mut self, ids: &[String]) -> QueryResult<Vec<SubmissionBrief>>;
@@ -107,8 +113,8 @@ pub trait ReviewStore {
     fn decide_pair(
         &mut self,
         id: &str,
-        from: &[&str],
-        to: &str,
+        from: &[PairStatus],
+        to: PairStatus,
         by: Option<&str>,
         at: Option<NaiveDateTime>,
     ) -> QueryResult<bool>;
@@ -125,7 +131,7 @@ pub trait ReviewStore {
 }
 
 impl ReviewStore for DbConnection {
-    fn conflicts_in_status(&mut self, status: &str, limit: i64) -> QueryResult<Vec<ConflictRow>> {
+    fn conflicts_in_status(&mut self, status: ConflictStatus, limit: i64) -> QueryResult<Vec<ConflictRow>> {
         conflict_rows()
             .filter(conflicts::status.eq(status))
             .order((conflicts::last_seen_at.desc(), conflicts::id))
@@ -137,11 +143,16 @@ impl ReviewStore for DbConnection {
         conflict_rows().filter(conflicts::id.eq(id)).first(self).optional()
     }
 
-    fn conflict_counts(&mut self) -> QueryResult<Vec<(String, i64)>> {
+    fn conflict_counts(&mut self) -> QueryResult<Vec<(ConflictStatus, i64)>> {
         conflicts::table.group_by(conflicts::status).select((conflicts::status, count_star())).load(self)
     }
 
-    fn set_conflict_status(&mut self, id: &str, from: &str, to: &str) -> QueryResult<bool> {
+    fn set_conflict_status(
+        &mut self,
+        id: &str,
+        from: ConflictStatus,
+        to: ConflictStatus,
+    ) -> QueryResult<bool> {
         let n =
             diesel::update(conflicts::table.filter(conflicts::id.eq(id)).filter(conflicts::status.eq(from)))
                 .set(conflicts::status.eq(to))
@@ -149,7 +160,7 @@ impl ReviewStore for DbConnection {
         Ok(n == 1)
     }
 
-    fn pairs_in_status(&mut self, status: &str, limit: i64) -> QueryResult<Vec<PairRow>> {
+    fn pairs_in_status(&mut self, status: PairStatus, limit: i64) -> QueryResult<Vec<PairRow>> {
         pair_rows()
             .filter(duplicate_pairs::status.eq(status))
             .order((duplicate_pairs::score.desc(), duplicate_pairs::created_at.desc()))
@@ -161,14 +172,14 @@ impl ReviewStore for DbConnection {
         pair_rows().filter(duplicate_pairs::id.eq(id)).first(self).optional()
     }
 
-    fn pair_counts(&mut self) -> QueryResult<Vec<(String, i64)>> {
+    fn pair_counts(&mut self) -> QueryResult<Vec<(PairStatus, i64)>> {
         duplicate_pairs::table
             .group_by(duplicate_pairs::status)
             .select((duplicate_pairs::status, count_star()))
             .load(self)
     }
 
-    fn cluster_sizes(&mut self, status: &str, originals: &[String]) -> QueryResult<Vec<(String, i64)>> {
+    fn cluster_sizes(&mut self, status: PairStatus, originals: &[String]) -> QueryResult<Vec<(String, i64)>> {
         duplicate_pairs::table
             .filter(duplicate_pairs::status.eq(status))
             .filter(duplicate_pairs::original_id.eq_any(originals))
@@ -180,7 +191,7 @@ impl ReviewStore for DbConnection {
     fn open_pairs_of(&mut self, submission_id: &str) -> QueryResult<i64> {
         duplicate_pairs::table
             .filter(duplicate_pairs::duplicate_id.eq(submission_id))
-            .filter(duplicate_pairs::status.eq("open"))
+            .filter(duplicate_pairs::status.eq(PairStatus::Open))
             .select(count_star())
             .get_result(self)
     }
@@ -202,8 +213,8 @@ impl ReviewStore for DbConnection {
     fn decide_pair(
         &mut self,
         id: &str,
-        from: &[&str],
-        to: &str,
+        from: &[PairStatus],
+        to: PairStatus,
         by: Option<&str>,
         at: Option<NaiveDateTime>,
     ) -> QueryResult<bool> {
@@ -246,11 +257,11 @@ impl ReviewStore for DbConnection {
         diesel::update(
             side_effects::table
                 .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::state.eq("CANCELLED"))
+                .filter(side_effects::state.eq(EffectState::Cancelled))
                 .filter(side_effects::last_error.eq(note)),
         )
         .set((
-            side_effects::state.eq("PENDING"),
+            side_effects::state.eq(EffectState::Pending),
             side_effects::held.eq(true),
             side_effects::last_error.eq(None::<String>),
             side_effects::next_attempt_at.eq(now),

@@ -7,6 +7,7 @@ use diesel::prelude::*;
 use super::accounts::User;
 use crate::db::schema::{sessions, users};
 use crate::db::DbConnection;
+use crate::domain::Role;
 
 /// A live session: its CSRF token, when it was last used, and its user.
 #[derive(Debug, Clone)]
@@ -21,7 +22,7 @@ pub struct LiveSession {
 pub struct UserRow {
     pub id: String,
     pub email: String,
-    pub role: String,
+    pub role: Role,
     pub created_at: NaiveDateTime,
     pub disabled_at: Option<NaiveDateTime>,
 }

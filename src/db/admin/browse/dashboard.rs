@@ -8,6 +8,7 @@ use diesel::prelude::*;
 
 use crate::db::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use crate::db::DbConnection;
+use crate::domain::{Channel, ConflictStatus, EffectState, PairStatus};
 
 /// Submissions and deliveries (HTTP requests) received on one UTC day.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +27,7 @@ pub struct Dashboard {
     /// The last 7 UTC days, oldest first, today last.
     pub days: Vec<DayCount>,
     /// (state, count)
-    pub effects: Vec<(String, i64)>,
+    pub effects: Vec<(EffectState, i64)>,
     pub oldest_pending: Option<NaiveDateTime>,
     pub open_conflicts: i64,
     pub open_pairs: i64,
@@ -36,7 +37,7 @@ pub struct Dashboard {
 pub(super) fn dashboard(c: &mut DbConnection, now: NaiveDateTime) -> QueryResult<Dashboard> {
     let subs = |c: &mut DbConnection, from: NaiveDateTime, to: NaiveDateTime| -> QueryResult<i64> {
         submissions::table
-            .filter(submissions::channel.ne("hook"))
+            .filter(submissions::channel.ne(Channel::Hook))
             .filter(submissions::received_at.ge(from).and(submissions::received_at.lt(to)))
             .count()
             .get_result(c)
@@ -67,12 +68,15 @@ pub(super) fn dashboard(c: &mut DbConnection, now: NaiveDateTime) -> QueryResult
             .select((side_effects::state, count_star()))
             .load(c)?,
         oldest_pending: side_effects::table
-            .filter(side_effects::state.eq("PENDING"))
+            .filter(side_effects::state.eq(EffectState::Pending))
             .select(min(side_effects::created_at))
             .get_result(c)?,
-        open_conflicts: conflicts::table.filter(conflicts::status.eq("open")).count().get_result(c)?,
+        open_conflicts: conflicts::table
+            .filter(conflicts::status.eq(ConflictStatus::Open))
+            .count()
+            .get_result(c)?,
         open_pairs: duplicate_pairs::table
-            .filter(duplicate_pairs::status.eq("open"))
+            .filter(duplicate_pairs::status.eq(PairStatus::Open))
             .count()
             .get_result(c)?,
     })

@@ -10,6 +10,7 @@ use diesel::prelude::*;
 use super::SubmissionRow;
 use crate::db::schema::{side_effects, submissions};
 use crate::db::{DbConnection, MultiBackend};
+use crate::domain::{Channel, EffectState};
 
 /// What the list is narrowed to; `None` means any.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,7 +21,7 @@ pub struct SubmissionFilter {
     /// Received before.
     pub until: Option<NaiveDateTime>,
     /// Has an effect record in this state.
-    pub state: Option<String>,
+    pub state: Option<EffectState>,
     pub spam: Option<bool>,
     pub keyless: Option<bool>,
     /// All inquiries of one journey (an opaque ID, no personal data).
@@ -69,7 +70,7 @@ pub fn content_matches(fields_json: Option<&str>, term: &str) -> bool {
 /// `submissions` narrowed by a `SubmissionFilter`.
 fn filtered(f: &SubmissionFilter) -> submissions::BoxedQuery<'_, MultiBackend> {
     // Inbound webhook events' anchor rows (channel `hook`) are listed under Inbound.
-    let mut q = submissions::table.filter(submissions::channel.ne("hook")).into_boxed();
+    let mut q = submissions::table.filter(submissions::channel.ne(Channel::Hook)).into_boxed();
     if let Some(form) = &f.form {
         q = q.filter(submissions::form.eq(form.as_str()));
     }
@@ -89,9 +90,8 @@ fn filtered(f: &SubmissionFilter) -> submissions::BoxedQuery<'_, MultiBackend> {
         q = q.filter(submissions::keyless.eq(keyless));
     }
     if let Some(state) = &f.state {
-        let with_state = side_effects::table
-            .filter(side_effects::state.eq(state.as_str()))
-            .select(side_effects::submission_id);
+        let with_state =
+            side_effects::table.filter(side_effects::state.eq(*state)).select(side_effects::submission_id);
         q = q.filter(submissions::id.eq_any(with_state));
     }
     q

@@ -15,6 +15,7 @@ use diesel::prelude::*;
 use crate::db::admin::effects::{AttemptRow, EffectAdminStore, EffectRow};
 use crate::db::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use crate::db::DbConnection;
+use crate::domain::{Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
 pub use dashboard::{Dashboard, DayCount};
 pub use list::{like_pattern, SubmissionFilter};
 
@@ -26,7 +27,7 @@ pub struct SubmissionRow {
     pub form: String,
     pub operation_id: String,
     pub fields_json: Option<String>,
-    pub channel: String,
+    pub channel: Channel,
     pub keyless: bool,
     pub spam: bool,
     pub received_at: NaiveDateTime,
@@ -39,20 +40,20 @@ pub struct SubmissionRow {
 }
 
 /// (kind, state) of each effect record, by submission id.
-pub type EffectStates = BTreeMap<String, Vec<(String, String)>>;
+pub type EffectStates = BTreeMap<String, Vec<(String, EffectState)>>;
 
 #[derive(Debug, Clone, Queryable)]
 pub struct DeliveryRow {
     pub received_at: NaiveDateTime,
-    pub channel: String,
-    pub outcome: String,
+    pub channel: Channel,
+    pub outcome: DeliveryOutcome,
     pub http_status: i32,
 }
 
 #[derive(Debug, Clone, Queryable)]
 pub struct RelatedConflict {
     pub id: String,
-    pub status: String,
+    pub status: ConflictStatus,
     pub attempts: i32,
     pub first_seen_at: NaiveDateTime,
     pub last_seen_at: NaiveDateTime,
@@ -65,7 +66,7 @@ pub struct RelatedPair {
     pub duplicate_id: String,
     pub score: f64,
     pub reasons: String,
-    pub status: String,
+    pub status: PairStatus,
 }
 
 /// Everything a submission's page shows.
@@ -116,7 +117,7 @@ impl BrowseStore for DbConnection {
     }
 
     fn effect_states(&mut self, ids: &[String]) -> QueryResult<EffectStates> {
-        let rows: Vec<(String, String, String)> = side_effects::table
+        let rows: Vec<(String, String, EffectState)> = side_effects::table
             .filter(side_effects::submission_id.eq_any(ids))
             .order((side_effects::submission_id, side_effects::kind, side_effects::batch))
             .select((side_effects::submission_id, side_effects::kind, side_effects::state))

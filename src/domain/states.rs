@@ -1,0 +1,161 @@
+//! Every state, status, role, channel and outcome stored in a TEXT column: one enum each,
+//! written once with its text form. Diesel binds and reads them as `Text` on both backends;
+//! text the enum does not know is a read error, never mapped to some default.
+
+use diesel::backend::Backend;
+use diesel::deserialize::{self, FromSql};
+use diesel::serialize::{self, Output, ToSql};
+use diesel::sql_types::Text;
+use serde::{Deserialize, Serialize};
+
+/// What code generic over these enums (the admin's status tabs) may use.
+pub trait TextEnum: Copy + PartialEq + 'static {
+    fn as_str(self) -> &'static str;
+}
+
+/// An enum with one text form per variant (`ALL`, `as_str`, `parse`), stored as `Text`.
+macro_rules! text_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal,)+ }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, diesel::expression::AsExpression, diesel::deserialize::FromSqlRow)]
+        #[diesel(sql_type = Text)]
+        pub enum $name { $($(#[$vm])* $v,)+ }
+        impl $name {
+            pub const ALL: [$name; [$($s),+].len()] = [$($name::$v),+];
+            pub fn as_str(self) -> &'static str { match self { $($name::$v => $s,)+ } }
+            pub fn parse(s: &str) -> Option<Self> { Self::ALL.into_iter().find(|v| v.as_str() == s) }
+        }
+        impl TextEnum for $name {
+            fn as_str(self) -> &'static str { $name::as_str(self) }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.as_str()) }
+        }
+        impl<DB: Backend> ToSql<Text, DB> for $name where str: ToSql<Text, DB> {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
+                <str as ToSql<Text, DB>>::to_sql(self.as_str(), out)
+            }
+        }
+        impl<DB: Backend> FromSql<Text, DB> for $name where String: FromSql<Text, DB> {
+            fn from_sql(raw: DB::RawValue<'_>) -> deserialize::Result<Self> {
+                let s = String::from_sql(raw)?;
+                Self::parse(&s).ok_or_else(|| format!("unknown {} `{s}`", stringify!($name)).into())
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// The state of a side-effect record (`side_effects.state`).
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+    EffectState {
+        Pending = "PENDING",
+        Sending = "SENDING",
+        Sent = "SENT",
+        Unknown = "UNKNOWN",
+        FailedFinal = "FAILED_FINAL",
+        Cancelled = "CANCELLED",
+    }
+}
+
+text_enum! {
+    /// A conflict's review status (`conflicts.status`, `inbound_conflicts.status`).
+    ConflictStatus {
+        Open = "open",
+        Dismissed = "dismissed",
+        Accepted = "accepted",
+    }
+}
+
+text_enum! {
+    /// A possible duplicate's review status (`duplicate_pairs.status`).
+    PairStatus {
+        /// Linked on the accept path and not yet scored: not listed for review; a `hold`
+        /// form's effects wait for it.
+        Screening = "screening",
+        Open = "open",
+        NotDuplicate = "not_duplicate",
+        Duplicate = "duplicate",
+    }
+}
+
+text_enum! {
+    /// A quarantined webhook body's status (`inbound_quarantine.status`).
+    QuarantineStatus {
+        Open = "open",
+        Assigned = "assigned",
+        Discarded = "discarded",
+    }
+}
+
+text_enum! {
+    /// An admin account's role (`admin_users.role`).
+    Role {
+        /// Reads and acts.
+        Admin = "admin",
+        /// Reads only.
+        Viewer = "viewer",
+    }
+}
+
+text_enum! {
+    /// How a submission arrived (`submissions.channel`, `deliveries.channel`).
+    Channel {
+        Api = "api",
+        Html = "html",
+        /// A webhook event's anchor row.
+        Hook = "hook",
+        /// `onceform import`.
+        Import = "import",
+    }
+}
+
+text_enum! {
+    /// What one delivery came to (`deliveries.outcome`).
+    DeliveryOutcome {
+        Created = "created",
+        Replayed = "replayed",
+        Conflict = "conflict",
+        InProgress = "in_progress",
+        /// An issued operation ID past its `keys` window (410).
+        Expired = "expired",
+        /// Accepted but caught by the honeypot: stored as spam, no side effects.
+        Spam = "spam",
+        /// Fields failed validation (422).
+        Invalid = "invalid",
+        /// Refused before validation: bad key, body, content type, size, unknown form.
+        Rejected = "rejected",
+        RateLimited = "rate_limited",
+    }
+}
+
+text_enum! {
+    /// What one attempt or lookup came to (`effect_attempts.outcome`).
+    AttemptOutcome {
+        Sent = "sent",
+        Transient = "transient",
+        Permanent = "permanent",
+        Ambiguous = "ambiguous",
+        LookupFound = "lookup_found",
+        LookupAbsent = "lookup_absent",
+        LookupFailed = "lookup_failed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_forms_round_trip() {
+        for s in EffectState::ALL {
+            assert_eq!(EffectState::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for r in Role::ALL {
+            assert_eq!(Role::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(PairStatus::parse("Open"), None, "text forms are exact");
+    }
+}
