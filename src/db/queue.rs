@@ -83,7 +83,7 @@ fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> 
 #[derive(AsChangeset)]
 #[diesel(table_name = side_effects, treat_none_as_null = true)]
 struct Released<'a> {
-    state: &'a str,
+    state: EffectState,
     next_attempt_at: NaiveDateTime,
     provider_ref: Option<&'a str>,
     last_error: Option<&'a str>,
@@ -95,7 +95,7 @@ struct Released<'a> {
 impl<'a> Released<'a> {
     fn new(t: &'a Transition, now: NaiveDateTime) -> Self {
         Released {
-            state: &t.state,
+            state: t.state,
             next_attempt_at: t.next_attempt_at,
             provider_ref: t.provider_ref.as_deref(),
             last_error: t.last_error.as_deref(),
