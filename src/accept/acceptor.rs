@@ -122,15 +122,14 @@ impl Acceptor {
             plan.submission.keyless,
         );
         let result = match (&self.path, &self.pool) {
-            (Path::OneStatement, Pool::Pg(p)) => match p.get() {
-                Ok(mut c) => pg::accept_pg(&mut c, &plan, &self.deliveries).map(|done| {
+            (Path::OneStatement, Pool::Pg(_)) => {
+                with_conn!(&self.pool, |c| pg::accept_pg(c, &plan, &self.deliveries).map(|done| {
                     if done.linked {
                         self.screener.wake();
                     }
                     done.outcome
-                }),
-                Err(e) => Err(DbError::from(e)),
-            },
+                }))
+            }
             // On SQLite a retry not in the cache is answered from a plain read.
             (Path::GroupCommit(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
                 Some(receipt) => Ok(self.replayed(&plan, receipt)),

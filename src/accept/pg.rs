@@ -3,14 +3,14 @@
 //! a replay (its delivery row queued), a conflict (recorded with its delivery row in one
 //! transaction) or a first request still in flight.
 
-use diesel::{Connection, PgConnection};
+use diesel::Connection;
 use uuid::Uuid;
 
 use super::plan::Plan;
 use super::recipient_cap;
 use super::{in_progress_on_lock_timeout, receipt, run, Intake, Outcome, Receipt};
 use crate::db::claim_pg::{self, Claim};
-use crate::db::{DbError, Store};
+use crate::db::{DbConnection, DbError, Store};
 use crate::deliveries::{DeliveryLog, DeliveryOutcome};
 use crate::duplicates;
 
@@ -24,13 +24,13 @@ pub(super) struct Done {
 /// Accepts `intake` on `c` exactly once per (form, operation ID); the delivery rows of
 /// replays and in-flight answers go to `log`. Public for tests and benchmarks (the service
 /// goes through `Acceptor`, which adds the replay cache).
-pub fn accept_on_pg(c: &mut PgConnection, intake: Intake, log: &DeliveryLog) -> Result<Outcome, DbError> {
+pub fn accept_on_pg(c: &mut DbConnection, intake: Intake, log: &DeliveryLog) -> Result<Outcome, DbError> {
     let plan = Plan::new(intake);
     let result = accept_pg(c, &plan, log).map(|d| d.outcome);
     in_progress_on_lock_timeout(result, &plan.submission.operation_id)
 }
 
-pub(super) fn accept_pg(c: &mut PgConnection, plan: &Plan, log: &DeliveryLog) -> Result<Done, DbError> {
+pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &DeliveryLog) -> Result<Done, DbError> {
     let form = &*plan.form;
     // An expired issued ID is never claimed again: what is stored answers (`run`), else 410.
     if plan.expired() {
@@ -50,7 +50,9 @@ pub(super) fn accept_pg(c: &mut PgConnection, plan: &Plan, log: &DeliveryLog) ->
         hold_linked: duplicates::holds(form),
         cap: recipient_cap::window(form, plan),
     };
-    let claimed = claim_pg::claim(c, &claim)?;
+    let pg =
+        c.pg().ok_or_else(|| DbError::Unavailable("the one-statement accept needs PostgreSQL".into()))?;
+    let claimed = claim_pg::claim(pg, &claim)?;
     if claimed.created {
         let r = Receipt {
             submission_id: sub.id.to_string(),
@@ -63,7 +65,7 @@ pub(super) fn accept_pg(c: &mut PgConnection, plan: &Plan, log: &DeliveryLog) ->
         };
         return Ok(Done { outcome: Outcome::Created(r), linked: claimed.linked });
     }
-    let outcome = match claim_pg::holder(c, &sub.form, &sub.operation_id)? {
+    let outcome = match claim_pg::holder(pg, &sub.form, &sub.operation_id)? {
         Some(s) if plan.same_content(&s) => {
             log.record(plan.delivery(DeliveryOutcome::Replayed, Some(&s.id)));
             Outcome::Replayed(receipt(s))

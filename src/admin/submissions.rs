@@ -6,11 +6,14 @@ use actix_web::{web, HttpResponse, ResponseError};
 use askama::Template;
 use serde::Deserialize;
 
+use super::filters::FilterParams;
 use super::guard::{AuthError, SessionUser};
+use super::row_view::{PairView, SubmissionView};
+use super::submissions_csv as csv;
 use super::{blocking, db_failure, read_audit, Chrome, FlashQuery};
 use crate::app::state::AppState;
 use crate::config::Config;
-use crate::db::admin::browse::{csv, BrowseStore, EffectStates, FilterParams, SubmissionPage, SubmissionRow};
+use crate::db::admin::browse::{BrowseStore, EffectStates, SubmissionPage, SubmissionRow};
 use crate::db::DbError;
 use crate::domain::EffectState;
 use crate::domain::FieldType;

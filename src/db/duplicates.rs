@@ -5,6 +5,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use super::schema::{duplicate_pairs, submissions};
+use super::DbConnection;
 use crate::domain::PairStatus;
 
 pub const SCREENING: PairStatus = PairStatus::Screening;
@@ -84,96 +85,83 @@ pub trait DuplicateStore {
     fn finish_screening(&mut self, pair_id: &str, scored: Option<(f64, &str)>) -> QueryResult<bool>;
 }
 
-macro_rules! first_by {
-    ($c:expr, $l:expr, $filter:expr) => {
-        submissions::table
-            .filter(submissions::form.eq($l.form))
-            .filter($filter)
-            .filter(submissions::received_at.ge($l.since))
-            .filter(submissions::received_at.le($l.until))
-            .filter(submissions::id.ne($l.exclude_id))
+impl DuplicateStore for DbConnection {
+    fn cluster_first(&mut self, l: &Lookup<'_>) -> QueryResult<Option<String>> {
+        let in_window = submissions::table
+            .filter(submissions::form.eq(l.form))
+            .filter(submissions::received_at.ge(l.since))
+            .filter(submissions::received_at.le(l.until))
+            .filter(submissions::id.ne(l.exclude_id))
             .filter(submissions::spam.eq(false))
             .order(submissions::received_at.asc())
-            .select(submissions::id)
-            .first::<String>($c)
-            .optional()
-    };
-}
-
-macro_rules! impl_duplicates {
-    ($conn:ty) => {
-        impl DuplicateStore for $conn {
-            fn cluster_first(&mut self, l: &Lookup<'_>) -> QueryResult<Option<String>> {
-                match l.key {
-                    LinkKey::Email(d) => first_by!(self, l, submissions::email_digest.eq(d)),
-                    LinkKey::Phone(d) => first_by!(self, l, submissions::phone_digest.eq(d)),
-                    LinkKey::Content(f) => {
-                        first_by!(self, l, submissions::keyless.eq(true).and(submissions::fingerprint.eq(f)))
-                    }
-                }
-            }
-
-            fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()> {
-                diesel::insert_into(duplicate_pairs::table)
-                    .values(pair)
-                    .on_conflict((duplicate_pairs::original_id, duplicate_pairs::duplicate_id))
-                    .do_nothing()
-                    .execute(self)
-                    .map(|_| ())
-            }
-
-            fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>> {
-                let pairs: Vec<(String, String, String, String)> = duplicate_pairs::table
-                    .filter(duplicate_pairs::status.eq(SCREENING))
-                    .order(duplicate_pairs::created_at)
-                    .limit(limit)
-                    .select((
-                        duplicate_pairs::id,
-                        duplicate_pairs::form,
-                        duplicate_pairs::original_id,
-                        duplicate_pairs::duplicate_id,
-                    ))
-                    .load(self)?;
-                let ids: Vec<&String> = pairs.iter().flat_map(|p| [&p.2, &p.3]).collect();
-                let found: Vec<Candidate> = submissions::table
-                    .filter(submissions::id.eq_any(ids))
-                    .select((
-                        submissions::id,
-                        submissions::fingerprint,
-                        submissions::fields_json,
-                        submissions::email_digest,
-                        submissions::phone_digest,
-                        submissions::keyless,
-                    ))
-                    .load(self)?;
-                let get = |id: &str| found.iter().find(|c| c.id == id).cloned();
-                Ok(pairs
-                    .into_iter()
-                    .filter_map(|(pair_id, form, o, d)| {
-                        Some(Unscreened { pair_id, form, original: get(&o)?, duplicate: get(&d)? })
-                    })
-                    .collect())
-            }
-
-            fn finish_screening(&mut self, pair_id: &str, scored: Option<(f64, &str)>) -> QueryResult<bool> {
-                let pair = duplicate_pairs::table
-                    .filter(duplicate_pairs::id.eq(pair_id))
-                    .filter(duplicate_pairs::status.eq(SCREENING));
-                let n = match scored {
-                    Some((score, reasons)) => diesel::update(pair)
-                        .set((
-                            duplicate_pairs::score.eq(score),
-                            duplicate_pairs::reasons.eq(reasons),
-                            duplicate_pairs::status.eq(PairStatus::Open),
-                        ))
-                        .execute(self)?,
-                    None => diesel::delete(pair).execute(self)?,
-                };
-                Ok(n == 1)
-            }
+            .select(submissions::id);
+        match l.key {
+            LinkKey::Email(d) => in_window.filter(submissions::email_digest.eq(d)).first(self),
+            LinkKey::Phone(d) => in_window.filter(submissions::phone_digest.eq(d)).first(self),
+            LinkKey::Content(f) => in_window
+                .filter(submissions::keyless.eq(true).and(submissions::fingerprint.eq(f)))
+                .first(self),
         }
-    };
-}
+        .optional()
+    }
 
-impl_duplicates!(diesel::SqliteConnection);
-impl_duplicates!(diesel::PgConnection);
+    fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()> {
+        self.execute_native(
+            diesel::insert_into(duplicate_pairs::table)
+                .values(pair)
+                .on_conflict((duplicate_pairs::original_id, duplicate_pairs::duplicate_id))
+                .do_nothing(),
+        )
+        .map(|_| ())
+    }
+
+    fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>> {
+        let pairs: Vec<(String, String, String, String)> = duplicate_pairs::table
+            .filter(duplicate_pairs::status.eq(SCREENING))
+            .order(duplicate_pairs::created_at)
+            .limit(limit)
+            .select((
+                duplicate_pairs::id,
+                duplicate_pairs::form,
+                duplicate_pairs::original_id,
+                duplicate_pairs::duplicate_id,
+            ))
+            .load(self)?;
+        let ids: Vec<&String> = pairs.iter().flat_map(|p| [&p.2, &p.3]).collect();
+        let found: Vec<Candidate> = submissions::table
+            .filter(submissions::id.eq_any(ids))
+            .select((
+                submissions::id,
+                submissions::fingerprint,
+                submissions::fields_json,
+                submissions::email_digest,
+                submissions::phone_digest,
+                submissions::keyless,
+            ))
+            .load(self)?;
+        let get = |id: &str| found.iter().find(|c| c.id == id).cloned();
+        Ok(pairs
+            .into_iter()
+            .filter_map(|(pair_id, form, o, d)| {
+                Some(Unscreened { pair_id, form, original: get(&o)?, duplicate: get(&d)? })
+            })
+            .collect())
+    }
+
+    fn finish_screening(&mut self, pair_id: &str, scored: Option<(f64, &str)>) -> QueryResult<bool> {
+        let pair = duplicate_pairs::table
+            .filter(duplicate_pairs::id.eq(pair_id))
+            .filter(duplicate_pairs::status.eq(SCREENING));
+        let n = match scored {
+            Some((score, reasons)) => diesel::update(pair)
+                .set((
+                    duplicate_pairs::score.eq(score),
+                    duplicate_pairs::reasons.eq(reasons),
+                    duplicate_pairs::status.eq(PairStatus::Open),
+                ))
+                .execute(self)?,
+            None => diesel::delete(pair).execute(self)?,
+        };
+        Ok(n == 1)
+    }
+}

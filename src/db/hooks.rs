@@ -1,6 +1,5 @@
 //! The inbound tables: events unique per (source, event ID), deliveries, conflicts and the
-//! quarantine. Written once and compiled for both backends by `impl_hook_store!`; the caller
-//! owns the transaction.
+//! quarantine. The caller owns the transaction.
 
 use chrono::NaiveDateTime;
 use diesel::dsl::count_star;
@@ -10,7 +9,7 @@ use diesel::upsert::excluded;
 use crate::db::schema::{
     inbound_conflicts, inbound_deliveries, inbound_events, inbound_quarantine, side_effects,
 };
-use crate::db::Store;
+use crate::db::{DbConnection, Store};
 use crate::domain::{ConflictStatus, QuarantineStatus};
 
 #[derive(Debug, Clone, Insertable)]
@@ -123,226 +122,211 @@ pub trait HookStore: Store {
     fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>>;
     fn hook_stats(&mut self) -> QueryResult<HookStats>;
     /// Retention's `content`: the bodies of these events and of their conflicts go (the
-    /// anchor rows' content goes with `tombstone!`).
+    /// anchor rows' content goes with `lifecycle::purge::tombstone`).
     fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()>;
     /// Retention's `keys`: these events and every inbound row naming them.
     fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()>;
     fn delete_quarantined(&mut self, ids: &[String]) -> QueryResult<usize>;
 }
 
-macro_rules! impl_hook_store {
-    ($conn:ty) => {
-        impl HookStore for $conn {
-            fn insert_event(&mut self, row: &NewEvent) -> QueryResult<bool> {
-                let n = diesel::insert_into(inbound_events::table)
-                    .values(row)
-                    .on_conflict((inbound_events::source, inbound_events::event_id))
-                    .do_nothing()
-                    .execute(self)?;
-                Ok(n == 1)
-            }
+impl HookStore for DbConnection {
+    fn insert_event(&mut self, row: &NewEvent) -> QueryResult<bool> {
+        let n = self.execute_native(
+            diesel::insert_into(inbound_events::table)
+                .values(row)
+                .on_conflict((inbound_events::source, inbound_events::event_id))
+                .do_nothing(),
+        )?;
+        Ok(n == 1)
+    }
 
-            fn find_event(&mut self, source: &str, event_id: &str) -> QueryResult<Option<Event>> {
-                inbound_events::table
-                    .filter(inbound_events::source.eq(source))
-                    .filter(inbound_events::event_id.eq(event_id))
-                    .select(Event::as_select())
-                    .first(self)
-                    .optional()
-            }
+    fn find_event(&mut self, source: &str, event_id: &str) -> QueryResult<Option<Event>> {
+        inbound_events::table
+            .filter(inbound_events::source.eq(source))
+            .filter(inbound_events::event_id.eq(event_id))
+            .select(Event::as_select())
+            .first(self)
+            .optional()
+    }
 
-            fn event(&mut self, id: &str) -> QueryResult<Option<Event>> {
-                inbound_events::table.find(id).select(Event::as_select()).first(self).optional()
-            }
+    fn event(&mut self, id: &str) -> QueryResult<Option<Event>> {
+        inbound_events::table.find(id).select(Event::as_select()).first(self).optional()
+    }
 
-            fn touch_event(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<()> {
-                diesel::update(inbound_events::table.find(id))
-                    .set((
-                        inbound_events::deliveries.eq(inbound_events::deliveries + 1),
-                        inbound_events::last_received_at.eq(now),
-                    ))
-                    .execute(self)?;
-                Ok(())
-            }
+    fn touch_event(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<()> {
+        diesel::update(inbound_events::table.find(id))
+            .set((
+                inbound_events::deliveries.eq(inbound_events::deliveries + 1),
+                inbound_events::last_received_at.eq(now),
+            ))
+            .execute(self)?;
+        Ok(())
+    }
 
-            fn record_event_conflict(&mut self, row: &Conflict) -> QueryResult<()> {
-                diesel::insert_into(inbound_conflicts::table)
-                    .values(row)
-                    .on_conflict((inbound_conflicts::event_row_id, inbound_conflicts::content_hash))
-                    .do_update()
-                    .set((
-                        inbound_conflicts::attempts.eq(inbound_conflicts::attempts + 1),
-                        inbound_conflicts::last_seen_at.eq(excluded(inbound_conflicts::last_seen_at)),
-                    ))
-                    .execute(self)?;
-                Ok(())
-            }
-
-            fn insert_inbound_delivery(&mut self, row: &Delivery) -> QueryResult<()> {
-                diesel::insert_into(inbound_deliveries::table).values(row).execute(self)?;
-                Ok(())
-            }
-
-            fn insert_quarantined(&mut self, row: &Quarantined) -> QueryResult<()> {
-                diesel::insert_into(inbound_quarantine::table).values(row).execute(self)?;
-                Ok(())
-            }
-
-            fn quarantined(&mut self, id: &str) -> QueryResult<Option<Quarantined>> {
-                inbound_quarantine::table.find(id).select(Quarantined::as_select()).first(self).optional()
-            }
-
-            fn decide_quarantined(
-                &mut self,
-                id: &str,
-                status: QuarantineStatus,
-                event_row_id: Option<&str>,
-                by: &str,
-                now: NaiveDateTime,
-            ) -> QueryResult<bool> {
-                let n = diesel::update(
-                    inbound_quarantine::table
-                        .filter(inbound_quarantine::id.eq(id))
-                        .filter(inbound_quarantine::status.eq(QuarantineStatus::Open)),
-                )
+    fn record_event_conflict(&mut self, row: &Conflict) -> QueryResult<()> {
+        self.execute_native(
+            diesel::insert_into(inbound_conflicts::table)
+                .values(row)
+                .on_conflict((inbound_conflicts::event_row_id, inbound_conflicts::content_hash))
+                .do_update()
                 .set((
-                    inbound_quarantine::status.eq(status),
-                    inbound_quarantine::event_row_id.eq(event_row_id),
-                    inbound_quarantine::decided_by.eq(by),
-                    inbound_quarantine::decided_at.eq(now),
-                ))
-                .execute(self)?;
-                Ok(n == 1)
-            }
+                    inbound_conflicts::attempts.eq(inbound_conflicts::attempts + 1),
+                    inbound_conflicts::last_seen_at.eq(excluded(inbound_conflicts::last_seen_at)),
+                )),
+        )?;
+        Ok(())
+    }
 
-            fn recent_events(&mut self, source: &str, limit: i64) -> QueryResult<Vec<Event>> {
-                inbound_events::table
-                    .filter(inbound_events::source.eq(source))
-                    .order(inbound_events::first_received_at.desc())
-                    .limit(limit)
-                    .select(Event::as_select())
-                    .load(self)
-            }
+    fn insert_inbound_delivery(&mut self, row: &Delivery) -> QueryResult<()> {
+        diesel::insert_into(inbound_deliveries::table).values(row).execute(self)?;
+        Ok(())
+    }
 
-            fn deliveries_of(&mut self, event_row_id: &str) -> QueryResult<Vec<Delivery>> {
-                inbound_deliveries::table
-                    .filter(inbound_deliveries::event_row_id.eq(event_row_id))
-                    .order(inbound_deliveries::received_at)
-                    .select(Delivery::as_select())
-                    .load(self)
-            }
+    fn insert_quarantined(&mut self, row: &Quarantined) -> QueryResult<()> {
+        diesel::insert_into(inbound_quarantine::table).values(row).execute(self)?;
+        Ok(())
+    }
 
-            fn conflicts_of(&mut self, source: &str) -> QueryResult<Vec<(Conflict, Event)>> {
-                inbound_conflicts::table
-                    .inner_join(inbound_events::table)
-                    .filter(inbound_events::source.eq(source))
-                    .order(inbound_conflicts::first_seen_at.desc())
-                    .limit(100)
-                    .select((Conflict::as_select(), Event::as_select()))
-                    .load(self)
-            }
+    fn quarantined(&mut self, id: &str) -> QueryResult<Option<Quarantined>> {
+        inbound_quarantine::table.find(id).select(Quarantined::as_select()).first(self).optional()
+    }
 
-            fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>> {
-                inbound_quarantine::table
-                    .filter(inbound_quarantine::source.eq(source))
-                    .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
-                    .order(inbound_quarantine::received_at)
-                    .limit(100)
-                    .select(Quarantined::as_select())
-                    .load(self)
-            }
+    fn decide_quarantined(
+        &mut self,
+        id: &str,
+        status: QuarantineStatus,
+        event_row_id: Option<&str>,
+        by: &str,
+        now: NaiveDateTime,
+    ) -> QueryResult<bool> {
+        let n = diesel::update(
+            inbound_quarantine::table
+                .filter(inbound_quarantine::id.eq(id))
+                .filter(inbound_quarantine::status.eq(QuarantineStatus::Open)),
+        )
+        .set((
+            inbound_quarantine::status.eq(status),
+            inbound_quarantine::event_row_id.eq(event_row_id),
+            inbound_quarantine::decided_by.eq(by),
+            inbound_quarantine::decided_at.eq(now),
+        ))
+        .execute(self)?;
+        Ok(n == 1)
+    }
 
-            fn hook_stats(&mut self) -> QueryResult<HookStats> {
-                let deliveries = inbound_deliveries::table
-                    .group_by((inbound_deliveries::source, inbound_deliveries::outcome))
-                    .select((inbound_deliveries::source, inbound_deliveries::outcome, count_star()))
-                    .order((inbound_deliveries::source, inbound_deliveries::outcome))
-                    .load(self)?;
-                let spans: Vec<(String, NaiveDateTime, NaiveDateTime)> = inbound_events::table
-                    .filter(inbound_events::deliveries.gt(1))
-                    .order(inbound_events::last_received_at.desc())
-                    .limit(SPREAD_SAMPLE)
-                    .select((
-                        inbound_events::source,
-                        inbound_events::first_received_at,
-                        inbound_events::last_received_at,
-                    ))
-                    .load(self)?;
-                let counts: Vec<(String, i64)> = inbound_events::table
-                    .group_by(inbound_events::source)
-                    .select((inbound_events::source, count_star()))
-                    .load(self)?;
-                let events = counts
-                    .into_iter()
-                    .map(|(source, n)| {
-                        let spread = spans
-                            .iter()
-                            .filter(|(s, _, _)| *s == source)
-                            .map(|(_, a, b)| (*b - *a).num_milliseconds() as f64 / 1000.0)
-                            .fold(0.0, f64::max);
-                        (source, n, spread)
-                    })
-                    .collect();
-                let conflicts = inbound_conflicts::table
-                    .inner_join(inbound_events::table)
-                    .filter(inbound_conflicts::status.eq(ConflictStatus::Open))
-                    .group_by(inbound_events::source)
-                    .select((inbound_events::source, count_star()))
-                    .load(self)?;
-                let quarantined = inbound_quarantine::table
-                    .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
-                    .group_by(inbound_quarantine::source)
-                    .select((inbound_quarantine::source, count_star()))
-                    .load(self)?;
-                let handlers = side_effects::table
-                    .filter(side_effects::kind.like("hook:%"))
-                    .group_by((side_effects::kind, side_effects::state))
-                    .select((side_effects::kind, side_effects::state, count_star()))
-                    .order((side_effects::kind, side_effects::state))
-                    .load(self)?;
-                Ok(HookStats { deliveries, events, conflicts, quarantined, handlers })
-            }
+    fn recent_events(&mut self, source: &str, limit: i64) -> QueryResult<Vec<Event>> {
+        inbound_events::table
+            .filter(inbound_events::source.eq(source))
+            .order(inbound_events::first_received_at.desc())
+            .limit(limit)
+            .select(Event::as_select())
+            .load(self)
+    }
 
-            fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()> {
-                diesel::update(inbound_events::table.filter(inbound_events::id.eq_any(event_rows)))
-                    .set(inbound_events::body.eq(None::<String>))
-                    .execute(self)?;
-                diesel::update(
-                    inbound_conflicts::table.filter(inbound_conflicts::event_row_id.eq_any(event_rows)),
-                )
-                .set(inbound_conflicts::body.eq(None::<String>))
-                .execute(self)?;
-                Ok(())
-            }
+    fn deliveries_of(&mut self, event_row_id: &str) -> QueryResult<Vec<Delivery>> {
+        inbound_deliveries::table
+            .filter(inbound_deliveries::event_row_id.eq(event_row_id))
+            .order(inbound_deliveries::received_at)
+            .select(Delivery::as_select())
+            .load(self)
+    }
 
-            fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()> {
-                // The events' row locks first, then their conflicts': the order a redelivery
-                // takes them in (`touch_event`, then `record_event_conflict`).
-                self.forget_bodies(event_rows)?;
-                diesel::delete(
-                    inbound_conflicts::table.filter(inbound_conflicts::event_row_id.eq_any(event_rows)),
-                )
-                .execute(self)?;
-                diesel::delete(
-                    inbound_deliveries::table.filter(inbound_deliveries::event_row_id.eq_any(event_rows)),
-                )
-                .execute(self)?;
-                diesel::delete(
-                    inbound_quarantine::table.filter(inbound_quarantine::event_row_id.eq_any(event_rows)),
-                )
-                .execute(self)?;
-                diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(event_rows)))
-                    .execute(self)?;
-                Ok(())
-            }
+    fn conflicts_of(&mut self, source: &str) -> QueryResult<Vec<(Conflict, Event)>> {
+        inbound_conflicts::table
+            .inner_join(inbound_events::table)
+            .filter(inbound_events::source.eq(source))
+            .order(inbound_conflicts::first_seen_at.desc())
+            .limit(100)
+            .select((Conflict::as_select(), Event::as_select()))
+            .load(self)
+    }
 
-            fn delete_quarantined(&mut self, ids: &[String]) -> QueryResult<usize> {
-                diesel::delete(inbound_quarantine::table.filter(inbound_quarantine::id.eq_any(ids)))
-                    .execute(self)
-            }
-        }
-    };
+    fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>> {
+        inbound_quarantine::table
+            .filter(inbound_quarantine::source.eq(source))
+            .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
+            .order(inbound_quarantine::received_at)
+            .limit(100)
+            .select(Quarantined::as_select())
+            .load(self)
+    }
+
+    fn hook_stats(&mut self) -> QueryResult<HookStats> {
+        let deliveries = inbound_deliveries::table
+            .group_by((inbound_deliveries::source, inbound_deliveries::outcome))
+            .select((inbound_deliveries::source, inbound_deliveries::outcome, count_star()))
+            .order((inbound_deliveries::source, inbound_deliveries::outcome))
+            .load(self)?;
+        let spans: Vec<(String, NaiveDateTime, NaiveDateTime)> = inbound_events::table
+            .filter(inbound_events::deliveries.gt(1))
+            .order(inbound_events::last_received_at.desc())
+            .limit(SPREAD_SAMPLE)
+            .select((
+                inbound_events::source,
+                inbound_events::first_received_at,
+                inbound_events::last_received_at,
+            ))
+            .load(self)?;
+        let counts: Vec<(String, i64)> = inbound_events::table
+            .group_by(inbound_events::source)
+            .select((inbound_events::source, count_star()))
+            .load(self)?;
+        let events = counts
+            .into_iter()
+            .map(|(source, n)| {
+                let spread = spans
+                    .iter()
+                    .filter(|(s, _, _)| *s == source)
+                    .map(|(_, a, b)| (*b - *a).num_milliseconds() as f64 / 1000.0)
+                    .fold(0.0, f64::max);
+                (source, n, spread)
+            })
+            .collect();
+        let conflicts = inbound_conflicts::table
+            .inner_join(inbound_events::table)
+            .filter(inbound_conflicts::status.eq(ConflictStatus::Open))
+            .group_by(inbound_events::source)
+            .select((inbound_events::source, count_star()))
+            .load(self)?;
+        let quarantined = inbound_quarantine::table
+            .filter(inbound_quarantine::status.eq(QuarantineStatus::Open))
+            .group_by(inbound_quarantine::source)
+            .select((inbound_quarantine::source, count_star()))
+            .load(self)?;
+        let handlers = side_effects::table
+            .filter(side_effects::kind.like("hook:%"))
+            .group_by((side_effects::kind, side_effects::state))
+            .select((side_effects::kind, side_effects::state, count_star()))
+            .order((side_effects::kind, side_effects::state))
+            .load(self)?;
+        Ok(HookStats { deliveries, events, conflicts, quarantined, handlers })
+    }
+
+    fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()> {
+        diesel::update(inbound_events::table.filter(inbound_events::id.eq_any(event_rows)))
+            .set(inbound_events::body.eq(None::<String>))
+            .execute(self)?;
+        diesel::update(inbound_conflicts::table.filter(inbound_conflicts::event_row_id.eq_any(event_rows)))
+            .set(inbound_conflicts::body.eq(None::<String>))
+            .execute(self)?;
+        Ok(())
+    }
+
+    fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()> {
+        // The events' row locks first, then their conflicts': the order a redelivery
+        // takes them in (`touch_event`, then `record_event_conflict`).
+        self.forget_bodies(event_rows)?;
+        diesel::delete(inbound_conflicts::table.filter(inbound_conflicts::event_row_id.eq_any(event_rows)))
+            .execute(self)?;
+        diesel::delete(inbound_deliveries::table.filter(inbound_deliveries::event_row_id.eq_any(event_rows)))
+            .execute(self)?;
+        diesel::delete(inbound_quarantine::table.filter(inbound_quarantine::event_row_id.eq_any(event_rows)))
+            .execute(self)?;
+        diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(event_rows))).execute(self)?;
+        Ok(())
+    }
+
+    fn delete_quarantined(&mut self, ids: &[String]) -> QueryResult<usize> {
+        diesel::delete(inbound_quarantine::table.filter(inbound_quarantine::id.eq_any(ids))).execute(self)
+    }
 }
-
-impl_hook_store!(diesel::SqliteConnection);
-impl_hook_store!(diesel::PgConnection);

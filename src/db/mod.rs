@@ -1,16 +1,20 @@
 //! The database: backend picked from the URL, connection pools, embedded migrations.
 //!
-//! Queries are written once (see `store`) and compiled for both backends; `with_conn!`
-//! runs a block on whichever backend the pool holds.
+//! Every query is ordinary diesel code on `DbConnection` (`conn`: one connection type for
+//! both backends), a method of the trait of its area (`Store`, `Queue`, `admin::…`) written
+//! once; where the backends really differ a `match` on `DbConnection` says so. The caller
+//! owns the transaction (`Store::write_tx`). `schema.rs` is generated from the migrations
+//! (migrations/README.md). `with_conn!` runs a block on a pooled connection.
 
 pub mod admin;
 pub mod claim_pg;
+mod conn;
 mod deliveries_pg;
 pub mod duplicates;
 pub mod hooks;
+mod manager;
 pub mod models;
 mod openssl_exit;
-mod pg_manager;
 mod queue;
 pub mod recipient_cap;
 pub mod schema;
@@ -21,12 +25,13 @@ use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool as R2Pool};
+use diesel::r2d2::{Pool as R2Pool, PooledConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 pub use crate::config::DatabaseUrl;
+pub use conn::{DbConnection, MultiBackend};
+use manager::Manager;
 pub use openssl_exit::establish_pg;
-use pg_manager::PgManager;
 pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
 pub use writer::SqliteWriter;
@@ -38,14 +43,15 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 /// Serialises migrations of several processes starting at once on one PostgreSQL.
 const PG_MIGRATION_LOCK: i64 = 0x6f6e_6365_666f;
 
-pub type SqlitePool = R2Pool<ConnectionManager<SqliteConnection>>;
-pub type PgPool = R2Pool<PgManager>;
+/// A pool of `DbConnection`s of one backend.
+pub type ConnPool = R2Pool<Manager>;
+pub type Pooled = PooledConnection<Manager>;
 
-/// A pool of connections to one of the two supported backends.
+/// A pool of connections to one of the two supported backends; the variant tells which.
 #[derive(Clone)]
 pub enum Pool {
-    Sqlite(SqlitePool),
-    Pg(PgPool),
+    Sqlite(ConnPool),
+    Pg(ConnPool),
 }
 
 /// Why a database call failed, as far as a caller needs to know.
@@ -65,7 +71,7 @@ impl From<diesel::result::Error> for DbError {
     fn from(e: diesel::result::Error) -> Self {
         let error = DbError::classify(e);
         if matches!(error, DbError::Unavailable(_)) {
-            pg_manager::suspect_connections();
+            manager::suspect_connections();
         }
         error
     }
@@ -114,26 +120,17 @@ fn is_transient(message: &str) -> bool {
     .any(|needle| m.contains(needle))
 }
 
-/// Runs `$body` with `$conn` bound to a pooled connection of whichever backend `$pool` holds.
-/// The body is compiled once per backend; it evaluates to `Result<_, DbError>`.
+/// Runs `$body` with `$conn: &mut DbConnection` bound to a pooled connection; the body
+/// evaluates to `Result<_, DbError>`. Shorthand for `pool.get()` and a block.
 #[macro_export]
 macro_rules! with_conn {
     ($pool:expr, |$conn:ident| $body:expr) => {
-        match $pool {
-            $crate::db::Pool::Sqlite(p) => match p.get() {
-                Ok(mut pooled) => {
-                    let $conn = &mut *pooled;
-                    $body
-                }
-                Err(e) => Err($crate::db::DbError::from(e)),
-            },
-            $crate::db::Pool::Pg(p) => match p.get() {
-                Ok(mut pooled) => {
-                    let $conn = &mut *pooled;
-                    $body
-                }
-                Err(e) => Err($crate::db::DbError::from(e)),
-            },
+        match $pool.get() {
+            Ok(mut pooled) => {
+                let $conn = &mut *pooled;
+                $body
+            }
+            Err(e) => Err(e),
         }
     };
 }
@@ -141,31 +138,28 @@ macro_rules! with_conn {
 impl Pool {
     /// Connects (reporting the real error), migrates, and builds the pool.
     pub fn connect(config: &DatabaseConfig) -> anyhow::Result<Pool> {
-        let timeout = Duration::from_millis(config.acquire_timeout_ms);
-        Ok(match migrate(config)? {
-            DatabaseUrl::Sqlite(path) => {
-                let pragmas = SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms };
-                let pool = R2Pool::builder()
-                    .max_size(pool_size(config.pool_size, 8))
-                    .min_idle(Some(1))
-                    .connection_timeout(timeout)
-                    .connection_customizer(Box::new(pragmas))
-                    .build_unchecked(ConnectionManager::new(path.to_string_lossy()));
-                Pool::Sqlite(pool)
-            }
-            DatabaseUrl::Postgres(url) => {
-                // Check-outs are pinged only after a connection error (see `pg_manager`).
-                let session = PgSession { prepared_statements: config.prepared_statements };
-                let pool = R2Pool::builder()
-                    .max_size(pool_size(config.pool_size, 16))
-                    .min_idle(Some(1))
-                    .test_on_check_out(true)
-                    .connection_timeout(timeout)
-                    .connection_customizer(Box::new(session))
-                    .build_unchecked(PgManager(ConnectionManager::new(url)));
-                Pool::Pg(pool)
-            }
-        })
+        let url = migrate(config)?;
+        let sqlite = matches!(url, DatabaseUrl::Sqlite(_));
+        let manager = Manager {
+            url,
+            sqlite: SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms },
+            pg: PgSession { prepared_statements: config.prepared_statements },
+        };
+        // PostgreSQL check-outs are pinged only after a connection error (see `manager`).
+        let pool = R2Pool::builder()
+            .max_size(pool_size(config.pool_size, if sqlite { 8 } else { 16 }))
+            .min_idle(Some(1))
+            .test_on_check_out(true)
+            .connection_timeout(Duration::from_millis(config.acquire_timeout_ms))
+            .build_unchecked(manager);
+        Ok(if sqlite { Pool::Sqlite(pool) } else { Pool::Pg(pool) })
+    }
+
+    /// A connection from the pool.
+    pub fn get(&self) -> Result<Pooled, DbError> {
+        match self {
+            Pool::Sqlite(p) | Pool::Pg(p) => Ok(p.get()?),
+        }
     }
 
     /// The database can take a write now (readiness).
@@ -234,19 +228,19 @@ fn pool_size(configured: u32, default: u32) -> u32 {
 /// flight) before it gives up with `DbError::LockTimeout` (then: 409 in progress).
 const PG_LOCK_TIMEOUT_MS: u32 = 2000;
 
+/// The session of every pooled PostgreSQL connection.
 #[derive(Debug, Clone, Copy)]
 struct PgSession {
     /// false behind a transaction-pooling pooler (pgbouncer): every statement unnamed.
     prepared_statements: bool,
 }
 
-impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PgSession {
-    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+impl PgSession {
+    fn apply(&self, conn: &mut PgConnection) -> QueryResult<()> {
         if !self.prepared_statements {
             conn.set_prepared_statement_cache_size(diesel::connection::CacheSize::Disabled);
         }
-        conn.batch_execute(&format!("SET lock_timeout = '{PG_LOCK_TIMEOUT_MS}ms'"))
-            .map_err(diesel::r2d2::Error::QueryError)?;
+        conn.batch_execute(&format!("SET lock_timeout = '{PG_LOCK_TIMEOUT_MS}ms'"))?;
         // An accept is one autocommit statement: when its client (this process) is gone,
         // the server stops it instead of committing it (PostgreSQL 14+; older ignore it).
         let _ = conn.batch_execute("SET client_connection_check_interval = '250ms'");
@@ -268,11 +262,5 @@ impl SqlitePragmas {
             self.busy_timeout_ms
         ))?;
         admin::browse::register_unicode_lower(conn)
-    }
-}
-
-impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqlitePragmas {
-    fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
-        self.apply(conn).map_err(diesel::r2d2::Error::QueryError)
     }
 }

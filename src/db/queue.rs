@@ -8,7 +8,7 @@ use diesel::prelude::*;
 
 use super::models::{JobRow, NewAttempt, Transition};
 use super::schema::{effect_attempts, side_effects, submissions};
-use super::Store;
+use super::{DbConnection, Store};
 use crate::domain::EffectState;
 
 const PENDING: EffectState = EffectState::Pending;
@@ -58,167 +58,172 @@ pub trait Queue: Store {
 }
 
 /// Loads claimed records joined with their submissions.
-macro_rules! jobs_by_id {
-    ($conn:expr, $ids:expr) => {
-        side_effects::table
-            .inner_join(submissions::table)
-            .filter(side_effects::id.eq_any($ids))
-            .select((
-                side_effects::id,
-                side_effects::kind,
-                side_effects::batch,
-                side_effects::effect_key,
-                side_effects::state,
-                side_effects::attempts,
-                side_effects::submission_id,
-                submissions::form,
-                submissions::fields_json,
-                submissions::received_at,
-                submissions::journey_id,
-            ))
-            .order(side_effects::next_attempt_at)
-            .load::<JobRow>($conn)
-    };
-}
-
-/// In one write transaction: the ids of up to `$limit` records matching `$filter` that are
-/// due, locked with `$lock`; `$set` applied to them; the records loaded as jobs.
-macro_rules! take_due {
-    ($conn:expr, [$($lock:tt)*], $filter:expr, $now:expr, $limit:expr, $set:expr) => {
-        $conn.write_tx(|c| {
-            let ids: Vec<String> = side_effects::table
-                .filter($filter)
-                .filter(side_effects::next_attempt_at.le($now))
-                .order(side_effects::next_attempt_at)
-                .limit($limit)
-                .select(side_effects::id)
-                $($lock)*
-                .load(c)?;
-            if ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            diesel::update(side_effects::table.filter(side_effects::id.eq_any(&ids))).set($set).execute(c)?;
-            jobs_by_id!(c, &ids)
-        })
-    };
+fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> {
+    side_effects::table
+        .inner_join(submissions::table)
+        .filter(side_effects::id.eq_any(ids))
+        .select((
+            side_effects::id,
+            side_effects::kind,
+            side_effects::batch,
+            side_effects::effect_key,
+            side_effects::state,
+            side_effects::attempts,
+            side_effects::submission_id,
+            submissions::form,
+            submissions::fields_json,
+            submissions::received_at,
+            submissions::journey_id,
+        ))
+        .order(side_effects::next_attempt_at)
+        .load(c)
 }
 
 /// The columns a `Transition` sets; the lease is released.
-macro_rules! transition {
-    ($t:expr, $now:expr) => {
-        (
-            side_effects::state.eq(&$t.state),
-            side_effects::next_attempt_at.eq($t.next_attempt_at),
-            side_effects::provider_ref.eq(&$t.provider_ref),
-            side_effects::last_error.eq(&$t.last_error),
-            side_effects::lease_owner.eq(None::<String>),
-            side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
-            side_effects::updated_at.eq($now),
-        )
-    };
+#[derive(AsChangeset)]
+#[diesel(table_name = side_effects, treat_none_as_null = true)]
+struct Released<'a> {
+    state: EffectState,
+    next_attempt_at: NaiveDateTime,
+    provider_ref: Option<&'a str>,
+    last_error: Option<&'a str>,
+    lease_owner: Option<&'a str>,
+    lease_expires_at: Option<NaiveDateTime>,
+    updated_at: NaiveDateTime,
 }
 
-/// `$($lock)*` is the row-locking clause: `FOR UPDATE SKIP LOCKED` on PostgreSQL; nothing on
-/// SQLite, where the write transaction already excludes other writers.
-macro_rules! impl_queue {
-    ($conn:ty, $($lock:tt)*) => {
-        impl Queue for $conn {
-            fn claim_due(
-                &mut self,
-                owner: &str,
-                now: NaiveDateTime,
-                lease_until: NaiveDateTime,
-                limit: i64,
-            ) -> QueryResult<Vec<JobRow>> {
-                take_due!(
-                    self,
-                    [$($lock)*],
-                    side_effects::state.eq(PENDING).and(side_effects::held.eq(false)),
-                    now,
-                    limit,
-                    (
-                        side_effects::state.eq(SENDING),
-                        side_effects::lease_owner.eq(owner),
-                        side_effects::lease_expires_at.eq(lease_until),
-                        side_effects::attempts.eq(side_effects::attempts + 1),
-                        side_effects::updated_at.eq(now),
-                    )
-                )
-            }
+impl<'a> Released<'a> {
+    fn new(t: &'a Transition, now: NaiveDateTime) -> Self {
+        Released {
+            state: t.state,
+            next_attempt_at: t.next_attempt_at,
+            provider_ref: t.provider_ref.as_deref(),
+            last_error: t.last_error.as_deref(),
+            lease_owner: None,
+            lease_expires_at: None,
+            updated_at: now,
+        }
+    }
+}
 
-            fn take_unknown_due(
-                &mut self,
-                kinds: &[&str],
-                now: NaiveDateTime,
-                retry_at: NaiveDateTime,
-                limit: i64,
-            ) -> QueryResult<Vec<JobRow>> {
-                take_due!(
-                    self,
-                    [$($lock)*],
-                    side_effects::state.eq(UNKNOWN).and(side_effects::kind.eq_any(kinds)),
-                    now,
-                    limit,
-                    side_effects::next_attempt_at.eq(retry_at)
-                )
+impl Queue for DbConnection {
+    fn claim_due(
+        &mut self,
+        owner: &str,
+        now: NaiveDateTime,
+        lease_until: NaiveDateTime,
+        limit: i64,
+    ) -> QueryResult<Vec<JobRow>> {
+        self.write_tx(|c| {
+            let due = side_effects::table
+                .filter(side_effects::state.eq(PENDING))
+                .filter(side_effects::held.eq(false))
+                .filter(side_effects::next_attempt_at.le(now))
+                .order(side_effects::next_attempt_at)
+                .limit(limit)
+                .select(side_effects::id);
+            // PostgreSQL: concurrent workers skip each other's rows; SQLite: the write
+            // transaction already excludes other writers.
+            let ids: Vec<String> = match c {
+                DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg)?,
+                DbConnection::Sqlite(sqlite) => due.load(sqlite)?,
+            };
+            if ids.is_empty() {
+                return Ok(Vec::new());
             }
-
-            fn finish(&mut self, id: &str, owner: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
-                let n = diesel::update(
-                    side_effects::table
-                        .filter(side_effects::id.eq(id))
-                        .filter(side_effects::lease_owner.eq(owner))
-                        .filter(side_effects::state.eq_any([SENDING, UNKNOWN])),
-                )
-                .set(transition!(t, now))
-                .execute(self)?;
-                Ok(n == 1)
-            }
-
-            fn resolve_unknown(&mut self, id: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
-                let n = diesel::update(
-                    side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq(UNKNOWN)),
-                )
-                .set(transition!(t, now))
-                .execute(self)?;
-                Ok(n == 1)
-            }
-
-            fn expire_leases(&mut self, now: NaiveDateTime) -> QueryResult<usize> {
-                diesel::update(
-                    side_effects::table
-                        .filter(side_effects::state.eq(SENDING))
-                        .filter(side_effects::lease_expires_at.lt(now)),
-                )
+            diesel::update(side_effects::table.filter(side_effects::id.eq_any(&ids)))
                 .set((
-                    side_effects::state.eq(UNKNOWN),
-                    side_effects::next_attempt_at.eq(now),
-                    side_effects::last_error.eq("the lease ran out while sending (the worker stopped)"),
+                    side_effects::state.eq(SENDING),
+                    side_effects::lease_owner.eq(owner),
+                    side_effects::lease_expires_at.eq(lease_until),
+                    side_effects::attempts.eq(side_effects::attempts + 1),
                     side_effects::updated_at.eq(now),
                 ))
-                .execute(self)
-            }
+                .execute(c)?;
+            jobs_by_id(c, &ids)
+        })
+    }
 
-            fn insert_attempt(&mut self, row: &NewAttempt) -> QueryResult<()> {
-                diesel::insert_into(effect_attempts::table).values(row).execute(self)?;
-                Ok(())
+    fn take_unknown_due(
+        &mut self,
+        kinds: &[&str],
+        now: NaiveDateTime,
+        retry_at: NaiveDateTime,
+        limit: i64,
+    ) -> QueryResult<Vec<JobRow>> {
+        self.write_tx(|c| {
+            let due = side_effects::table
+                .filter(side_effects::state.eq(UNKNOWN))
+                .filter(side_effects::kind.eq_any(kinds))
+                .filter(side_effects::next_attempt_at.le(now))
+                .order(side_effects::next_attempt_at)
+                .limit(limit)
+                .select(side_effects::id);
+            let ids: Vec<String> = match c {
+                DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg)?,
+                DbConnection::Sqlite(sqlite) => due.load(sqlite)?,
+            };
+            if ids.is_empty() {
+                return Ok(Vec::new());
             }
+            diesel::update(side_effects::table.filter(side_effects::id.eq_any(&ids)))
+                .set(side_effects::next_attempt_at.eq(retry_at))
+                .execute(c)?;
+            jobs_by_id(c, &ids)
+        })
+    }
 
-            fn queue_stats(&mut self) -> QueryResult<QueueStats> {
-                let oldest_pending = side_effects::table
-                    .filter(side_effects::state.eq(PENDING))
-                    .select(min(side_effects::created_at))
-                    .get_result(self)?;
-                let attempts = effect_attempts::table
-                    .group_by(effect_attempts::outcome)
-                    .select((effect_attempts::outcome, count_star()))
-                    .order(effect_attempts::outcome)
-                    .load(self)?;
-                Ok(QueueStats { oldest_pending, attempts })
-            }
-        }
-    };
+    fn finish(&mut self, id: &str, owner: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
+        let n = diesel::update(
+            side_effects::table
+                .filter(side_effects::id.eq(id))
+                .filter(side_effects::lease_owner.eq(owner))
+                .filter(side_effects::state.eq_any([SENDING, UNKNOWN])),
+        )
+        .set(Released::new(t, now))
+        .execute(self)?;
+        Ok(n == 1)
+    }
+
+    fn resolve_unknown(&mut self, id: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
+        let n = diesel::update(
+            side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq(UNKNOWN)),
+        )
+        .set(Released::new(t, now))
+        .execute(self)?;
+        Ok(n == 1)
+    }
+
+    fn expire_leases(&mut self, now: NaiveDateTime) -> QueryResult<usize> {
+        diesel::update(
+            side_effects::table
+                .filter(side_effects::state.eq(SENDING))
+                .filter(side_effects::lease_expires_at.lt(now)),
+        )
+        .set((
+            side_effects::state.eq(UNKNOWN),
+            side_effects::next_attempt_at.eq(now),
+            side_effects::last_error.eq("the lease ran out while sending (the worker stopped)"),
+            side_effects::updated_at.eq(now),
+        ))
+        .execute(self)
+    }
+
+    fn insert_attempt(&mut self, row: &NewAttempt) -> QueryResult<()> {
+        diesel::insert_into(effect_attempts::table).values(row).execute(self)?;
+        Ok(())
+    }
+
+    fn queue_stats(&mut self) -> QueryResult<QueueStats> {
+        let oldest_pending = side_effects::table
+            .filter(side_effects::state.eq(PENDING))
+            .select(min(side_effects::created_at))
+            .get_result(self)?;
+        let attempts = effect_attempts::table
+            .group_by(effect_attempts::outcome)
+            .select((effect_attempts::outcome, count_star()))
+            .order(effect_attempts::outcome)
+            .load(self)?;
+        Ok(QueueStats { oldest_pending, attempts })
+    }
 }
-
-impl_queue!(diesel::SqliteConnection,);
-impl_queue!(diesel::PgConnection, .for_update().skip_locked());

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 
 use super::schema::{confirmation_caps, side_effects, submissions};
+use super::DbConnection;
 use crate::domain::EffectState;
 
 /// Why a capped confirmation was cancelled (`last_error`, shown in the admin).
@@ -33,57 +34,49 @@ pub trait RecipientCapStore {
     ) -> QueryResult<()>;
 }
 
-macro_rules! impl_recipient_cap {
-    ($conn:ty) => {
-        impl RecipientCapStore for $conn {
-            fn claim_confirmation(
-                &mut self,
-                form: &str,
-                email_digest: &str,
-                now: NaiveDateTime,
-                since: NaiveDateTime,
-            ) -> QueryResult<bool> {
-                let upsert = diesel::insert_into(confirmation_caps::table)
-                    .values((
-                        confirmation_caps::form.eq(form),
-                        confirmation_caps::email_digest.eq(email_digest),
-                        confirmation_caps::last_at.eq(now),
-                    ))
-                    .on_conflict((confirmation_caps::form, confirmation_caps::email_digest))
-                    .do_update()
-                    .set(confirmation_caps::last_at.eq(excluded(confirmation_caps::last_at)));
-                // ON CONFLICT … DO UPDATE … WHERE: no row changes while the slot is taken.
-                let n = diesel::query_dsl::methods::FilterDsl::filter(
-                    upsert,
-                    confirmation_caps::last_at.le(since),
-                )
-                .execute(self)?;
-                Ok(n == 1)
-            }
+impl RecipientCapStore for DbConnection {
+    fn claim_confirmation(
+        &mut self,
+        form: &str,
+        email_digest: &str,
+        now: NaiveDateTime,
+        since: NaiveDateTime,
+    ) -> QueryResult<bool> {
+        let upsert = diesel::insert_into(confirmation_caps::table)
+            .values((
+                confirmation_caps::form.eq(form),
+                confirmation_caps::email_digest.eq(email_digest),
+                confirmation_caps::last_at.eq(now),
+            ))
+            .on_conflict((confirmation_caps::form, confirmation_caps::email_digest))
+            .do_update()
+            .set(confirmation_caps::last_at.eq(excluded(confirmation_caps::last_at)));
+        // ON CONFLICT … DO UPDATE … WHERE: no row changes while the slot is taken.
+        let n = self.execute_native(diesel::query_dsl::methods::FilterDsl::filter(
+            upsert,
+            confirmation_caps::last_at.le(since),
+        ))?;
+        Ok(n == 1)
+    }
 
-            fn cancel_capped(
-                &mut self,
-                effect_id: &str,
-                submission_id: &str,
-                response_body: &str,
-                now: NaiveDateTime,
-            ) -> QueryResult<()> {
-                diesel::update(side_effects::table.filter(side_effects::id.eq(effect_id)))
-                    .set((
-                        side_effects::state.eq(EffectState::Cancelled),
-                        side_effects::held.eq(false),
-                        side_effects::last_error.eq(RECIPIENT_CAP),
-                        side_effects::updated_at.eq(now),
-                    ))
-                    .execute(self)?;
-                diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
-                    .set(submissions::response_body.eq(response_body))
-                    .execute(self)?;
-                Ok(())
-            }
-        }
-    };
+    fn cancel_capped(
+        &mut self,
+        effect_id: &str,
+        submission_id: &str,
+        response_body: &str,
+        now: NaiveDateTime,
+    ) -> QueryResult<()> {
+        diesel::update(side_effects::table.filter(side_effects::id.eq(effect_id)))
+            .set((
+                side_effects::state.eq(EffectState::Cancelled),
+                side_effects::held.eq(false),
+                side_effects::last_error.eq(RECIPIENT_CAP),
+                side_effects::updated_at.eq(now),
+            ))
+            .execute(self)?;
+        diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
+            .set(submissions::response_body.eq(response_body))
+            .execute(self)?;
+        Ok(())
+    }
 }
-
-impl_recipient_cap!(diesel::SqliteConnection);
-impl_recipient_cap!(diesel::PgConnection);

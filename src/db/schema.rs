@@ -1,58 +1,23 @@
-// Matches migrations/*/ (see migrations/README.md). Shared types only.
+// @generated automatically by Diesel CLI.
 
 diesel::table! {
-    submissions (id) {
+    audit_log (id) {
         id -> Text,
+        user_id -> Text,
+        user_email -> Text,
+        action -> Text,
+        target_type -> Text,
+        target_id -> Text,
+        note -> Nullable<Text>,
+        at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    confirmation_caps (form, email_digest) {
         form -> Text,
-        operation_id -> Text,
-        fingerprint -> Text,
-        fields_json -> Nullable<Text>,
-        response_body -> Text,
-        channel -> Text,
-        keyless -> Bool,
-        spam -> Bool,
-        email_digest -> Nullable<Text>,
-        phone_digest -> Nullable<Text>,
-        received_at -> Timestamp,
-        operation_expires_at -> Timestamp,
-        content_purged_at -> Nullable<Timestamp>,
-        duplicate_of -> Nullable<Text>,
-        spam_reason -> Nullable<Text>,
-        journey_id -> Nullable<Text>,
-    }
-}
-
-diesel::table! {
-    side_effects (id) {
-        id -> Text,
-        submission_id -> Text,
-        kind -> Text,
-        batch -> Integer,
-        effect_key -> Text,
-        state -> Text,
-        attempts -> Integer,
-        next_attempt_at -> Timestamp,
-        lease_owner -> Nullable<Text>,
-        lease_expires_at -> Nullable<Timestamp>,
-        provider_ref -> Nullable<Text>,
-        last_error -> Nullable<Text>,
-        created_at -> Timestamp,
-        updated_at -> Timestamp,
-        held -> Bool,
-    }
-}
-
-diesel::table! {
-    effect_attempts (id) {
-        id -> Text,
-        effect_id -> Text,
-        started_at -> Timestamp,
-        duration_ms -> Integer,
-        outcome -> Text,
-        http_status -> Nullable<Integer>,
-        smtp_code -> Nullable<Integer>,
-        error_class -> Nullable<Text>,
-        provider_ref -> Nullable<Text>,
+        email_digest -> Text,
+        last_at -> Timestamp,
     }
 }
 
@@ -83,42 +48,6 @@ diesel::table! {
 }
 
 diesel::table! {
-    users (id) {
-        id -> Text,
-        email -> Text,
-        password_hash -> Text,
-        role -> Text,
-        created_at -> Timestamp,
-        disabled_at -> Nullable<Timestamp>,
-        must_change_password -> Bool,
-    }
-}
-
-diesel::table! {
-    sessions (token_hash) {
-        token_hash -> Text,
-        user_id -> Text,
-        csrf_token -> Text,
-        created_at -> Timestamp,
-        expires_at -> Timestamp,
-        last_seen_at -> Nullable<Timestamp>,
-    }
-}
-
-diesel::table! {
-    audit_log (id) {
-        id -> Text,
-        user_id -> Text,
-        user_email -> Text,
-        action -> Text,
-        target_type -> Text,
-        target_id -> Text,
-        note -> Nullable<Text>,
-        at -> Timestamp,
-    }
-}
-
-diesel::table! {
     duplicate_pairs (id) {
         id -> Text,
         form -> Text,
@@ -134,24 +63,29 @@ diesel::table! {
 }
 
 diesel::table! {
-    confirmation_caps (form, email_digest) {
-        form -> Text,
-        email_digest -> Text,
-        last_at -> Timestamp,
+    effect_attempts (id) {
+        id -> Text,
+        effect_id -> Text,
+        started_at -> Timestamp,
+        duration_ms -> Integer,
+        outcome -> Text,
+        http_status -> Nullable<Integer>,
+        smtp_code -> Nullable<Integer>,
+        error_class -> Nullable<Text>,
+        provider_ref -> Nullable<Text>,
     }
 }
 
 diesel::table! {
-    inbound_events (id) {
+    inbound_conflicts (id) {
         id -> Text,
-        source -> Text,
-        event_id -> Text,
+        event_row_id -> Text,
         content_hash -> Text,
         body -> Nullable<Text>,
-        content_type -> Text,
-        deliveries -> Integer,
-        first_received_at -> Timestamp,
-        last_received_at -> Timestamp,
+        status -> Text,
+        attempts -> Integer,
+        first_seen_at -> Timestamp,
+        last_seen_at -> Timestamp,
     }
 }
 
@@ -167,15 +101,16 @@ diesel::table! {
 }
 
 diesel::table! {
-    inbound_conflicts (id) {
+    inbound_events (id) {
         id -> Text,
-        event_row_id -> Text,
+        source -> Text,
+        event_id -> Text,
         content_hash -> Text,
         body -> Nullable<Text>,
-        status -> Text,
-        attempts -> Integer,
-        first_seen_at -> Timestamp,
-        last_seen_at -> Timestamp,
+        content_type -> Text,
+        deliveries -> Integer,
+        first_received_at -> Timestamp,
+        last_received_at -> Timestamp,
     }
 }
 
@@ -210,27 +145,92 @@ diesel::table! {
     }
 }
 
-diesel::joinable!(side_effects -> submissions (submission_id));
-diesel::joinable!(sessions -> users (user_id));
+diesel::table! {
+    sessions (token_hash) {
+        token_hash -> Text,
+        user_id -> Text,
+        csrf_token -> Text,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+        last_seen_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    side_effects (id) {
+        id -> Text,
+        submission_id -> Text,
+        kind -> Text,
+        batch -> Integer,
+        effect_key -> Text,
+        state -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Timestamp,
+        lease_owner -> Nullable<Text>,
+        lease_expires_at -> Nullable<Timestamp>,
+        provider_ref -> Nullable<Text>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        held -> Bool,
+    }
+}
+
+diesel::table! {
+    submissions (id) {
+        id -> Text,
+        form -> Text,
+        operation_id -> Text,
+        fingerprint -> Text,
+        fields_json -> Nullable<Text>,
+        response_body -> Text,
+        channel -> Text,
+        keyless -> Bool,
+        spam -> Bool,
+        email_digest -> Nullable<Text>,
+        phone_digest -> Nullable<Text>,
+        received_at -> Timestamp,
+        operation_expires_at -> Timestamp,
+        content_purged_at -> Nullable<Timestamp>,
+        duplicate_of -> Nullable<Text>,
+        spam_reason -> Nullable<Text>,
+        journey_id -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    users (id) {
+        id -> Text,
+        email -> Text,
+        password_hash -> Text,
+        role -> Text,
+        created_at -> Timestamp,
+        disabled_at -> Nullable<Timestamp>,
+        must_change_password -> Bool,
+    }
+}
+
 diesel::joinable!(conflicts -> submissions (submission_id));
 diesel::joinable!(effect_attempts -> side_effects (effect_id));
 diesel::joinable!(inbound_conflicts -> inbound_events (event_row_id));
+diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(side_effects -> submissions (submission_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
-    submissions,
-    side_effects,
-    effect_attempts,
+    audit_log,
+    confirmation_caps,
     conflicts,
     deliveries,
-    users,
-    sessions,
-    audit_log,
     duplicate_pairs,
-    inbound_events,
-    inbound_deliveries,
+    effect_attempts,
     inbound_conflicts,
+    inbound_deliveries,
+    inbound_events,
     inbound_quarantine,
-    confirmation_caps,
     purge_passes,
     purge_totals,
+    sessions,
+    side_effects,
+    submissions,
+    users,
 );

@@ -1,4 +1,4 @@
-//! Every query, written once and compiled for both backends by `impl_store!`.
+//! The accept path's queries and the row counts, written once for both backends.
 
 use diesel::connection::{Connection, SimpleConnection};
 use diesel::dsl::count_star;
@@ -7,6 +7,7 @@ use diesel::upsert::excluded;
 
 use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use super::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
+use super::DbConnection;
 use crate::domain::{Channel, ConflictStatus, EffectState, PairStatus};
 
 /// Row counts for `/metrics`, tests and the benchmark's consistency check.
@@ -59,114 +60,110 @@ pub trait Store: Connection + Sized {
     fn stats(&mut self) -> QueryResult<Stats>;
 }
 
-macro_rules! impl_store {
-    ($conn:ty, $begin:ident, $lazily:expr) => {
-        impl Store for $conn {
-            fn write_tx<T, E, F>(&mut self, f: F) -> Result<T, E>
-            where
-                F: FnOnce(&mut Self) -> Result<T, E>,
-                E: From<diesel::result::Error>,
-            {
-                self.$begin(f)
-            }
+impl Store for DbConnection {
+    fn write_tx<T, E, F>(&mut self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Self) -> Result<T, E>,
+        E: From<diesel::result::Error>,
+    {
+        self.write_transaction(f)
+    }
 
-            fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool> {
-                let n = diesel::insert_into(submissions::table)
-                    .values(row)
-                    .on_conflict((submissions::form, submissions::operation_id))
-                    .do_nothing()
-                    .execute(self)?;
-                Ok(n == 1)
-            }
+    fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool> {
+        let n = self.execute_native(
+            diesel::insert_into(submissions::table)
+                .values(row)
+                .on_conflict((submissions::form, submissions::operation_id))
+                .do_nothing(),
+        )?;
+        Ok(n == 1)
+    }
 
-            fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>> {
-                submissions::table
-                    .filter(submissions::form.eq(form))
-                    .filter(submissions::operation_id.eq(operation_id))
-                    .select(Submission::as_select())
-                    .first(self)
-                    .optional()
-            }
+    fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>> {
+        submissions::table
+            .filter(submissions::form.eq(form))
+            .filter(submissions::operation_id.eq(operation_id))
+            .select(Submission::as_select())
+            .first(self)
+            .optional()
+    }
 
-            fn insert_effects(&mut self, rows: &[NewEffect]) -> QueryResult<()> {
-                if !rows.is_empty() {
-                    diesel::insert_into(side_effects::table).values(rows).execute(self)?;
-                }
-                Ok(())
-            }
-
-            fn effects_of(&mut self, submission_id: &str) -> QueryResult<Vec<Effect>> {
-                side_effects::table
-                    .filter(side_effects::submission_id.eq(submission_id))
-                    .order((side_effects::kind, side_effects::batch))
-                    .select(Effect::as_select())
-                    .load(self)
-            }
-
-            fn record_conflict(&mut self, row: &NewConflict) -> QueryResult<()> {
-                diesel::insert_into(conflicts::table)
-                    .values(row)
-                    .on_conflict((conflicts::submission_id, conflicts::fingerprint))
-                    .do_update()
-                    .set((
-                        conflicts::attempts.eq(conflicts::attempts + 1),
-                        conflicts::last_seen_at.eq(excluded(conflicts::last_seen_at)),
-                    ))
-                    .execute(self)?;
-                Ok(())
-            }
-
-            fn insert_deliveries(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
-                if !rows.is_empty() {
-                    diesel::insert_into(deliveries::table).values(rows).execute(self)?;
-                }
-                Ok(())
-            }
-
-            fn insert_deliveries_lazily(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
-                $lazily(self, rows)
-            }
-
-            fn stats(&mut self) -> QueryResult<Stats> {
-                // Inbound webhook events' anchor rows (channel `hook`) are not submissions.
-                let submissions = submissions::table
-                    .filter(submissions::channel.ne(Channel::Hook))
-                    .select(count_star())
-                    .get_result(self)?;
-                let effects = side_effects::table
-                    .group_by((side_effects::kind, side_effects::state))
-                    .select((side_effects::kind, side_effects::state, count_star()))
-                    .order((side_effects::kind, side_effects::state))
-                    .load(self)?;
-                let deliveries = deliveries::table
-                    .group_by(deliveries::outcome)
-                    .select((deliveries::outcome, count_star()))
-                    .order(deliveries::outcome)
-                    .load(self)?;
-                let open_conflicts = conflicts::table
-                    .filter(conflicts::status.eq(ConflictStatus::Open))
-                    .select(count_star())
-                    .get_result(self)?;
-                let open_duplicate_pairs = duplicate_pairs::table
-                    .filter(duplicate_pairs::status.eq(PairStatus::Open))
-                    .select(count_star())
-                    .get_result(self)?;
-                Ok(Stats { submissions, effects, deliveries, open_conflicts, open_duplicate_pairs })
-            }
+    fn insert_effects(&mut self, rows: &[NewEffect]) -> QueryResult<()> {
+        if !rows.is_empty() {
+            self.execute_native(diesel::insert_into(side_effects::table).values(rows))?;
         }
-    };
-}
+        Ok(())
+    }
 
-impl_store!(diesel::SqliteConnection, immediate_transaction, |c: &mut diesel::SqliteConnection, rows| {
-    // WAL with synchronous = NORMAL: the commit reaches the WAL but is not fsynced.
-    c.batch_execute("PRAGMA synchronous = NORMAL")?;
-    let inserted = c.immediate_transaction(|c| c.insert_deliveries(rows));
-    c.batch_execute("PRAGMA synchronous = FULL")?;
-    inserted
-});
-impl_store!(diesel::PgConnection, transaction, |c: &mut diesel::PgConnection, rows| {
-    c.transaction(|c| {
-        c.batch_execute("SET LOCAL synchronous_commit = off")?;
-        super::deliveries_pg::insert(c, rows)
-    })
-});
+    fn effects_of(&mut self, submission_id: &str) -> QueryResult<Vec<Effect>> {
+        side_effects::table
+            .filter(side_effects::submission_id.eq(submission_id))
+            .order((side_effects::kind, side_effects::batch))
+            .select(Effect::as_select())
+            .load(self)
+    }
+
+    fn record_conflict(&mut self, row: &NewConflict) -> QueryResult<()> {
+        self.execute_native(
+            diesel::insert_into(conflicts::table)
+                .values(row)
+                .on_conflict((conflicts::submission_id, conflicts::fingerprint))
+                .do_update()
+                .set((
+                    conflicts::attempts.eq(conflicts::attempts + 1),
+                    conflicts::last_seen_at.eq(excluded(conflicts::last_seen_at)),
+                )),
+        )?;
+        Ok(())
+    }
+
+    fn insert_deliveries(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
+        if !rows.is_empty() {
+            self.execute_native(diesel::insert_into(deliveries::table).values(rows))?;
+        }
+        Ok(())
+    }
+
+    fn insert_deliveries_lazily(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
+        match self {
+            DbConnection::Sqlite(_) => {
+                // WAL with synchronous = NORMAL: the commit reaches the WAL but is not fsynced.
+                self.batch_execute("PRAGMA synchronous = NORMAL")?;
+                let inserted = self.write_tx(|c| c.insert_deliveries(rows));
+                self.batch_execute("PRAGMA synchronous = FULL")?;
+                inserted
+            }
+            DbConnection::Pg(c) => c.transaction(|c| {
+                c.batch_execute("SET LOCAL synchronous_commit = off")?;
+                super::deliveries_pg::insert(c, rows)
+            }),
+        }
+    }
+
+    fn stats(&mut self) -> QueryResult<Stats> {
+        // Inbound webhook events' anchor rows (channel `hook`) are not submissions.
+        let submissions = submissions::table
+            .filter(submissions::channel.ne(Channel::Hook))
+            .select(count_star())
+            .get_result(self)?;
+        let effects = side_effects::table
+            .group_by((side_effects::kind, side_effects::state))
+            .select((side_effects::kind, side_effects::state, count_star()))
+            .order((side_effects::kind, side_effects::state))
+            .load(self)?;
+        let deliveries = deliveries::table
+            .group_by(deliveries::outcome)
+            .select((deliveries::outcome, count_star()))
+            .order(deliveries::outcome)
+            .load(self)?;
+        let open_conflicts = conflicts::table
+            .filter(conflicts::status.eq(ConflictStatus::Open))
+            .select(count_star())
+            .get_result(self)?;
+        let open_duplicate_pairs = duplicate_pairs::table
+            .filter(duplicate_pairs::status.eq(PairStatus::Open))
+            .select(count_star())
+            .get_result(self)?;
+        Ok(Stats { submissions, effects, deliveries, open_conflicts, open_duplicate_pairs })
+    }
+}

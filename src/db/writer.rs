@@ -10,13 +10,12 @@ use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 
 use diesel::connection::Connection;
-use diesel::SqliteConnection;
 
-use super::{DbError, SqlitePool};
+use super::{ConnPool, DbConnection, DbError};
 
 /// Tells a job's caller how the batch's commit went.
 type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
-type Job = Box<dyn FnOnce(&mut SqliteConnection) -> Reply + Send>;
+type Job = Box<dyn FnOnce(&mut DbConnection) -> Reply + Send>;
 
 /// Jobs taken into one transaction at most.
 const MAX_BATCH: usize = 256;
@@ -29,7 +28,7 @@ pub struct SqliteWriter {
 
 impl SqliteWriter {
     /// Starts the writer thread on a connection of `pool` (kept for the thread's life).
-    pub fn start(pool: SqlitePool) -> std::io::Result<SqliteWriter> {
+    pub fn start(pool: ConnPool) -> std::io::Result<SqliteWriter> {
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || write_loop(&pool, &queue))?;
         Ok(SqliteWriter { jobs })
@@ -40,7 +39,7 @@ impl SqliteWriter {
     pub fn run<T, F>(&self, f: F) -> Result<T, DbError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut DbConnection) -> Result<T, DbError> + Send + 'static,
     {
         let (reply, answer) = mpsc::sync_channel::<Result<T, DbError>>(1);
         let job: Job = Box::new(move |conn| {
@@ -65,7 +64,7 @@ fn respond<T>(
     });
 }
 
-fn write_loop(pool: &SqlitePool, queue: &Receiver<Job>) {
+fn write_loop(pool: &ConnPool, queue: &Receiver<Job>) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         batch.extend(queue.try_iter().take(MAX_BATCH - 1));
@@ -89,11 +88,11 @@ fn write_loop(pool: &SqlitePool, queue: &Receiver<Job>) {
 
 /// Runs `batch` in one transaction: the commit's result and each job's reply. Jobs never
 /// started (no connection, BEGIN failed) are dropped: their callers hear "dropped the batch".
-fn commit(pool: &SqlitePool, mut batch: Vec<Job>) -> (Result<(), String>, Vec<Reply>) {
+fn commit(pool: &ConnPool, mut batch: Vec<Job>) -> (Result<(), String>, Vec<Reply>) {
     let mut replies = Vec::with_capacity(batch.len());
     let committed = match pool.get() {
         Ok(mut conn) => conn
-            .immediate_transaction(|c| {
+            .write_transaction(|c| {
                 replies.extend(batch.drain(..).map(|job| job(c)));
                 Ok::<_, DbError>(())
             })
@@ -112,7 +111,7 @@ mod tests {
     use crate::db::{Pool, Store};
     use crate::deliveries::{self, Channel, DeliveryOutcome};
 
-    fn sqlite_pool(dir: &std::path::Path) -> SqlitePool {
+    fn sqlite_pool(dir: &std::path::Path) -> ConnPool {
         let url = crate::db::DatabaseUrl::Sqlite(dir.join("writer.db"));
         match Pool::connect(&DatabaseConfig { url, ..DatabaseConfig::default() }).unwrap() {
             Pool::Sqlite(p) => p,

@@ -125,7 +125,7 @@ pub fn erase(pool: &Pool, person: &Person, dry_run: bool, actor: &Actor) -> Resu
         if dry_run {
             return Ok::<_, DbError>(report);
         }
-        tombstone!(c, &id_list, now)?;
+        tombstone(c, &id_list, now)?;
         diesel::update(conflicts::table.filter(conflicts::id.eq_any(&conflict_ids)))
             .set(conflicts::fields_json.eq(None::<String>))
             .execute(c)?;

@@ -15,6 +15,7 @@
 use std::time::Instant;
 
 use chrono::NaiveDateTime;
+use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use uuid::Uuid;
 
@@ -25,7 +26,8 @@ use crate::db::schema::{
     confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine,
     purge_passes, purge_totals, side_effects, submissions,
 };
-use crate::db::{DbError, Pool, Store};
+use crate::db::{DbConnection, DbError, Pool, Store};
+use crate::domain::EffectState;
 use crate::with_conn;
 
 /// The kind under which deleted confirmation-cap rows are counted (`/metrics`).
@@ -53,110 +55,89 @@ impl PurgeReport {
     }
 }
 
-/// Picks due rows; PostgreSQL skips rows another purge (or a conflict insert) holds.
-pub trait PickDue: Connection {
-    /// A purge batch need not wait for the disk: a crash loses at most the last batches,
-    /// which the next pass purges again (PostgreSQL `synchronous_commit = off`).
-    fn relax_commit(&mut self) -> QueryResult<()>;
-    fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
-    fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
-    /// The recipient digests of `form`'s confirmation caps last taken at or before `before`.
-    fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>>;
-    fn pick_quarantined(
-        &mut self,
-        source: &str,
-        before: NaiveDateTime,
-        limit: i64,
-    ) -> QueryResult<Vec<String>>;
+/// The submissions of `form` received before `before`, oldest first.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn received_before<'a>(form: &'a str, before: NaiveDateTime, limit: i64) -> _ {
+    submissions::table
+        .filter(submissions::form.eq(form))
+        .filter(submissions::received_at.lt(before))
+        .order(submissions::received_at)
+        .limit(limit)
+        .select(submissions::id)
 }
 
-macro_rules! due_content {
-    ($form:expr, $before:expr, $limit:expr) => {
-        submissions::table
-            .filter(submissions::form.eq($form))
-            .filter(submissions::content_purged_at.is_null())
-            .filter(submissions::received_at.lt($before))
-            .order(submissions::received_at)
-            .limit($limit)
-            .select(submissions::id)
-    };
-}
-
-macro_rules! due_tombstones {
-    ($form:expr, $before:expr, $limit:expr) => {
-        submissions::table
-            .filter(submissions::form.eq($form))
-            .filter(submissions::received_at.lt($before))
-            .order(submissions::received_at)
-            .limit($limit)
-            .select(submissions::id)
-    };
-}
-
-macro_rules! due_caps {
-    ($form:expr, $before:expr, $limit:expr) => {
-        confirmation_caps::table
-            .filter(confirmation_caps::form.eq($form))
-            .filter(confirmation_caps::last_at.le($before))
-            .limit($limit)
-            .select(confirmation_caps::email_digest)
-    };
-}
-
-macro_rules! due_quarantined {
-    ($source:expr, $before:expr, $limit:expr) => {
-        inbound_quarantine::table
-            .filter(inbound_quarantine::source.eq($source))
-            .filter(inbound_quarantine::received_at.lt($before))
-            .order(inbound_quarantine::received_at)
-            .limit($limit)
-            .select(inbound_quarantine::id)
-    };
-}
-
-impl PickDue for diesel::SqliteConnection {
-    fn relax_commit(&mut self) -> QueryResult<()> {
-        Ok(())
-    }
-    fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
-        due_content!(form, before, limit).load(self)
-    }
-    fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
-        due_tombstones!(form, before, limit).load(self)
-    }
-    fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
-        due_caps!(form, before, limit).load(self)
-    }
-    fn pick_quarantined(
-        &mut self,
-        source: &str,
-        before: NaiveDateTime,
-        limit: i64,
-    ) -> QueryResult<Vec<String>> {
-        due_quarantined!(source, before, limit).load(self)
+/// Up to `limit` submissions whose content is due; PostgreSQL skips rows another purge (or
+/// a conflict insert) holds.
+fn pick_content(
+    c: &mut DbConnection,
+    form: &str,
+    before: NaiveDateTime,
+    limit: i64,
+) -> QueryResult<Vec<String>> {
+    let due = received_before(form, before, limit).filter(submissions::content_purged_at.is_null());
+    match c {
+        DbConnection::Pg(pg) => due.for_no_key_update().skip_locked().load(pg),
+        DbConnection::Sqlite(sqlite) => due.load(sqlite),
     }
 }
 
-impl PickDue for diesel::PgConnection {
-    fn relax_commit(&mut self) -> QueryResult<()> {
-        diesel::connection::SimpleConnection::batch_execute(self, "SET LOCAL synchronous_commit = off")
+/// Up to `limit` tombstones (or submissions) whose key is due.
+fn pick_tombstones(
+    c: &mut DbConnection,
+    form: &str,
+    before: NaiveDateTime,
+    limit: i64,
+) -> QueryResult<Vec<String>> {
+    let due = received_before(form, before, limit);
+    match c {
+        DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg),
+        DbConnection::Sqlite(sqlite) => due.load(sqlite),
     }
-    fn pick_content(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
-        due_content!(form, before, limit).for_no_key_update().skip_locked().load(self)
+}
+
+/// Up to `limit` recipient digests of `form`'s confirmation caps last taken at or before `before`.
+fn pick_caps(
+    c: &mut DbConnection,
+    form: &str,
+    before: NaiveDateTime,
+    limit: i64,
+) -> QueryResult<Vec<String>> {
+    let due = confirmation_caps::table
+        .filter(confirmation_caps::form.eq(form))
+        .filter(confirmation_caps::last_at.le(before))
+        .limit(limit)
+        .select(confirmation_caps::email_digest);
+    match c {
+        DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg),
+        DbConnection::Sqlite(sqlite) => due.load(sqlite),
     }
-    fn pick_tombstones(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
-        due_tombstones!(form, before, limit).for_update().skip_locked().load(self)
+}
+
+/// Up to `limit` of a webhook source's quarantined deliveries received before `before`.
+fn pick_quarantined(
+    c: &mut DbConnection,
+    source: &str,
+    before: NaiveDateTime,
+    limit: i64,
+) -> QueryResult<Vec<String>> {
+    let due = inbound_quarantine::table
+        .filter(inbound_quarantine::source.eq(source))
+        .filter(inbound_quarantine::received_at.lt(before))
+        .order(inbound_quarantine::received_at)
+        .limit(limit)
+        .select(inbound_quarantine::id);
+    match c {
+        DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg),
+        DbConnection::Sqlite(sqlite) => due.load(sqlite),
     }
-    fn pick_caps(&mut self, form: &str, before: NaiveDateTime, limit: i64) -> QueryResult<Vec<String>> {
-        due_caps!(form, before, limit).for_update().skip_locked().load(self)
-    }
-    fn pick_quarantined(
-        &mut self,
-        source: &str,
-        before: NaiveDateTime,
-        limit: i64,
-    ) -> QueryResult<Vec<String>> {
-        due_quarantined!(source, before, limit).for_update().skip_locked().load(self)
+}
+
+/// A purge batch need not wait for the disk: a crash loses at most the last batches, which
+/// the next pass purges again (PostgreSQL `synchronous_commit = off`).
+fn relax_commit(c: &mut DbConnection) -> QueryResult<()> {
+    match c {
+        DbConnection::Pg(pg) => pg.batch_execute("SET LOCAL synchronous_commit = off"),
+        DbConnection::Sqlite(_) => Ok(()),
     }
 }
 
@@ -211,12 +192,12 @@ pub fn purge_content(
     batch: i64,
 ) -> Result<i64, DbError> {
     with_conn!(pool, |c| c.write_tx(|c| {
-        c.relax_commit()?;
-        let ids = c.pick_content(form, before, batch)?;
+        relax_commit(c)?;
+        let ids = pick_content(c, form, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
         }
-        let n = tombstone!(c, &ids, now)?;
+        let n = tombstone(c, &ids, now)?;
         Ok::<_, DbError>(n as i64)
     }))
 }
@@ -230,8 +211,8 @@ pub fn purge_quarantined(
     batch: i64,
 ) -> Result<i64, DbError> {
     with_conn!(pool, |c| c.write_tx(|c| {
-        c.relax_commit()?;
-        let ids = c.pick_quarantined(source, before, batch)?;
+        relax_commit(c)?;
+        let ids = pick_quarantined(c, source, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
         }
@@ -240,54 +221,46 @@ pub fn purge_quarantined(
     }))
 }
 
-/// Makes tombstones of `$ids` (those not purged yet): the content and its copies go (an
+/// Makes tombstones of `ids` (those not purged yet): the content and its copies go (an
 /// inbound event's body and its conflicts' bodies included).
-/// Evaluates to the number of submissions purged (`QueryResult<usize>`).
-macro_rules! tombstone {
-    ($c:expr, $ids:expr, $now:expr) => {{
-        use $crate::db::schema::{conflicts, side_effects, submissions};
-        let ids: &[String] = $ids;
-        let now: chrono::NaiveDateTime = $now;
-        (|| -> diesel::QueryResult<usize> {
-            let n = diesel::update(
-                submissions::table
-                    .filter(submissions::id.eq_any(ids))
-                    .filter(submissions::content_purged_at.is_null()),
-            )
-            .set((
-                submissions::fields_json.eq(None::<String>),
-                submissions::email_digest.eq(None::<String>),
-                submissions::phone_digest.eq(None::<String>),
-                submissions::content_purged_at.eq(Some(now)),
-            ))
-            .execute($c)?;
-            diesel::update(conflicts::table.filter(conflicts::submission_id.eq_any(ids)))
-                .set(conflicts::fields_json.eq(None::<String>))
-                .execute($c)?;
-            $crate::db::hooks::HookStore::forget_bodies($c, ids)?;
-            // Nothing is left to send: effects still waiting are cancelled, their records kept.
-            diesel::update(
-                side_effects::table
-                    .filter(side_effects::submission_id.eq_any(ids))
-                    .filter(side_effects::state.eq($crate::domain::EffectState::Pending.as_str())),
-            )
-            .set((
-                side_effects::state.eq($crate::domain::EffectState::Cancelled.as_str()),
-                side_effects::last_error.eq(Some("content purged before delivery")),
-                side_effects::updated_at.eq(now),
-            ))
-            .execute($c)?;
-            Ok(n)
-        })()
-    }};
+/// Returns the number of submissions purged.
+pub(crate) fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
+    let n = diesel::update(
+        submissions::table
+            .filter(submissions::id.eq_any(ids))
+            .filter(submissions::content_purged_at.is_null()),
+    )
+    .set((
+        submissions::fields_json.eq(None::<String>),
+        submissions::email_digest.eq(None::<String>),
+        submissions::phone_digest.eq(None::<String>),
+        submissions::content_purged_at.eq(Some(now)),
+    ))
+    .execute(c)?;
+    diesel::update(conflicts::table.filter(conflicts::submission_id.eq_any(ids)))
+        .set(conflicts::fields_json.eq(None::<String>))
+        .execute(c)?;
+    c.forget_bodies(ids)?;
+    // Nothing is left to send: effects still waiting are cancelled, their records kept.
+    diesel::update(
+        side_effects::table
+            .filter(side_effects::submission_id.eq_any(ids))
+            .filter(side_effects::state.eq(EffectState::Pending)),
+    )
+    .set((
+        side_effects::state.eq(EffectState::Cancelled),
+        side_effects::last_error.eq(Some("content purged before delivery")),
+        side_effects::updated_at.eq(now),
+    ))
+    .execute(c)?;
+    Ok(n)
 }
-pub(crate) use tombstone;
 
 /// One batch of tombstone deletions (after `keys`): the submission and everything naming it.
 pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
     with_conn!(pool, |c| c.write_tx(|c| {
-        c.relax_commit()?;
-        let ids = c.pick_tombstones(form, before, batch)?;
+        relax_commit(c)?;
+        let ids = pick_tombstones(c, form, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
         }
@@ -315,8 +288,8 @@ pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: 
 /// deleted, unless an accept took the slot again meanwhile.
 pub fn delete_caps(pool: &Pool, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
     with_conn!(pool, |c| c.write_tx(|c| {
-        c.relax_commit()?;
-        let digests = c.pick_caps(form, before, batch)?;
+        relax_commit(c)?;
+        let digests = pick_caps(c, form, before, batch)?;
         if digests.is_empty() {
             return Ok(0);
         }
@@ -352,35 +325,24 @@ fn record(pool: &Pool, report: &PurgeReport, now: NaiveDateTime) -> Result<(), D
     }))
 }
 
-macro_rules! add_total_impl {
-    ($c:expr, $form:expr, $kind:expr, $n:expr) => {
-        diesel::insert_into(purge_totals::table)
-            .values((
-                purge_totals::form.eq($form),
-                purge_totals::kind.eq($kind),
-                purge_totals::purged_rows.eq($n),
-            ))
-            .on_conflict((purge_totals::form, purge_totals::kind))
-            .do_update()
-            .set(purge_totals::purged_rows.eq(purge_totals::purged_rows + $n))
-            .execute($c)
-            .map(|_| ())
-    };
-}
-
 /// Counts rows purged of a form by kind (`content`, `keys`, `erasure`).
 pub trait TotalStore {
     fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()>;
 }
 
-impl TotalStore for diesel::SqliteConnection {
+impl TotalStore for DbConnection {
     fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()> {
-        add_total_impl!(self, form, kind, n)
-    }
-}
-
-impl TotalStore for diesel::PgConnection {
-    fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()> {
-        add_total_impl!(self, form, kind, n)
+        self.execute_native(
+            diesel::insert_into(purge_totals::table)
+                .values((
+                    purge_totals::form.eq(form),
+                    purge_totals::kind.eq(kind),
+                    purge_totals::purged_rows.eq(n),
+                ))
+                .on_conflict((purge_totals::form, purge_totals::kind))
+                .do_update()
+                .set(purge_totals::purged_rows.eq(purge_totals::purged_rows + n)),
+        )
+        .map(|_| ())
     }
 }

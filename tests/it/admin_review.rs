@@ -82,21 +82,22 @@ async fn make_pair(app: &TestApp, original_key: &str, duplicate_key: &str, score
     app.query(move |pool| {
         with_conn!(pool, |c| {
             let p = duplicate_pairs::table;
-            diesel::insert_into(p)
-                .values((
-                    duplicate_pairs::id.eq(uuid::Uuid::now_v7().to_string()),
-                    duplicate_pairs::form.eq("contact"),
-                    duplicate_pairs::original_id.eq(&original),
-                    duplicate_pairs::duplicate_id.eq(&duplicate),
-                    duplicate_pairs::score.eq(score),
-                    duplicate_pairs::reasons.eq(r#"["same email within 72 h","similar message"]"#),
-                    duplicate_pairs::status.eq("open"),
-                    duplicate_pairs::created_at.eq(onceform::clock::now()),
-                ))
-                .on_conflict((duplicate_pairs::original_id, duplicate_pairs::duplicate_id))
-                .do_update()
-                .set((duplicate_pairs::status.eq("open"), duplicate_pairs::score.eq(score)))
-                .execute(c)?;
+            c.execute_native(
+                diesel::insert_into(p)
+                    .values((
+                        duplicate_pairs::id.eq(uuid::Uuid::now_v7().to_string()),
+                        duplicate_pairs::form.eq("contact"),
+                        duplicate_pairs::original_id.eq(&original),
+                        duplicate_pairs::duplicate_id.eq(&duplicate),
+                        duplicate_pairs::score.eq(score),
+                        duplicate_pairs::reasons.eq(r#"["same email within 72 h","similar message"]"#),
+                        duplicate_pairs::status.eq("open"),
+                        duplicate_pairs::created_at.eq(onceform::clock::now()),
+                    ))
+                    .on_conflict((duplicate_pairs::original_id, duplicate_pairs::duplicate_id))
+                    .do_update()
+                    .set((duplicate_pairs::status.eq("open"), duplicate_pairs::score.eq(score))),
+            )?;
             p.filter(duplicate_pairs::original_id.eq(&original))
                 .filter(duplicate_pairs::duplicate_id.eq(&duplicate))
                 .select(duplicate_pairs::id)
@@ -341,19 +342,21 @@ async fn not_a_duplicate_releases_held_effects_and_leaves_the_open_list(backend:
     let (o, d) = (submission_id(&app, &k1).await, submission_id(&app, &k2).await);
     let stored = app
         .query(move |pool| {
-            with_conn!(pool, |c| diesel::insert_into(duplicate_pairs::table)
-                .values((
-                    duplicate_pairs::id.eq(uuid::Uuid::now_v7().to_string()),
-                    duplicate_pairs::form.eq("contact"),
-                    duplicate_pairs::original_id.eq(&o),
-                    duplicate_pairs::duplicate_id.eq(&d),
-                    duplicate_pairs::score.eq(0.9),
-                    duplicate_pairs::reasons.eq("[]"),
-                    duplicate_pairs::status.eq("open"),
-                    duplicate_pairs::created_at.eq(onceform::clock::now()),
-                ))
-                .on_conflict_do_nothing()
-                .execute(c)
+            with_conn!(pool, |c| c
+                .execute_native(
+                    diesel::insert_into(duplicate_pairs::table)
+                        .values((
+                            duplicate_pairs::id.eq(uuid::Uuid::now_v7().to_string()),
+                            duplicate_pairs::form.eq("contact"),
+                            duplicate_pairs::original_id.eq(&o),
+                            duplicate_pairs::duplicate_id.eq(&d),
+                            duplicate_pairs::score.eq(0.9),
+                            duplicate_pairs::reasons.eq("[]"),
+                            duplicate_pairs::status.eq("open"),
+                            duplicate_pairs::created_at.eq(onceform::clock::now()),
+                        ))
+                        .on_conflict_do_nothing()
+                )
                 .map_err(DbError::from))
         })
         .await;

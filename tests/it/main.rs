@@ -46,6 +46,7 @@ mod one_statement;
 mod openapi;
 mod process_exit;
 mod public_hardening;
+mod schema;
 mod sessions;
 mod slack;
 mod spam;

@@ -10,7 +10,7 @@ use diesel::prelude::*;
 use onceform::accept::{accept_on_pg, Intake, Outcome};
 use onceform::config::{Config, DuplicatePolicy};
 use onceform::db::schema::{deliveries, duplicate_pairs, side_effects};
-use onceform::db::{establish_pg, Pool, Store};
+use onceform::db::{establish_pg, DbConnection, Pool, Store};
 use onceform::deliveries::{Channel, DeliveryLog};
 use onceform::domain::{normalise, OperationId};
 
@@ -28,7 +28,7 @@ fn intake(config: &Config, key: &str, email: &str, message: &str) -> Intake {
 }
 
 /// A connection that counts the statements it sends.
-fn counted(url: &str) -> (PgConnection, Arc<AtomicUsize>) {
+fn counted(url: &str) -> (DbConnection, Arc<AtomicUsize>) {
     let mut c = establish_pg(url).unwrap();
     let n = Arc::new(AtomicUsize::new(0));
     let counter = n.clone();
@@ -38,7 +38,7 @@ fn counted(url: &str) -> (PgConnection, Arc<AtomicUsize>) {
         }
     };
     c.set_instrumentation(Box::new(count) as Box<dyn Instrumentation>);
-    (c, n)
+    (DbConnection::Pg(c), n)
 }
 
 fn log() -> DeliveryLog {

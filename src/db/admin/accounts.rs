@@ -4,6 +4,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use crate::db::schema::{audit_log, sessions, users};
+use crate::db::DbConnection;
 use crate::domain::Role;
 
 #[derive(Debug, Clone, Insertable)]
@@ -65,60 +66,47 @@ pub trait AccountStore {
     fn audit_entries(&mut self, limit: i64, offset: i64) -> QueryResult<Vec<AuditEntry>>;
 }
 
-macro_rules! impl_accounts {
-    ($conn:ty) => {
-        impl AccountStore for $conn {
-            fn insert_user(&mut self, user: &NewUser) -> QueryResult<()> {
-                diesel::insert_into(users::table).values(user).execute(self).map(|_| ())
-            }
+impl AccountStore for DbConnection {
+    fn insert_user(&mut self, user: &NewUser) -> QueryResult<()> {
+        diesel::insert_into(users::table).values(user).execute(self).map(|_| ())
+    }
 
-            fn count_users(&mut self) -> QueryResult<i64> {
-                users::table.count().get_result(self)
-            }
+    fn count_users(&mut self) -> QueryResult<i64> {
+        users::table.count().get_result(self)
+    }
 
-            fn user_by_email(&mut self, email: &str) -> QueryResult<Option<User>> {
-                users::table.filter(users::email.eq(email)).select(User::as_select()).first(self).optional()
-            }
+    fn user_by_email(&mut self, email: &str) -> QueryResult<Option<User>> {
+        users::table.filter(users::email.eq(email)).select(User::as_select()).first(self).optional()
+    }
 
-            fn insert_session(&mut self, session: &NewSession) -> QueryResult<()> {
-                diesel::insert_into(sessions::table).values(session).execute(self).map(|_| ())
-            }
+    fn insert_session(&mut self, session: &NewSession) -> QueryResult<()> {
+        diesel::insert_into(sessions::table).values(session).execute(self).map(|_| ())
+    }
 
-            fn session(
-                &mut self,
-                token_hash: &str,
-                now: NaiveDateTime,
-            ) -> QueryResult<Option<(String, User)>> {
-                sessions::table
-                    .inner_join(users::table)
-                    .filter(sessions::token_hash.eq(token_hash))
-                    .filter(sessions::expires_at.gt(now))
-                    .select((sessions::csrf_token, User::as_select()))
-                    .first(self)
-                    .optional()
-            }
+    fn session(&mut self, token_hash: &str, now: NaiveDateTime) -> QueryResult<Option<(String, User)>> {
+        sessions::table
+            .inner_join(users::table)
+            .filter(sessions::token_hash.eq(token_hash))
+            .filter(sessions::expires_at.gt(now))
+            .select((sessions::csrf_token, User::as_select()))
+            .first(self)
+            .optional()
+    }
 
-            fn delete_session(&mut self, token_hash: &str) -> QueryResult<()> {
-                diesel::delete(sessions::table.filter(sessions::token_hash.eq(token_hash)))
-                    .execute(self)
-                    .map(|_| ())
-            }
+    fn delete_session(&mut self, token_hash: &str) -> QueryResult<()> {
+        diesel::delete(sessions::table.filter(sessions::token_hash.eq(token_hash))).execute(self).map(|_| ())
+    }
 
-            fn insert_audit(&mut self, entry: &AuditEntry) -> QueryResult<()> {
-                diesel::insert_into(audit_log::table).values(entry).execute(self).map(|_| ())
-            }
+    fn insert_audit(&mut self, entry: &AuditEntry) -> QueryResult<()> {
+        diesel::insert_into(audit_log::table).values(entry).execute(self).map(|_| ())
+    }
 
-            fn audit_entries(&mut self, limit: i64, offset: i64) -> QueryResult<Vec<AuditEntry>> {
-                audit_log::table
-                    .order((audit_log::at.desc(), audit_log::id.desc()))
-                    .limit(limit)
-                    .offset(offset)
-                    .select(AuditEntry::as_select())
-                    .load(self)
-            }
-        }
-    };
+    fn audit_entries(&mut self, limit: i64, offset: i64) -> QueryResult<Vec<AuditEntry>> {
+        audit_log::table
+            .order((audit_log::at.desc(), audit_log::id.desc()))
+            .limit(limit)
+            .offset(offset)
+            .select(AuditEntry::as_select())
+            .load(self)
+    }
 }
-
-impl_accounts!(diesel::SqliteConnection);
-impl_accounts!(diesel::PgConnection);

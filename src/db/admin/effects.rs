@@ -5,6 +5,7 @@ use diesel::prelude::*;
 
 use crate::db::models::NewEffect;
 use crate::db::schema::{effect_attempts, side_effects, submissions};
+use crate::db::DbConnection;
 use crate::domain::{AttemptOutcome, EffectState};
 
 #[derive(Debug, Clone, Queryable)]
@@ -45,24 +46,24 @@ pub struct EffectChange<'a> {
     pub next_attempt_at: NaiveDateTime,
 }
 
-macro_rules! effect_rows {
-    () => {
-        side_effects::table.inner_join(submissions::table).select((
-            side_effects::id,
-            side_effects::submission_id,
-            submissions::form,
-            side_effects::kind,
-            side_effects::batch,
-            side_effects::effect_key,
-            side_effects::state,
-            side_effects::held,
-            side_effects::attempts,
-            side_effects::provider_ref,
-            side_effects::last_error,
-            side_effects::next_attempt_at,
-            side_effects::updated_at,
-        ))
-    };
+/// Effect records with their submission's form, as `EffectRow`s.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn effect_rows() -> _ {
+    side_effects::table.inner_join(submissions::table).select((
+        side_effects::id,
+        side_effects::submission_id,
+        submissions::form,
+        side_effects::kind,
+        side_effects::batch,
+        side_effects::effect_key,
+        side_effects::state,
+        side_effects::held,
+        side_effects::attempts,
+        side_effects::provider_ref,
+        side_effects::last_error,
+        side_effects::next_attempt_at,
+        side_effects::updated_at,
+    ))
 }
 
 pub trait EffectAdminStore {
@@ -91,146 +92,139 @@ pub trait EffectAdminStore {
     fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize>;
 }
 
-macro_rules! impl_effect_admin {
-    ($conn:ty) => {
-        impl EffectAdminStore for $conn {
-            fn effects_in_state(
-                &mut self,
-                state: EffectState,
-                limit: i64,
-                offset: i64,
-            ) -> QueryResult<Vec<EffectRow>> {
-                effect_rows!()
-                    .filter(side_effects::state.eq(state))
-                    .order(side_effects::updated_at.desc())
-                    .limit(limit)
-                    .offset(offset)
-                    .load(self)
-            }
+impl EffectAdminStore for DbConnection {
+    fn effects_in_state(
+        &mut self,
+        state: EffectState,
+        limit: i64,
+        offset: i64,
+    ) -> QueryResult<Vec<EffectRow>> {
+        effect_rows()
+            .filter(side_effects::state.eq(state))
+            .order(side_effects::updated_at.desc())
+            .limit(limit)
+            .offset(offset)
+            .load(self)
+    }
 
-            fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>> {
-                effect_rows!()
-                    .filter(side_effects::submission_id.eq(submission_id))
-                    .order((side_effects::kind, side_effects::batch))
-                    .load(self)
-            }
+    fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>> {
+        effect_rows()
+            .filter(side_effects::submission_id.eq(submission_id))
+            .order((side_effects::kind, side_effects::batch))
+            .load(self)
+    }
 
-            fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>> {
-                effect_rows!().filter(side_effects::id.eq(id)).first(self).optional()
-            }
+    fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>> {
+        effect_rows().filter(side_effects::id.eq(id)).first(self).optional()
+    }
 
-            fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>> {
-                effect_attempts::table
-                    .filter(effect_attempts::effect_id.eq(effect_id))
-                    .order(effect_attempts::started_at)
-                    .select((
-                        effect_attempts::started_at,
-                        effect_attempts::duration_ms,
-                        effect_attempts::outcome,
-                        effect_attempts::http_status,
-                        effect_attempts::smtp_code,
-                        effect_attempts::error_class,
-                        effect_attempts::provider_ref,
-                    ))
-                    .load(self)
-            }
+    fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>> {
+        effect_attempts::table
+            .filter(effect_attempts::effect_id.eq(effect_id))
+            .order(effect_attempts::started_at)
+            .select((
+                effect_attempts::started_at,
+                effect_attempts::duration_ms,
+                effect_attempts::outcome,
+                effect_attempts::http_status,
+                effect_attempts::smtp_code,
+                effect_attempts::error_class,
+                effect_attempts::provider_ref,
+            ))
+            .load(self)
+    }
 
-            fn change_effect(
-                &mut self,
-                id: &str,
-                change: &EffectChange<'_>,
-                now: NaiveDateTime,
-            ) -> QueryResult<bool> {
-                let n = diesel::update(
-                    side_effects::table
-                        .filter(side_effects::id.eq(id))
-                        .filter(side_effects::state.eq_any(change.from)),
-                )
-                .set((
-                    side_effects::state.eq(change.to),
-                    side_effects::provider_ref.eq(&change.provider_ref),
-                    side_effects::last_error.eq(&change.last_error),
-                    side_effects::next_attempt_at.eq(change.next_attempt_at),
-                    side_effects::lease_owner.eq(None::<String>),
-                    side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
-                    side_effects::updated_at.eq(now),
-                ))
-                .execute(self)?;
-                Ok(n == 1)
-            }
+    fn change_effect(
+        &mut self,
+        id: &str,
+        change: &EffectChange<'_>,
+        now: NaiveDateTime,
+    ) -> QueryResult<bool> {
+        let n = diesel::update(
+            side_effects::table
+                .filter(side_effects::id.eq(id))
+                .filter(side_effects::state.eq_any(change.from)),
+        )
+        .set((
+            side_effects::state.eq(change.to),
+            side_effects::provider_ref.eq(&change.provider_ref),
+            side_effects::last_error.eq(&change.last_error),
+            side_effects::next_attempt_at.eq(change.next_attempt_at),
+            side_effects::lease_owner.eq(None::<String>),
+            side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
+            side_effects::updated_at.eq(now),
+        ))
+        .execute(self)?;
+        Ok(n == 1)
+    }
 
-            fn replay_effect(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<Option<String>> {
-                let Some((submission_id, kind, key)) = side_effects::table
-                    .filter(side_effects::id.eq(id))
-                    .select((side_effects::submission_id, side_effects::kind, side_effects::effect_key))
-                    .first::<(String, String, String)>(self)
-                    .optional()?
-                else {
-                    return Ok(None);
-                };
-                let last: Option<i32> = side_effects::table
-                    .filter(side_effects::submission_id.eq(&submission_id))
-                    .filter(side_effects::kind.eq(&kind))
-                    .select(diesel::dsl::max(side_effects::batch))
-                    .first(self)?;
-                let batch = last.unwrap_or(0) + 1;
-                let new_id = uuid::Uuid::now_v7().to_string();
-                let row = NewEffect {
-                    id: new_id.as_str().into(),
-                    // Every key ends in `:{batch}` (forms and inbound webhook handlers alike).
-                    effect_key: match key.rsplit_once(':') {
-                        Some((prefix, _)) => format!("{prefix}:{batch}"),
-                        None => format!("{submission_id}:{kind}:{batch}"),
-                    },
-                    submission_id: submission_id.into(),
-                    kind,
-                    batch,
-                    state: EffectState::Pending,
-                    held: false,
-                    next_attempt_at: now,
-                    created_at: now,
-                    updated_at: now,
-                };
-                diesel::insert_into(side_effects::table).values(&row).execute(self)?;
-                Ok(Some(new_id))
-            }
+    fn replay_effect(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<Option<String>> {
+        let Some((submission_id, kind, key)) = side_effects::table
+            .filter(side_effects::id.eq(id))
+            .select((side_effects::submission_id, side_effects::kind, side_effects::effect_key))
+            .first::<(String, String, String)>(self)
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        let last: Option<i32> = side_effects::table
+            .filter(side_effects::submission_id.eq(&submission_id))
+            .filter(side_effects::kind.eq(&kind))
+            .select(diesel::dsl::max(side_effects::batch))
+            .first(self)?;
+        let batch = last.unwrap_or(0) + 1;
+        let new_id = uuid::Uuid::now_v7().to_string();
+        let row = NewEffect {
+            id: new_id.as_str().into(),
+            // Every key ends in `:{batch}` (forms and inbound webhook handlers alike).
+            effect_key: match key.rsplit_once(':') {
+                Some((prefix, _)) => format!("{prefix}:{batch}"),
+                None => format!("{submission_id}:{kind}:{batch}"),
+            },
+            submission_id: submission_id.into(),
+            kind,
+            batch,
+            state: EffectState::Pending,
+            held: false,
+            next_attempt_at: now,
+            created_at: now,
+            updated_at: now,
+        };
+        diesel::insert_into(side_effects::table).values(&row).execute(self)?;
+        Ok(Some(new_id))
+    }
 
-            fn cancel_pending_of(
-                &mut self,
-                submission_id: &str,
-                note: &str,
-                now: NaiveDateTime,
-            ) -> QueryResult<usize> {
-                diesel::update(
-                    side_effects::table
-                        .filter(side_effects::submission_id.eq(submission_id))
-                        .filter(side_effects::state.eq(EffectState::Pending)),
-                )
-                .set((
-                    side_effects::state.eq(EffectState::Cancelled),
-                    side_effects::held.eq(false),
-                    side_effects::last_error.eq(note),
-                    side_effects::updated_at.eq(now),
-                ))
-                .execute(self)
-            }
+    fn cancel_pending_of(
+        &mut self,
+        submission_id: &str,
+        note: &str,
+        now: NaiveDateTime,
+    ) -> QueryResult<usize> {
+        diesel::update(
+            side_effects::table
+                .filter(side_effects::submission_id.eq(submission_id))
+                .filter(side_effects::state.eq(EffectState::Pending)),
+        )
+        .set((
+            side_effects::state.eq(EffectState::Cancelled),
+            side_effects::held.eq(false),
+            side_effects::last_error.eq(note),
+            side_effects::updated_at.eq(now),
+        ))
+        .execute(self)
+    }
 
-            fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
-                diesel::update(
-                    side_effects::table
-                        .filter(side_effects::submission_id.eq(submission_id))
-                        .filter(side_effects::held.eq(true)),
-                )
-                .set((
-                    side_effects::held.eq(false),
-                    side_effects::next_attempt_at.eq(now),
-                    side_effects::updated_at.eq(now),
-                ))
-                .execute(self)
-            }
-        }
-    };
+    fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
+        diesel::update(
+            side_effects::table
+                .filter(side_effects::submission_id.eq(submission_id))
+                .filter(side_effects::held.eq(true)),
+        )
+        .set((
+            side_effects::held.eq(false),
+            side_effects::next_attempt_at.eq(now),
+            side_effects::updated_at.eq(now),
+        ))
+        .execute(self)
+    }
 }
-
-impl_effect_admin!(diesel::SqliteConnection);
-impl_effect_admin!(diesel::PgConnection);

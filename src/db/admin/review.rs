@@ -6,6 +6,7 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 
 use crate::db::schema::{conflicts, duplicate_pairs, side_effects, submissions};
+use crate::db::DbConnection;
 use crate::domain::{ConflictStatus, EffectState, PairStatus};
 
 /// A conflict with what its page needs of the original submission.
@@ -50,39 +51,39 @@ pub struct SubmissionBrief {
     pub duplicate_of: Option<String>,
 }
 
-macro_rules! conflict_rows {
-    () => {
-        conflicts::table.inner_join(submissions::table).select((
-            conflicts::id,
-            conflicts::submission_id,
-            submissions::form,
-            submissions::operation_id,
-            submissions::fields_json,
-            submissions::received_at,
-            conflicts::fields_json,
-            conflicts::status,
-            conflicts::attempts,
-            conflicts::first_seen_at,
-            conflicts::last_seen_at,
-        ))
-    };
+/// Conflicts with their original submission, as `ConflictRow`s.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn conflict_rows() -> _ {
+    conflicts::table.inner_join(submissions::table).select((
+        conflicts::id,
+        conflicts::submission_id,
+        submissions::form,
+        submissions::operation_id,
+        submissions::fields_json,
+        submissions::received_at,
+        conflicts::fields_json,
+        conflicts::status,
+        conflicts::attempts,
+        conflicts::first_seen_at,
+        conflicts::last_seen_at,
+    ))
 }
 
-macro_rules! pair_rows {
-    () => {
-        duplicate_pairs::table.select((
-            duplicate_pairs::id,
-            duplicate_pairs::form,
-            duplicate_pairs::original_id,
-            duplicate_pairs::duplicate_id,
-            duplicate_pairs::score,
-            duplicate_pairs::reasons,
-            duplicate_pairs::status,
-            duplicate_pairs::decided_by,
-            duplicate_pairs::decided_at,
-            duplicate_pairs::created_at,
-        ))
-    };
+/// Duplicate pairs as `PairRow`s.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn pair_rows() -> _ {
+    duplicate_pairs::table.select((
+        duplicate_pairs::id,
+        duplicate_pairs::form,
+        duplicate_pairs::original_id,
+        duplicate_pairs::duplicate_id,
+        duplicate_pairs::score,
+        duplicate_pairs::reasons,
+        duplicate_pairs::status,
+        duplicate_pairs::decided_by,
+        duplicate_pairs::decided_at,
+        duplicate_pairs::created_at,
+    ))
 }
 
 pub trait ReviewStore {
@@ -129,162 +130,143 @@ pub trait ReviewStore {
     ) -> QueryResult<usize>;
 }
 
-macro_rules! impl_review {
-    ($conn:ty) => {
-        impl ReviewStore for $conn {
-            fn conflicts_in_status(
-                &mut self,
-                status: ConflictStatus,
-                limit: i64,
-            ) -> QueryResult<Vec<ConflictRow>> {
-                conflict_rows!()
-                    .filter(conflicts::status.eq(status))
-                    .order((conflicts::last_seen_at.desc(), conflicts::id))
-                    .limit(limit)
-                    .load(self)
-            }
+impl ReviewStore for DbConnection {
+    fn conflicts_in_status(&mut self, status: ConflictStatus, limit: i64) -> QueryResult<Vec<ConflictRow>> {
+        conflict_rows()
+            .filter(conflicts::status.eq(status))
+            .order((conflicts::last_seen_at.desc(), conflicts::id))
+            .limit(limit)
+            .load(self)
+    }
 
-            fn conflict_row(&mut self, id: &str) -> QueryResult<Option<ConflictRow>> {
-                conflict_rows!().filter(conflicts::id.eq(id)).first(self).optional()
-            }
+    fn conflict_row(&mut self, id: &str) -> QueryResult<Option<ConflictRow>> {
+        conflict_rows().filter(conflicts::id.eq(id)).first(self).optional()
+    }
 
-            fn conflict_counts(&mut self) -> QueryResult<Vec<(ConflictStatus, i64)>> {
-                conflicts::table
-                    .group_by(conflicts::status)
-                    .select((conflicts::status, count_star()))
-                    .load(self)
-            }
+    fn conflict_counts(&mut self) -> QueryResult<Vec<(ConflictStatus, i64)>> {
+        conflicts::table.group_by(conflicts::status).select((conflicts::status, count_star())).load(self)
+    }
 
-            fn set_conflict_status(
-                &mut self,
-                id: &str,
-                from: ConflictStatus,
-                to: ConflictStatus,
-            ) -> QueryResult<bool> {
-                let n = diesel::update(
-                    conflicts::table.filter(conflicts::id.eq(id)).filter(conflicts::status.eq(from)),
-                )
+    fn set_conflict_status(
+        &mut self,
+        id: &str,
+        from: ConflictStatus,
+        to: ConflictStatus,
+    ) -> QueryResult<bool> {
+        let n =
+            diesel::update(conflicts::table.filter(conflicts::id.eq(id)).filter(conflicts::status.eq(from)))
                 .set(conflicts::status.eq(to))
                 .execute(self)?;
-                Ok(n == 1)
-            }
+        Ok(n == 1)
+    }
 
-            fn pairs_in_status(&mut self, status: PairStatus, limit: i64) -> QueryResult<Vec<PairRow>> {
-                pair_rows!()
-                    .filter(duplicate_pairs::status.eq(status))
-                    .order((duplicate_pairs::score.desc(), duplicate_pairs::created_at.desc()))
-                    .limit(limit)
-                    .load(self)
-            }
+    fn pairs_in_status(&mut self, status: PairStatus, limit: i64) -> QueryResult<Vec<PairRow>> {
+        pair_rows()
+            .filter(duplicate_pairs::status.eq(status))
+            .order((duplicate_pairs::score.desc(), duplicate_pairs::created_at.desc()))
+            .limit(limit)
+            .load(self)
+    }
 
-            fn pair_row(&mut self, id: &str) -> QueryResult<Option<PairRow>> {
-                pair_rows!().filter(duplicate_pairs::id.eq(id)).first(self).optional()
-            }
+    fn pair_row(&mut self, id: &str) -> QueryResult<Option<PairRow>> {
+        pair_rows().filter(duplicate_pairs::id.eq(id)).first(self).optional()
+    }
 
-            fn pair_counts(&mut self) -> QueryResult<Vec<(PairStatus, i64)>> {
-                duplicate_pairs::table
-                    .group_by(duplicate_pairs::status)
-                    .select((duplicate_pairs::status, count_star()))
-                    .load(self)
-            }
+    fn pair_counts(&mut self) -> QueryResult<Vec<(PairStatus, i64)>> {
+        duplicate_pairs::table
+            .group_by(duplicate_pairs::status)
+            .select((duplicate_pairs::status, count_star()))
+            .load(self)
+    }
 
-            fn cluster_sizes(
-                &mut self,
-                status: PairStatus,
-                originals: &[String],
-            ) -> QueryResult<Vec<(String, i64)>> {
-                duplicate_pairs::table
-                    .filter(duplicate_pairs::status.eq(status))
-                    .filter(duplicate_pairs::original_id.eq_any(originals))
-                    .group_by(duplicate_pairs::original_id)
-                    .select((duplicate_pairs::original_id, count_star()))
-                    .load(self)
-            }
+    fn cluster_sizes(&mut self, status: PairStatus, originals: &[String]) -> QueryResult<Vec<(String, i64)>> {
+        duplicate_pairs::table
+            .filter(duplicate_pairs::status.eq(status))
+            .filter(duplicate_pairs::original_id.eq_any(originals))
+            .group_by(duplicate_pairs::original_id)
+            .select((duplicate_pairs::original_id, count_star()))
+            .load(self)
+    }
 
-            fn open_pairs_of(&mut self, submission_id: &str) -> QueryResult<i64> {
-                duplicate_pairs::table
-                    .filter(duplicate_pairs::duplicate_id.eq(submission_id))
-                    .filter(duplicate_pairs::status.eq(PairStatus::Open))
-                    .select(count_star())
-                    .get_result(self)
-            }
+    fn open_pairs_of(&mut self, submission_id: &str) -> QueryResult<i64> {
+        duplicate_pairs::table
+            .filter(duplicate_pairs::duplicate_id.eq(submission_id))
+            .filter(duplicate_pairs::status.eq(PairStatus::Open))
+            .select(count_star())
+            .get_result(self)
+    }
 
-            fn submissions_by_id(&mut self, ids: &[String]) -> QueryResult<Vec<SubmissionBrief>> {
-                submissions::table
-                    .filter(submissions::id.eq_any(ids))
-                    .select((
-                        submissions::id,
-                        submissions::form,
-                        submissions::operation_id,
-                        submissions::fields_json,
-                        submissions::received_at,
-                        submissions::duplicate_of,
-                    ))
-                    .load(self)
-            }
+    fn submissions_by_id(&mut self, ids: &[String]) -> QueryResult<Vec<SubmissionBrief>> {
+        submissions::table
+            .filter(submissions::id.eq_any(ids))
+            .select((
+                submissions::id,
+                submissions::form,
+                submissions::operation_id,
+                submissions::fields_json,
+                submissions::received_at,
+                submissions::duplicate_of,
+            ))
+            .load(self)
+    }
 
-            fn decide_pair(
-                &mut self,
-                id: &str,
-                from: &[PairStatus],
-                to: PairStatus,
-                by: Option<&str>,
-                at: Option<NaiveDateTime>,
-            ) -> QueryResult<bool> {
-                let n = diesel::update(
-                    duplicate_pairs::table
-                        .filter(duplicate_pairs::id.eq(id))
-                        .filter(duplicate_pairs::status.eq_any(from)),
-                )
-                .set((
-                    duplicate_pairs::status.eq(to),
-                    duplicate_pairs::decided_by.eq(by),
-                    duplicate_pairs::decided_at.eq(at),
-                ))
-                .execute(self)?;
-                Ok(n == 1)
-            }
+    fn decide_pair(
+        &mut self,
+        id: &str,
+        from: &[PairStatus],
+        to: PairStatus,
+        by: Option<&str>,
+        at: Option<NaiveDateTime>,
+    ) -> QueryResult<bool> {
+        let n = diesel::update(
+            duplicate_pairs::table
+                .filter(duplicate_pairs::id.eq(id))
+                .filter(duplicate_pairs::status.eq_any(from)),
+        )
+        .set((
+            duplicate_pairs::status.eq(to),
+            duplicate_pairs::decided_by.eq(by),
+            duplicate_pairs::decided_at.eq(at),
+        ))
+        .execute(self)?;
+        Ok(n == 1)
+    }
 
-            fn set_duplicate_of(&mut self, submission_id: &str, original_id: &str) -> QueryResult<usize> {
-                diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
-                    .set(submissions::duplicate_of.eq(original_id))
-                    .execute(self)
-            }
+    fn set_duplicate_of(&mut self, submission_id: &str, original_id: &str) -> QueryResult<usize> {
+        diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
+            .set(submissions::duplicate_of.eq(original_id))
+            .execute(self)
+    }
 
-            fn clear_duplicate_of(&mut self, submission_id: &str, original_id: &str) -> QueryResult<usize> {
-                diesel::update(
-                    submissions::table
-                        .filter(submissions::id.eq(submission_id))
-                        .filter(submissions::duplicate_of.eq(original_id)),
-                )
-                .set(submissions::duplicate_of.eq(None::<String>))
-                .execute(self)
-            }
+    fn clear_duplicate_of(&mut self, submission_id: &str, original_id: &str) -> QueryResult<usize> {
+        diesel::update(
+            submissions::table
+                .filter(submissions::id.eq(submission_id))
+                .filter(submissions::duplicate_of.eq(original_id)),
+        )
+        .set(submissions::duplicate_of.eq(None::<String>))
+        .execute(self)
+    }
 
-            fn restore_cancelled(
-                &mut self,
-                submission_id: &str,
-                note: &str,
-                now: NaiveDateTime,
-            ) -> QueryResult<usize> {
-                diesel::update(
-                    side_effects::table
-                        .filter(side_effects::submission_id.eq(submission_id))
-                        .filter(side_effects::state.eq(EffectState::Cancelled))
-                        .filter(side_effects::last_error.eq(note)),
-                )
-                .set((
-                    side_effects::state.eq(EffectState::Pending),
-                    side_effects::held.eq(true),
-                    side_effects::last_error.eq(None::<String>),
-                    side_effects::next_attempt_at.eq(now),
-                    side_effects::updated_at.eq(now),
-                ))
-                .execute(self)
-            }
-        }
-    };
+    fn restore_cancelled(
+        &mut self,
+        submission_id: &str,
+        note: &str,
+        now: NaiveDateTime,
+    ) -> QueryResult<usize> {
+        diesel::update(
+            side_effects::table
+                .filter(side_effects::submission_id.eq(submission_id))
+                .filter(side_effects::state.eq(EffectState::Cancelled))
+                .filter(side_effects::last_error.eq(note)),
+        )
+        .set((
+            side_effects::state.eq(EffectState::Pending),
+            side_effects::held.eq(true),
+            side_effects::last_error.eq(None::<String>),
+            side_effects::next_attempt_at.eq(now),
+            side_effects::updated_at.eq(now),
+        ))
+        .execute(self)
+    }
 }
-
-impl_review!(diesel::SqliteConnection);
-impl_review!(diesel::PgConnection);

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 
 use super::accounts::User;
 use crate::db::schema::{sessions, users};
+use crate::db::DbConnection;
 use crate::domain::Role;
 
 /// A live session: its CSRF token, when it was last used, and its user.
@@ -47,86 +48,68 @@ pub trait SessionStore {
     fn list_users(&mut self) -> QueryResult<Vec<UserRow>>;
 }
 
-macro_rules! impl_sessions {
-    ($conn:ty) => {
-        impl SessionStore for $conn {
-            fn live_session(
-                &mut self,
-                token_hash: &str,
-                now: NaiveDateTime,
-                idle_since: NaiveDateTime,
-            ) -> QueryResult<Option<LiveSession>> {
-                sessions::table
-                    .inner_join(users::table)
-                    .filter(sessions::token_hash.eq(token_hash))
-                    .filter(sessions::expires_at.gt(now))
-                    .filter(sessions::last_seen_at.gt(idle_since))
-                    .filter(users::disabled_at.is_null())
-                    .select((sessions::csrf_token, sessions::last_seen_at, User::as_select()))
-                    .first::<(String, Option<NaiveDateTime>, User)>(self)
-                    .optional()
-                    .map(|row| row.map(|(csrf, last_seen_at, user)| LiveSession { csrf, last_seen_at, user }))
-            }
+impl SessionStore for DbConnection {
+    fn live_session(
+        &mut self,
+        token_hash: &str,
+        now: NaiveDateTime,
+        idle_since: NaiveDateTime,
+    ) -> QueryResult<Option<LiveSession>> {
+        sessions::table
+            .inner_join(users::table)
+            .filter(sessions::token_hash.eq(token_hash))
+            .filter(sessions::expires_at.gt(now))
+            .filter(sessions::last_seen_at.gt(idle_since))
+            .filter(users::disabled_at.is_null())
+            .select((sessions::csrf_token, sessions::last_seen_at, User::as_select()))
+            .first::<(String, Option<NaiveDateTime>, User)>(self)
+            .optional()
+            .map(|row| row.map(|(csrf, last_seen_at, user)| LiveSession { csrf, last_seen_at, user }))
+    }
 
-            fn touch_session(&mut self, token_hash: &str, now: NaiveDateTime) -> QueryResult<()> {
-                diesel::update(sessions::table.filter(sessions::token_hash.eq(token_hash)))
-                    .set(sessions::last_seen_at.eq(now))
-                    .execute(self)
-                    .map(|_| ())
-            }
+    fn touch_session(&mut self, token_hash: &str, now: NaiveDateTime) -> QueryResult<()> {
+        diesel::update(sessions::table.filter(sessions::token_hash.eq(token_hash)))
+            .set(sessions::last_seen_at.eq(now))
+            .execute(self)
+            .map(|_| ())
+    }
 
-            fn end_sessions_of(&mut self, user_id: &str) -> QueryResult<usize> {
-                diesel::delete(sessions::table.filter(sessions::user_id.eq(user_id))).execute(self)
-            }
+    fn end_sessions_of(&mut self, user_id: &str) -> QueryResult<usize> {
+        diesel::delete(sessions::table.filter(sessions::user_id.eq(user_id))).execute(self)
+    }
 
-            fn set_password_hash(
-                &mut self,
-                user_id: &str,
-                hash: &str,
-                must_change: bool,
-            ) -> QueryResult<usize> {
-                diesel::update(users::table.filter(users::id.eq(user_id)))
-                    .set((users::password_hash.eq(hash), users::must_change_password.eq(must_change)))
-                    .execute(self)
-            }
+    fn set_password_hash(&mut self, user_id: &str, hash: &str, must_change: bool) -> QueryResult<usize> {
+        diesel::update(users::table.filter(users::id.eq(user_id)))
+            .set((users::password_hash.eq(hash), users::must_change_password.eq(must_change)))
+            .execute(self)
+    }
 
-            fn disable_user(&mut self, user_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
-                diesel::update(
-                    users::table.filter(users::id.eq(user_id)).filter(users::disabled_at.is_null()),
-                )
-                .set(users::disabled_at.eq(now))
-                .execute(self)
-            }
+    fn disable_user(&mut self, user_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
+        diesel::update(users::table.filter(users::id.eq(user_id)).filter(users::disabled_at.is_null()))
+            .set(users::disabled_at.eq(now))
+            .execute(self)
+    }
 
-            fn sweep_sessions(
-                &mut self,
-                now: NaiveDateTime,
-                idle_since: NaiveDateTime,
-            ) -> QueryResult<usize> {
-                diesel::delete(
-                    sessions::table.filter(
-                        sessions::expires_at
-                            .le(now)
-                            .or(sessions::last_seen_at.le(idle_since))
-                            .or(sessions::last_seen_at.is_null()),
-                    ),
-                )
-                .execute(self)
-            }
+    fn sweep_sessions(&mut self, now: NaiveDateTime, idle_since: NaiveDateTime) -> QueryResult<usize> {
+        diesel::delete(
+            sessions::table.filter(
+                sessions::expires_at
+                    .le(now)
+                    .or(sessions::last_seen_at.le(idle_since))
+                    .or(sessions::last_seen_at.is_null()),
+            ),
+        )
+        .execute(self)
+    }
 
-            fn user_by_id(&mut self, id: &str) -> QueryResult<Option<User>> {
-                users::table.filter(users::id.eq(id)).select(User::as_select()).first(self).optional()
-            }
+    fn user_by_id(&mut self, id: &str) -> QueryResult<Option<User>> {
+        users::table.filter(users::id.eq(id)).select(User::as_select()).first(self).optional()
+    }
 
-            fn list_users(&mut self) -> QueryResult<Vec<UserRow>> {
-                users::table
-                    .order(users::email)
-                    .select((users::id, users::email, users::role, users::created_at, users::disabled_at))
-                    .load(self)
-            }
-        }
-    };
+    fn list_users(&mut self) -> QueryResult<Vec<UserRow>> {
+        users::table
+            .order(users::email)
+            .select((users::id, users::email, users::role, users::created_at, users::disabled_at))
+            .load(self)
+    }
 }
-
-impl_sessions!(diesel::SqliteConnection);
-impl_sessions!(diesel::PgConnection);

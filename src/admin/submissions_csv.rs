@@ -4,7 +4,8 @@
 
 use diesel::QueryResult;
 
-use super::{BrowseStore, SubmissionFilter, SubmissionRow};
+use super::row_view::SubmissionView;
+use crate::db::admin::browse::{BrowseStore, SubmissionFilter, SubmissionRow};
 use crate::domain::EffectState;
 use crate::format::{reference, rfc3339};
 

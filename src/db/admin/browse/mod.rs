@@ -1,0 +1,188 @@
+//! What the dashboard, the submissions list and a submission's page read: one trait,
+//! `BrowseStore`. The dashboard's figures (`dashboard`) and the list with its search
+//! (`list`) are written in their own files.
+
+mod dashboard;
+mod list;
+
+pub(crate) use list::register_unicode_lower;
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use crate::db::admin::effects::{AttemptRow, EffectAdminStore, EffectRow};
+use crate::db::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
+use crate::db::DbConnection;
+use crate::domain::{Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
+pub use dashboard::{Dashboard, DayCount};
+pub use list::{like_pattern, SubmissionFilter};
+
+/// A stored submission as the admin pages show it.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = submissions)]
+pub struct SubmissionRow {
+    pub id: String,
+    pub form: String,
+    pub operation_id: String,
+    pub fields_json: Option<String>,
+    pub channel: Channel,
+    pub keyless: bool,
+    pub spam: bool,
+    pub received_at: NaiveDateTime,
+    pub content_purged_at: Option<NaiveDateTime>,
+    pub duplicate_of: Option<String>,
+    /// Why it is spam (a `SpamReason`'s text); `None` for a honeypot hit stored before
+    /// reasons were kept.
+    pub spam_reason: Option<String>,
+    pub journey_id: Option<String>,
+}
+
+/// (kind, state) of each effect record, by submission id.
+pub type EffectStates = BTreeMap<String, Vec<(String, EffectState)>>;
+
+#[derive(Debug, Clone, Queryable)]
+pub struct DeliveryRow {
+    pub received_at: NaiveDateTime,
+    pub channel: Channel,
+    pub outcome: DeliveryOutcome,
+    pub http_status: i32,
+}
+
+#[derive(Debug, Clone, Queryable)]
+pub struct RelatedConflict {
+    pub id: String,
+    pub status: ConflictStatus,
+    pub attempts: i32,
+    pub first_seen_at: NaiveDateTime,
+    pub last_seen_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable)]
+pub struct RelatedPair {
+    pub id: String,
+    pub original_id: String,
+    pub duplicate_id: String,
+    pub score: f64,
+    pub reasons: String,
+    pub status: PairStatus,
+}
+
+/// Everything a submission's page shows.
+#[derive(Debug, Clone)]
+pub struct SubmissionPage {
+    pub submission: SubmissionRow,
+    pub deliveries: Vec<DeliveryRow>,
+    /// Each effect record with its attempts and lookups, oldest first.
+    pub effects: Vec<(EffectRow, Vec<AttemptRow>)>,
+    pub conflicts: Vec<RelatedConflict>,
+    pub pairs: Vec<RelatedPair>,
+}
+
+pub trait BrowseStore {
+    fn dashboard(&mut self, now: NaiveDateTime) -> QueryResult<Dashboard>;
+    /// One page of the filtered list, newest first, and how many match in all.
+    fn list_submissions(
+        &mut self,
+        filter: &SubmissionFilter,
+        limit: i64,
+        offset: i64,
+    ) -> QueryResult<(Vec<SubmissionRow>, i64)>;
+    /// Submissions whose stored content matches `pattern` (see `like_pattern`), newest first.
+    fn search_submissions(&mut self, pattern: &str, limit: i64) -> QueryResult<Vec<SubmissionRow>>;
+    /// The (kind, state) of the effect records of these submissions, by submission id.
+    fn effect_states(&mut self, ids: &[String]) -> QueryResult<EffectStates>;
+    fn submission_page(&mut self, id: &str) -> QueryResult<Option<SubmissionPage>>;
+    /// (effect id, submission id) of these effects.
+    fn effect_submissions(&mut self, effect_ids: &[String]) -> QueryResult<Vec<(String, String)>>;
+}
+
+impl BrowseStore for DbConnection {
+    fn dashboard(&mut self, now: NaiveDateTime) -> QueryResult<Dashboard> {
+        dashboard::dashboard(self, now)
+    }
+
+    fn list_submissions(
+        &mut self,
+        filter: &SubmissionFilter,
+        limit: i64,
+        offset: i64,
+    ) -> QueryResult<(Vec<SubmissionRow>, i64)> {
+        list::list_submissions(self, filter, limit, offset)
+    }
+
+    fn search_submissions(&mut self, term: &str, limit: i64) -> QueryResult<Vec<SubmissionRow>> {
+        list::search_submissions(self, term, limit)
+    }
+
+    fn effect_states(&mut self, ids: &[String]) -> QueryResult<EffectStates> {
+        let rows: Vec<(String, String, EffectState)> = side_effects::table
+            .filter(side_effects::submission_id.eq_any(ids))
+            .order((side_effects::submission_id, side_effects::kind, side_effects::batch))
+            .select((side_effects::submission_id, side_effects::kind, side_effects::state))
+            .load(self)?;
+        let mut by_submission = EffectStates::new();
+        for (id, kind, state) in rows {
+            by_submission.entry(id).or_default().push((kind, state));
+        }
+        Ok(by_submission)
+    }
+
+    fn submission_page(&mut self, id: &str) -> QueryResult<Option<SubmissionPage>> {
+        let Some(submission) = submissions::table
+            .filter(submissions::id.eq(id))
+            .select(SubmissionRow::as_select())
+            .first(self)
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        let deliveries = deliveries::table
+            .filter(deliveries::submission_id.eq(id))
+            .order((deliveries::received_at, deliveries::id))
+            .select((
+                deliveries::received_at,
+                deliveries::channel,
+                deliveries::outcome,
+                deliveries::http_status,
+            ))
+            .load(self)?;
+        let mut effects = Vec::new();
+        for effect in self.effects_of_submission(id)? {
+            let attempts = self.attempts_of(&effect.id)?;
+            effects.push((effect, attempts));
+        }
+        let conflicts = conflicts::table
+            .filter(conflicts::submission_id.eq(id))
+            .order(conflicts::first_seen_at)
+            .select((
+                conflicts::id,
+                conflicts::status,
+                conflicts::attempts,
+                conflicts::first_seen_at,
+                conflicts::last_seen_at,
+            ))
+            .load(self)?;
+        let pairs = duplicate_pairs::table
+            .filter(duplicate_pairs::original_id.eq(id).or(duplicate_pairs::duplicate_id.eq(id)))
+            .order((duplicate_pairs::score.desc(), duplicate_pairs::created_at))
+            .select((
+                duplicate_pairs::id,
+                duplicate_pairs::original_id,
+                duplicate_pairs::duplicate_id,
+                duplicate_pairs::score,
+                duplicate_pairs::reasons,
+                duplicate_pairs::status,
+            ))
+            .load(self)?;
+        Ok(Some(SubmissionPage { submission, deliveries, effects, conflicts, pairs }))
+    }
+
+    fn effect_submissions(&mut self, effect_ids: &[String]) -> QueryResult<Vec<(String, String)>> {
+        side_effects::table
+            .filter(side_effects::id.eq_any(effect_ids))
+            .select((side_effects::id, side_effects::submission_id))
+            .load(self)
+    }
+}
