@@ -5,6 +5,7 @@ mod database_url;
 mod email;
 mod metrics_token;
 pub mod parsed;
+pub mod proxies;
 mod redact;
 pub mod retention;
 mod spam;
@@ -22,6 +23,7 @@ pub use check::problems;
 pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
 pub use metrics_token::MetricsToken;
+pub use proxies::TrustedProxies;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
@@ -86,7 +88,7 @@ pub struct ServerConfig {
     /// Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` names the client
     /// for rate limits and sign-in throttling. Empty: the header is ignored.
     #[serde(deserialize_with = "parsed::de_trusted_proxies")]
-    pub trusted_proxies: crate::http::TrustedProxies,
+    pub trusted_proxies: TrustedProxies,
     /// Connection deadlines and caps (applied in `src/http/connections.rs`).
     #[validate(range(min = 100, max = 600000))]
     pub body_timeout_ms: u64,
