@@ -3,6 +3,7 @@
 mod check;
 mod database_url;
 mod email;
+pub mod hooks;
 mod metrics_token;
 pub mod parsed;
 pub mod proxies;
@@ -22,6 +23,7 @@ use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema};
 pub use check::problems;
 pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
+pub use hooks::HookConfig;
 pub use metrics_token::MetricsToken;
 pub use proxies::TrustedProxies;
 pub use redact::redact_url;
@@ -48,7 +50,7 @@ pub struct Config {
     pub forms: BTreeMap<String, FormConfig>,
     /// Inbound webhook sources (`[hooks.NAME]`).
     #[serde(default)]
-    pub hooks: BTreeMap<String, crate::hooks::HookConfig>,
+    pub hooks: BTreeMap<String, HookConfig>,
     #[serde(default)]
     pub alerts: AlertsConfig,
     #[serde(default)]
