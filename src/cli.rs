@@ -227,7 +227,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
 }
 
 fn load(args: &Args) -> Result<Config, Exit> {
-    Config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
+    crate::check::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
 }
 
 fn serve(config: Config) -> Result<(), Exit> {
