@@ -11,7 +11,6 @@ use crate::admin::lifecycle;
 use crate::app::Application;
 use crate::config::Config;
 use crate::db::Pool;
-use crate::effects::Registry;
 use crate::worker::Worker;
 
 pub const USAGE: &str =
@@ -282,7 +281,7 @@ fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> Result<(tokio::runtime::
         .map_err(Exit::failure)?;
     let registry = {
         let _entered = rt.enter();
-        Registry::from_config(config.clone()).map_err(Exit::failure)?
+        crate::app::registry(config.clone()).map_err(Exit::failure)?
     };
     Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone())))
 }
