@@ -29,7 +29,6 @@ LAYERS=(
 
 # Edges that still point up, each with why; remove a line when its edge is gone.
 KNOWN=(
-  "db -> spam: the spam reason described in db/admin/browse.rs; presentation out of db (issue 10, item 3)"
 )
 
 rank_of() {
