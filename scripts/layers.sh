@@ -18,7 +18,7 @@ LAYERS=(
   "config"
   "db"
   "deliveries spam duplicates"
-  "accept status effects worker lifecycle alert_rules"
+  "accept status effects worker lifecycle alert_rules check"
   "app::state render"
   "http"
   "admin"
@@ -29,11 +29,6 @@ LAYERS=(
 
 # Edges that still point up, each with why; remove a line when its edge is gone.
 KNOWN=(
-  "config -> http: TrustedProxies checked in config/check.rs; parsed while deserialising (issue 10, item 3)"
-  "config -> effects: the CRM URL policy checked in config/check.rs; moves to the effect's check (issue 10, item 5)"
-  "config -> hooks: [hooks.*] deserialises into hooks::HookConfig"
-  "effects -> hooks: the effect registry registers the inbound webhook handlers (issue 10, item 5)"
-  "db -> spam: the spam reason described in db/admin/browse.rs; presentation out of db (issue 10, item 3)"
 )
 
 rank_of() {

@@ -11,7 +11,6 @@ use crate::admin::lifecycle;
 use crate::app::Application;
 use crate::config::Config;
 use crate::db::Pool;
-use crate::effects::Registry;
 use crate::worker::Worker;
 
 pub const USAGE: &str =
@@ -227,7 +226,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
 }
 
 fn load(args: &Args) -> Result<Config, Exit> {
-    Config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
+    crate::check::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
 }
 
 fn serve(config: Config) -> Result<(), Exit> {
@@ -282,7 +281,7 @@ fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> Result<(tokio::runtime::
         .map_err(Exit::failure)?;
     let registry = {
         let _entered = rt.enter();
-        Registry::from_config(config.clone()).map_err(Exit::failure)?
+        crate::app::registry(config.clone()).map_err(Exit::failure)?
     };
     Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone())))
 }

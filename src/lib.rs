@@ -5,6 +5,7 @@ pub mod accept;
 pub mod admin;
 pub mod alert_rules;
 pub mod app;
+pub mod check;
 pub mod cli;
 pub mod clock;
 pub mod config;

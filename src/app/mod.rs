@@ -1,5 +1,6 @@
 //! The application: builds the state, mounts the public surface (`http`), the admin
-//! (`admin`) and the inbound webhooks (`hooks`) on one listener, and runs them. Only `cli`
+//! (`admin`) and the inbound webhooks (`hooks`) on one listener, and runs them; builds the
+//! workers' `registry` of effect kinds and webhook handlers. Only `cli`
 //! (and the tests) import this module, except `app::state`, which sits below every area.
 
 mod metrics;
@@ -16,6 +17,7 @@ use crate::admin::accounts::LoginThrottle;
 use crate::config::Config;
 use crate::db::Pool;
 use crate::deliveries::DeliveryLog;
+use crate::effects::Registry;
 use crate::hooks::Hooks;
 use crate::http::{MetricsCache, RateLimiter};
 use crate::spam::SpamGuard;
@@ -83,4 +85,12 @@ impl Application {
         self.deliveries.flush().await;
         served
     }
+}
+
+/// The record kinds this process's workers deliver: the form effect kinds and each inbound
+/// webhook handler (`hook:SOURCE:HANDLER`), sharing one CRM adapter and one mailer.
+pub fn registry(config: Arc<Config>) -> anyhow::Result<Registry> {
+    Registry::from_config(config, |registry, deps| {
+        crate::hooks::handlers::register(registry, deps.config, deps.crm, deps.mailer, deps.timeout)
+    })
 }

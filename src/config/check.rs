@@ -1,4 +1,5 @@
-//! `check-config`: every problem in a configuration, each named by its path.
+//! The configuration's own rules: every problem in it, each named by its path (the effect
+//! kinds' rules are added by `crate::check`).
 
 use std::collections::HashSet;
 
@@ -7,7 +8,8 @@ use validator::{Validate, ValidationErrors};
 use super::{Config, CrmAdapterName, FormConfig};
 use crate::domain::FieldType;
 
-/// All problems found in `config`; empty when it is usable.
+/// The problems found in `config` by its own rules (`crate::check::problems` adds the
+/// effect kinds').
 pub fn problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     push_validation(&mut out, "server", config.server.validate());
@@ -25,9 +27,6 @@ pub fn problems(config: &Config) -> Vec<String> {
             out.push("crm.url: this CRM adapter needs a URL (or ONCEFORM_CRM_URL)".into())
         }
         _ => {}
-    }
-    if crm.adapter() != CrmAdapterName::File {
-        out.extend(crate::effects::crm::url_policy::check_config(crm).err());
     }
     if let Some(l) = &crm.lookup_url {
         if !l.contains("{external_ref}") {
@@ -90,7 +89,6 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
             out.push(format!("{at}.effects: `{}` listed twice", kind.as_str()));
         }
     }
-    out.extend(crate::effects::problems(&at, form));
     super::spam::form_problems(out, &at, form);
 }
 
@@ -143,7 +141,7 @@ mod tests {
     #[test]
     fn builtin_default_has_no_problems() {
         let c = Config::builtin().unwrap();
-        assert_eq!(problems(&c), Vec::<String>::new());
+        assert_eq!(crate::check::problems(&c), Vec::<String>::new());
     }
 
     #[test]
@@ -164,7 +162,7 @@ mod tests {
             name = "website"
             "#,
         );
-        let p = problems(&c).join("\n");
+        let p = crate::check::problems(&c).join("\n");
         for needle in [
             "max_body_bytes: out of range",
             "select needs options",

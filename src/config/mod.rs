@@ -3,8 +3,11 @@
 mod check;
 mod database_url;
 mod email;
+pub mod hooks;
+pub mod kind_settings;
 mod metrics_token;
 pub mod parsed;
+pub mod proxies;
 mod redact;
 pub mod retention;
 mod spam;
@@ -21,7 +24,10 @@ use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema};
 pub use check::problems;
 pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
+pub use hooks::HookConfig;
+pub use kind_settings::KindSettings;
 pub use metrics_token::MetricsToken;
+pub use proxies::TrustedProxies;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
@@ -46,7 +52,7 @@ pub struct Config {
     pub forms: BTreeMap<String, FormConfig>,
     /// Inbound webhook sources (`[hooks.NAME]`).
     #[serde(default)]
-    pub hooks: BTreeMap<String, crate::hooks::HookConfig>,
+    pub hooks: BTreeMap<String, HookConfig>,
     #[serde(default)]
     pub alerts: AlertsConfig,
     #[serde(default)]
@@ -86,7 +92,7 @@ pub struct ServerConfig {
     /// Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` names the client
     /// for rate limits and sign-in throttling. Empty: the header is ignored.
     #[serde(deserialize_with = "parsed::de_trusted_proxies")]
-    pub trusted_proxies: crate::http::TrustedProxies,
+    pub trusted_proxies: TrustedProxies,
     /// Connection deadlines and caps (applied in `src/http/connections.rs`).
     #[validate(range(min = 100, max = 600000))]
     pub body_timeout_ms: u64,
@@ -288,7 +294,7 @@ pub struct FormConfig {
     pub retention: RetentionConfig,
     /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
     #[serde(flatten)]
-    pub settings: crate::effects::KindSettings,
+    pub settings: KindSettings,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Validate)]
@@ -345,8 +351,13 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// Reads `path` (or the built-in default), applies `env` overrides and checks the result.
-    pub fn load(path: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    /// Reads `path` (or the built-in default), applies `env` overrides and checks the result
+    /// with `check` (`crate::check::load` checks it with every rule).
+    pub fn load(
+        path: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+        check: impl Fn(&Config) -> Vec<String>,
+    ) -> Result<Config, ConfigError> {
         let (origin, text) = match path {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
@@ -358,7 +369,7 @@ impl Config {
         let mut config =
             Config::parse(&text).map_err(|message| ConfigError::Parse { origin: origin.clone(), message })?;
         let problems = match config.apply_env(env) {
-            Ok(()) => problems(&config),
+            Ok(()) => check(&config),
             Err(problem) => vec![problem],
         };
         if problems.is_empty() {
@@ -548,6 +559,6 @@ mod tests {
             c.server.trusted_proxies,
             parsed::trusted_proxies(&["10.0.0.1".into(), "10.1.0.0/16".into()]).unwrap()
         );
-        assert!(problems(&c).is_empty(), "{:?}", problems(&c));
+        assert!(crate::check::problems(&c).is_empty(), "{:?}", crate::check::problems(&c));
     }
 }

@@ -7,8 +7,7 @@ use std::net::SocketAddr;
 use serde::de::{Deserializer, Error};
 use serde::Deserialize;
 
-use super::DatabaseUrl;
-use crate::http::TrustedProxies;
+use super::{DatabaseUrl, TrustedProxies};
 
 /// `server.bind` (`ONCEFORM_BIND`).
 pub fn bind(text: &str) -> Result<SocketAddr, String> {

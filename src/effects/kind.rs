@@ -2,9 +2,7 @@
 //! check-config rules, whether a submission gets one, and the worker that delivers it.
 //! Every kind is one file under `src/effects/` and one line in `KINDS`.
 
-use std::any::Any;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +12,7 @@ use serde::Deserialize;
 use super::crm::CrmAdapter;
 use super::mail::Mailer;
 use super::{Effect, KINDS};
+pub use crate::config::kind_settings::{KindSettings, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 
@@ -24,9 +23,6 @@ pub struct Deps<'a> {
     pub mailer: &'a Arc<Mailer>,
     pub timeout: Duration,
 }
-
-/// A kind's own table in a form, parsed into the kind's type when the config is read.
-pub type Settings = Arc<dyn Any + Send + Sync>;
 
 pub trait Kind: Sync {
     /// Its name in `effects = [...]`, in result bodies and in the records.
@@ -75,27 +71,6 @@ impl<'de> Deserialize<'de> for EffectKind {
         find(&name).map(|k| k.name()).ok_or_else(|| {
             de::Error::custom(format!("unknown effect kind `{name}`, expected one of {}", names()))
         })
-    }
-}
-
-/// The effect kinds' own tables in one form (`[forms.F.slack]`), each parsed by its kind.
-#[derive(Clone, Default)]
-pub struct KindSettings(BTreeMap<EffectKind, Settings>);
-
-impl KindSettings {
-    /// `kind`'s table, parsed.
-    pub fn get<T: Any>(&self, kind: EffectKind) -> Option<&T> {
-        self.0.get(&kind)?.downcast_ref()
-    }
-
-    pub fn contains(&self, kind: EffectKind) -> bool {
-        self.0.contains_key(&kind)
-    }
-}
-
-impl fmt::Debug for KindSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.0.keys()).finish()
     }
 }
 

@@ -115,14 +115,19 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn from_config(config: Arc<Config>) -> anyhow::Result<Registry> {
+    /// The form effect kinds; `also` registers further record kinds with the same CRM
+    /// adapter and mailer (the inbound webhook handlers, see `app::registry`).
+    pub fn from_config(
+        config: Arc<Config>,
+        also: impl FnOnce(&mut Registry, &Deps<'_>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Registry> {
         let timeout = Duration::from_millis(config.worker.call_timeout_ms);
         let crm = crm::adapter(&config.crm, timeout)?;
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry::default();
-        crate::hooks::handlers::register(&mut registry, &config, &crm, &mailer, timeout)?;
         let deps = Deps { config: &config, crm: &crm, mailer: &mailer, timeout };
+        also(&mut registry, &deps)?;
         for kind in KINDS {
             registry.register_as(kind.name().as_str().to_string(), kind.effect(&deps)?);
         }

@@ -3,7 +3,7 @@
 //! existing workers run the handlers. See docs/webhooks/.
 
 pub mod admin;
-pub mod config;
+pub use crate::config::hooks as config;
 mod endpoint;
 pub mod handlers;
 pub mod inbound;

@@ -82,7 +82,7 @@ async fn effect_states(config: &Config) -> Vec<(String, String, i64)> {
 }
 
 fn parsed(path: &std::path::Path) -> Config {
-    Config::load(Some(path), |_| None).unwrap()
+    onceform::check::load(Some(path), |_| None).unwrap()
 }
 
 crate::on_both_backends!(a_worker_killed_mid_call_leaves_unknown_which_is_reconciled);

@@ -7,7 +7,6 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use onceform::db::schema::{effect_attempts, side_effects, submissions};
 use onceform::db::DbError;
-use onceform::effects::Registry;
 use onceform::with_conn;
 use onceform::worker::Worker;
 
@@ -59,7 +58,7 @@ pub struct EffectView {
 
 impl DeliveryApp {
     pub fn worker(&self) -> Worker {
-        let registry = Registry::from_config(self.app.config.clone()).unwrap();
+        let registry = onceform::app::registry(self.app.config.clone()).unwrap();
         Worker::new(self.app.pool.clone(), registry, self.app.config.worker.clone())
     }
 

@@ -9,7 +9,6 @@ use onceform::db::schema::{
     inbound_conflicts, inbound_deliveries, inbound_events, inbound_quarantine, side_effects,
 };
 use onceform::db::DbError;
-use onceform::effects::Registry;
 use onceform::hooks::HookConfig;
 use onceform::with_conn;
 use onceform::worker::Worker;
@@ -139,7 +138,7 @@ impl HookApp {
     }
 
     pub fn worker(&self) -> Worker {
-        let registry = Registry::from_config(self.app.config.clone()).unwrap();
+        let registry = onceform::app::registry(self.app.config.clone()).unwrap();
         Worker::new(self.app.pool.clone(), registry, self.app.config.worker.clone())
     }
 

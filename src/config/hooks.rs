@@ -55,7 +55,7 @@ pub struct HookConfig {
     /// How long events' bodies and then their tombstones are kept (`[hooks.NAME.retention]`,
     /// the same windows as a form's).
     #[serde(default)]
-    pub retention: crate::config::RetentionConfig,
+    pub retention: super::RetentionConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -1,0 +1,33 @@
+//! The effect kinds' own tables in a form (`[forms.F.slack]`), each parsed into its kind's
+//! type when the config is read (by the kinds themselves, see `src/effects/kind.rs`).
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::domain::EffectKind;
+
+/// A kind's own table in a form, parsed into the kind's type when the config is read.
+pub type Settings = Arc<dyn Any + Send + Sync>;
+
+/// The effect kinds' own tables in one form (`[forms.F.slack]`), each parsed by its kind.
+#[derive(Clone, Default)]
+pub struct KindSettings(pub(crate) BTreeMap<EffectKind, Settings>);
+
+impl KindSettings {
+    /// `kind`'s table, parsed.
+    pub fn get<T: Any>(&self, kind: EffectKind) -> Option<&T> {
+        self.0.get(&kind)?.downcast_ref()
+    }
+
+    pub fn contains(&self, kind: EffectKind) -> bool {
+        self.0.contains_key(&kind)
+    }
+}
+
+impl fmt::Debug for KindSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
