@@ -10,7 +10,7 @@ use crate::db::schema::{
     inbound_conflicts, inbound_deliveries, inbound_events, inbound_quarantine, side_effects,
 };
 use crate::db::{DbConnection, Store};
-use crate::domain::{ConflictStatus, QuarantineStatus};
+use crate::domain::{ConflictStatus, EffectState, InboundOutcome, QuarantineStatus};
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = inbound_events)]
@@ -45,7 +45,7 @@ pub struct Delivery {
     pub id: String,
     pub source: String,
     pub event_row_id: Option<String>,
-    pub outcome: String,
+    pub outcome: InboundOutcome,
     pub http_status: i32,
     pub received_at: NaiveDateTime,
 }
@@ -81,7 +81,7 @@ pub struct Quarantined {
 #[derive(Debug, Clone, Default)]
 pub struct HookStats {
     /// (source, outcome, count)
-    pub deliveries: Vec<(String, String, i64)>,
+    pub deliveries: Vec<(String, InboundOutcome, i64)>,
     /// (source, events, largest first-to-last spread in seconds among recent redeliveries)
     pub events: Vec<(String, i64, f64)>,
     /// (source, open conflicts)
@@ -89,7 +89,7 @@ pub struct HookStats {
     /// (source, open quarantined deliveries)
     pub quarantined: Vec<(String, i64)>,
     /// (kind `hook:SOURCE:HANDLER`, state, count)
-    pub handlers: Vec<(String, String, i64)>,
+    pub handlers: Vec<(String, EffectState, i64)>,
 }
 
 /// The redelivery spread is taken over this many most recently redelivered events.

@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use super::models::{JobRow, NewAttempt, Transition};
 use super::schema::{effect_attempts, side_effects, submissions};
 use super::{DbConnection, Store};
-use crate::domain::EffectState;
+use crate::domain::{AttemptOutcome, EffectState};
 
 const PENDING: EffectState = EffectState::Pending;
 const SENDING: EffectState = EffectState::Sending;
@@ -20,7 +20,7 @@ const UNKNOWN: EffectState = EffectState::Unknown;
 pub struct QueueStats {
     pub oldest_pending: Option<NaiveDateTime>,
     /// (outcome, count) over all recorded attempts and lookups.
-    pub attempts: Vec<(String, i64)>,
+    pub attempts: Vec<(AttemptOutcome, i64)>,
 }
 
 pub trait Queue: Store {

@@ -8,7 +8,7 @@ use diesel::upsert::excluded;
 use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use super::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use super::DbConnection;
-use crate::domain::{Channel, ConflictStatus, EffectState, PairStatus};
+use crate::domain::{Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
 
 /// Row counts for `/metrics`, tests and the benchmark's consistency check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub struct Stats {
     /// (kind, state, count)
     pub effects: Vec<(String, EffectState, i64)>,
     /// (outcome, count)
-    pub deliveries: Vec<(String, i64)>,
+    pub deliveries: Vec<(DeliveryOutcome, i64)>,
     pub open_conflicts: i64,
     /// Suspected duplicate pairs awaiting a decision.
     pub open_duplicate_pairs: i64,
@@ -33,7 +33,7 @@ impl Stats {
     }
 
     pub fn deliveries_with(&self, outcome: &str) -> i64 {
-        self.deliveries.iter().filter(|(o, _)| o == outcome).map(|(_, n)| n).sum()
+        self.deliveries.iter().filter(|(o, _)| o.as_str() == outcome).map(|(_, n)| n).sum()
     }
 }
 

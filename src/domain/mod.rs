@@ -22,7 +22,8 @@ pub use form::{FieldConfig, FieldType, FormSchema};
 pub use ids::{EffectId, SubmissionId};
 pub use operation_id::{OperationId, OperationIdError};
 pub use states::{
-    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus, QuarantineStatus, Role,
+    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome, PairStatus,
+    QuarantineStatus, Role,
 };
 
 /// The `form` of an inbound webhook source's anchor rows in `submissions`: `hook:SOURCE`

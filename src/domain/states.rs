@@ -131,6 +131,20 @@ text_enum! {
 }
 
 text_enum! {
+    /// What one inbound webhook request came to (`inbound_deliveries.outcome`).
+    InboundOutcome {
+        /// A new event, stored with its handlers' records.
+        Created = "created",
+        /// The same content under a stored event ID.
+        Replayed = "replayed",
+        /// Different content under a stored event ID.
+        Conflict = "conflict",
+        /// No usable event ID: kept for an admin.
+        Quarantined = "quarantined",
+    }
+}
+
+text_enum! {
     /// What one attempt or lookup came to (`effect_attempts.outcome`).
     AttemptOutcome {
         Sent = "sent",
@@ -140,6 +154,16 @@ text_enum! {
         LookupFound = "lookup_found",
         LookupAbsent = "lookup_absent",
         LookupFailed = "lookup_failed",
+    }
+}
+
+impl AttemptOutcome {
+    /// A reconciliation lookup's result, not a delivery attempt.
+    pub fn is_lookup(self) -> bool {
+        matches!(
+            self,
+            AttemptOutcome::LookupFound | AttemptOutcome::LookupAbsent | AttemptOutcome::LookupFailed
+        )
     }
 }
 

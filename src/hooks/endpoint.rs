@@ -18,7 +18,7 @@ use crate::app::state::AppState;
 use crate::clock::now;
 use crate::db::hooks::{Delivery, HookStore, Quarantined};
 use crate::db::{DbError, Store};
-use crate::domain::QuarantineStatus;
+use crate::domain::{InboundOutcome, QuarantineStatus};
 use crate::hooks::Hooks;
 use crate::http::problem::{Problem, ProblemKind};
 use crate::with_conn;
@@ -155,13 +155,13 @@ fn store_delivery<C: HookStore>(
     };
     let outcome = match &stored {
         Stored::Event(i) => i.label(),
-        Stored::Quarantined => "quarantined",
+        Stored::Quarantined => InboundOutcome::Quarantined,
     };
     c.insert_inbound_delivery(&Delivery {
         id: Uuid::now_v7().to_string(),
         source: source.into(),
         event_row_id: Some(row),
-        outcome: outcome.into(),
+        outcome,
         http_status: status,
         received_at: t,
     })?;

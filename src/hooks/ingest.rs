@@ -9,7 +9,7 @@ use super::config::HookConfig;
 use crate::db::hooks::{Conflict, HookStore, NewEvent};
 use crate::db::models::{NewEffect, NewSubmission};
 use crate::db::DbError;
-use crate::domain::{digest, Channel, ConflictStatus, EffectId, EffectState};
+use crate::domain::{digest, Channel, ConflictStatus, EffectId, EffectState, InboundOutcome};
 
 /// What became of an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,11 +31,11 @@ impl Ingested {
         }
     }
 
-    pub fn label(&self) -> &'static str {
+    pub fn label(&self) -> InboundOutcome {
         match self {
-            Ingested::Created { .. } => "created",
-            Ingested::Replayed { .. } => "replayed",
-            Ingested::Conflict { .. } => "conflict",
+            Ingested::Created { .. } => InboundOutcome::Created,
+            Ingested::Replayed { .. } => InboundOutcome::Replayed,
+            Ingested::Conflict { .. } => InboundOutcome::Conflict,
         }
     }
 }

@@ -89,8 +89,7 @@ pub fn render(s: &Stats, q: &QueueStats, dropped_deliveries: u64, now: NaiveDate
     let _ = writeln!(out, "# HELP onceform_oldest_pending_age_seconds Age of the oldest PENDING record.");
     let _ = writeln!(out, "# TYPE onceform_oldest_pending_age_seconds gauge");
     let _ = writeln!(out, "onceform_oldest_pending_age_seconds {age:.3}");
-    let (lookups, attempts): (Vec<_>, Vec<_>) =
-        q.attempts.iter().partition(|(o, _)| o.starts_with("lookup_"));
+    let (lookups, attempts): (Vec<_>, Vec<_>) = q.attempts.iter().partition(|(o, _)| o.is_lookup());
     let _ = writeln!(out, "# HELP onceform_attempts_total Delivery attempts by outcome.");
     let _ = writeln!(out, "# TYPE onceform_attempts_total counter");
     for (outcome, n) in attempts {
@@ -99,7 +98,7 @@ pub fn render(s: &Stats, q: &QueueStats, dropped_deliveries: u64, now: NaiveDate
     let _ = writeln!(out, "# HELP onceform_reconciliations_total Lookups of UNKNOWN outcomes by result.");
     let _ = writeln!(out, "# TYPE onceform_reconciliations_total counter");
     for (outcome, n) in lookups {
-        let result = outcome.trim_start_matches("lookup_");
+        let result = outcome.as_str().trim_start_matches("lookup_");
         let _ = writeln!(out, "onceform_reconciliations_total{{outcome=\"{result}\"}} {n}");
     }
     out

@@ -43,7 +43,7 @@ pub struct LeftReference {
     pub kind: String,
     pub effect_key: String,
     pub provider_ref: Option<String>,
-    pub state: String,
+    pub state: EffectState,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -102,9 +102,9 @@ pub fn erase(pool: &Pool, person: &Person, dry_run: bool, actor: &Actor) -> Resu
         let references: Vec<LeftReference> = side_effects::table
             .filter(side_effects::submission_id.eq_any(&id_list))
             .filter(side_effects::state.eq_any([
-                EffectState::Sent.as_str(),
-                EffectState::Unknown.as_str(),
-                EffectState::Sending.as_str(),
+                EffectState::Sent,
+                EffectState::Unknown,
+                EffectState::Sending,
             ]))
             .order((side_effects::kind, side_effects::effect_key))
             .select((
