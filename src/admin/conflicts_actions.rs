@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
@@ -35,75 +36,114 @@ impl CsrfForm for ConflictForm {
     }
 }
 
-/// How an action ended, short of a database failure.
-enum Step {
-    Done(Flash),
+/// Why an action on a conflict did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum ConflictActionError {
+    #[error("No such conflict.")]
     NotFound,
-    Refused(String),
+    #[error("The conflict is no longer open; reload the page.")]
+    NotOpen,
+    #[error("The conflicting content has been purged.")]
+    Purged,
+    #[error("The form {0} is no longer configured.")]
+    FormGone(String),
+    #[error(transparent)]
+    Unacceptable(AcceptAsNewError),
+    #[error("The conflict was decided meanwhile; the new inquiry {0} exists.")]
+    DecidedMeanwhile(String),
+    #[error(transparent)]
+    Db(#[from] DbError),
 }
 
-const NOT_OPEN: &str = "The conflict is no longer open; reload the page.";
+impl From<diesel::result::Error> for ConflictActionError {
+    fn from(e: diesel::result::Error) -> Self {
+        ConflictActionError::Db(e.into())
+    }
+}
+
+impl From<AcceptAsNewError> for ConflictActionError {
+    fn from(e: AcceptAsNewError) -> Self {
+        match e {
+            AcceptAsNewError::Db(e) => ConflictActionError::Db(e),
+            refusal => ConflictActionError::Unacceptable(refusal),
+        }
+    }
+}
+
+impl actix_web::ResponseError for ConflictActionError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ConflictActionError::NotFound => StatusCode::NOT_FOUND,
+            ConflictActionError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::CONFLICT,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            ConflictActionError::NotFound => HttpResponse::NotFound().body(self.to_string()),
+            ConflictActionError::Db(e) => db_failure(e),
+            refusal => refused(&refusal.to_string()),
+        }
+    }
+}
 
 pub async fn act(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     action: AdminAction<ConflictForm>,
-) -> HttpResponse {
+) -> Result<HttpResponse, ConflictActionError> {
     let (id, name) = path.into_inner();
     let AdminAction { user, form } = action;
     let note = form.note.trim().to_string();
-    let step = match name.as_str() {
-        "dismiss" => dismiss(&state, &id, user, note).await,
-        "accept" => accept_as_new(&state, &id, user, note).await,
-        _ => return HttpResponse::NotFound().finish(),
-    };
-    match step {
-        Ok(Step::Done(flash)) if name == "dismiss" => done("/admin/conflicts?status=open", flash),
-        Ok(Step::Done(flash)) => done(&format!("/admin/conflicts/{id}"), flash),
-        Ok(Step::NotFound) => HttpResponse::NotFound().body("No such conflict."),
-        Ok(Step::Refused(message)) => refused(&message),
-        Err(e) => db_failure(e),
-    }
+    Ok(match name.as_str() {
+        "dismiss" => done("/admin/conflicts?status=open", dismiss(&state, &id, user, note).await?),
+        "accept" => done(&format!("/admin/conflicts/{id}"), accept_as_new(&state, &id, user, note).await?),
+        _ => HttpResponse::NotFound().finish(),
+    })
 }
 
-async fn dismiss(state: &AppState, id: &str, user: SessionUser, note: String) -> Result<Step, DbError> {
+async fn dismiss(
+    state: &AppState,
+    id: &str,
+    user: SessionUser,
+    note: String,
+) -> Result<Flash, ConflictActionError> {
     let (pool, id) = (state.pool.clone(), id.to_string());
     blocking(move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
             if c.conflict_row(&id)?.is_none() {
-                return Ok::<_, DbError>(Step::NotFound);
+                return Err(ConflictActionError::NotFound);
             }
             if !c.set_conflict_status(&id, ConflictStatus::Open, ConflictStatus::Dismissed)? {
-                return Ok(Step::Refused(NOT_OPEN.into()));
+                return Err(ConflictActionError::NotOpen);
             }
             audit::record(c, &user, "conflict.dismiss", ("conflict", &id), Some(&note))?;
-            Ok(Step::Done(Flash::new("conflict_dismissed")))
-        }))
+            Ok(Flash::new("conflict_dismissed"))
+        })))
     })
-    .await
+    .await?
 }
 
 /// Accepts first (idempotent by the derived operation ID), then records the decision.
-async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: String) -> Result<Step, DbError> {
+async fn accept_as_new(
+    state: &AppState,
+    id: &str,
+    user: SessionUser,
+    note: String,
+) -> Result<Flash, ConflictActionError> {
     let (pool, target) = (state.pool.clone(), id.to_string());
     let row = match blocking(move || with_conn!(&pool, |c| Ok(c.conflict_row(&target)?))).await? {
-        None => return Ok(Step::NotFound),
-        Some(row) if row.status != ConflictStatus::Open => return Ok(Step::Refused(NOT_OPEN.into())),
-        Some(row) if row.fields_json.is_none() => {
-            return Ok(Step::Refused("The conflicting content has been purged.".into()))
-        }
+        None => return Err(ConflictActionError::NotFound),
+        Some(row) if row.status != ConflictStatus::Open => return Err(ConflictActionError::NotOpen),
+        Some(row) if row.fields_json.is_none() => return Err(ConflictActionError::Purged),
         Some(row) => row,
     };
     let Some(form) = state.form(&row.form).cloned() else {
-        return Ok(Step::Refused(format!("The form {} is no longer configured.", row.form)));
+        return Err(ConflictActionError::FormGone(row.form));
     };
     let acceptor = state.acceptor.clone();
-    let created = blocking(move || Ok(accept_content(&acceptor, &row, form))).await?;
-    let submission_id = match created {
-        Ok(s) => s,
-        Err(AcceptAsNewError::Db(e)) => return Err(e),
-        Err(refusal) => return Ok(Step::Refused(refusal.to_string())),
-    };
+    let submission_id = blocking(move || Ok(accept_content(&acceptor, &row, form))).await??;
     let new_ref = reference(&submission_id);
     let note = match note.is_empty() {
         true => format!("accepted as new inquiry {new_ref}"),
@@ -111,22 +151,20 @@ async fn accept_as_new(state: &AppState, id: &str, user: SessionUser, note: Stri
     };
     let (pool, id) = (state.pool.clone(), id.to_string());
     blocking(move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
             if !c.set_conflict_status(&id, ConflictStatus::Open, ConflictStatus::Accepted)? {
-                return Ok::<_, DbError>(Step::Refused(format!(
-                    "The conflict was decided meanwhile; the new inquiry {new_ref} exists."
-                )));
+                return Err(ConflictActionError::DecidedMeanwhile(new_ref));
             }
             audit::record(c, &user, "conflict.accept", ("conflict", &id), Some(&note))?;
-            Ok(Step::Done(Flash::new("conflict_accepted").arg(new_ref)))
-        }))
+            Ok(Flash::new("conflict_accepted").arg(new_ref))
+        })))
     })
-    .await
+    .await?
 }
 
 /// Why a conflict's content cannot be accepted as a new inquiry.
 #[derive(Debug, thiserror::Error)]
-enum AcceptAsNewError {
+pub enum AcceptAsNewError {
     #[error("The content does not fit the form now: {0}.")]
     Unfit(String),
     #[error("No operation ID for this conflict: {0}.")]

@@ -1,6 +1,7 @@
 //! Decisions on suspected duplicate pairs, each in one write transaction with one audit row
 //! per pair decided.
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse, ResponseError};
 use chrono::NaiveDateTime;
 use serde::Deserialize;
@@ -8,7 +9,7 @@ use serde::Deserialize;
 use crate::admin::audit;
 use crate::admin::flash::Flash;
 use crate::admin::guard::{authorize, AdminAction, AuthError, CsrfForm, SessionUser};
-use crate::admin::{db_failure, done, refused};
+use crate::admin::{blocking, db_failure, done, refused};
 use crate::app::state::AppState;
 use crate::clock::now;
 use crate::db::admin::accounts::AccountStore;
@@ -120,19 +121,55 @@ fn undo<C: ReviewConn>(
     Ok(Some(restored))
 }
 
-enum Step {
-    Done { back: PairStatus, flash: Flash },
-    NotFound,
-    Refused(&'static str),
+/// A decision made: the list to go back to, and what to tell the admin.
+struct Done {
+    back: PairStatus,
+    flash: Flash,
 }
 
-fn respond(result: Result<Result<Step, DbError>, actix_web::error::BlockingError>) -> HttpResponse {
-    match result {
-        Ok(Ok(Step::Done { back, flash })) => done(&format!("/admin/duplicates?status={back}"), flash),
-        Ok(Ok(Step::NotFound)) => HttpResponse::NotFound().body("No such pair."),
-        Ok(Ok(Step::Refused(message))) => refused(message),
-        Ok(Err(e)) => db_failure(e),
-        Err(_) => db_failure(DbError::Unavailable("blocking pool".into())),
+/// Why a decision on a pair (or on a batch of pairs) did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum PairActionError {
+    #[error("No such pair.")]
+    NotFound,
+    #[error("The pair is already decided; undo that decision first.")]
+    AlreadyDecided,
+    #[error("The pair is open: there is no decision to undo.")]
+    NothingToUndo,
+    #[error("None of the selected pairs is open; reload the page.")]
+    NoneOpen,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<diesel::result::Error> for PairActionError {
+    fn from(e: diesel::result::Error) -> Self {
+        PairActionError::Db(e.into())
+    }
+}
+
+impl ResponseError for PairActionError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            PairActionError::NotFound => StatusCode::NOT_FOUND,
+            PairActionError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::CONFLICT,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            PairActionError::NotFound => HttpResponse::NotFound().body(self.to_string()),
+            PairActionError::Db(e) => db_failure(e),
+            refusal => refused(&refusal.to_string()),
+        }
+    }
+}
+
+fn respond(result: Result<Result<Done, PairActionError>, DbError>) -> HttpResponse {
+    match result.map_err(PairActionError::from).and_then(|r| r) {
+        Ok(Done { back, flash }) => done(&format!("/admin/duplicates?status={back}"), flash),
+        Err(e) => e.error_response(),
     }
 }
 
@@ -152,14 +189,14 @@ pub async fn act(
     let AdminAction { user, form } = action;
     let pool = state.pool.clone();
     let run = move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
-            let Some(pair) = c.pair_row(&id)? else { return Ok::<_, DbError>(Step::NotFound) };
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
+            let Some(pair) = c.pair_row(&id)? else { return Err(PairActionError::NotFound) };
             let (dup, orig) = (reference(&pair.duplicate_id), reference(&pair.original_id));
             let t = now();
             Ok(match decision {
                 Some(d) => match decide(c, &user, &pair, d, &form.note, t)? {
-                    None => Step::Refused("The pair is already decided; undo that decision first."),
-                    Some(n) => Step::Done {
+                    None => return Err(PairActionError::AlreadyDecided),
+                    Some(n) => Done {
                         back: PairStatus::Open,
                         flash: match d {
                             Decision::NotDuplicate => Flash::new("pair_not_duplicate"),
@@ -171,13 +208,13 @@ pub async fn act(
                     },
                 },
                 None => match undo(c, &user, &pair, &form.note, t)? {
-                    None => Step::Refused("The pair is open: there is no decision to undo."),
-                    Some(n) => Step::Done { back: pair.status, flash: Flash::new("pair_undone").arg(n) },
+                    None => return Err(PairActionError::NothingToUndo),
+                    Some(n) => Done { back: pair.status, flash: Flash::new("pair_undone").arg(n) },
                 },
             })
-        }))
+        })))
     };
-    respond(web::block(run).await)
+    respond(blocking(run).await)
 }
 
 /// Most pairs one batch request decides.
@@ -207,7 +244,7 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
     let note = field("note").to_string();
     let pool = state.pool.clone();
     let run = move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
             let t = now();
             let mut decided = 0;
             for id in &ids {
@@ -217,9 +254,7 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
                 }
             }
             if decided == 0 {
-                return Ok::<_, DbError>(Step::Refused(
-                    "None of the selected pairs is open; reload the page.",
-                ));
+                return Err(PairActionError::NoneOpen);
             }
             let code = match decision {
                 Decision::NotDuplicate => "pairs_not_duplicate",
@@ -227,8 +262,8 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
             };
             let skipped = ids.len() - decided;
             let flash = Flash::new(code).arg(decided).arg(skipped);
-            Ok(Step::Done { back: PairStatus::Open, flash })
-        }))
+            Ok(Done { back: PairStatus::Open, flash })
+        })))
     };
-    respond(web::block(run).await)
+    respond(blocking(run).await)
 }

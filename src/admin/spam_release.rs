@@ -1,6 +1,7 @@
 //! Reviewing spam: an admin releases a submission set aside (honeypot, fill time, captcha,
 //! an unverified captcha above all) as a real inquiry; it then gets its side-effect records.
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use diesel::prelude::*;
 use serde::Deserialize;
@@ -35,10 +36,39 @@ impl CsrfForm for ReleaseForm {
     }
 }
 
-enum Step {
-    Released(usize),
+/// Why a submission was not released.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error("No such submission.")]
     NotFound,
+    #[error("This submission is not marked as spam (or its form is gone); reload the page.")]
     NotSpam,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<diesel::result::Error> for ReleaseError {
+    fn from(e: diesel::result::Error) -> Self {
+        ReleaseError::Db(e.into())
+    }
+}
+
+impl actix_web::ResponseError for ReleaseError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ReleaseError::NotFound => StatusCode::NOT_FOUND,
+            ReleaseError::NotSpam => StatusCode::CONFLICT,
+            ReleaseError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            ReleaseError::NotFound => HttpResponse::NotFound().body(self.to_string()),
+            ReleaseError::NotSpam => refused(&self.to_string()),
+            ReleaseError::Db(e) => db_failure(e),
+        }
+    }
 }
 
 /// `POST /admin/submissions/{id}/release`: not spam after all; its effects are created.
@@ -46,42 +76,37 @@ async fn release(
     state: web::Data<AppState>,
     id: web::Path<String>,
     action: AdminAction<ReleaseForm>,
-) -> HttpResponse {
+) -> Result<HttpResponse, ReleaseError> {
     let (id, AdminAction { user, form }) = (id.into_inner(), action);
     let (pool, config, sid) = (state.pool.clone(), state.config.clone(), id.clone());
     let note = form.note.trim().to_string();
-    let step = blocking(move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
+    let n = blocking(move || {
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
             let found: Option<(String, bool, Option<String>)> = submissions::table
                 .filter(submissions::id.eq(&sid))
                 .select((submissions::form, submissions::spam, submissions::fields_json))
                 .first(c)
                 .optional()?;
-            let Some((form_name, spam, fields)) = found else { return Ok::<_, DbError>(Step::NotFound) };
-            let Some(form) = config.form(&form_name).filter(|_| spam) else { return Ok(Step::NotSpam) };
+            let Some((form_name, spam, fields)) = found else { return Err(ReleaseError::NotFound) };
+            let Some(form) = config.form(&form_name).filter(|_| spam) else {
+                return Err(ReleaseError::NotSpam);
+            };
             let released = diesel::update(submissions::table)
                 .filter(submissions::id.eq(&sid).and(submissions::spam.eq(true)))
                 .set((submissions::spam.eq(false), submissions::spam_reason.eq(None::<String>)))
                 .execute(c)?;
             if released == 0 {
-                return Ok(Step::NotSpam);
+                return Err(ReleaseError::NotSpam);
             }
             let effects = effects_for(&sid, form, fields.as_deref());
             c.insert_effects(&effects)?;
             audit::record(c, &user, "submission.release", ("submission", &sid), Some(&note))?;
-            Ok(Step::Released(effects.len()))
-        }))
+            Ok(effects.len())
+        })))
     })
-    .await;
+    .await??;
     let page = format!("/admin/submissions/{id}");
-    match step {
-        Ok(Step::Released(n)) => done(&page, crate::admin::flash::Flash::new("submission_released").arg(n)),
-        Ok(Step::NotFound) => HttpResponse::NotFound().body("No such submission."),
-        Ok(Step::NotSpam) => {
-            refused("This submission is not marked as spam (or its form is gone); reload the page.")
-        }
-        Err(e) => db_failure(e),
-    }
+    Ok(done(&page, crate::admin::flash::Flash::new("submission_released").arg(n)))
 }
 
 /// The records the accept transaction would have written (batch 0 was never used: spam gets

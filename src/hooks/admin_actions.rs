@@ -3,7 +3,8 @@
 //! one handler of an event as a new batch (a new record and key; the old one stays).
 
 use crate::admin::flash::Flash;
-use actix_web::{web, HttpResponse};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse, ResponseError};
 use serde::Deserialize;
 
 use crate::admin::audit;
@@ -37,18 +38,49 @@ impl CsrfForm for InboundForm {
     }
 }
 
-enum Step {
-    Done(Flash),
+/// Why an action on an inbound delivery or event did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum InboundActionError {
+    #[error("Not found.")]
     NotFound,
-    Refused(&'static str),
+    #[error("An event ID is 1 to 255 printable characters.")]
+    BadEventId,
+    #[error("This delivery was decided already; reload the page.")]
+    AlreadyDecided,
+    #[error("This source has no handler of that name.")]
+    NoSuchHandler,
+    #[error(transparent)]
+    Db(#[from] DbError),
 }
 
-fn finish(step: Result<Step, DbError>, back: &str) -> HttpResponse {
-    match step {
-        Ok(Step::Done(flash)) => done(back, flash),
-        Ok(Step::NotFound) => HttpResponse::NotFound().body("Not found."),
-        Ok(Step::Refused(m)) => refused(m),
-        Err(e) => db_failure(e),
+impl From<diesel::result::Error> for InboundActionError {
+    fn from(e: diesel::result::Error) -> Self {
+        InboundActionError::Db(e.into())
+    }
+}
+
+impl ResponseError for InboundActionError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            InboundActionError::NotFound => StatusCode::NOT_FOUND,
+            InboundActionError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::CONFLICT,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            InboundActionError::NotFound => HttpResponse::NotFound().body(self.to_string()),
+            InboundActionError::Db(e) => db_failure(e),
+            refusal => refused(&refusal.to_string()),
+        }
+    }
+}
+
+fn finish(step: Result<Result<Flash, InboundActionError>, DbError>, back: &str) -> HttpResponse {
+    match step.map_err(InboundActionError::from).and_then(|r| r) {
+        Ok(flash) => done(back, flash),
+        Err(e) => e.error_response(),
     }
 }
 
@@ -66,20 +98,20 @@ pub async fn quarantine(
     if name == "assign"
         && (event_id.is_empty() || event_id.len() > 255 || event_id.chars().any(char::is_control))
     {
-        return refused("An event ID is 1 to 255 printable characters.");
+        return InboundActionError::BadEventId.error_response();
     }
     if name != "assign" && name != "discard" {
         return HttpResponse::NotFound().finish();
     }
     let (pool, config, src_name) = (state.pool.clone(), src.config.clone(), source.clone());
     let step = blocking(move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
-            let Some(q) = c.quarantined(&id)? else { return Ok::<_, DbError>(Step::NotFound) };
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
+            let Some(q) = c.quarantined(&id)? else { return Err(InboundActionError::NotFound) };
             if q.source != src_name {
-                return Ok(Step::NotFound);
+                return Err(InboundActionError::NotFound);
             }
             if q.status != QuarantineStatus::Open {
-                return Ok(Step::Refused("This delivery was decided already; reload the page."));
+                return Err(InboundActionError::AlreadyDecided);
             }
             let t = now();
             if name == "discard" {
@@ -91,7 +123,7 @@ pub async fn quarantine(
                     ("inbound_quarantine", &id),
                     Some(&form.note),
                 )?;
-                return Ok(Step::Done(Flash::new("inbound_discarded")));
+                return Ok(Flash::new("inbound_discarded"));
             }
             let body = q.body.clone().unwrap_or_default();
             let e = NewInbound {
@@ -106,12 +138,12 @@ pub async fn quarantine(
             c.decide_quarantined(&id, QuarantineStatus::Assigned, Some(outcome.event_row()), &user.email, t)?;
             let note = format!("event ID {event_id}: {}. {}", outcome.label(), form.note.trim());
             audit::record(c, &user, "inbound.quarantine.assign", ("inbound_quarantine", &id), Some(&note))?;
-            Ok(Step::Done(match outcome {
+            Ok(match outcome {
                 Ingested::Created { .. } => Flash::new("inbound_assigned"),
                 Ingested::Replayed { .. } => Flash::new("inbound_assigned_replay"),
                 Ingested::Conflict { .. } => Flash::new("inbound_assigned_conflict"),
-            }))
-        }))
+            })
+        })))
     })
     .await;
     finish(step, &format!("/admin/inbound/{source}"))
@@ -128,7 +160,7 @@ pub async fn replay(
     let Some(src) = hooks.source(&source) else { return HttpResponse::NotFound().finish() };
     let AdminAction { user, form } = action;
     if src.config.handler(&form.handler).is_none() {
-        return refused("This source has no handler of that name.");
+        return InboundActionError::NoSuchHandler.error_response();
     }
     let (pool, config, src_name, back) = (
         state.pool.clone(),
@@ -137,10 +169,10 @@ pub async fn replay(
         format!("/admin/inbound/{source}/events/{id}"),
     );
     let step = blocking(move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
-            let Some(event) = c.event(&id)? else { return Ok::<_, DbError>(Step::NotFound) };
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
+            let Some(event) = c.event(&id)? else { return Err(InboundActionError::NotFound) };
             if event.source != src_name {
-                return Ok(Step::NotFound);
+                return Err(InboundActionError::NotFound);
             }
             // A new batch of the handler's record (the same replay as on the Effects page);
             // a handler added after the event arrived gets its first record.
@@ -172,8 +204,8 @@ pub async fn replay(
             };
             let note = format!("{} batch {batch}. {}", form.handler, form.note.trim());
             audit::record(c, &user, "inbound.replay", ("inbound_event", &event.id), Some(&note))?;
-            Ok(Step::Done(Flash::new("inbound_handler_replayed").arg(batch)))
-        }))
+            Ok(Flash::new("inbound_handler_replayed").arg(batch))
+        })))
     })
     .await;
     finish(step, &back)
