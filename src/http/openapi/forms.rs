@@ -98,29 +98,32 @@ fn example(form: &FormConfig) -> Value {
 
 /// The result body of an accepted submission (first acceptance and every replay).
 pub fn result_schema() -> Value {
-    let kinds = crate::effects::kind_names();
-    let states: Vec<&str> = EffectState::ALL.iter().map(|s| s.as_str()).collect();
-    json!({
-        "type": "object",
-        "required": ["submission_id", "operation_id", "form", "status", "received_at", "operation_expires_at", "effects"],
-        "properties": {
-            "submission_id": {"type": "string"},
-            "operation_id": {"type": "string"},
-            "form": {"type": "string"},
-            "status": {"const": "accepted"},
-            "received_at": {"type": "string", "format": "date-time"},
-            "operation_expires_at": {"type": "string", "format": "date-time"},
-            "effects": {"type": "array", "items": {
-                "type": "object", "required": ["kind", "state"],
-                "properties": {"kind": {"enum": kinds}, "state": {"enum": states}}
-            }}
-        }
-    })
+    accepted_body(json!({
+        "type": "object", "required": ["kind", "state"],
+        "properties": {"kind": {"enum": crate::effects::kind_names()}, "state": {"enum": effect_states()}}
+    }))
 }
 
 /// The status body: ids and each effect's current state, never content.
 pub fn status_schema() -> Value {
-    let states: Vec<&str> = EffectState::ALL.iter().map(|s| s.as_str()).collect();
+    accepted_body(json!({
+        "type": "object", "required": ["kind", "batch", "state", "attempts", "updated_at"],
+        "properties": {
+            "kind": {"type": "string"},
+            "batch": {"type": "integer"},
+            "state": {"enum": effect_states(), "description": "see the effect states in docs/API.md"},
+            "attempts": {"type": "integer", "minimum": 0},
+            "updated_at": {"type": "string", "format": "date-time"}
+        }
+    }))
+}
+
+fn effect_states() -> Vec<&'static str> {
+    EffectState::ALL.iter().map(|s| s.as_str()).collect()
+}
+
+/// An accepted submission's ids and times, with one `effect` item per side-effect record.
+fn accepted_body(effect: Value) -> Value {
     json!({
         "type": "object",
         "required": ["submission_id", "operation_id", "form", "status", "received_at", "operation_expires_at", "effects"],
@@ -131,16 +134,7 @@ pub fn status_schema() -> Value {
             "status": {"const": "accepted"},
             "received_at": {"type": "string", "format": "date-time"},
             "operation_expires_at": {"type": "string", "format": "date-time"},
-            "effects": {"type": "array", "items": {
-                "type": "object", "required": ["kind", "batch", "state", "attempts", "updated_at"],
-                "properties": {
-                    "kind": {"type": "string"},
-                    "batch": {"type": "integer"},
-                    "state": {"enum": states, "description": "see the effect states in docs/API.md"},
-                    "attempts": {"type": "integer", "minimum": 0},
-                    "updated_at": {"type": "string", "format": "date-time"}
-                }
-            }}
+            "effects": {"type": "array", "items": effect}
         }
     })
 }
