@@ -1,15 +1,13 @@
 //! Many simultaneous requests for one key, in one process and across two `serve` processes;
 //! a `serve` process killed in the middle of traffic.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use onceform::db::{DbError, Store};
 use onceform::with_conn;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
 use crate::on_both_backends;
+use crate::support::serve_process::ServeProcess;
 use crate::support::{inquiry, new_key, problem_type, spawn_app, Backend, TestDb};
 
 on_both_backends!(sixty_four_simultaneous_requests_with_one_key_create_one_submission);
@@ -88,49 +86,6 @@ fn assert_one_created(responses: &[(u16, Value)]) {
             409 => assert_eq!(problem_type(body), "operation-in-progress", "{body}"),
             other => panic!("unexpected status {other}: {body}"),
         }
-    }
-}
-
-/// A real `onceform serve` child process on port 0, killed when dropped.
-struct ServeProcess {
-    child: Child,
-    address: String,
-}
-
-impl ServeProcess {
-    fn start_many(database_url: &str, n: usize) -> Vec<ServeProcess> {
-        let children: Vec<Child> = (0..n).map(|_| Self::spawn(database_url)).collect();
-        children.into_iter().map(Self::ready).collect()
-    }
-
-    fn spawn(database_url: &str) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_onceform"))
-            .arg("serve")
-            .env("ONCEFORM_DATABASE_URL", database_url)
-            .env("ONCEFORM_BIND", "127.0.0.1:0")
-            .env("ONCEFORM_RATE_LIMIT", "off")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap()
-    }
-
-    fn ready(mut child: Child) -> ServeProcess {
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-        let address = line.trim().rsplit(' ').next().unwrap().to_string();
-        assert!(address.starts_with("http://127.0.0.1:"), "unexpected first line: {line:?}");
-        ServeProcess { child, address }
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -2,8 +2,6 @@
 //! across two `onceform serve` processes on one database store one event, and each handler
 //! calls its receiver once (the processes' own workers deliver).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use onceform::hooks::verify::standard_webhooks;
@@ -11,47 +9,10 @@ use serde_json::json;
 
 use crate::on_both_backends;
 use crate::support::receiver::Receiver;
+use crate::support::serve_process::ServeProcess;
 use crate::support::{Backend, TestDb};
 
 const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-struct Serve {
-    child: Child,
-    address: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(config: &std::path::Path, db_url: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_onceform"))
-        .arg("--config")
-        .arg(config)
-        .arg("serve")
-        .env("ONCEFORM_DATABASE_URL", db_url)
-        .env("ONCEFORM_BIND", "127.0.0.1:0")
-        .env("ONCEFORM_RATE_LIMIT", "off")
-        .env("HOOKS_TEST_SECRET", WHSEC)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
-
-fn ready(mut child: Child) -> Serve {
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let address = line.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(address.starts_with("http://127.0.0.1:"), "unexpected first line: {line:?}");
-    Serve { child, address }
-}
 
 async fn sixty_four_deliveries_across_two_processes_store_one_event_and_call_each_handler_once(
     backend: Backend,
@@ -71,7 +32,14 @@ async fn sixty_four_deliveries_across_two_processes_store_one_event_and_call_eac
     let path = dir.join("onceform.toml");
     std::fs::write(&path, config).unwrap();
     // One after the other: two processes migrating one fresh SQLite file at once race.
-    let servers: Vec<Serve> = (0..2).map(|_| ready(serve(&path, &db.url))).collect();
+    let config = path.to_str().unwrap();
+    let servers: Vec<ServeProcess> = (0..2)
+        .map(|_| {
+            let mut cmd = ServeProcess::command(&db.url, &["--config", config]);
+            cmd.env("HOOKS_TEST_SECRET", WHSEC);
+            ServeProcess::start(cmd)
+        })
+        .collect();
 
     let body = json!({"ticket": "T-64", "text": "one event, many deliveries"}).to_string();
     let key = standard_webhooks::decode_secret(WHSEC).unwrap();

@@ -11,6 +11,7 @@ pub mod hubspot;
 pub mod proxy;
 pub mod receiver;
 pub mod salesforce;
+pub mod serve_process;
 pub mod smtp;
 pub mod static_site;
 pub mod vendor;
