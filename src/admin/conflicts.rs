@@ -79,7 +79,7 @@ pub struct ConflictView {
     pub reference: String,
     pub form: String,
     pub operation_id: String,
-    pub status: String,
+    pub status: ConflictStatus,
     pub attempts: i32,
     pub original_received: String,
     pub first_seen: String,
@@ -102,7 +102,7 @@ impl ConflictView {
             submission_id: row.submission_id,
             form: row.form,
             operation_id: row.operation_id,
-            status: row.status.as_str().into(),
+            status: row.status,
             attempts: row.attempts,
         }
     }
@@ -128,8 +128,8 @@ impl ConflictView {
 #[template(path = "admin/conflicts.html")]
 struct ListPage {
     chrome: Chrome,
-    status: String,
-    counts: Vec<(&'static str, i64)>,
+    status: ConflictStatus,
+    counts: Vec<(ConflictStatus, i64)>,
     rows: Vec<ConflictView>,
 }
 
@@ -163,7 +163,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     });
     let page = ListPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
-        status: status.as_str().into(),
+        status,
         counts,
         rows: rows.collect(),
     };

@@ -56,7 +56,7 @@ pub struct PairView {
     pub form: String,
     pub score: String,
     pub reasons: Vec<String>,
-    pub status: String,
+    pub status: PairStatus,
     pub decided: Option<String>,
     pub original: SideView,
     pub duplicate: SideView,
@@ -101,8 +101,8 @@ fn clusters(
 #[template(path = "admin/duplicates.html")]
 struct ListPage {
     chrome: Chrome,
-    status: String,
-    counts: Vec<(&'static str, i64)>,
+    status: PairStatus,
+    counts: Vec<(PairStatus, i64)>,
     clusters: Vec<ClusterView>,
     pairs_shown: usize,
     more: bool,
@@ -148,7 +148,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             fields,
             id: p.id,
             form: p.form,
-            status: p.status.as_str().into(),
+            status: p.status,
         }
     };
     let counts = status_counts(&STATUSES, &counts);
@@ -157,7 +157,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     let window = |form: &str| state.config.form(form).map_or(0, |f| f.duplicates.window_hours);
     let page = ListPage {
         chrome: Chrome::new(&user, "duplicates", q.flash.as_deref()),
-        status: status.as_str().into(),
+        status,
         counts,
         clusters: clusters(pairs.into_iter().map(view).collect(), &sizes, window),
         pairs_shown,

@@ -31,7 +31,7 @@ pub struct EffectView {
     pub form: String,
     pub kind: String,
     pub batch: i32,
-    pub state: String,
+    pub state: EffectState,
     pub held: bool,
     pub attempts: i32,
     pub provider_ref: Option<String>,
@@ -49,7 +49,7 @@ impl From<EffectRow> for EffectView {
             form: e.form,
             kind: e.kind,
             batch: e.batch,
-            state: e.state.as_str().into(),
+            state: e.state,
             held: e.held,
             attempts: e.attempts,
             provider_ref: e.provider_ref,
@@ -62,8 +62,8 @@ impl From<EffectRow> for EffectView {
 #[template(path = "admin/effects.html")]
 struct QueuePage {
     chrome: Chrome,
-    state: String,
-    counts: Vec<(&'static str, i64)>,
+    state: EffectState,
+    counts: Vec<(EffectState, i64)>,
     rows: Vec<EffectView>,
 }
 
@@ -89,11 +89,11 @@ async fn queue(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queu
     };
     let counts = EffectState::ALL
         .iter()
-        .map(|s| (s.as_str(), stats.effects.iter().filter(|(_, st, _)| st == s).map(|(_, _, n)| n).sum()))
+        .map(|&s| (s, stats.effects.iter().filter(|(_, st, _)| *st == s).map(|(_, _, n)| n).sum()))
         .collect();
     let page = QueuePage {
         chrome: Chrome::new(&user, "effects", q.flash.as_deref()),
-        state: wanted.as_str().into(),
+        state: wanted,
         counts,
         rows: rows.into_iter().map(EffectView::from).collect(),
     };
@@ -194,6 +194,30 @@ async fn act(
 /// (a PENDING, SENDING or UNKNOWN record may still take effect, and a replay would repeat it).
 const REPLAYABLE: [EffectState; 3] = [EffectState::Sent, EffectState::FailedFinal, EffectState::Cancelled];
 
+/// Which action buttons a record in `state` gets (`admin/effect_actions.html`): the states
+/// each action applies from, so the page offers what the action would accept.
+pub struct Buttons {
+    pub retry: bool,
+    pub mark_sent: bool,
+    pub mark_not_sent: bool,
+    pub cancel: bool,
+    pub replay: bool,
+}
+
+impl Buttons {
+    /// (By reference: what a template passes.)
+    pub fn of(state: &EffectState) -> Buttons {
+        let allows = |action: Action| action.from().contains(state);
+        Buttons {
+            retry: allows(Action::Retry),
+            mark_sent: allows(Action::MarkSent),
+            mark_not_sent: allows(Action::MarkNotSent),
+            cancel: allows(Action::Cancel),
+            replay: allows(Action::Replay),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Action {
     Retry,
@@ -235,6 +259,17 @@ impl Action {
         }
     }
 
+    /// The states the action applies from.
+    fn from(self) -> &'static [EffectState] {
+        match self {
+            Action::Retry => &[EffectState::Pending, EffectState::FailedFinal],
+            Action::MarkSent => &[EffectState::Unknown, EffectState::FailedFinal, EffectState::Pending],
+            Action::MarkNotSent => &[EffectState::Unknown],
+            Action::Cancel => &[EffectState::Pending, EffectState::Unknown, EffectState::FailedFinal],
+            Action::Replay => &REPLAYABLE,
+        }
+    }
+
     /// Which states allow the action, and where it leads.
     fn change<'a>(
         self,
@@ -247,28 +282,29 @@ impl Action {
         let keep_ref = row.provider_ref.clone();
         match self {
             Action::Retry => EffectChange {
-                from: &[EffectState::Pending, EffectState::FailedFinal],
+                from: self.from(),
                 to: EffectState::Pending,
                 provider_ref: keep_ref,
                 last_error: note,
                 next_attempt_at: t,
             },
             Action::MarkSent => EffectChange {
-                from: &[EffectState::Unknown, EffectState::FailedFinal, EffectState::Pending],
+                from: self.from(),
                 to: EffectState::Sent,
                 provider_ref: Some(provider_ref.to_string()),
                 last_error: note,
                 next_attempt_at: t,
             },
             Action::MarkNotSent => EffectChange {
-                from: &[EffectState::Unknown],
+                from: self.from(),
                 to: EffectState::Pending,
                 provider_ref: None,
                 last_error: note,
                 next_attempt_at: t,
             },
+            // A replay is no change of this record (`replay_effect`).
             Action::Cancel | Action::Replay => EffectChange {
-                from: &[EffectState::Pending, EffectState::Unknown, EffectState::FailedFinal],
+                from: Action::Cancel.from(),
                 to: EffectState::Cancelled,
                 provider_ref: keep_ref,
                 last_error: note,

@@ -31,6 +31,7 @@ use serde::Deserialize;
 
 use crate::db::DbError;
 use crate::domain::states::TextEnum;
+use crate::domain::Role;
 use guard::SessionUser;
 
 /// `?flash=`: the message a redirect after an action carries to the page.
@@ -54,11 +55,8 @@ impl QueueQuery {
 }
 
 /// Rows per status in `statuses` order, 0 where a status has none.
-pub fn status_counts<S: TextEnum>(statuses: &[S], counts: &[(S, i64)]) -> Vec<(&'static str, i64)> {
-    statuses
-        .iter()
-        .map(|s| (s.as_str(), counts.iter().filter(|(st, _)| st == s).map(|(_, n)| n).sum()))
-        .collect()
+pub fn status_counts<S: TextEnum>(statuses: &[S], counts: &[(S, i64)]) -> Vec<(S, i64)> {
+    statuses.iter().map(|&s| (s, counts.iter().filter(|(st, _)| *st == s).map(|(_, n)| n).sum())).collect()
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -79,7 +77,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 /// What every admin page shows around its content.
 pub struct Chrome {
     pub email: String,
-    pub role: &'static str,
+    pub role: Role,
     pub csrf: String,
     pub section: &'static str,
     pub flash: Option<String>,
@@ -89,11 +87,16 @@ impl Chrome {
     pub fn new(user: &SessionUser, section: &'static str, flash: Option<&str>) -> Chrome {
         Chrome {
             email: user.email.clone(),
-            role: user.role.as_str(),
+            role: user.role,
             csrf: user.csrf.clone(),
             section,
             flash: flash.and_then(flash::message),
         }
+    }
+
+    /// The signed-in user may act, not only read.
+    pub fn is_admin(&self) -> bool {
+        self.role.is_admin()
     }
 }
 

@@ -157,6 +157,27 @@ text_enum! {
     }
 }
 
+impl ConflictStatus {
+    /// Still waiting for a decision.
+    pub fn is_open(self) -> bool {
+        self == ConflictStatus::Open
+    }
+}
+
+impl PairStatus {
+    /// Listed for review and not decided yet.
+    pub fn is_open(self) -> bool {
+        self == PairStatus::Open
+    }
+}
+
+impl Role {
+    /// May act, not only read.
+    pub fn is_admin(self) -> bool {
+        self == Role::Admin
+    }
+}
+
 impl AttemptOutcome {
     /// A reconciliation lookup's result, not a delivery attempt.
     pub fn is_lookup(self) -> bool {
