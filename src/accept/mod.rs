@@ -20,7 +20,6 @@ use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId};
 use crate::duplicates;
 pub use acceptor::Acceptor;
-pub use pg::accept_on_pg;
 
 use plan::Plan;
 pub use plan::ResultBody;

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::plan::Plan;
 use super::recipient_cap;
-use super::{in_progress_on_lock_timeout, receipt, run, Intake, Outcome, Receipt};
+use super::{receipt, run, Outcome, Receipt};
 use crate::db::claim_pg::{self, Claim};
 use crate::db::{DbConnection, DbError, Store};
 use crate::deliveries::{DeliveryLog, DeliveryOutcome};
@@ -21,15 +21,8 @@ pub(super) struct Done {
     pub linked: bool,
 }
 
-/// Accepts `intake` on `c` exactly once per (form, operation ID); the delivery rows of
-/// replays and in-flight answers go to `log`. Public for tests and benchmarks (the service
-/// goes through `Acceptor`, which adds the replay cache).
-pub fn accept_on_pg(c: &mut DbConnection, intake: Intake, log: &DeliveryLog) -> Result<Outcome, DbError> {
-    let plan = Plan::new(intake);
-    let result = accept_pg(c, &plan, log).map(|d| d.outcome);
-    in_progress_on_lock_timeout(result, &plan.submission.operation_id)
-}
-
+/// Accepts `plan` on `c` exactly once per (form, operation ID); the delivery rows of
+/// replays and in-flight answers go to `log`. `Acceptor::accept` is the way in.
 pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &DeliveryLog) -> Result<Done, DbError> {
     let form = &*plan.form;
     // An expired issued ID is never claimed again: what is stored answers (`run`), else 410.

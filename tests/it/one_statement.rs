@@ -2,16 +2,17 @@
 //! the submission, its effect records, its delivery row and its duplicate link; a retry is
 //! read after the failed claim, never before it.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, Once};
 
-use diesel::connection::{Instrumentation, InstrumentationEvent};
+use diesel::connection::{set_default_instrumentation, Instrumentation, InstrumentationEvent};
 use diesel::prelude::*;
-use onceform::accept::{accept_on_pg, Intake, Outcome};
+use onceform::accept::{Acceptor, Intake, Outcome};
 use onceform::config::{Config, DuplicatePolicy};
 use onceform::db::schema::{deliveries, duplicate_pairs, side_effects};
 use onceform::db::{establish_pg, DbConnection, Pool, Store};
-use onceform::deliveries::{Channel, DeliveryLog};
+use onceform::deliveries::Channel;
 use onceform::domain::{normalise, OperationId};
 
 use crate::support::{test_config, Backend, TestDb};
@@ -27,22 +28,82 @@ fn intake(config: &Config, key: &str, email: &str, message: &str) -> Intake {
     Intake { form_name: "contact".into(), form, operation_id, channel: Channel::Api, fields }
 }
 
-/// A connection that counts the statements it sends.
-fn counted(url: &str) -> (DbConnection, Arc<AtomicUsize>) {
-    let mut c = establish_pg(url).unwrap();
-    let n = Arc::new(AtomicUsize::new(0));
-    let counter = n.clone();
-    let count = move |event: InstrumentationEvent<'_>| {
-        if let InstrumentationEvent::StartQuery { .. } = event {
-            counter.fetch_add(1, Ordering::SeqCst);
-        }
-    };
-    c.set_instrumentation(Box::new(count) as Box<dyn Instrumentation>);
-    (DbConnection::Pg(c), n)
+thread_local! {
+    /// The statements this thread sends, when it counts them.
+    static COUNTER: RefCell<Option<Arc<AtomicUsize>>> = const { RefCell::new(None) };
 }
 
-fn log() -> DeliveryLog {
-    DeliveryLog::start(Box::new(|_| Ok(()))).unwrap()
+/// The databases whose duplicate screener waits (see `Paused`).
+static PAUSED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static RESUMED: Condvar = Condvar::new();
+
+/// Watches every connection the process opens (the pool's included): counts the statements
+/// the calling thread sends (`Acceptor::accept` runs on it), and holds the duplicate
+/// screener of a paused database before its first statement.
+struct Watch {
+    url: String,
+}
+
+impl Instrumentation for Watch {
+    fn on_connection_event(&mut self, event: InstrumentationEvent<'_>) {
+        match event {
+            InstrumentationEvent::StartEstablishConnection { url, .. } => self.url = url.to_string(),
+            InstrumentationEvent::StartQuery { .. } => {
+                COUNTER.with(|c| {
+                    if let Some(n) = &*c.borrow() {
+                        n.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+                if std::thread::current().name() == Some("duplicate-screener") {
+                    let mut paused = PAUSED.lock().unwrap();
+                    while paused.contains(&self.url) {
+                        paused = RESUMED.wait(paused).unwrap();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn watch() -> Option<Box<dyn Instrumentation>> {
+    Some(Box::new(Watch { url: String::new() }))
+}
+
+/// Counts the statements this thread sends from now on.
+fn counted() -> Arc<AtomicUsize> {
+    let n = Arc::new(AtomicUsize::new(0));
+    COUNTER.with(|c| *c.borrow_mut() = Some(n.clone()));
+    n
+}
+
+/// The duplicate screener of one database waits while this lives, so what the accept
+/// statement wrote is seen as it wrote it.
+struct Paused(String);
+
+impl Paused {
+    fn new(config: &Config) -> Paused {
+        let url = config.database.url.to_string();
+        PAUSED.lock().unwrap().push(url.clone());
+        Paused(url)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        PAUSED.lock().unwrap().retain(|u| *u != self.0);
+        RESUMED.notify_all();
+    }
+}
+
+/// The service's acceptor (one statement on PostgreSQL) over a pool, and a connection of
+/// the test's own to look at the rows.
+fn acceptor(config: &Config) -> (Acceptor, DbConnection) {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| set_default_instrumentation(watch).unwrap());
+    let pool = Pool::connect(&config.database).unwrap();
+    let acceptor = Acceptor::start(Arc::new(config.clone()), pool).unwrap();
+    (acceptor, DbConnection::Pg(establish_pg(&config.database.url.to_string()).unwrap()))
 }
 
 #[test]
@@ -50,12 +111,13 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
     let db = TestDb::new(Backend::Postgres);
     let mut config = test_config(&db.url);
     config.forms.get_mut("contact").unwrap().duplicates.policy = DuplicatePolicy::Hold;
-    let _migrated = Pool::connect(&config.database).unwrap();
-    let (mut c, statements) = counted(&db.url);
-    let log = log();
+    // The pair stays `screening` and its effects held while the test looks.
+    let _screener = Paused::new(&config);
+    let (acceptor, mut c) = acceptor(&config);
+    let statements = counted();
 
     let first =
-        accept_on_pg(&mut c, intake(&config, "op-first", "ada@example.com", "A quote"), &log).unwrap();
+        acceptor.accept(intake(&config, "op-first", "ada@example.com", "A quote")).unwrap();
     assert!(matches!(first, Outcome::Created(_)), "{first:?}");
     assert_eq!(statements.swap(0, Ordering::SeqCst), 1, "one statement, one round trip");
     let stats = c.stats().unwrap();
@@ -65,7 +127,7 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
 
     // A repeat from the same address: linked in the same statement, effects held (policy hold).
     let again =
-        accept_on_pg(&mut c, intake(&config, "op-again", "ada@example.com", "A quote!"), &log).unwrap();
+        acceptor.accept(intake(&config, "op-again", "ada@example.com", "A quote!")).unwrap();
     let Outcome::Created(again) = again else { panic!("{again:?}") };
     assert_eq!(statements.swap(0, Ordering::SeqCst), 1);
     let (status, duplicate): (String, String) = duplicate_pairs::table
@@ -95,7 +157,7 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
     statements.store(0, Ordering::SeqCst);
 
     // A stranger: no link, nothing held.
-    let other = accept_on_pg(&mut c, intake(&config, "op-other", "bob@example.com", "Hello"), &log).unwrap();
+    let other = acceptor.accept(intake(&config, "op-other", "bob@example.com", "Hello")).unwrap();
     let Outcome::Created(other) = other else { panic!("{other:?}") };
     let held: i64 = side_effects::table
         .filter(side_effects::submission_id.eq(&other.submission_id))
@@ -111,21 +173,20 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
 fn a_retry_is_read_after_the_failed_claim_and_writes_nothing_twice() {
     let db = TestDb::new(Backend::Postgres);
     let config = test_config(&db.url);
-    let _migrated = Pool::connect(&config.database).unwrap();
-    let (mut c, statements) = counted(&db.url);
-    let log = log();
+    let (acceptor, mut c) = acceptor(&config);
+    let statements = counted();
     let Outcome::Created(first) =
-        accept_on_pg(&mut c, intake(&config, "op-1", "ada@example.com", "Original"), &log).unwrap()
+        acceptor.accept(intake(&config, "op-1", "ada@example.com", "Original")).unwrap()
     else {
         panic!("not created")
     };
     statements.store(0, Ordering::SeqCst);
 
-    let replay = accept_on_pg(&mut c, intake(&config, "op-1", "ada@example.com", "Original"), &log).unwrap();
+    let replay = acceptor.accept(intake(&config, "op-1", "ada@example.com", "Original")).unwrap();
     assert_eq!(replay, Outcome::Replayed(first.clone()), "the stored body, byte for byte");
     assert_eq!(statements.swap(0, Ordering::SeqCst), 2, "the claim, then the read");
 
-    let conflict = accept_on_pg(&mut c, intake(&config, "op-1", "ada@example.com", "Edited"), &log).unwrap();
+    let conflict = acceptor.accept(intake(&config, "op-1", "ada@example.com", "Edited")).unwrap();
     assert!(
         matches!(conflict, Outcome::Conflict { ref submission_id, .. } if *submission_id == first.submission_id)
     );
