@@ -90,7 +90,5 @@ impl Application {
 /// The record kinds this process's workers deliver: the form effect kinds and each inbound
 /// webhook handler (`hook:SOURCE:HANDLER`), sharing one CRM adapter and one mailer.
 pub fn registry(config: Arc<Config>) -> anyhow::Result<Registry> {
-    Registry::from_config(config, |registry, deps| {
-        crate::hooks::handlers::register(registry, deps.config, deps.crm, deps.mailer, deps.timeout)
-    })
+    Registry::from_config(config, crate::hooks::handlers::register)
 }

@@ -6,21 +6,10 @@ mod forward;
 mod owner_notification;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::config::{HandlerConfig, HandlerKind};
 use super::ingest::record_kind;
-use crate::config::Config;
-use crate::effects::crm::CrmAdapter;
-use crate::effects::mail::Mailer;
-use crate::effects::{Effect, Registry};
-
-/// What a handler may use.
-pub struct Deps<'a> {
-    pub crm: &'a Arc<dyn CrmAdapter>,
-    pub mailer: &'a Arc<Mailer>,
-    pub timeout: Duration,
-}
+use crate::effects::{Deps, Effect, Registry};
 
 fn build(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
     Ok(match h.kind {
@@ -30,19 +19,13 @@ fn build(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> 
     })
 }
 
-/// Registers every configured handler of every source.
-pub fn register(
-    registry: &mut Registry,
-    config: &Config,
-    crm: &Arc<dyn CrmAdapter>,
-    mailer: &Arc<Mailer>,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let deps = Deps { crm, mailer, timeout };
-    for (source, hook) in &config.hooks {
+/// Registers every configured handler of every source, with what the form effect kinds
+/// get (`effects::Deps`: the same CRM adapter, mailer and call timeout).
+pub fn register(registry: &mut Registry, deps: &Deps<'_>) -> anyhow::Result<()> {
+    for (source, hook) in &deps.config.hooks {
         for h in &hook.handlers {
             let effect =
-                build(h, &deps).map_err(|e| anyhow::anyhow!("hooks.{source}.handlers.{}: {e}", h.name))?;
+                build(h, deps).map_err(|e| anyhow::anyhow!("hooks.{source}.handlers.{}: {e}", h.name))?;
             registry.register_as(record_kind(source, &h.name), effect);
         }
     }
