@@ -76,7 +76,7 @@ mod tests {
 
     fn receipt(op: &str) -> Receipt {
         Receipt {
-            submission_id: format!("s-{op}"),
+            submission_id: format!("s-{op}").into(),
             operation_id: op.into(),
             body: "{}".into(),
             received_at: chrono::NaiveDateTime::default(),
@@ -87,7 +87,7 @@ mod tests {
     fn keeps_what_was_put_per_form_and_key() {
         let cache = ReplayCache::new(10);
         cache.put("contact", "fp".into(), receipt("a"));
-        assert_eq!(cache.get("contact", "a").unwrap().receipt.submission_id, "s-a");
+        assert_eq!(cache.get("contact", "a").unwrap().receipt.submission_id.as_str(), "s-a");
         assert!(cache.get("other", "a").is_none());
         assert!(cache.get("contact", "b").is_none());
     }

@@ -17,7 +17,7 @@ use crate::db::models::{NewEffect, Submission};
 use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::{DbError, Store};
 use crate::deliveries::{Channel, DeliveryOutcome};
-use crate::domain::{NormalisedFields, OperationId};
+use crate::domain::{NormalisedFields, OperationId, SubmissionId};
 use crate::duplicates;
 pub use acceptor::Acceptor;
 
@@ -43,7 +43,7 @@ pub enum Outcome {
     /// The same content was accepted before under this key (200, the stored body).
     Replayed(Receipt),
     /// Different content under an accepted key (409); the original is untouched.
-    Conflict { submission_id: String, operation_id: String },
+    Conflict { submission_id: SubmissionId, operation_id: String },
     /// The key is taken but its submission is not readable yet (409, retry).
     InProgress { operation_id: String },
     /// An issued operation ID past its form's `keys` window, with nothing stored (410).
@@ -53,7 +53,7 @@ pub enum Outcome {
 /// The stored result of an accepted submission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Receipt {
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub operation_id: String,
     /// The result body, byte for byte as first returned.
     pub body: String,
@@ -97,7 +97,7 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(c: &mut C, plan: &Plan) ->
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
         c.insert_deliveries(&[plan.delivery(outcome, Some(&sub.id))])?;
         return Ok(Outcome::Created(Receipt {
-            submission_id: sub.id.to_string(),
+            submission_id: sub.id.clone(),
             operation_id: sub.operation_id.clone(),
             body,
             received_at: sub.received_at,
@@ -114,7 +114,7 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(c: &mut C, plan: &Plan) ->
                 conflict.fields_json = None; // a tombstone's conflicts keep no content either
             }
             c.record_conflict(&conflict)?;
-            Outcome::Conflict { submission_id: s.id.into(), operation_id: s.operation_id }
+            Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
         }
     };
     c.insert_deliveries(&[plan.delivery(delivery_outcome(&outcome), submission_id(&outcome))])?;
@@ -123,7 +123,7 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(c: &mut C, plan: &Plan) ->
 
 fn receipt(s: Submission) -> Receipt {
     Receipt {
-        submission_id: s.id.into(),
+        submission_id: s.id,
         operation_id: s.operation_id,
         body: s.response_body,
         received_at: s.received_at,
@@ -140,7 +140,7 @@ fn delivery_outcome(outcome: &Outcome) -> DeliveryOutcome {
     }
 }
 
-fn submission_id(outcome: &Outcome) -> Option<&str> {
+fn submission_id(outcome: &Outcome) -> Option<&SubmissionId> {
     match outcome {
         Outcome::Created(r) | Outcome::Replayed(r) => Some(&r.submission_id),
         Outcome::Conflict { submission_id, .. } => Some(submission_id),

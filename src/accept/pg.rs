@@ -48,7 +48,7 @@ pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &DeliveryLog) ->
     let claimed = claim_pg::claim(pg, &claim)?;
     if claimed.created {
         let r = Receipt {
-            submission_id: sub.id.to_string(),
+            submission_id: sub.id.clone(),
             operation_id: sub.operation_id.clone(),
             body: match (claimed.capped, plan.capped_body.as_ref()) {
                 (true, Some(capped)) => capped.clone(),
@@ -72,7 +72,7 @@ pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &DeliveryLog) ->
                 c.record_conflict(&conflict)?;
                 c.insert_deliveries(&[plan.delivery(DeliveryOutcome::Conflict, Some(&s.id))])
             })?;
-            Outcome::Conflict { submission_id: s.id.into(), operation_id: s.operation_id }
+            Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
         }
         None => {
             log.record(plan.delivery(DeliveryOutcome::InProgress, None));

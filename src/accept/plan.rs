@@ -141,10 +141,10 @@ impl Plan {
         self.now
     }
 
-    pub fn conflict_with(&self, original_id: &str) -> NewConflict {
+    pub fn conflict_with(&self, original_id: &SubmissionId) -> NewConflict {
         NewConflict {
             id: Uuid::now_v7().to_string(),
-            submission_id: original_id.into(),
+            submission_id: original_id.clone(),
             fingerprint: self.submission.fingerprint.clone(),
             fields_json: self.submission.fields_json.clone(),
             status: ConflictStatus::Open,
@@ -154,7 +154,7 @@ impl Plan {
         }
     }
 
-    pub fn delivery(&self, outcome: DeliveryOutcome, submission_id: Option<&str>) -> NewDelivery {
+    pub fn delivery(&self, outcome: DeliveryOutcome, submission_id: Option<&SubmissionId>) -> NewDelivery {
         let sub = &self.submission;
         deliveries::row(&sub.form, &sub.operation_id, submission_id, self.channel, outcome, self.now)
     }

@@ -18,7 +18,7 @@ use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
 use crate::deliveries::Channel;
-use crate::domain::{normalise, ConflictStatus, OperationId, RawFields};
+use crate::domain::{normalise, ConflictStatus, OperationId, RawFields, SubmissionId};
 use crate::format::reference;
 use crate::with_conn;
 
@@ -184,7 +184,7 @@ fn accept_content(
     acceptor: &Acceptor,
     row: &ConflictRow,
     form: Arc<FormConfig>,
-) -> Result<String, AcceptAsNewError> {
+) -> Result<SubmissionId, AcceptAsNewError> {
     let raw: RawFields = fields_of(row.fields_json.as_deref()).into_iter().collect();
     let fields = normalise(&*form, &raw).map_err(|errors| {
         let problems: Vec<String> =

@@ -44,7 +44,7 @@ pub struct Refused {
 pub fn row(
     form: &str,
     operation_id: &str,
-    submission_id: Option<&str>,
+    submission_id: Option<&SubmissionId>,
     channel: Channel,
     outcome: DeliveryOutcome,
     received_at: NaiveDateTime,
@@ -53,7 +53,7 @@ pub fn row(
         id: Uuid::now_v7().to_string(),
         form: Some(form.into()),
         operation_id: Some(operation_id.into()),
-        submission_id: submission_id.map(SubmissionId::from),
+        submission_id: submission_id.cloned(),
         channel,
         outcome,
         http_status: i32::from(outcome.http_status(channel)),
