@@ -16,7 +16,7 @@ use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
-use crate::domain::ConflictStatus;
+use crate::domain::{ConflictStatus, SubmissionId};
 use crate::format::{reference, shown};
 use crate::render::html;
 use crate::with_conn;
@@ -75,7 +75,7 @@ pub fn compare(
 
 pub struct ConflictView {
     pub id: String,
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub reference: String,
     pub form: String,
     pub operation_id: String,

@@ -18,7 +18,7 @@ use super::{blocking, db_failure, status_counts, Chrome, QueueQuery};
 use crate::app::state::AppState;
 use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
 use crate::db::DbError;
-use crate::domain::PairStatus;
+use crate::domain::{PairStatus, SubmissionId};
 use crate::format::{reference, shown};
 use crate::render::html;
 use crate::with_conn;
@@ -34,19 +34,19 @@ const PAGE_SIZE: i64 = 100;
 
 /// One submission of a pair.
 pub struct SideView {
-    pub id: String,
+    pub id: SubmissionId,
     pub reference: String,
     pub received: String,
     pub duplicate_of: Option<String>,
 }
 
 impl SideView {
-    fn new(id: &str, s: Option<&SubmissionBrief>) -> SideView {
+    fn new(id: SubmissionId, s: Option<&SubmissionBrief>) -> SideView {
         SideView {
-            id: id.to_string(),
-            reference: reference(id),
+            reference: reference(&id),
             received: s.map(|s| shown(s.received_at)).unwrap_or_default(),
             duplicate_of: s.and_then(|s| s.duplicate_of.as_deref()).map(reference),
+            id,
         }
     }
 }
@@ -69,7 +69,7 @@ fn reasons_of(text: &str) -> Vec<String> {
 
 /// The pairs of one original on this page, highest score first.
 pub struct ClusterView {
-    pub original: String,
+    pub original: SubmissionId,
     /// Submissions in the cluster (the original and every pair in this status naming it).
     pub size: i64,
     pub window_hours: u32,
@@ -79,7 +79,7 @@ pub struct ClusterView {
 /// Groups `pairs` (highest score first) by original, each cluster where its best pair was.
 fn clusters(
     pairs: Vec<PairView>,
-    sizes: &HashMap<String, i64>,
+    sizes: &HashMap<SubmissionId, i64>,
     window: impl Fn(&str) -> u32,
 ) -> Vec<ClusterView> {
     let mut out: Vec<ClusterView> = Vec::new();
@@ -115,10 +115,10 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
         with_conn!(&pool, |c| {
             let counts = c.pair_counts()?;
             let pairs = c.pairs_in_status(status, PAGE_SIZE + 1)?;
-            let ids: Vec<String> =
+            let ids: Vec<SubmissionId> =
                 pairs.iter().flat_map(|p| [p.original_id.clone(), p.duplicate_id.clone()]).collect();
             let subs = c.submissions_by_id(&ids)?;
-            let originals: Vec<String> = pairs.iter().map(|p| p.original_id.clone()).collect();
+            let originals: Vec<SubmissionId> = pairs.iter().map(|p| p.original_id.clone()).collect();
             let sizes = c.cluster_sizes(status, &originals)?;
             Ok::<_, DbError>((counts, pairs, subs, sizes))
         })
@@ -129,9 +129,9 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     };
     let more = pairs.len() as i64 > PAGE_SIZE;
     pairs.truncate(PAGE_SIZE as usize);
-    let subs: HashMap<&str, &SubmissionBrief> = subs.iter().map(|s| (s.id.as_str(), s)).collect();
+    let subs: HashMap<&SubmissionId, &SubmissionBrief> = subs.iter().map(|s| (&s.id, s)).collect();
     let view = |p: PairRow| {
-        let (o, d) = (subs.get(p.original_id.as_str()).copied(), subs.get(p.duplicate_id.as_str()).copied());
+        let (o, d) = (subs.get(&p.original_id).copied(), subs.get(&p.duplicate_id).copied());
         let fields = compare(
             state.config.form(&p.form),
             &fields_of(o.and_then(|s| s.fields_json.as_deref())),
@@ -143,8 +143,8 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             decided: p
                 .decided_at
                 .map(|t| format!("{} by {}", shown(t), p.decided_by.as_deref().unwrap_or("?"))),
-            original: SideView::new(&p.original_id, o),
-            duplicate: SideView::new(&p.duplicate_id, d),
+            original: SideView::new(p.original_id, o),
+            duplicate: SideView::new(p.duplicate_id, d),
             fields,
             id: p.id,
             form: p.form,
@@ -153,7 +153,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     };
     let counts = status_counts(&STATUSES, &counts);
     let pairs_shown = pairs.len();
-    let sizes: HashMap<String, i64> = sizes.into_iter().collect();
+    let sizes: HashMap<SubmissionId, i64> = sizes.into_iter().collect();
     let window = |form: &str| state.config.form(form).map_or(0, |f| f.duplicates.window_hours);
     let page = ListPage {
         chrome: Chrome::new(&user, "duplicates", q.flash.as_deref()),

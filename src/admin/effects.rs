@@ -14,7 +14,7 @@ use crate::app::state::AppState;
 use crate::clock::now;
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
 use crate::db::{DbError, Store};
-use crate::domain::EffectState;
+use crate::domain::{EffectId, EffectState, SubmissionId};
 use crate::format::reference;
 use crate::render::html;
 use crate::with_conn;
@@ -25,8 +25,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 pub struct EffectView {
-    pub id: String,
-    pub submission_id: String,
+    pub id: EffectId,
+    pub submission_id: SubmissionId,
     pub reference: String,
     pub form: String,
     pub kind: String,

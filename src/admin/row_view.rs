@@ -41,7 +41,7 @@ pub trait PairView {
 
 impl PairView for RelatedPair {
     fn seen_from(&self, submission_id: &str) -> (&'static str, &str) {
-        if self.duplicate_id == submission_id {
+        if *self.duplicate_id == *submission_id {
             ("duplicate of", &self.original_id)
         } else {
             ("original of", &self.duplicate_id)

@@ -68,7 +68,7 @@ fn row(out: &mut String, s: &SubmissionRow, states: &[(String, EffectState)], fi
     let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
     let effects: Vec<String> = states.iter().map(|(k, st)| format!("{k}={st}")).collect();
     let fixed = [
-        s.id.clone(),
+        s.id.to_string(),
         reference(&s.id),
         s.form.clone(),
         rfc3339(s.received_at),

@@ -6,12 +6,12 @@ use diesel::prelude::*;
 use crate::db::models::NewEffect;
 use crate::db::schema::{effect_attempts, side_effects, submissions};
 use crate::db::DbConnection;
-use crate::domain::{AttemptOutcome, EffectState};
+use crate::domain::{AttemptOutcome, EffectId, EffectState, SubmissionId};
 
 #[derive(Debug, Clone, Queryable)]
 pub struct EffectRow {
-    pub id: String,
-    pub submission_id: String,
+    pub id: EffectId,
+    pub submission_id: SubmissionId,
     pub form: String,
     pub kind: String,
     pub batch: i32,

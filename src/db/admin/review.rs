@@ -7,13 +7,13 @@ use diesel::prelude::*;
 
 use crate::db::schema::{conflicts, duplicate_pairs, side_effects, submissions};
 use crate::db::DbConnection;
-use crate::domain::{ConflictStatus, EffectState, PairStatus};
+use crate::domain::{ConflictStatus, EffectState, PairStatus, SubmissionId};
 
 /// A conflict with what its page needs of the original submission.
 #[derive(Debug, Clone, Queryable)]
 pub struct ConflictRow {
     pub id: String,
-    pub submission_id: String,
+    pub submission_id: SubmissionId,
     pub form: String,
     pub operation_id: String,
     pub original_json: Option<String>,
@@ -30,8 +30,8 @@ pub struct ConflictRow {
 pub struct PairRow {
     pub id: String,
     pub form: String,
-    pub original_id: String,
-    pub duplicate_id: String,
+    pub original_id: SubmissionId,
+    pub duplicate_id: SubmissionId,
     pub score: f64,
     pub reasons: String,
     pub status: PairStatus,
@@ -43,12 +43,12 @@ pub struct PairRow {
 /// One side of a pair.
 #[derive(Debug, Clone, Queryable)]
 pub struct SubmissionBrief {
-    pub id: String,
+    pub id: SubmissionId,
     pub form: String,
     pub operation_id: String,
     pub fields_json: Option<String>,
     pub received_at: NaiveDateTime,
-    pub duplicate_of: Option<String>,
+    pub duplicate_of: Option<SubmissionId>,
 }
 
 /// Conflicts with their original submission, as `ConflictRow`s.
@@ -105,10 +105,14 @@ pub trait ReviewStore {
     /// (status, count)
     fn pair_counts(&mut self) -> QueryResult<Vec<(PairStatus, i64)>>;
     /// (original, pairs in `status` naming it): the size of each cluster, less its first.
-    fn cluster_sizes(&mut self, status: PairStatus, originals: &[String]) -> QueryResult<Vec<(String, i64)>>;
+    fn cluster_sizes(
+        &mut self,
+        status: PairStatus,
+        originals: &[SubmissionId],
+    ) -> QueryResult<Vec<(SubmissionId, i64)>>;
     /// Open pairs naming `submission_id` as the suspected duplicate.
     fn open_pairs_of(&mut self, submission_id: &str) -> QueryResult<i64>;
-    fn submissions_by_id(&mut self, ids: &[String]) -> QueryResult<Vec<SubmissionBrief>>;
+    fn submissions_by_id(&mut self, ids: &[SubmissionId]) -> QueryResult<Vec<SubmissionBrief>>;
     /// True when the pair was in one of `from` and now is `to`, decided by `by` at `at`.
     fn decide_pair(
         &mut self,
@@ -179,7 +183,11 @@ impl ReviewStore for DbConnection {
             .load(self)
     }
 
-    fn cluster_sizes(&mut self, status: PairStatus, originals: &[String]) -> QueryResult<Vec<(String, i64)>> {
+    fn cluster_sizes(
+        &mut self,
+        status: PairStatus,
+        originals: &[SubmissionId],
+    ) -> QueryResult<Vec<(SubmissionId, i64)>> {
         duplicate_pairs::table
             .filter(duplicate_pairs::status.eq(status))
             .filter(duplicate_pairs::original_id.eq_any(originals))
@@ -196,7 +204,7 @@ impl ReviewStore for DbConnection {
             .get_result(self)
     }
 
-    fn submissions_by_id(&mut self, ids: &[String]) -> QueryResult<Vec<SubmissionBrief>> {
+    fn submissions_by_id(&mut self, ids: &[SubmissionId]) -> QueryResult<Vec<SubmissionBrief>> {
         submissions::table
             .filter(submissions::id.eq_any(ids))
             .select((

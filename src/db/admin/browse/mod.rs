@@ -15,7 +15,7 @@ use diesel::prelude::*;
 use crate::db::admin::effects::{AttemptRow, EffectAdminStore, EffectRow};
 use crate::db::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use crate::db::DbConnection;
-use crate::domain::{Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
+use crate::domain::{Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus, SubmissionId};
 pub use dashboard::{Dashboard, DayCount};
 pub use list::{like_pattern, SubmissionFilter};
 
@@ -23,7 +23,7 @@ pub use list::{like_pattern, SubmissionFilter};
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = submissions)]
 pub struct SubmissionRow {
-    pub id: String,
+    pub id: SubmissionId,
     pub form: String,
     pub operation_id: String,
     pub fields_json: Option<String>,
@@ -32,7 +32,7 @@ pub struct SubmissionRow {
     pub spam: bool,
     pub received_at: NaiveDateTime,
     pub content_purged_at: Option<NaiveDateTime>,
-    pub duplicate_of: Option<String>,
+    pub duplicate_of: Option<SubmissionId>,
     /// Why it is spam (a `SpamReason`'s text); `None` for a honeypot hit stored before
     /// reasons were kept.
     pub spam_reason: Option<String>,
@@ -40,7 +40,7 @@ pub struct SubmissionRow {
 }
 
 /// (kind, state) of each effect record, by submission id.
-pub type EffectStates = BTreeMap<String, Vec<(String, EffectState)>>;
+pub type EffectStates = BTreeMap<SubmissionId, Vec<(String, EffectState)>>;
 
 #[derive(Debug, Clone, Queryable)]
 pub struct DeliveryRow {
@@ -62,8 +62,8 @@ pub struct RelatedConflict {
 #[derive(Debug, Clone, Queryable)]
 pub struct RelatedPair {
     pub id: String,
-    pub original_id: String,
-    pub duplicate_id: String,
+    pub original_id: SubmissionId,
+    pub duplicate_id: SubmissionId,
     pub score: f64,
     pub reasons: String,
     pub status: PairStatus,
@@ -92,7 +92,7 @@ pub trait BrowseStore {
     /// Submissions whose stored content matches `pattern` (see `like_pattern`), newest first.
     fn search_submissions(&mut self, pattern: &str, limit: i64) -> QueryResult<Vec<SubmissionRow>>;
     /// The (kind, state) of the effect records of these submissions, by submission id.
-    fn effect_states(&mut self, ids: &[String]) -> QueryResult<EffectStates>;
+    fn effect_states(&mut self, ids: &[SubmissionId]) -> QueryResult<EffectStates>;
     fn submission_page(&mut self, id: &str) -> QueryResult<Option<SubmissionPage>>;
     /// (effect id, submission id) of these effects.
     fn effect_submissions(&mut self, effect_ids: &[String]) -> QueryResult<Vec<(String, String)>>;
@@ -116,8 +116,8 @@ impl BrowseStore for DbConnection {
         list::search_submissions(self, term, limit)
     }
 
-    fn effect_states(&mut self, ids: &[String]) -> QueryResult<EffectStates> {
-        let rows: Vec<(String, String, EffectState)> = side_effects::table
+    fn effect_states(&mut self, ids: &[SubmissionId]) -> QueryResult<EffectStates> {
+        let rows: Vec<(SubmissionId, String, EffectState)> = side_effects::table
             .filter(side_effects::submission_id.eq_any(ids))
             .order((side_effects::submission_id, side_effects::kind, side_effects::batch))
             .select((side_effects::submission_id, side_effects::kind, side_effects::state))
