@@ -139,7 +139,7 @@ struct DetailPage {
     chrome: Chrome,
     c: ConflictView,
     /// (submission id, reference) of the inquiry accepted from this conflict.
-    accepted_as: Option<(String, String)>,
+    accepted_as: Option<(SubmissionId, String)>,
 }
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<QueueQuery>) -> HttpResponse {
@@ -195,7 +195,10 @@ async fn detail(
     let page = DetailPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
         c: ConflictView::new(row, form),
-        accepted_as: accepted.map(|id| (id.to_string(), reference(&id))),
+        accepted_as: accepted.map(|id| {
+            let r = reference(&id);
+            (id, r)
+        }),
     };
     html(StatusCode::OK, &page)
 }

@@ -116,8 +116,7 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
     let (acceptor, mut c) = acceptor(&config);
     let statements = counted();
 
-    let first =
-        acceptor.accept(intake(&config, "op-first", "ada@example.com", "A quote")).unwrap();
+    let first = acceptor.accept(intake(&config, "op-first", "ada@example.com", "A quote")).unwrap();
     assert!(matches!(first, Outcome::Created(_)), "{first:?}");
     assert_eq!(statements.swap(0, Ordering::SeqCst), 1, "one statement, one round trip");
     let stats = c.stats().unwrap();
@@ -126,8 +125,7 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
     statements.store(0, Ordering::SeqCst);
 
     // A repeat from the same address: linked in the same statement, effects held (policy hold).
-    let again =
-        acceptor.accept(intake(&config, "op-again", "ada@example.com", "A quote!")).unwrap();
+    let again = acceptor.accept(intake(&config, "op-again", "ada@example.com", "A quote!")).unwrap();
     let Outcome::Created(again) = again else { panic!("{again:?}") };
     assert_eq!(statements.swap(0, Ordering::SeqCst), 1);
     let (status, duplicate): (String, String) = duplicate_pairs::table
