@@ -8,12 +8,13 @@
 //!   benchmark's baseline).
 //! - Submissions linked to an earlier one wake the duplicate screener.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::cache::ReplayCache;
 use super::{committed, in_progress_on_lock_timeout, pg, run, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, FormConfig};
-use crate::db::{DbError, Pool, SqliteWriter, Store};
+use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store};
 use crate::deliveries::{self, Channel, DeliveryLog, DeliveryOutcome};
 use crate::domain::{fingerprint, NormalisedFields, OperationId};
 use crate::duplicates::Screener;
@@ -40,6 +41,8 @@ pub struct Acceptor {
     cache: Arc<ReplayCache>,
     deliveries: DeliveryLog,
     screener: Screener,
+    /// First acceptances so far (PostgreSQL), up to the young-database check.
+    created: Arc<AtomicUsize>,
 }
 
 impl Acceptor {
@@ -71,7 +74,8 @@ impl Acceptor {
         let deliveries = DeliveryLog::start(delivery_sink(&pool, writer))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
         let screener = Screener::start(config, pool.clone())?;
-        Ok(Acceptor { pool, path, cache, deliveries, screener })
+        let created = Arc::new(AtomicUsize::new(0));
+        Ok(Acceptor { pool, path, cache, deliveries, screener, created })
     }
 
     pub fn deliveries(&self) -> &DeliveryLog {
@@ -127,6 +131,9 @@ impl Acceptor {
                     if done.linked {
                         self.screener.wake();
                     }
+                    if matches!(done.outcome, Outcome::Created(_)) {
+                        self.count_created();
+                    }
                     done.outcome
                 }))
             }
@@ -150,6 +157,29 @@ impl Acceptor {
             self.cache.put(&form_name, fingerprint, r.clone());
         }
         Ok(outcome)
+    }
+
+    /// PostgreSQL: after this process's first `ANALYZE_AFTER` acceptances, gives a young
+    /// database's planner statistics (`db::young_pg`), on a thread of its own.
+    fn count_created(&self) {
+        if self.created.fetch_add(1, Ordering::Relaxed) + 1 != young_pg::ANALYZE_AFTER {
+            return;
+        }
+        let pool = self.pool.clone();
+        let spawned = std::thread::Builder::new().name("planner-statistics".into()).spawn(move || {
+            let analysed = with_conn!(&pool, |c| match c.pg() {
+                Some(pg) => young_pg::analyze_if_young(pg).map_err(DbError::from),
+                None => Ok(false),
+            });
+            match analysed {
+                Ok(true) => tracing::info!("analysed a young database's tables for the planner"),
+                Ok(false) => {}
+                Err(error) => tracing::warn!(%error, "planner statistics not gathered"),
+            }
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "planner statistics not gathered");
+        }
     }
 
     /// A replay found outside the write transaction: its delivery row is queued.

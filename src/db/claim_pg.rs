@@ -1,9 +1,11 @@
 //! The PostgreSQL accept in one statement, one round trip: the claim of (form, operation
 //! ID), the submission, its side-effect records, the duplicate link and the delivery row,
 //! as data-modifying CTEs that all depend on the claim (`ON CONFLICT DO NOTHING` leaves `s`
-//! empty, and then nothing else is written). Sent unprepared (`sql_query`): PostgreSQL
-//! plans it with the actual values every time, so no generic plan chosen on an empty table
-//! can pick the wrong index, and a transaction-pooling pooler needs no prepared statements.
+//! empty, and then nothing else is written). Kept prepared on the connection (`Prepared`):
+//! PostgreSQL neither parses nor plans it again, which was most of its CPU per accept. Its
+//! generic plan is only as good as the statistics it was made from; `young_pg` sees that a
+//! fresh database has some. Behind a transaction-pooling pooler
+//! (`database.prepared_statements = false`) it is sent unnamed.
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -12,6 +14,7 @@ use diesel::PgConnection;
 
 use super::duplicates::LinkKey;
 use super::models::{NewDelivery, NewEffect, NewSubmission, Submission};
+use super::prepared_pg::Prepared;
 use crate::domain::{EffectKind, EffectState, PairStatus};
 
 /// Everything one acceptance writes.
@@ -118,7 +121,7 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
     let key = claim.link.map(|(k, _)| k);
     let since = claim.link.map_or(claim.submission.received_at, |(_, since)| since);
     let effects = claim.effects;
-    let query = diesel::sql_query(statement(key))
+    let query = Prepared::new(statement(key))
         .bind::<Nullable<Text>, _>(key.map(|k| k.column_and_value().1))
         .bind::<Timestamp, _>(since)
         .bind::<Text, _>(claim.pair_id)
@@ -158,10 +161,9 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
     Ok(Claimed { created: row.created == 1, linked: row.linked, capped: row.capped })
 }
 
-/// The submission holding (form, operation ID), read after a claim found it taken; sent
-/// unprepared, like the claim, so its plan is the unique index's every time.
+/// The submission holding (form, operation ID), read after a claim found it taken.
 pub fn holder(c: &mut PgConnection, form: &str, operation_id: &str) -> QueryResult<Option<Submission>> {
-    diesel::sql_query(
+    Prepared::new(
         "SELECT id, form, operation_id, fingerprint, response_body, spam, received_at, operation_expires_at, \
          content_purged_at \
          FROM submissions WHERE form = $1 AND operation_id = $2",

@@ -15,11 +15,13 @@ pub mod hooks;
 mod manager;
 pub mod models;
 mod openssl_exit;
+mod prepared_pg;
 mod queue;
 pub mod recipient_cap;
 pub mod schema;
 mod store;
 mod writer;
+pub mod young_pg;
 
 use std::time::Duration;
 

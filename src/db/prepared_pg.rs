@@ -1,0 +1,96 @@
+//! Raw PostgreSQL statements with typed binds that the connection keeps prepared.
+//!
+//! diesel's `sql_query` opts out of the statement cache, so PostgreSQL parses, analyses and
+//! plans it on every call: for the accept statement that was about a third of the
+//! machine's CPU under load. A `Prepared` statement is cached per connection under its
+//! SQL text (and bind types) like any query-builder query; with
+//! `database.prepared_statements = false` (a transaction-pooling pooler) the cache is off
+//! and it is sent unnamed, as `sql_query` would be.
+
+use std::marker::PhantomData;
+
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{HasSqlType, Untyped};
+use diesel::{QueryResult, RunQueryDsl};
+
+/// SQL text with `$n` placeholders (each may appear any number of times) and the values
+/// of `$1`, `$2`, … in order.
+pub struct Prepared<'a> {
+    sql: String,
+    binds: Vec<Box<dyn QueryFragment<Pg> + Send + 'a>>,
+}
+
+impl<'a> Prepared<'a> {
+    pub fn new(sql: impl Into<String>) -> Self {
+        Prepared { sql: sql.into(), binds: Vec::new() }
+    }
+
+    /// The next placeholder's value, as SQL type `ST`.
+    pub fn bind<ST, U>(mut self, value: U) -> Self
+    where
+        Pg: HasSqlType<ST>,
+        U: ToSql<ST, Pg> + Send + 'a,
+        ST: 'a,
+    {
+        self.binds.push(Box::new(Bind { value, sql_type: PhantomData::<fn() -> ST> }));
+        self
+    }
+}
+
+struct Bind<ST, U> {
+    value: U,
+    sql_type: PhantomData<fn() -> ST>,
+}
+
+impl<ST, U> QueryFragment<Pg> for Bind<ST, U>
+where
+    Pg: HasSqlType<ST>,
+    U: ToSql<ST, Pg>,
+{
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_bind_param::<ST, U>(&self.value)
+    }
+}
+
+/// Writes the SQL with each `$n` replaced by the next placeholder diesel numbers, binding
+/// value `n` there: a value used twice is sent twice (diesel numbers placeholders itself
+/// and sends one value per placeholder).
+impl QueryFragment<Pg> for Prepared<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        let mut rest = self.sql.as_str();
+        while let Some(at) = rest.find('$') {
+            let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
+            out.push_sql(&rest[..at]);
+            if digits == 0 {
+                out.push_sql("$");
+            } else {
+                let n: usize = rest[at + 1..=at + digits].parse().map_err(|_| unbound(&rest[at..]))?;
+                let bind =
+                    n.checked_sub(1).and_then(|i| self.binds.get(i)).ok_or_else(|| unbound(&rest[at..]))?;
+                bind.walk_ast(out.reborrow())?;
+            }
+            rest = &rest[at + 1 + digits..];
+        }
+        out.push_sql(rest);
+        Ok(())
+    }
+}
+
+fn unbound(at: &str) -> diesel::result::Error {
+    let placeholder: String = at.chars().take(12).collect();
+    diesel::result::Error::QueryBuilderError(format!("no value bound for {placeholder}").into())
+}
+
+/// No static ID: the cache key is the SQL text and the bind types.
+impl QueryId for Prepared<'_> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl Query for Prepared<'_> {
+    type SqlType = Untyped;
+}
+
+impl<Conn> RunQueryDsl<Conn> for Prepared<'_> {}
