@@ -55,3 +55,4 @@ mod submit;
 mod typed_states;
 mod unavailable;
 mod workers;
+mod young_plans;
