@@ -67,11 +67,14 @@ const INSERT_SUBMISSION: &str = "INSERT INTO submissions (id, form, operation_id
 /// The confirmation cap ($27: it applies; $28: the window's start; $13, $14, $21, $23: the
 /// form, key, recipient digest and time): takes the recipient's slot unless it was taken
 /// within the window, and only for a key not stored yet (a replay never touches it).
-/// Concurrent accepts to one address wait on the slot's row, so at most one of them takes a
-/// window. `k.capped`: this submission's confirmation is cancelled.
+/// A slot seen taken is not locked (a flood to one address does not queue on its row);
+/// accepts that saw it free wait on the row, and the upsert's `WHERE` on its latest version
+/// lets at most one of them take a window. `k.capped`: this submission's confirmation is cancelled.
 const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last_at) \
        SELECT $13, $21, $23 WHERE $27 AND $21::text IS NOT NULL \
        AND NOT EXISTS (SELECT 1 FROM submissions WHERE form = $13 AND operation_id = $14) \
+       AND NOT EXISTS (SELECT 1 FROM confirmation_caps WHERE form = $13 AND email_digest = $21 \
+       AND last_at > $28) \
        ON CONFLICT (form, email_digest) DO UPDATE SET last_at = EXCLUDED.last_at \
        WHERE confirmation_caps.last_at <= $28 RETURNING 1), \
      k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
@@ -83,8 +86,11 @@ fn statement(link: Option<LinkKey<'_>>) -> String {
         Some(key) => {
             let (column, _) = key.column_and_value();
             let keyless = if matches!(key, LinkKey::Content(_)) { "AND o.keyless " } else { "" };
+            // `o.form = $13`, a parameter, not `s.form`: with the form and the key fixed, the
+            // index (form, key, received_at) is already in `received_at` order, and LIMIT 1
+            // stops at the first row instead of sorting the whole cluster.
             format!(
-                "SELECT o.id FROM s JOIN submissions o ON o.form = s.form AND o.{column} = $1 \
+                "SELECT o.id FROM s JOIN submissions o ON o.form = $13 AND o.{column} = $1 \
                  AND o.received_at >= $2 {keyless}AND o.spam = false \
                  ORDER BY o.received_at LIMIT 1"
             )
