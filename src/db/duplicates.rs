@@ -52,6 +52,21 @@ impl<'a> LinkKey<'a> {
             LinkKey::Content(f) => ("fingerprint", f),
         }
     }
+
+    /// The index that serves the look-up by this key in `received_at` order.
+    fn index(self) -> Option<&'static str> {
+        match self {
+            LinkKey::Email(_) => Some("submissions_email_digest"),
+            LinkKey::Phone(_) => Some("submissions_phone_digest"),
+            LinkKey::Content(_) => None,
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct Found {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    id: String,
 }
 
 /// The look-up: the earliest submission of `form` since `since` (not spam) with the same key.
@@ -87,6 +102,25 @@ pub trait DuplicateStore {
 
 impl DuplicateStore for DbConnection {
     fn cluster_first(&mut self, l: &Lookup<'_>) -> QueryResult<Option<String>> {
+        // SQLite (3.53), with no statistics, serves `ORDER BY received_at LIMIT 1` from the
+        // (form, received_at) index and walks the whole window row by row; INDEXED BY names
+        // the key's own index, where the first row found is the answer.
+        if let (DbConnection::Sqlite(c), Some(index)) = (&mut *self, l.key.index()) {
+            let (column, value) = l.key.column_and_value();
+            return diesel::sql_query(format!(
+                "SELECT id FROM submissions INDEXED BY {index} WHERE form = ? AND {column} = ? \
+                 AND received_at >= ? AND received_at <= ? AND id <> ? AND spam = 0 \
+                 ORDER BY received_at LIMIT 1"
+            ))
+            .bind::<diesel::sql_types::Text, _>(l.form)
+            .bind::<diesel::sql_types::Text, _>(value)
+            .bind::<diesel::sql_types::Timestamp, _>(l.since)
+            .bind::<diesel::sql_types::Timestamp, _>(l.until)
+            .bind::<diesel::sql_types::Text, _>(l.exclude_id)
+            .get_result::<Found>(c)
+            .optional()
+            .map(|found| found.map(|f| f.id));
+        }
         let in_window = submissions::table
             .filter(submissions::form.eq(l.form))
             .filter(submissions::received_at.ge(l.since))
