@@ -54,6 +54,8 @@ pub trait Queue: Store {
     fn expire_leases(&mut self, now: NaiveDateTime) -> QueryResult<usize>;
 
     fn insert_attempt(&mut self, row: &NewAttempt) -> QueryResult<()>;
+    /// Inserts many attempts with one statement.
+    fn insert_attempts(&mut self, rows: &[NewAttempt]) -> QueryResult<()>;
     fn queue_stats(&mut self) -> QueryResult<QueueStats>;
 }
 
@@ -211,6 +213,14 @@ impl Queue for DbConnection {
 
     fn insert_attempt(&mut self, row: &NewAttempt) -> QueryResult<()> {
         diesel::insert_into(effect_attempts::table).values(row).execute(self)?;
+        Ok(())
+    }
+
+    fn insert_attempts(&mut self, rows: &[NewAttempt]) -> QueryResult<()> {
+        // SQLite allows 32,766 bound values per statement: 9 per row.
+        for chunk in rows.chunks(1000) {
+            self.execute_native(diesel::insert_into(effect_attempts::table).values(chunk))?;
+        }
         Ok(())
     }
 
