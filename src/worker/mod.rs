@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::NaiveDateTime;
 use futures_util::future::join_all;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::clock::now;
@@ -81,14 +82,24 @@ impl Worker {
         &self.owner
     }
 
-    /// Works until `stop` turns true; the pass in flight finishes first. A pass's attempts
-    /// are recorded while the next pass claims and delivers (one transaction each, which
+    /// Works until `stop` turns true; the pass in flight finishes first. Under load the
+    /// stages overlap: the next batch is claimed while this one is delivered, and a batch's
+    /// attempts are recorded while the next one is delivered (one transaction each, which
     /// SQLite's writer may commit together).
     pub async fn run(&self, mut stop: watch::Receiver<bool>) {
         tracing::info!(owner = %self.owner, "worker started");
-        let mut recording: Option<tokio::task::JoinHandle<()>> = None;
+        let mut recording: Option<JoinHandle<()>> = None;
+        let mut next: Option<JoinHandle<Vec<JobRow>>> = None;
         while !*stop.borrow() {
-            let (handled, results) = self.pass().await;
+            let due = match next.take() {
+                Some(claimed) => claimed.await.unwrap_or_default(),
+                None => self.claim().await,
+            };
+            if due.len() == self.config.concurrency {
+                let (db, owner, config) = (self.db.clone(), self.owner.clone(), self.config.clone());
+                next = Some(tokio::spawn(async move { claim(&db, owner, &config).await }));
+            }
+            let (handled, results) = self.work(due).await;
             if let Some(previous) = recording.take() {
                 let _ = previous.await;
             }
@@ -102,6 +113,11 @@ impl Worker {
                 }
             }
         }
+        // A batch claimed ahead is delivered too: left SENDING it would become UNKNOWN.
+        if let Some(claimed) = next.take() {
+            let (_, results) = self.work(claimed.await.unwrap_or_default()).await;
+            finish(self.db.clone(), self.owner.clone(), results).await;
+        }
         if let Some(previous) = recording.take() {
             let _ = previous.await;
         }
@@ -111,7 +127,8 @@ impl Worker {
     /// One pass: deliver what is due (up to `concurrency` at once), expire dead leases and
     /// look up due UNKNOWN outcomes, and record the attempts. Returns how many records it handled.
     pub async fn run_once(&self) -> usize {
-        let (handled, results) = self.pass().await;
+        let due = self.claim().await;
+        let (handled, results) = self.work(due).await;
         finish(self.db.clone(), self.owner.clone(), results).await;
         handled
     }
@@ -121,15 +138,15 @@ impl Worker {
         while self.run_once().await > 0 {}
     }
 
-    /// Claims and delivers a batch (what to record comes back), then the housekeeping:
-    /// expired leases become UNKNOWN and due UNKNOWN outcomes are looked up.
-    async fn pass(&self) -> (usize, Vec<Finished>) {
+    async fn claim(&self) -> Vec<JobRow> {
+        claim(&self.db, self.owner.clone(), &self.config).await
+    }
+
+    /// Delivers a claimed batch (what to record comes back), then the housekeeping: expired
+    /// leases become UNKNOWN and due UNKNOWN outcomes are looked up.
+    async fn work(&self, due: Vec<JobRow>) -> (usize, Vec<Finished>) {
         let t = now();
-        let lease_until = t + chrono::Duration::seconds(self.config.lease_seconds as i64);
         let limit = self.config.concurrency as i64;
-        let owner = self.owner.clone();
-        let due = self.db.write(move |c| Ok(c.claim_due(&owner, t, lease_until, limit)?)).await;
-        let due = due.unwrap_or_default();
         let results = join_all(due.iter().cloned().map(|row| self.deliver(row))).await;
         if due.len() as i64 == limit && !self.housekeeping_due() {
             return (due.len(), results);
@@ -221,6 +238,14 @@ impl Worker {
     }
 }
 
+/// Leases up to `concurrency` due records to `owner` (one transaction).
+async fn claim(db: &Db, owner: String, config: &WorkerConfig) -> Vec<JobRow> {
+    let t = now();
+    let lease_until = t + chrono::Duration::seconds(config.lease_seconds as i64);
+    let limit = config.concurrency as i64;
+    db.write(move |c| Ok(c.claim_due(&owner, t, lease_until, limit)?)).await.unwrap_or_default()
+}
+
 /// Records a pass's attempts and transitions in one transaction (one commit, not one per
 /// record; the attempts in one statement); each transition applies only where the lease is
 /// still `owner`'s.
@@ -232,13 +257,8 @@ async fn finish(db: Db, owner: String, results: Vec<Finished>) {
         .write(move |c| {
             let attempts: Vec<NewAttempt> = results.iter().filter_map(|(_, _, a)| a.clone()).collect();
             c.insert_attempts(&attempts)?;
-            let mut lost = Vec::new();
-            for (id, t, _) in &results {
-                if !c.finish(id, &owner, t, now())? {
-                    lost.push(id.clone());
-                }
-            }
-            Ok(lost)
+            let done: Vec<(&str, &Transition)> = results.iter().map(|(id, t, _)| (id.as_str(), t)).collect();
+            Ok(c.finish_all(&done, &owner, now())?)
         })
         .await;
     match outcome {
