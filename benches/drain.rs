@@ -17,7 +17,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let submissions = value("--submissions").and_then(|n| n.parse().ok()).unwrap_or(1000usize);
-    let backends = value("--backend").map_or_else(|| vec!["sqlite".to_string(), "postgres".into()], |b| vec![b]);
+    let backends =
+        value("--backend").map_or_else(|| vec!["sqlite".to_string(), "postgres".into()], |b| vec![b]);
     let leads = match value("--leads").as_deref() {
         Some("http") => vec![Leads::Http],
         Some("file") => vec![Leads::File],

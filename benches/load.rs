@@ -27,10 +27,10 @@
 //! Nothing here is a pass/fail timing test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "common/mod.rs"]
-mod common;
 #[path = "load/burst.rs"]
 mod burst;
+#[path = "common/mod.rs"]
+mod common;
 #[path = "load/grow.rs"]
 mod grow;
 #[path = "load/hooks.rs"]

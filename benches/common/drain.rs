@@ -55,7 +55,9 @@ pub fn print_table_with<'a>(
                 let label = if to == Leads::File { "file" } else { "http" };
                 let (target, met) = match (to, processes, one) {
                     (Leads::File, 1, _) => ("≥ 3,000".to_string(), Some(rate >= TARGET_PER_PROCESS)),
-                    (Leads::File, _, Some(single)) => (format!("> {single:.0} (one process)"), Some(rate > single)),
+                    (Leads::File, _, Some(single)) => {
+                        (format!("> {single:.0} (one process)"), Some(rate > single))
+                    }
                     _ => (String::new(), None),
                 };
                 let met = match met {

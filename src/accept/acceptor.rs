@@ -49,11 +49,13 @@ impl Acceptor {
     pub fn start(config: Arc<Config>, pool: Pool) -> std::io::Result<Acceptor> {
         let path = match &pool {
             Pool::Pg(_) => Path::OneStatement,
-            Pool::Sqlite(p) if config.database.group_commit => Path::GroupCommit(match &config.database.url {
-                // One writer with the workers of this process (see `SqliteWriter::shared`).
-                crate::db::DatabaseUrl::Sqlite(file) => SqliteWriter::shared(file, p)?,
-                crate::db::DatabaseUrl::Postgres(_) => SqliteWriter::start(p.clone())?,
-            }),
+            Pool::Sqlite(p) if config.database.group_commit => {
+                Path::GroupCommit(match &config.database.url {
+                    // One writer with the workers of this process (see `SqliteWriter::shared`).
+                    crate::db::DatabaseUrl::Sqlite(file) => SqliteWriter::shared(file, p)?,
+                    crate::db::DatabaseUrl::Postgres(_) => SqliteWriter::start(p.clone())?,
+                })
+            }
             Pool::Sqlite(_) => Path::Transaction,
         };
         Acceptor::with_path(config, pool, path)

@@ -233,8 +233,12 @@ impl Queue for DbConnection {
         .bind::<Array<Text>, _>(done.iter().map(|(id, _)| *id).collect::<Vec<_>>())
         .bind::<Array<Text>, _>(done.iter().map(|(_, t)| t.state.as_str()).collect::<Vec<_>>())
         .bind::<Array<Timestamp>, _>(done.iter().map(|(_, t)| t.next_attempt_at).collect::<Vec<_>>())
-        .bind::<Array<Nullable<Text>>, _>(done.iter().map(|(_, t)| t.provider_ref.as_deref()).collect::<Vec<_>>())
-        .bind::<Array<Nullable<Text>>, _>(done.iter().map(|(_, t)| t.last_error.as_deref()).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Text>>, _>(
+            done.iter().map(|(_, t)| t.provider_ref.as_deref()).collect::<Vec<_>>(),
+        )
+        .bind::<Array<Nullable<Text>>, _>(
+            done.iter().map(|(_, t)| t.last_error.as_deref()).collect::<Vec<_>>(),
+        )
         .bind::<Timestamp, _>(now)
         .bind::<Text, _>(owner)
         .bind::<Text, _>(SENDING.as_str())

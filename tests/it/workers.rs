@@ -170,7 +170,9 @@ async fn concurrent_batch_claims_never_share_a_record(backend: Backend) {
     let pool = Pool::connect(&config.database).unwrap();
     seed(&pool, &config, 100).await; // 300 records
     let writer = match (&pool, &config.database.url) {
-        (Pool::Sqlite(p), onceform::db::DatabaseUrl::Sqlite(file)) => Some(SqliteWriter::shared(file, p).unwrap()),
+        (Pool::Sqlite(p), onceform::db::DatabaseUrl::Sqlite(file)) => {
+            Some(SqliteWriter::shared(file, p).unwrap())
+        }
         _ => None,
     };
     let claimers: Vec<_> = (0..8)
