@@ -1,23 +1,28 @@
 //! Drain rate of the side-effect workers: effects/s for one and two `onceform worker`
 //! processes, leads to an instant loopback CRM and to the `file` adapter, mail as files, on
-//! SQLite and PostgreSQL (the loopback rows are also the last table of `--bench load`).
+//! SQLite and PostgreSQL (the loopback rows are also the last table of `--bench load`), with
+//! the workers' CPU time per 1,000 effects and, for the file rows, issue 11's target.
 //!
-//! `cargo bench --bench drain [-- --submissions N]` (PostgreSQL from ONCEFORM_TEST_PG_URL,
-//! default postgres://postgres@127.0.0.1:5432/postgres). It prints a table; it asserts only
-//! that every effect ended SENT and every lead was created once.
+//! `cargo bench --bench drain [-- --submissions N] [--backend sqlite|postgres] [--leads http|file]`
+//! (PostgreSQL from ONCEFORM_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres).
+//! It prints a table; it asserts only that every effect ended SENT and every lead was created once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/mod.rs"]
 mod common;
 
+use common::drain::Leads;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let submissions = args
-        .iter()
-        .position(|a| a == "--submissions")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000usize);
-    let leads = [common::drain::Leads::Http, common::drain::Leads::File];
-    common::drain::print_table_with(["sqlite", "postgres"], submissions, &leads);
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let submissions = value("--submissions").and_then(|n| n.parse().ok()).unwrap_or(1000usize);
+    let backends =
+        value("--backend").map_or_else(|| vec!["sqlite".to_string(), "postgres".into()], |b| vec![b]);
+    let leads = match value("--leads").as_deref() {
+        Some("http") => vec![Leads::Http],
+        Some("file") => vec![Leads::File],
+        _ => vec![Leads::Http, Leads::File],
+    };
+    common::drain::print_table_with(backends.iter().map(String::as_str), submissions, &leads);
 }

@@ -3,12 +3,14 @@
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
 //!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks] [--only-targets] [--pgbouncer]
-//!  [--purge N|0]`
+//!  [--purge N|0] [--burst N|0] [--only-burst]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
 //! with `--pgbouncer`, four `serve` and two `worker` processes through pgbouncer
 //! (`load/pgbouncer.rs`); then issue 12's accepts during a retention pass of `--purge N`
-//! rows (default 100 k, 0 skips; `load/purge.rs`); `--only-targets` stops there.
+//! rows (default 100 k, 0 skips; `load/purge.rs`), and a burst of `--burst N` seconds of accepts
+//! (default 20, 0 skips) into one `serve` with the default configuration, timed until every
+//! effect is delivered (`load/burst.rs`); `--only-targets` stops there.
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
@@ -25,6 +27,8 @@
 //! Nothing here is a pass/fail timing test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "load/burst.rs"]
+mod burst;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "load/grow.rs"]
@@ -76,6 +80,10 @@ pub struct Options {
     pub pgbouncer: bool,
     /// Rows purged while accepts run (`--purge N`, 0 skips).
     pub purge: usize,
+    /// Seconds of the default configuration's burst (`--burst N`, 0 skips).
+    pub burst: u64,
+    /// Only the burst (`--only-burst`).
+    pub only_burst: bool,
 }
 
 fn options() -> Options {
@@ -101,12 +109,19 @@ fn options() -> Options {
         only_targets: args.iter().any(|a| a == "--only-targets"),
         pgbouncer: args.iter().any(|a| a == "--pgbouncer"),
         purge: value("--purge").and_then(|v| v.parse().ok()).unwrap_or(if quick { 20_000 } else { 100_000 }),
+        burst: value("--burst").and_then(|v| v.parse().ok()).unwrap_or(if quick { 5 } else { 20 }),
+        only_burst: args.iter().any(|a| a == "--only-burst"),
     }
 }
 
 fn main() {
     let opts = options();
     println!("onceform load benchmark: {} s per cell, clients {:?}\n", opts.seconds, opts.clients);
+    if opts.only_burst {
+        targets::header();
+        burst::run(&rt_for_targets(), &opts);
+        return;
+    }
     println!("Targets (issue 11), each backend on a fresh database:\n");
     targets::header();
     for backend in opts.backends.iter().map(String::as_str) {
@@ -125,6 +140,11 @@ fn main() {
         for backend in opts.backends.iter().map(String::as_str) {
             purge::measure(&rt_for_targets(), backend, &opts);
         }
+    }
+    if opts.burst > 0 && opts.backends.iter().any(|b| b == "sqlite") {
+        println!("\nA burst into the default configuration (issue 11), then its delivery:\n");
+        targets::header();
+        burst::run(&rt_for_targets(), &opts);
     }
     if opts.only_targets {
         return;

@@ -283,7 +283,15 @@ fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> Result<(tokio::runtime::
         let _entered = rt.enter();
         crate::app::registry(config.clone()).map_err(Exit::failure)?
     };
-    Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone())))
+    // SQLite: the transactions go through this process's group-commit writer, shared with
+    // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
+    let writer = match (pool, &config.database.url) {
+        (Pool::Sqlite(p), crate::db::DatabaseUrl::Sqlite(file)) if config.database.group_commit => {
+            Some(crate::db::SqliteWriter::shared(file, p).map_err(Exit::failure)?)
+        }
+        _ => None,
+    };
+    Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone()).with_writer(writer)))
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.

@@ -94,6 +94,11 @@ impl Process {
         self.first_line.trim().rsplit(' ').next().unwrap().to_string()
     }
 
+    /// CPU time used so far (user + system, every thread), in seconds (Linux `/proc/PID/stat`).
+    pub fn cpu_seconds(&self) -> f64 {
+        cpu_seconds(self.child.id())
+    }
+
     /// Peak resident set size so far, in MiB (Linux `VmHWM`).
     pub fn peak_rss_mib(&self) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
@@ -110,6 +115,17 @@ impl Drop for Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// User + system CPU seconds of process `pid` so far (0 when unreadable).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is the first, utime the 12th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // /proc counts in USER_HZ, 100 on Linux whatever the kernel's own tick rate.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// A valid contact inquiry as field pairs, from its own visitor.

@@ -53,7 +53,11 @@ impl Acceptor {
         let path = match &pool {
             Pool::Pg(_) => Path::OneStatement,
             Pool::Sqlite(p) if config.database.group_commit => {
-                Path::GroupCommit(SqliteWriter::start(p.clone())?)
+                Path::GroupCommit(match &config.database.url {
+                    // One writer with the workers of this process (see `SqliteWriter::shared`).
+                    crate::db::DatabaseUrl::Sqlite(file) => SqliteWriter::shared(file, p)?,
+                    crate::db::DatabaseUrl::Postgres(_) => SqliteWriter::start(p.clone())?,
+                })
             }
             Pool::Sqlite(_) => Path::Transaction,
         };

@@ -17,18 +17,22 @@ pub enum DbConnection {
 
 impl DbConnection {
     /// A write transaction; on SQLite it takes the write lock up front (`BEGIN IMMEDIATE`),
-    /// so that two writers never deadlock upgrading a read lock.
+    /// so that two writers never deadlock upgrading a read lock. Inside a transaction already
+    /// (a job of the SQLite group-commit writer, which holds the lock) it is a savepoint.
     pub fn write_transaction<T, E, F>(&mut self, f: F) -> Result<T, E>
     where
         F: FnOnce(&mut Self) -> Result<T, E>,
         E: From<diesel::result::Error>,
     {
+        type Manager = <DbConnection as Connection>::TransactionManager;
+        if matches!(Manager::transaction_manager_status_mut(self).transaction_depth(), Ok(Some(_))) {
+            return self.transaction(f);
+        }
         let sqlite = match self {
             DbConnection::Sqlite(c) => c,
             DbConnection::Pg(_) => return self.transaction(f),
         };
         AnsiTransactionManager::begin_transaction_sql(sqlite, "BEGIN IMMEDIATE")?;
-        type Manager = <DbConnection as Connection>::TransactionManager;
         match f(self) {
             Ok(value) => {
                 Manager::commit_transaction(self)?;

@@ -115,7 +115,7 @@ pub struct JobRow {
 }
 
 #[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = super::schema::effect_attempts)]
+#[diesel(table_name = super::schema::effect_attempts, treat_none_as_default_value = false)]
 pub struct NewAttempt {
     pub id: String,
     pub effect_id: EffectId,

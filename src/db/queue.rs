@@ -5,6 +5,7 @@
 use chrono::NaiveDateTime;
 use diesel::dsl::{count_star, min};
 use diesel::prelude::*;
+use diesel::sql_types::{Array, Nullable, Text, Timestamp};
 
 use super::models::{JobRow, NewAttempt, Transition};
 use super::schema::{effect_attempts, side_effects, submissions};
@@ -47,6 +48,15 @@ pub trait Queue: Store {
     /// UNKNOWN after the lease ran out); false when someone else owns it now.
     fn finish(&mut self, id: &str, owner: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool>;
 
+    /// `finish` for many records at once (one statement on PostgreSQL); returns the IDs
+    /// whose lease was no longer `owner`'s, which were left alone.
+    fn finish_all(
+        &mut self,
+        done: &[(&str, &Transition)],
+        owner: &str,
+        now: NaiveDateTime,
+    ) -> QueryResult<Vec<String>>;
+
     /// Applies a lookup's result if the record is still UNKNOWN.
     fn resolve_unknown(&mut self, id: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool>;
 
@@ -54,7 +64,15 @@ pub trait Queue: Store {
     fn expire_leases(&mut self, now: NaiveDateTime) -> QueryResult<usize>;
 
     fn insert_attempt(&mut self, row: &NewAttempt) -> QueryResult<()>;
+    /// Inserts many attempts with one statement.
+    fn insert_attempts(&mut self, rows: &[NewAttempt]) -> QueryResult<()>;
     fn queue_stats(&mut self) -> QueryResult<QueueStats>;
+}
+
+#[derive(QueryableByName)]
+struct Updated {
+    #[diesel(sql_type = Text)]
+    id: String,
 }
 
 /// Loads claimed records joined with their submissions.
@@ -185,6 +203,51 @@ impl Queue for DbConnection {
         Ok(n == 1)
     }
 
+    fn finish_all(
+        &mut self,
+        done: &[(&str, &Transition)],
+        owner: &str,
+        now: NaiveDateTime,
+    ) -> QueryResult<Vec<String>> {
+        let DbConnection::Pg(pg) = self else {
+            // SQLite runs in this process: a statement per record costs no round trip.
+            let mut lost = Vec::new();
+            for (id, t) in done {
+                if !self.finish(id, owner, t, now)? {
+                    lost.push(id.to_string());
+                }
+            }
+            return Ok(lost);
+        };
+        if done.is_empty() {
+            return Ok(Vec::new());
+        }
+        let updated: Vec<Updated> = diesel::sql_query(
+            "UPDATE side_effects AS s SET state = u.state, next_attempt_at = u.next_attempt_at, \
+             provider_ref = u.provider_ref, last_error = u.last_error, lease_owner = NULL, \
+             lease_expires_at = NULL, updated_at = $6 \
+             FROM unnest($1::text[], $2::text[], $3::timestamp[], $4::text[], $5::text[]) \
+             AS u(id, state, next_attempt_at, provider_ref, last_error) \
+             WHERE s.id = u.id AND s.lease_owner = $7 AND s.state IN ($8, $9) RETURNING s.id",
+        )
+        .bind::<Array<Text>, _>(done.iter().map(|(id, _)| *id).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(done.iter().map(|(_, t)| t.state.as_str()).collect::<Vec<_>>())
+        .bind::<Array<Timestamp>, _>(done.iter().map(|(_, t)| t.next_attempt_at).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Text>>, _>(
+            done.iter().map(|(_, t)| t.provider_ref.as_deref()).collect::<Vec<_>>(),
+        )
+        .bind::<Array<Nullable<Text>>, _>(
+            done.iter().map(|(_, t)| t.last_error.as_deref()).collect::<Vec<_>>(),
+        )
+        .bind::<Timestamp, _>(now)
+        .bind::<Text, _>(owner)
+        .bind::<Text, _>(SENDING.as_str())
+        .bind::<Text, _>(UNKNOWN.as_str())
+        .load(pg)?;
+        let updated: std::collections::HashSet<String> = updated.into_iter().map(|u| u.id).collect();
+        Ok(done.iter().filter(|(id, _)| !updated.contains(*id)).map(|(id, _)| id.to_string()).collect())
+    }
+
     fn resolve_unknown(&mut self, id: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
         let n = diesel::update(
             side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq(UNKNOWN)),
@@ -211,6 +274,14 @@ impl Queue for DbConnection {
 
     fn insert_attempt(&mut self, row: &NewAttempt) -> QueryResult<()> {
         diesel::insert_into(effect_attempts::table).values(row).execute(self)?;
+        Ok(())
+    }
+
+    fn insert_attempts(&mut self, rows: &[NewAttempt]) -> QueryResult<()> {
+        // SQLite allows 32,766 bound values per statement: 9 per row.
+        for chunk in rows.chunks(1000) {
+            self.execute_native(diesel::insert_into(effect_attempts::table).values(chunk))?;
+        }
         Ok(())
     }
 

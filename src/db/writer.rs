@@ -7,7 +7,9 @@
 //! is rolled back to its savepoint and does not disturb the others.
 
 use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use diesel::connection::Connection;
 
@@ -23,15 +25,33 @@ const MAX_BATCH: usize = 256;
 /// The handle of the writer thread; the thread ends when the last handle is dropped.
 #[derive(Clone)]
 pub struct SqliteWriter {
-    jobs: Sender<Job>,
+    jobs: Arc<Sender<Job>>,
 }
+
+/// The live writer of each database file in this process (see `SqliteWriter::shared`).
+static SHARED: Mutex<Vec<(PathBuf, Weak<Sender<Job>>)>> = Mutex::new(Vec::new());
 
 impl SqliteWriter {
     /// Starts the writer thread on a connection of `pool` (kept for the thread's life).
     pub fn start(pool: ConnPool) -> std::io::Result<SqliteWriter> {
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || write_loop(&pool, &queue))?;
-        Ok(SqliteWriter { jobs })
+        Ok(SqliteWriter { jobs: Arc::new(jobs) })
+    }
+
+    /// The writer of the database file `path` in this process, started on `pool` unless one
+    /// runs already: the acceptor and the workers of `serve` queue their transactions on one
+    /// thread, in arrival order, and share its commits, instead of racing for SQLite's lock
+    /// (whose busy handler sleeps and retries, so a writer that never pauses starves the others).
+    pub fn shared(path: &Path, pool: &ConnPool) -> std::io::Result<SqliteWriter> {
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        shared.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(jobs) = shared.iter().find(|(p, _)| p == path).and_then(|(_, w)| w.upgrade()) {
+            return Ok(SqliteWriter { jobs });
+        }
+        let writer = SqliteWriter::start(pool.clone())?;
+        shared.push((path.to_path_buf(), Arc::downgrade(&writer.jobs)));
+        Ok(writer)
     }
 
     /// Runs `f` inside the next batch's transaction (in a savepoint of its own) and returns

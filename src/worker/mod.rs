@@ -3,85 +3,180 @@
 
 mod decide;
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chrono::NaiveDateTime;
 use futures_util::future::join_all;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::clock::now;
 use crate::config::WorkerConfig;
 use crate::db::models::{JobRow, NewAttempt, Transition};
-use crate::db::{DbError, Pool, Queue, Store};
+use crate::db::{DbConnection, DbError, Pool, Queue, SqliteWriter, Store};
 use crate::domain::{AttemptOutcome, EffectId, EffectState};
 use crate::effects::{Job, Lookup, Outcome, Registry, Report};
 use crate::with_conn;
 
+/// Under load (a pass claimed a full batch), leases are expired and UNKNOWN outcomes looked
+/// up at most this often; otherwise on every pass.
+const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(1);
+
 pub struct Worker {
-    pool: Pool,
+    db: Db,
     registry: Registry,
     config: WorkerConfig,
     /// This process's lease owner name.
     owner: String,
+    /// When leases were last expired and UNKNOWN outcomes looked up.
+    housekeeping: Mutex<Option<Instant>>,
+}
+
+/// Where the worker's transactions go: SQLite's group-commit writer of this process when
+/// there is one (shared with the acceptor: one queue, shared commits, no lock race), else a
+/// pooled connection of its own.
+#[derive(Clone)]
+struct Db {
+    pool: Pool,
+    writer: Option<SqliteWriter>,
+}
+
+impl Db {
+    /// Runs `f` in a write transaction, off the async threads.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut DbConnection) -> Result<T, DbError> + Send + 'static,
+    ) -> Result<T, DbError> {
+        let (pool, writer) = (self.pool.clone(), self.writer.clone());
+        let result = tokio::task::spawn_blocking(move || match writer {
+            Some(w) => w.run(f),
+            None => with_conn!(pool, |c| c.write_tx(f)),
+        })
+        .await;
+        match result {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "worker database call failed");
+                Err(e)
+            }
+            Err(e) => Err(DbError::Unavailable(e.to_string())),
+        }
+    }
 }
 
 impl Worker {
     pub fn new(pool: Pool, registry: Registry, config: WorkerConfig) -> Worker {
         let owner = format!("w{}-{}", std::process::id(), &Uuid::new_v4().simple().to_string()[..8]);
-        Worker { pool, registry, config, owner }
+        Worker { db: Db { pool, writer: None }, registry, config, owner, housekeeping: Mutex::new(None) }
+    }
+
+    /// Sends the worker's transactions through `writer` (SQLite group commit).
+    pub fn with_writer(mut self, writer: Option<SqliteWriter>) -> Worker {
+        self.db.writer = writer;
+        self
     }
 
     pub fn owner(&self) -> &str {
         &self.owner
     }
 
-    /// Works until `stop` turns true; the pass in flight finishes first.
+    /// Works until `stop` turns true; the pass in flight finishes first. Under load the
+    /// stages overlap: the next batch is claimed while this one is delivered, and a batch's
+    /// attempts are recorded while the next one is delivered (one transaction each, which
+    /// SQLite's writer may commit together).
     pub async fn run(&self, mut stop: watch::Receiver<bool>) {
         tracing::info!(owner = %self.owner, "worker started");
+        let mut recording: Option<JoinHandle<()>> = None;
+        let mut next: Option<JoinHandle<Vec<JobRow>>> = None;
         while !*stop.borrow() {
-            if self.run_once().await == 0 {
+            let due = match next.take() {
+                Some(claimed) => claimed.await.unwrap_or_default(),
+                None => self.claim().await,
+            };
+            if due.len() == self.config.concurrency {
+                let (db, owner, config) = (self.db.clone(), self.owner.clone(), self.config.clone());
+                next = Some(tokio::spawn(async move { claim(&db, owner, &config).await }));
+            }
+            let (handled, results) = self.work(due).await;
+            if let Some(previous) = recording.take() {
+                let _ = previous.await;
+            }
+            if !results.is_empty() {
+                recording = Some(tokio::spawn(finish(self.db.clone(), self.owner.clone(), results)));
+            }
+            if handled == 0 {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(self.config.poll_ms)) => {}
                     _ = stop.changed() => {}
                 }
             }
         }
+        // A batch claimed ahead is delivered too: left SENDING it would become UNKNOWN.
+        if let Some(claimed) = next.take() {
+            let (_, results) = self.work(claimed.await.unwrap_or_default()).await;
+            finish(self.db.clone(), self.owner.clone(), results).await;
+        }
+        if let Some(previous) = recording.take() {
+            let _ = previous.await;
+        }
         tracing::info!(owner = %self.owner, "worker stopped");
     }
 
-    /// One pass: expire dead leases, deliver what is due (up to `concurrency` at once) and
-    /// look up due UNKNOWN outcomes. Returns how many records it handled.
+    /// One pass: deliver what is due (up to `concurrency` at once), expire dead leases and
+    /// look up due UNKNOWN outcomes, and record the attempts. Returns how many records it handled.
     pub async fn run_once(&self) -> usize {
-        let t = now();
-        let lease_until = t + chrono::Duration::seconds(self.config.lease_seconds as i64);
-        let limit = self.config.concurrency as i64;
-        let owner = self.owner.clone();
-        let expired = self.db(move |p| with_conn!(p, |c| Ok(c.expire_leases(t)?))).await.unwrap_or(0);
-        if expired > 0 {
-            tracing::warn!(expired, "leases ran out while sending: marked UNKNOWN");
-        }
-        let due = self.db(move |p| with_conn!(p, |c| Ok(c.claim_due(&owner, t, lease_until, limit)?))).await;
-        let due = due.unwrap_or_default();
-        let results = join_all(due.iter().cloned().map(|row| self.deliver(row))).await;
-        self.finish(results).await;
-
-        let kinds = self.registry.reconcilable();
-        let retry_at = t + chrono::Duration::milliseconds(self.config.reconcile_after_ms as i64);
-        let unknown = self
-            .db(move |p| {
-                let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
-                with_conn!(p, |c| Ok(c.take_unknown_due(&kinds, t, retry_at, limit)?))
-            })
-            .await
-            .unwrap_or_default();
-        join_all(unknown.iter().cloned().map(|row| self.reconcile(row))).await;
-        due.len() + unknown.len()
+        let due = self.claim().await;
+        let (handled, results) = self.work(due).await;
+        finish(self.db.clone(), self.owner.clone(), results).await;
+        handled
     }
 
     /// Passes until nothing is due (tests and `worker --drain`).
     pub async fn run_until_idle(&self) {
         while self.run_once().await > 0 {}
+    }
+
+    async fn claim(&self) -> Vec<JobRow> {
+        claim(&self.db, self.owner.clone(), &self.config).await
+    }
+
+    /// Delivers a claimed batch (what to record comes back), then the housekeeping: expired
+    /// leases become UNKNOWN and due UNKNOWN outcomes are looked up.
+    async fn work(&self, due: Vec<JobRow>) -> (usize, Vec<Finished>) {
+        let t = now();
+        let limit = self.config.concurrency as i64;
+        let results = join_all(due.iter().cloned().map(|row| self.deliver(row))).await;
+        if due.len() as i64 == limit && !self.housekeeping_due() {
+            return (due.len(), results);
+        }
+        let expired = self.db.write(move |c| Ok(c.expire_leases(t)?)).await.unwrap_or(0);
+        if expired > 0 {
+            tracing::warn!(expired, "leases ran out while sending: marked UNKNOWN");
+        }
+        let kinds = self.registry.reconcilable();
+        let retry_at = t + chrono::Duration::milliseconds(self.config.reconcile_after_ms as i64);
+        let unknown = self
+            .db
+            .write(move |c| {
+                let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+                Ok(c.take_unknown_due(&kinds, t, retry_at, limit)?)
+            })
+            .await
+            .unwrap_or_default();
+        join_all(unknown.iter().cloned().map(|row| self.reconcile(row))).await;
+        (due.len() + unknown.len(), results)
+    }
+
+    /// Whether the housekeeping is due under load (and, if so, marks it done now).
+    fn housekeeping_due(&self) -> bool {
+        let mut last = self.housekeeping.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_some_and(|at| at.elapsed() < HOUSEKEEPING_EVERY) {
+            return false;
+        }
+        *last = Some(Instant::now());
+        true
     }
 
     /// Runs one claimed record; what to record comes back for `finish`.
@@ -128,68 +223,52 @@ impl Worker {
         attempt.provider_ref = provider_ref;
         let id = job.id.clone();
         let result = self
-            .db(move |p| {
-                with_conn!(p, |c| c.write_tx(|c| {
-                    c.insert_attempt(&attempt)?;
-                    if let Some(t) = &transition {
-                        c.resolve_unknown(&id, t, now())?;
-                    }
-                    Ok::<_, DbError>(())
-                }))
+            .db
+            .write(move |c| {
+                c.insert_attempt(&attempt)?;
+                if let Some(t) = &transition {
+                    c.resolve_unknown(&id, t, now())?;
+                }
+                Ok(())
             })
             .await;
         if let Err(error) = result {
             tracing::warn!(%error, "could not record a reconciliation");
         }
     }
+}
 
-    /// Records a pass's attempts and transitions in one transaction (one commit, not one per
-    /// record); each transition applies only where the lease is still ours.
-    async fn finish(&self, results: Vec<Finished>) {
-        if results.is_empty() {
-            return;
-        }
-        let owner = self.owner.clone();
-        let outcome = self
-            .db(move |p| {
-                with_conn!(p, |c| c.write_tx(|c| {
-                    let mut lost = Vec::new();
-                    for (id, t, attempt) in &results {
-                        if let Some(a) = attempt {
-                            c.insert_attempt(a)?;
-                        }
-                        if !c.finish(id, &owner, t, now())? {
-                            lost.push(id.clone());
-                        }
-                    }
-                    Ok::<_, DbError>(lost)
-                }))
-            })
-            .await;
-        match outcome {
-            Ok(lost) => {
-                for id in lost {
-                    tracing::warn!(effect = %id, "lease lost before the attempt was recorded");
-                }
-            }
-            // The records stay SENDING; their leases run out and they are reconciled, never resent blindly.
-            Err(error) => tracing::error!(%error, "could not record a pass's attempts"),
-        }
+/// Leases up to `concurrency` due records to `owner` (one transaction).
+async fn claim(db: &Db, owner: String, config: &WorkerConfig) -> Vec<JobRow> {
+    let t = now();
+    let lease_until = t + chrono::Duration::seconds(config.lease_seconds as i64);
+    let limit = config.concurrency as i64;
+    db.write(move |c| Ok(c.claim_due(&owner, t, lease_until, limit)?)).await.unwrap_or_default()
+}
+
+/// Records a pass's attempts and transitions in one transaction (one commit, not one per
+/// record; the attempts in one statement); each transition applies only where the lease is
+/// still `owner`'s.
+async fn finish(db: Db, owner: String, results: Vec<Finished>) {
+    if results.is_empty() {
+        return;
     }
-
-    async fn db<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Pool) -> Result<T, DbError> + Send + 'static,
-    ) -> Result<T, DbError> {
-        let pool = self.pool.clone();
-        match tokio::task::spawn_blocking(move || f(&pool)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "worker database call failed");
-                Err(e)
+    let outcome = db
+        .write(move |c| {
+            let attempts: Vec<NewAttempt> = results.iter().filter_map(|(_, _, a)| a.clone()).collect();
+            c.insert_attempts(&attempts)?;
+            let done: Vec<(&str, &Transition)> = results.iter().map(|(id, t, _)| (id.as_str(), t)).collect();
+            Ok(c.finish_all(&done, &owner, now())?)
+        })
+        .await;
+    match outcome {
+        Ok(lost) => {
+            for id in lost {
+                tracing::warn!(effect = %id, "lease lost before the attempt was recorded");
             }
-            Err(e) => Err(DbError::Unavailable(e.to_string())),
         }
+        // The records stay SENDING; their leases run out and they are reconciled, never resent blindly.
+        Err(error) => tracing::error!(%error, "could not record a pass's attempts"),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Worker processes: a real SIGKILL mid-call, and two processes draining one PostgreSQL.
+//! Worker processes: a real SIGKILL mid-call, two processes draining one database, and
+//! concurrent batch claims that never hand one record to two workers.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -85,7 +86,11 @@ fn parsed(path: &std::path::Path) -> Config {
     onceform::check::load(Some(path), |_| None).unwrap()
 }
 
-crate::on_both_backends!(a_worker_killed_mid_call_leaves_unknown_which_is_reconciled);
+crate::on_both_backends!(
+    a_worker_killed_mid_call_leaves_unknown_which_is_reconciled,
+    two_worker_processes_deliver_each_effect_exactly_once,
+    concurrent_batch_claims_never_share_a_record,
+);
 
 async fn a_worker_killed_mid_call_leaves_unknown_which_is_reconciled(backend: Backend) {
     let db = TestDb::new(backend);
@@ -119,9 +124,10 @@ async fn a_worker_killed_mid_call_leaves_unknown_which_is_reconciled(backend: Ba
     assert_eq!(crm.create_requests(), 1, "the lead was found, not sent again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_worker_processes_on_one_postgres_deliver_each_effect_exactly_once() {
-    let db = TestDb::new(Backend::Postgres);
+/// Two `worker` processes on one database (on SQLite each through its own group-commit
+/// writer, claiming a batch ahead while delivering one): every effect delivered once.
+async fn two_worker_processes_deliver_each_effect_exactly_once(backend: Backend) {
+    let db = TestDb::new(backend);
     let (crm, smtp) = (FakeCrm::start().await, SmtpSink::start().await);
     let path = config_file(&db, &crm, &smtp, 30);
     let config = parsed(&path);
@@ -151,4 +157,54 @@ async fn two_worker_processes_on_one_postgres_deliver_each_effect_exactly_once()
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), expected_mail, "each email exactly once");
+}
+
+/// Eight claimers take batches of 16 at once until the queue is empty (on SQLite half of them
+/// through the process's group-commit writer, half with a transaction of their own; on
+/// PostgreSQL with SKIP LOCKED): every record is claimed exactly once, by one of them.
+async fn concurrent_batch_claims_never_share_a_record(backend: Backend) {
+    use onceform::db::{DbError, Pool, Queue, SqliteWriter, Store};
+    let db = TestDb::new(backend);
+    let (crm, smtp) = (FakeCrm::start().await, SmtpSink::start().await);
+    let config = parsed(&config_file(&db, &crm, &smtp, 30));
+    let pool = Pool::connect(&config.database).unwrap();
+    seed(&pool, &config, 100).await; // 300 records
+    let writer = match (&pool, &config.database.url) {
+        (Pool::Sqlite(p), onceform::db::DatabaseUrl::Sqlite(file)) => {
+            Some(SqliteWriter::shared(file, p).unwrap())
+        }
+        _ => None,
+    };
+    let claimers: Vec<_> = (0..8)
+        .map(|n| {
+            let (pool, writer) = (pool.clone(), writer.clone().filter(|_| n % 2 == 0));
+            std::thread::spawn(move || {
+                let owner = format!("claimer-{n}");
+                let mut mine: Vec<String> = Vec::new();
+                loop {
+                    let (now, owner) = (onceform::clock::now(), owner.clone());
+                    let lease = now + chrono::Duration::seconds(30);
+                    let claim =
+                        move |c: &mut onceform::db::DbConnection| Ok(c.claim_due(&owner, now, lease, 16)?);
+                    let batch = match &writer {
+                        Some(w) => w.run(claim),
+                        None => onceform::with_conn!(&pool, |c| c.write_tx::<_, DbError, _>(claim)),
+                    }
+                    .unwrap();
+                    if batch.is_empty() {
+                        return mine;
+                    }
+                    let sending = onceform::domain::EffectState::Sending;
+                    assert!(batch.iter().all(|r| r.state == sending && r.attempts == 1), "{batch:?}");
+                    mine.extend(batch.into_iter().map(|r| r.id.as_str().to_string()));
+                }
+            })
+        })
+        .collect();
+    let per_claimer: Vec<Vec<String>> = claimers.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut all: Vec<String> = per_claimer.iter().flatten().cloned().collect();
+    let claimed = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!((claimed, all.len()), (300, 300), "each record claimed once");
 }

@@ -150,6 +150,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_temporary_file_left_by_a_crash_is_not_a_lead() {
+        let dir = scratch();
+        let leads = dir.join("leads");
+        std::fs::create_dir_all(&leads).unwrap();
+        // A worker died mid-write: a torn temporary file, never renamed into place.
+        let torn = leads.join(format!(".{}.{}.tmp", file_name("r:1"), uuid::Uuid::new_v4().simple()));
+        std::fs::write(&torn, b"{\"external_ref\": \"r:1\", \"fie").unwrap();
+        let crm = FileCrm::new(dir.to_str().unwrap());
+        assert_eq!(crm.lookup("r:1").await, Lookup::Absent, "a torn write is no lead");
+        assert_eq!(crm.create(&lead("r:1")).await, Report::sent("r:1"));
+        let stored: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(leads.join("r%3A1.json")).unwrap()).unwrap();
+        assert_eq!(stored["external_ref"], "r:1");
+        assert_eq!(crm.lookup("r:1").await, Lookup::Found { provider_ref: "r:1".into() });
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn concurrent_deliveries_of_one_reference_leave_one_complete_lead() {
+        let dir = scratch();
+        let crm = Arc::new(FileCrm::new(dir.to_str().unwrap()));
+        let sends = (0..16).map(|i| {
+            let crm = crm.clone();
+            tokio::spawn(async move {
+                let mut l = lead("r:2");
+                l.fields.insert("n".into(), i.to_string());
+                crm.create(&l).await
+            })
+        });
+        for sent in futures_util::future::join_all(sends).await {
+            assert_eq!(sent.unwrap(), Report::sent("r:2"));
+        }
+        let names: Vec<String> = std::fs::read_dir(dir.join("leads"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["r%3A2.json"], "one file, no temporary left");
+        let stored: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("leads").join("r%3A2.json")).unwrap()).unwrap();
+        assert_eq!(stored["external_ref"], "r:2", "complete JSON");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[tokio::test]
     async fn an_unwritable_directory_is_a_transient_failure() {
         let dir = scratch();
         std::fs::write(&dir, "a file where the directory should be").unwrap();
