@@ -75,9 +75,9 @@ impl Acceptor {
             Path::GroupCommit(writer) => Some(writer.clone()),
             Path::OneStatement | Path::Transaction => None,
         };
-        let deliveries = DeliveryLog::start(delivery_sink(&pool, writer))?;
+        let deliveries = DeliveryLog::start(delivery_sink(&pool, writer.clone()))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
-        let screener = Screener::start(config, pool.clone())?;
+        let screener = Screener::start(config, pool.clone(), writer)?;
         let created = Arc::new(AtomicUsize::new(0));
         Ok(Acceptor { pool, path, cache, deliveries, screener, created })
     }
