@@ -21,6 +21,10 @@ pub type Sink = Box<dyn FnMut(&[NewDelivery]) -> Result<(), DbError> + Send>;
 const CAPACITY: usize = 100_000;
 /// Rows written per transaction at most.
 const BATCH: usize = 2_000;
+/// After a row arrives, the pause that lets the rows of a busy moment gather into one
+/// statement: many small transactions cost the database (and so the requests sharing its
+/// cores) far more than a few large ones.
+const GATHER: Duration = Duration::from_millis(10);
 /// Attempts to write a batch while the database is unavailable, a second apart.
 const ATTEMPTS: u32 = 10;
 
@@ -82,6 +86,9 @@ fn write_loop(mut sink: Sink, rx: &Receiver<Msg>, dropped: &AtomicU64) {
     let mut rows = Vec::with_capacity(BATCH);
     let mut waiters = Vec::new();
     while let Ok(first) = rx.recv() {
+        if matches!(first, Msg::Row(_)) {
+            std::thread::sleep(GATHER);
+        }
         for msg in std::iter::once(first).chain(rx.try_iter().take(BATCH - 1)) {
             match msg {
                 Msg::Row(row) => rows.push(row),
