@@ -82,7 +82,7 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// Per-client rate limits on the public submit endpoints.
     pub rate_limit: bool,
-    /// HTTP worker threads; 0 means one per core.
+    /// HTTP worker threads; 0 means one per core but one, at least one (`http::server`).
     #[validate(range(max = 256))]
     pub http_workers: usize,
     /// Committed results kept in memory to answer retries without the database (entries,

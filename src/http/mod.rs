@@ -57,6 +57,15 @@ fn form<'a>(state: &'a AppState, name: &str) -> Result<&'a Arc<FormConfig>, prob
     })
 }
 
+/// HTTP workers when `http_workers = 0`: one per core but one, at least one. The core left
+/// over is for what serves the requests' writes and retries' records: the database (on the
+/// same machine, or SQLite's writer thread), the delivery log, the side-effect workers. An
+/// event loop on every core is preempted by them, and every connection it holds waits
+/// (replays at 32 clients on 2 cores: p99 7–8 ms with 2 workers, 4 ms with 1; BENCHMARKS.md).
+fn default_workers(cores: usize) -> usize {
+    cores.saturating_sub(1).max(1)
+}
+
 /// Serves `listener` with the routes and data `mount` registers, behind the middleware and
 /// connection limits of `config.server`; paths nothing answers get the OpenAPI fallback.
 pub fn server(
@@ -65,7 +74,7 @@ pub fn server(
     mount: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
 ) -> std::io::Result<Server> {
     let workers = match config.server.http_workers {
-        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+        0 => default_workers(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
         n => n,
     };
     let limits = ConnectionLimits::of(&config.server);
@@ -111,4 +120,14 @@ pub fn server(
     .listen(listener)?
     .run();
     Ok(server)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_workers;
+
+    #[test]
+    fn by_default_one_core_is_left_to_the_database_and_background_threads() {
+        assert_eq!([1, 2, 4, 8].map(default_workers), [1, 1, 3, 7]);
+    }
 }
