@@ -94,3 +94,26 @@ impl Query for Prepared<'_> {
 }
 
 impl<Conn> RunQueryDsl<Conn> for Prepared<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use diesel::sql_types::{Integer, Text};
+
+    use super::*;
+
+    #[test]
+    fn each_use_of_a_placeholder_is_sent_as_the_next_one_with_its_value() {
+        let q = Prepared::new("SELECT $2, $1 WHERE x = $2 AND y = '$'")
+            .bind::<Integer, _>(7)
+            .bind::<Text, _>("seven");
+        let shown = diesel::debug_query::<Pg, _>(&q).to_string();
+        assert_eq!(shown, r#"SELECT $1, $2 WHERE x = $3 AND y = '$' -- binds: ["seven", 7, "seven"]"#);
+    }
+
+    #[test]
+    fn a_placeholder_without_a_value_is_an_error_not_a_null() {
+        let q = Prepared::new("SELECT $1, $2").bind::<Integer, _>(1);
+        let mut builder = diesel::pg::PgQueryBuilder::default();
+        assert!(QueryFragment::<Pg>::to_sql(&q, &mut builder, &Pg).is_err());
+    }
+}
