@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::cache::ReplayCache;
+use super::cache::{Entry, ReplayCache};
 use super::{committed, in_progress_on_lock_timeout, pg, run, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, FormConfig};
 use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store};
@@ -86,20 +86,51 @@ impl Acceptor {
         &self.deliveries
     }
 
+    /// A retry answered from memory without normalising it: the stored result when this
+    /// key's entry has seen a request with exactly these raw fields (`domain::raw_digest`).
+    pub fn replay_same_request(
+        &self,
+        form_name: &str,
+        form: &FormConfig,
+        operation_id: &OperationId,
+        raw: &[u8; 32],
+        channel: Channel,
+    ) -> Option<Outcome> {
+        let entry = self.cache.get(form_name, operation_id.as_str())?;
+        if entry.raw.get() != Some(raw) {
+            return None;
+        }
+        self.replayed_from(&entry, form_name, form, operation_id, channel)
+    }
+
     /// A retry answered from memory: the stored result when this key's committed content
-    /// equals `fields`; `None` sends the request to the database.
+    /// equals `fields` (whose raw form, `raw`, is then remembered); `None` sends the request
+    /// to the database.
     pub fn replay_from_memory(
         &self,
         form_name: &str,
         form: &FormConfig,
         operation_id: &OperationId,
         fields: &NormalisedFields,
+        raw: &[u8; 32],
         channel: Channel,
     ) -> Option<Outcome> {
         let entry = self.cache.get(form_name, operation_id.as_str())?;
         if entry.fingerprint != fingerprint(fields) {
             return None;
         }
+        let _ = entry.raw.set(*raw);
+        self.replayed_from(&entry, form_name, form, operation_id, channel)
+    }
+
+    fn replayed_from(
+        &self,
+        entry: &Entry,
+        form_name: &str,
+        form: &FormConfig,
+        operation_id: &OperationId,
+        channel: Channel,
+    ) -> Option<Outcome> {
         let receipt = &entry.receipt;
         let now = crate::clock::now();
         // Past the form's `keys` window the row may be gone: the database answers (410).

@@ -8,13 +8,15 @@
 
 use std::collections::HashMap;
 use std::mem;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::Receipt;
 
 pub struct Entry {
     pub fingerprint: String,
     pub receipt: Receipt,
+    /// `domain::raw_digest` of a request found to carry this content (set once).
+    pub raw: OnceLock<[u8; 32]>,
 }
 
 pub struct ReplayCache {
@@ -55,7 +57,7 @@ impl ReplayCache {
         }
         let key = key(form, &receipt.operation_id);
         let mut g = self.generations.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        self.insert(&mut g, key, Arc::new(Entry { fingerprint, receipt }));
+        self.insert(&mut g, key, Arc::new(Entry { fingerprint, receipt, raw: OnceLock::new() }));
     }
 
     fn insert(&self, g: &mut Generations, key: String, entry: Arc<Entry>) {

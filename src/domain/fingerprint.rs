@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::NormalisedFields;
+use super::{NormalisedFields, RawFields};
 
 /// The keyed digest (HMAC-SHA-256 with the server secret, hex) of the canonical JSON of the declared fields that have a value after
 /// normalisation, keys sorted. Absent fields are left out, so declaring a new optional
@@ -10,6 +10,21 @@ use super::NormalisedFields;
 /// honeypot and volatile fields are never part of it.
 pub fn fingerprint(fields: &NormalisedFields) -> String {
     super::keyring::keyring().digest(&fields.to_json())
+}
+
+/// SHA-256 of the fields exactly as received (names and values, in order, each
+/// length-prefixed): equal digests mean the same request content, so the same normalised
+/// fields and the same fingerprint. Kept in memory only, to answer a repeated retry without
+/// normalising it again (`accept::Acceptor::replay_same_request`).
+pub fn raw_digest(raw: &RawFields) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for (name, value) in raw {
+        for part in [name, value] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part.as_bytes());
+        }
+    }
+    hash.finalize().into()
 }
 
 /// Plain SHA-256 of `text`, as lower-case hex: for tokens, never for personal data.
@@ -111,5 +126,13 @@ mod tests {
     fn normalise_eq_differs(a: &str, b: &str) -> bool {
         let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
         squash(a) != squash(b)
+    }
+
+    #[test]
+    fn the_raw_digest_tells_where_one_field_ends_and_the_next_begins() {
+        let pair = |a: &str, b: &str| vec![(a.to_string(), b.to_string())];
+        assert_eq!(raw_digest(&pair("name", "Ada")), raw_digest(&pair("name", "Ada")));
+        assert_ne!(raw_digest(&pair("name", "Ada")), raw_digest(&pair("nameA", "da")));
+        assert_ne!(raw_digest(&pair("name", "Ada")), raw_digest(&pair("name", "Ada ")));
     }
 }

@@ -17,7 +17,7 @@ pub use effect::EffectKind;
 pub use fields::{
     normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
 };
-pub use fingerprint::{digest, fingerprint};
+pub use fingerprint::{digest, fingerprint, raw_digest};
 pub use form::{FieldConfig, FieldType, FormSchema};
 pub use ids::{EffectId, SubmissionId};
 pub use operation_id::{OperationId, OperationIdError};

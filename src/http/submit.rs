@@ -12,7 +12,7 @@ use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::db::DbError;
 use crate::deliveries::{Channel, Refused};
-use crate::domain::{normalise, OperationId, RawFields};
+use crate::domain::{normalise, raw_digest, OperationId, RawFields};
 use crate::spam::Screening;
 
 /// The rate limiter and whose `X-Forwarded-For` names the client: what a submit endpoint
@@ -79,10 +79,19 @@ pub async fn accept_screened(
     raw: &RawFields,
     screening: &Screening,
 ) -> Result<Outcome, Problem> {
-    let mut fields = normalise(&**form, raw).map_err(Problem::invalid_fields)?;
-    let remembered = operation_id
+    // A retry repeated byte for byte is answered before it is normalised again.
+    let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw));
+    let repeated = operation_id
         .as_ref()
-        .and_then(|op| state.acceptor.replay_from_memory(form_name, form, op, &fields, channel));
+        .zip(raw_digest.as_ref())
+        .and_then(|(op, digest)| state.acceptor.replay_same_request(form_name, form, op, digest, channel));
+    if let Some(outcome) = repeated {
+        return Ok(outcome);
+    }
+    let mut fields = normalise(&**form, raw).map_err(Problem::invalid_fields)?;
+    let remembered = operation_id.as_ref().zip(raw_digest.as_ref()).and_then(|(op, digest)| {
+        state.acceptor.replay_from_memory(form_name, form, op, &fields, digest, channel)
+    });
     if let Some(outcome) = remembered {
         return Ok(outcome);
     }

@@ -13,6 +13,7 @@ on_both_backends!(
     four_deliveries_of_two_operations_are_two_submissions,
     status_shows_states_but_never_content,
     operations_are_issued_for_api_clients,
+    repeated_retries_replay_from_memory_and_a_changed_one_is_still_a_conflict,
 );
 
 async fn first_submit_creates_and_a_retry_replays_the_same_body(backend: Backend) {
@@ -74,6 +75,32 @@ async fn same_key_different_content_is_a_conflict_and_the_original_stays(backend
 
     // The original still replays.
     assert_eq!(app.submit(&key, &inquiry("Original")).await.status(), 200);
+}
+
+/// From the second retry on, a byte-identical retry is answered without normalising it
+/// again; what differs in bytes is still compared by content.
+async fn repeated_retries_replay_from_memory_and_a_changed_one_is_still_a_conflict(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let key = new_key();
+    let first = app.submit(&key, &inquiry("Please call me")).await;
+    assert_eq!(first.status(), 201);
+    let first_body = first.text().await.unwrap();
+    for _ in 0..3 {
+        let again = app.submit(&key, &inquiry("Please call me")).await;
+        assert_eq!(again.status(), 200);
+        assert_eq!(again.text().await.unwrap(), first_body);
+    }
+    // Other bytes, the same content once normalised: a replay.
+    let spaced = app.submit(&key, &inquiry("  Please call me  ")).await;
+    assert_eq!(spaced.status(), 200);
+    assert_eq!(spaced.text().await.unwrap(), first_body);
+    // Other content: a conflict, however often the original was replayed before.
+    assert_eq!(app.submit(&key, &inquiry("Please call me tomorrow")).await.status(), 409);
+    assert_eq!(app.submit(&key, &inquiry("Please call me")).await.status(), 200);
+
+    let stats = app.stats().await;
+    assert_eq!((stats.submissions, stats.effects_total(), stats.open_conflicts), (1, 3, 1));
+    assert_eq!(stats.deliveries_with("replayed"), 5, "every replay is counted as a delivery");
 }
 
 async fn different_keys_with_identical_text_are_two_inquiries(backend: Backend) {
