@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::cache::{Entry, ReplayCache};
 use super::{committed, in_progress_on_lock_timeout, pg, run, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, FormConfig};
-use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store};
+use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store, Writes};
 use crate::deliveries::{self, Channel, DeliveryLog, DeliveryOutcome};
 use crate::domain::{fingerprint, NormalisedFields, OperationId};
 use crate::duplicates::Screener;
@@ -77,7 +77,7 @@ impl Acceptor {
         };
         let deliveries = DeliveryLog::start(delivery_sink(&pool, writer.clone()))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
-        let screener = Screener::start(config, pool.clone(), writer)?;
+        let screener = Screener::start(config, Writes { pool: pool.clone(), writer })?;
         let created = Arc::new(AtomicUsize::new(0));
         Ok(Acceptor { pool, path, cache, deliveries, screener, created })
     }

@@ -36,7 +36,7 @@ use manager::Manager;
 pub use openssl_exit::establish_pg;
 pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
-pub use writer::SqliteWriter;
+pub use writer::{SqliteWriter, Writes};
 
 use crate::config::DatabaseConfig;
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use diesel::connection::Connection;
 
-use super::{ConnPool, DbConnection, DbError};
+use super::{ConnPool, DbConnection, DbError, Pool, Store};
 
 /// Tells a job's caller how the batch's commit went.
 type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
@@ -26,6 +26,29 @@ const MAX_BATCH: usize = 256;
 #[derive(Clone)]
 pub struct SqliteWriter {
     jobs: Arc<Sender<Job>>,
+}
+
+/// Where a background task's write transactions go: into this process's SQLite writer when
+/// there is one (queued with the accepts, committed with them, no race for the file's lock),
+/// else into a transaction of their own on a pooled connection.
+#[derive(Clone)]
+pub struct Writes {
+    pub pool: Pool,
+    pub writer: Option<SqliteWriter>,
+}
+
+impl Writes {
+    /// Runs `f` in a write transaction; blocks the calling thread.
+    pub fn run<T, F>(&self, f: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConnection) -> Result<T, DbError> + Send + 'static,
+    {
+        match &self.writer {
+            Some(writer) => writer.run(f),
+            None => crate::with_conn!(&self.pool, |c| c.write_tx(f)),
+        }
+    }
 }
 
 /// The live writer of each database file in this process (see `SqliteWriter::shared`).

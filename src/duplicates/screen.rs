@@ -13,7 +13,7 @@ use super::{holds, parse, score, Shared};
 use crate::config::Config;
 use crate::db::admin::effects::EffectAdminStore;
 use crate::db::duplicates::{DuplicateStore, Unscreened};
-use crate::db::{DbConnection, DbError, Pool, SqliteWriter, Store};
+use crate::db::{DbConnection, DbError, Pool, Store, Writes};
 use crate::with_conn;
 
 /// Pairs screened per transaction batch at most.
@@ -30,9 +30,9 @@ pub struct Screener {
 }
 
 impl Screener {
-    /// On SQLite, `writer` (the acceptor's) runs the screening batches, so they queue with
-    /// the accepts instead of competing for the file's write lock.
-    pub fn start(config: Arc<Config>, pool: Pool, writer: Option<SqliteWriter>) -> std::io::Result<Screener> {
+    /// The screening batches go where `writes` sends them (on SQLite, the acceptor's writer:
+    /// queued with the accepts instead of competing for the file's write lock).
+    pub fn start(config: Arc<Config>, writes: Writes) -> std::io::Result<Screener> {
         let (wake, rx) = mpsc::sync_channel(1);
         std::thread::Builder::new().name("duplicate-screener".into()).spawn(move || loop {
             match rx.recv_timeout(SWEEP) {
@@ -41,11 +41,8 @@ impl Screener {
                 Err(RecvTimeoutError::Disconnected) => return,
             }
             loop {
-                let screened = match &writer {
-                    Some(writer) => screen_through(&config, writer),
-                    None => screen_pending(&config, &pool),
-                };
-                match screened {
+                let config = config.clone();
+                match writes.run(move |c| screen_batch(c, &config)) {
                     Ok(n) if n as i64 == BATCH => continue,
                     Ok(_) => break,
                     Err(error) => {
@@ -67,12 +64,6 @@ impl Screener {
 /// Screens up to one batch of pending pairs in one transaction; how many there were.
 pub fn screen_pending(config: &Config, pool: &Pool) -> Result<usize, DbError> {
     with_conn!(pool, |c| c.write_tx(|c| screen_batch(c, config)))
-}
-
-/// `screen_pending` in `writer`'s next batch.
-fn screen_through(config: &Arc<Config>, writer: &SqliteWriter) -> Result<usize, DbError> {
-    let config = config.clone();
-    writer.run(move |c| screen_batch(c, &config))
 }
 
 fn screen_batch(c: &mut DbConnection, config: &Config) -> Result<usize, DbError> {

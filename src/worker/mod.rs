@@ -15,10 +15,9 @@ use uuid::Uuid;
 use crate::clock::now;
 use crate::config::WorkerConfig;
 use crate::db::models::{JobRow, NewAttempt, Transition};
-use crate::db::{DbConnection, DbError, Pool, Queue, SqliteWriter, Store};
+use crate::db::{DbConnection, DbError, Pool, Queue, SqliteWriter, Writes};
 use crate::domain::{AttemptOutcome, EffectId, EffectState};
 use crate::effects::{Job, Lookup, Outcome, Registry, Report};
-use crate::with_conn;
 
 /// Under load (a pass claimed a full batch), leases are expired and UNKNOWN outcomes looked
 /// up at most this often; otherwise on every pass.
@@ -34,28 +33,17 @@ pub struct Worker {
     housekeeping: Mutex<Option<Instant>>,
 }
 
-/// Where the worker's transactions go: SQLite's group-commit writer of this process when
-/// there is one (shared with the acceptor: one queue, shared commits, no lock race), else a
-/// pooled connection of its own.
+/// The worker's transactions (`Writes`), run off the async threads.
 #[derive(Clone)]
-struct Db {
-    pool: Pool,
-    writer: Option<SqliteWriter>,
-}
+struct Db(Writes);
 
 impl Db {
-    /// Runs `f` in a write transaction, off the async threads.
     async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut DbConnection) -> Result<T, DbError> + Send + 'static,
     ) -> Result<T, DbError> {
-        let (pool, writer) = (self.pool.clone(), self.writer.clone());
-        let result = tokio::task::spawn_blocking(move || match writer {
-            Some(w) => w.run(f),
-            None => with_conn!(pool, |c| c.write_tx(f)),
-        })
-        .await;
-        match result {
+        let writes = self.0.clone();
+        match tokio::task::spawn_blocking(move || writes.run(f)).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "worker database call failed");
@@ -69,12 +57,13 @@ impl Db {
 impl Worker {
     pub fn new(pool: Pool, registry: Registry, config: WorkerConfig) -> Worker {
         let owner = format!("w{}-{}", std::process::id(), &Uuid::new_v4().simple().to_string()[..8]);
-        Worker { db: Db { pool, writer: None }, registry, config, owner, housekeeping: Mutex::new(None) }
+        let db = Db(Writes { pool, writer: None });
+        Worker { db, registry, config, owner, housekeeping: Mutex::new(None) }
     }
 
     /// Sends the worker's transactions through `writer` (SQLite group commit).
     pub fn with_writer(mut self, writer: Option<SqliteWriter>) -> Worker {
-        self.db.writer = writer;
+        self.db.0.writer = writer;
         self
     }
 
