@@ -1,9 +1,9 @@
 //! Drain rate of the side-effect workers: effects/s for one and two `onceform worker`
 //! processes, leads to an instant loopback CRM and to the `file` adapter, mail as files, on
 //! SQLite and PostgreSQL (the loopback rows are also the last table of `--bench load`), with
-//! the workers' CPU time per 1,000 effects and, for the file rows, issue 11's target.
+//! the workers' CPU time per 1,000 effects, the machine's CPU use and issue 11's target.
 //!
-//! `cargo bench --bench drain [-- --submissions N] [--backend sqlite|postgres] [--leads http|file]`
+//! `cargo bench --bench drain [-- --submissions N (5,000)] [--backend sqlite|postgres] [--leads http|file]`
 //! (PostgreSQL from ONCEFORM_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres).
 //! It prints a table; it asserts only that every effect ended SENT and every lead was created once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,7 +16,7 @@ use common::drain::Leads;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let submissions = value("--submissions").and_then(|n| n.parse().ok()).unwrap_or(1000usize);
+    let submissions = value("--submissions").and_then(|n| n.parse().ok()).unwrap_or(5000usize);
     let backends =
         value("--backend").map_or_else(|| vec!["sqlite".to_string(), "postgres".into()], |b| vec![b]);
     let leads = match value("--leads").as_deref() {

@@ -105,7 +105,7 @@ fn options() -> Options {
             .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.name())).collect())
             .unwrap_or_else(|| Scenario::ALL.to_vec()),
         hooks: traffic.as_ref().is_none_or(|v| v.split(',').any(|n| n == "hooks")),
-        drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(1000),
+        drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(if quick { 1000 } else { 5000 }),
         only_targets: args.iter().any(|a| a == "--only-targets"),
         pgbouncer: args.iter().any(|a| a == "--pgbouncer"),
         purge: value("--purge").and_then(|v| v.parse().ok()).unwrap_or(if quick { 20_000 } else { 100_000 }),
