@@ -192,7 +192,14 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
             let mut conn = SqliteConnection::establish(&path)
                 .map_err(|e| anyhow::anyhow!("cannot open SQLite database {path}: {e}"))?;
             SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms }.apply(&mut conn)?;
-            conn.run_pending_migrations(MIGRATIONS).map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))?;
+            // Under the write lock, taken before the migration table is read: processes
+            // started at once on a fresh file wait for the first instead of each applying
+            // the same migrations (diesel runs each migration in a nested savepoint).
+            conn.immediate_transaction(|c| {
+                c.run_pending_migrations(MIGRATIONS)
+                    .map(|_| ())
+                    .map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))
+            })?;
         }
         DatabaseUrl::Postgres(url) => {
             let mut conn = establish_pg(url)

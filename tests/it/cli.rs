@@ -88,6 +88,32 @@ fn migrate_prepares_both_backends() {
     }
 }
 
+/// `serve` and `worker` started together on a fresh SQLite file (a compose file, two systemd
+/// units) both migrate it: one applies the migrations, the others find them applied.
+#[test]
+fn processes_started_at_once_on_a_fresh_sqlite_file_all_migrate() {
+    for _ in 0..3 {
+        let db = TestDb::new(Backend::Sqlite);
+        let children: Vec<_> = (0..4)
+            .map(|_| {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
+                cmd.arg("migrate")
+                    .env_remove("ONCEFORM_CONFIG")
+                    .env("ONCEFORM_DATABASE_URL", &db.url)
+                    .env("RUST_LOG", "off")
+                    .stderr(std::process::Stdio::piped());
+                cmd.spawn().unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{:?}: {}", out.status, stderr(&out));
+        }
+        let check = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+        assert!(check.status.success(), "{}", stderr(&check));
+    }
+}
+
 #[test]
 fn admin_create_user_takes_the_password_from_the_environment_and_refuses_weak_or_repeated() {
     let db = TestDb::new(Backend::Sqlite);
