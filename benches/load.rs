@@ -3,7 +3,7 @@
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
 //!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks] [--only-targets] [--pgbouncer]
-//!  [--purge N|0] [--burst N|0] [--only-burst]`
+//!  [--purge N|0] [--burst N|0] [--only-burst] [--only-purge]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
 //! with `--pgbouncer`, four `serve` and two `worker` processes through pgbouncer
@@ -84,6 +84,8 @@ pub struct Options {
     pub burst: u64,
     /// Only the burst (`--only-burst`).
     pub only_burst: bool,
+    /// Only the accepts during a retention pass (`--only-purge`).
+    pub only_purge: bool,
 }
 
 fn options() -> Options {
@@ -111,6 +113,7 @@ fn options() -> Options {
         purge: value("--purge").and_then(|v| v.parse().ok()).unwrap_or(if quick { 20_000 } else { 100_000 }),
         burst: value("--burst").and_then(|v| v.parse().ok()).unwrap_or(if quick { 5 } else { 20 }),
         only_burst: args.iter().any(|a| a == "--only-burst"),
+        only_purge: args.iter().any(|a| a == "--only-purge"),
     }
 }
 
@@ -122,10 +125,12 @@ fn main() {
         burst::run(&rt_for_targets(), &opts);
         return;
     }
-    println!("Targets (issue 11), each backend on a fresh database:\n");
-    targets::header();
-    for backend in opts.backends.iter().map(String::as_str) {
-        targets::measure(&rt_for_targets(), backend, &opts);
+    if !opts.only_purge {
+        println!("Targets (issue 11), each backend on a fresh database:\n");
+        targets::header();
+        for backend in opts.backends.iter().map(String::as_str) {
+            targets::measure(&rt_for_targets(), backend, &opts);
+        }
     }
     if opts.pgbouncer && opts.backends.iter().any(|b| b == "postgres") {
         pgbouncer::run(&rt_for_targets(), &opts);
@@ -140,6 +145,9 @@ fn main() {
         for backend in opts.backends.iter().map(String::as_str) {
             purge::measure(&rt_for_targets(), backend, &opts);
         }
+    }
+    if opts.only_purge {
+        return;
     }
     if opts.burst > 0 && opts.backends.iter().any(|b| b == "sqlite") {
         println!("\nA burst into the default configuration (issue 11), then its delivery:\n");

@@ -10,7 +10,7 @@ use crate::admin::accounts::{self, Role};
 use crate::admin::lifecycle;
 use crate::app::Application;
 use crate::config::Config;
-use crate::db::Pool;
+use crate::db::{Pool, Writes};
 use crate::worker::Worker;
 
 pub const USAGE: &str =
@@ -239,7 +239,9 @@ fn serve(config: Config) -> Result<(), Exit> {
     };
     let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
     let first_admin = accounts::bootstrap(&pool, &password_file).map_err(Exit::failure)?;
-    let purging = crate::lifecycle::schedule::spawn(&config, &pool, stop.subscribe());
+    // On SQLite the retention pass's batches queue on the accepts' writer (no race for the lock).
+    let writes = Writes::shared(&pool, &config.database).map_err(Exit::failure)?;
+    let purging = crate::lifecycle::schedule::spawn(&config, writes, stop.subscribe());
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
@@ -285,13 +287,8 @@ fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> Result<(tokio::runtime::
     };
     // SQLite: the transactions go through this process's group-commit writer, shared with
     // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
-    let writer = match (pool, &config.database.url) {
-        (Pool::Sqlite(p), crate::db::DatabaseUrl::Sqlite(file)) if config.database.group_commit => {
-            Some(crate::db::SqliteWriter::shared(file, p).map_err(Exit::failure)?)
-        }
-        _ => None,
-    };
-    Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone()).with_writer(writer)))
+    let writes = Writes::shared(pool, &config.database).map_err(Exit::failure)?;
+    Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone()).with_writer(writes.writer)))
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.

@@ -5,9 +5,47 @@
 //! (`ON CONFLICT`, a multi-row `INSERT`), which run on the backend's own connection
 //! (`execute_native`).
 
-use diesel::connection::{AnsiTransactionManager, Connection, TransactionManager};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use diesel::connection::{AnsiTransactionManager, Connection, SimpleConnection, TransactionManager};
 use diesel::query_dsl::methods::ExecuteDsl;
+use diesel::result::Error;
 use diesel::{PgConnection, QueryResult, SqliteConnection};
+
+/// The busy timeout of this process's SQLite connections (`database.busy_timeout_ms`).
+pub(super) static SQLITE_BUSY_TIMEOUT_MS: AtomicU64 = AtomicU64::new(5000);
+
+/// How often a waiting writer tries SQLite's write lock again.
+pub const LOCK_POLL: Duration = Duration::from_millis(1);
+
+/// `BEGIN IMMEDIATE`, tried again every millisecond while another connection holds the write
+/// lock, up to the busy timeout. SQLite's own busy handler sleeps 1, 2, 5 … then 100 ms
+/// between tries: against a writer that commits batch after batch with short pauses (a
+/// retention pass in a process of its own), it looked while the lock was held nearly every
+/// time, and accepts waited seconds (`cargo bench --bench load -- --only-purge`).
+fn begin_immediate(c: &mut SqliteConnection) -> QueryResult<()> {
+    c.batch_execute("PRAGMA busy_timeout = 0")?;
+    let started = Instant::now();
+    let limit = Duration::from_millis(SQLITE_BUSY_TIMEOUT_MS.load(Ordering::Relaxed));
+    let begun = loop {
+        match AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE") {
+            Err(Error::DatabaseError(_, info))
+                if info.message().contains("database is locked") && started.elapsed() < limit =>
+            {
+                std::thread::sleep(LOCK_POLL)
+            }
+            other => break other,
+        }
+    };
+    // Statements inside the transaction (and reads on this connection later) wait in the
+    // busy handler as configured.
+    let restored = c.batch_execute(&format!("PRAGMA busy_timeout = {}", limit.as_millis()));
+    if begun.is_ok() && restored.is_err() {
+        AnsiTransactionManager::rollback_transaction(c)?;
+    }
+    begun.and(restored)
+}
 
 #[derive(diesel::MultiConnection)]
 pub enum DbConnection {
@@ -32,7 +70,7 @@ impl DbConnection {
             DbConnection::Sqlite(c) => c,
             DbConnection::Pg(_) => return self.transaction(f),
         };
-        AnsiTransactionManager::begin_transaction_sql(sqlite, "BEGIN IMMEDIATE")?;
+        begin_immediate(sqlite)?;
         match f(self) {
             Ok(value) => {
                 Manager::commit_transaction(self)?;

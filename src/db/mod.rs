@@ -31,7 +31,7 @@ use diesel::r2d2::{Pool as R2Pool, PooledConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 pub use crate::config::DatabaseUrl;
-pub use conn::{DbConnection, MultiBackend};
+pub use conn::{DbConnection, MultiBackend, LOCK_POLL};
 use manager::Manager;
 pub use openssl_exit::establish_pg;
 pub use queue::{Queue, QueueStats};
@@ -265,6 +265,7 @@ struct SqlitePragmas {
 
 impl SqlitePragmas {
     fn apply(&self, conn: &mut SqliteConnection) -> QueryResult<()> {
+        conn::SQLITE_BUSY_TIMEOUT_MS.store(self.busy_timeout_ms, std::sync::atomic::Ordering::Relaxed);
         conn.batch_execute(&format!(
             "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; \
              PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use diesel::connection::Connection;
 
-use super::{ConnPool, DbConnection, DbError, Pool, Store};
+use super::{ConnPool, DatabaseUrl, DbConnection, DbError, Pool, Store};
+use crate::config::DatabaseConfig;
 
 /// Tells a job's caller how the batch's commit went.
 type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
@@ -38,6 +39,23 @@ pub struct Writes {
 }
 
 impl Writes {
+    /// A transaction of its own on a pooled connection for each call.
+    pub fn pooled(pool: Pool) -> Writes {
+        Writes { pool, writer: None }
+    }
+
+    /// This process's writes on `pool`: through the database file's shared writer on SQLite
+    /// (unless `database.group_commit` is off), else pooled transactions.
+    pub fn shared(pool: &Pool, database: &DatabaseConfig) -> std::io::Result<Writes> {
+        let writer = match (pool, &database.url) {
+            (Pool::Sqlite(p), DatabaseUrl::Sqlite(file)) if database.group_commit => {
+                Some(SqliteWriter::shared(file, p)?)
+            }
+            _ => None,
+        };
+        Ok(Writes { pool: pool.clone(), writer })
+    }
+
     /// Runs `f` in a write transaction; blocks the calling thread.
     pub fn run<T, F>(&self, f: F) -> Result<T, DbError>
     where

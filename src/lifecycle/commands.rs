@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use super::{erase, import, purge};
 use crate::clock::now;
 use crate::config::Config;
+use crate::db::Writes;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifecycleCommand {
@@ -71,7 +72,7 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
     let pool = super::connect(config)?;
     match command {
         LifecycleCommand::Purge => {
-            let report = purge::run_pass(&pool, config, now())?;
+            let report = purge::run_pass(&Writes::pooled(pool.clone()), config, now())?;
             for (form, kind, n) in &report.purged {
                 let what = match *kind {
                     "content" => "content purged",

@@ -26,9 +26,8 @@ use crate::db::schema::{
     confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine,
     purge_passes, purge_totals, side_effects, submissions,
 };
-use crate::db::{DbConnection, DbError, Pool, Store};
+use crate::db::{DbConnection, DbError, Pool, Writes, LOCK_POLL};
 use crate::domain::EffectState;
-use crate::with_conn;
 
 /// The kind under which deleted confirmation-cap rows are counted (`/metrics`).
 pub const CAPS: &str = "confirmation_caps";
@@ -142,7 +141,7 @@ fn relax_commit(c: &mut DbConnection) -> QueryResult<()> {
 }
 
 /// One retention pass over every form and webhook source with a window; recorded for `/metrics`.
-pub fn run_pass(pool: &Pool, config: &Config, now: NaiveDateTime) -> Result<PurgeReport, DbError> {
+pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<PurgeReport, DbError> {
     let started = Instant::now();
     let mut report = PurgeReport::default();
     let batch = config.purge.batch;
@@ -150,29 +149,37 @@ pub fn run_pass(pool: &Pool, config: &Config, now: NaiveDateTime) -> Result<Purg
         let name = &scope.form;
         if let Some(content) = scope.retention.content {
             let before = now - content.duration();
-            let n = drain(|| purge_content(pool, name, before, now, batch), batch)?;
+            let n = drain(writes, || purge_content(writes, name, before, now, batch), batch)?;
             report.purged.push((name.clone(), "content", n));
             if let Some(source) = scope.hook_source {
-                let n = drain(|| purge_quarantined(pool, source, before, batch), batch)?;
+                let n = drain(writes, || purge_quarantined(writes, source, before, batch), batch)?;
                 report.purged.push((name.clone(), "quarantine", n));
             }
         }
         if let Some(keys) = scope.retention.keys {
-            let n = drain(|| delete_tombstones(pool, name, now - keys.duration(), batch), batch)?;
+            let n = drain(writes, || delete_tombstones(writes, name, now - keys.duration(), batch), batch)?;
             report.purged.push((name.clone(), "keys", n));
         }
         if let Some(form) = config.forms.get(name) {
             let window = chrono::Duration::minutes(i64::from(form.confirmation_window_minutes));
-            let n = drain(|| delete_caps(pool, name, now - window, batch), batch)?;
+            let n = drain(writes, || delete_caps(writes, name, now - window, batch), batch)?;
             report.caps.push((name.clone(), n));
         }
     }
     report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-    record(pool, &report, now)?;
+    record(writes, &report, now)?;
     Ok(report)
 }
 
-fn drain(mut batch_fn: impl FnMut() -> Result<i64, DbError>, batch: i64) -> Result<i64, DbError> {
+/// Batches until one comes back short. In transactions of their own on SQLite (a process
+/// of its own), each followed by a pause in which a writer waiting for the lock (it tries
+/// every millisecond) takes it: without one, the next batch took the lock again at once.
+fn drain(
+    writes: &Writes,
+    mut batch_fn: impl FnMut() -> Result<i64, DbError>,
+    batch: i64,
+) -> Result<i64, DbError> {
+    let pause = matches!((&writes.pool, &writes.writer), (Pool::Sqlite(_), None));
     let mut total = 0;
     loop {
         let n = batch_fn()?;
@@ -180,45 +187,48 @@ fn drain(mut batch_fn: impl FnMut() -> Result<i64, DbError>, batch: i64) -> Resu
         if n < batch {
             return Ok(total);
         }
+        if pause {
+            std::thread::sleep(4 * LOCK_POLL);
+        }
     }
 }
 
 /// One batch of content purges; the rows this call purged.
 pub fn purge_content(
-    pool: &Pool,
+    writes: &Writes,
     form: &str,
     before: NaiveDateTime,
     now: NaiveDateTime,
     batch: i64,
 ) -> Result<i64, DbError> {
-    with_conn!(pool, |c| c.write_tx(|c| {
+    let form = form.to_string();
+    writes.run(move |c| {
         relax_commit(c)?;
-        let ids = pick_content(c, form, before, batch)?;
+        let ids = pick_content(c, &form, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
         }
-        let n = tombstone(c, &ids, now)?;
-        Ok::<_, DbError>(n as i64)
-    }))
+        Ok(tombstone(c, &ids, now)? as i64)
+    })
 }
 
 /// One batch of a webhook source's quarantined deliveries received before `before`, deleted:
 /// with no event ID there is no tombstone to keep.
 pub fn purge_quarantined(
-    pool: &Pool,
+    writes: &Writes,
     source: &str,
     before: NaiveDateTime,
     batch: i64,
 ) -> Result<i64, DbError> {
-    with_conn!(pool, |c| c.write_tx(|c| {
+    let source = source.to_string();
+    writes.run(move |c| {
         relax_commit(c)?;
-        let ids = pick_quarantined(c, source, before, batch)?;
+        let ids = pick_quarantined(c, &source, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
         }
-        let n = c.delete_quarantined(&ids)?;
-        Ok::<_, DbError>(n as i64)
-    }))
+        Ok(c.delete_quarantined(&ids)? as i64)
+    })
 }
 
 /// Makes tombstones of `ids` (those not purged yet): the content and its copies go (an
@@ -257,10 +267,16 @@ pub(crate) fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime
 }
 
 /// One batch of tombstone deletions (after `keys`): the submission and everything naming it.
-pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
-    with_conn!(pool, |c| c.write_tx(|c| {
+pub fn delete_tombstones(
+    writes: &Writes,
+    form: &str,
+    before: NaiveDateTime,
+    batch: i64,
+) -> Result<i64, DbError> {
+    let form = form.to_string();
+    writes.run(move |c| {
         relax_commit(c)?;
-        let ids = pick_tombstones(c, form, before, batch)?;
+        let ids = pick_tombstones(c, &form, before, batch)?;
         if ids.is_empty() {
             return Ok(0);
         }
@@ -280,33 +296,35 @@ pub fn delete_tombstones(pool: &Pool, form: &str, before: NaiveDateTime, batch: 
         diesel::delete(deliveries::table.filter(deliveries::submission_id.eq_any(&ids))).execute(c)?;
         c.delete_events(&ids)?;
         let n = diesel::delete(submissions::table.filter(submissions::id.eq_any(&ids))).execute(c)?;
-        Ok::<_, DbError>(n as i64)
-    }))
+        Ok(n as i64)
+    })
 }
 
 /// One batch of confirmation caps whose window has passed (taken at or before `before`):
 /// deleted, unless an accept took the slot again meanwhile.
-pub fn delete_caps(pool: &Pool, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
-    with_conn!(pool, |c| c.write_tx(|c| {
+pub fn delete_caps(writes: &Writes, form: &str, before: NaiveDateTime, batch: i64) -> Result<i64, DbError> {
+    let form = form.to_string();
+    writes.run(move |c| {
         relax_commit(c)?;
-        let digests = pick_caps(c, form, before, batch)?;
+        let digests = pick_caps(c, &form, before, batch)?;
         if digests.is_empty() {
             return Ok(0);
         }
         let n = diesel::delete(
             confirmation_caps::table
-                .filter(confirmation_caps::form.eq(form))
+                .filter(confirmation_caps::form.eq(&form))
                 .filter(confirmation_caps::email_digest.eq_any(&digests))
                 .filter(confirmation_caps::last_at.le(before)),
         )
         .execute(c)?;
-        Ok::<_, DbError>(n as i64)
-    }))
+        Ok(n as i64)
+    })
 }
 
 /// Adds a pass's rows to the totals by form and kind, and records the pass.
-fn record(pool: &Pool, report: &PurgeReport, now: NaiveDateTime) -> Result<(), DbError> {
-    with_conn!(pool, |c| c.write_tx(|c| {
+fn record(writes: &Writes, report: &PurgeReport, now: NaiveDateTime) -> Result<(), DbError> {
+    let report = report.clone();
+    writes.run(move |c| {
         for (form, kind, n) in report.purged.iter().filter(|(_, _, n)| *n > 0) {
             c.add_total(form, kind, *n)?;
         }
@@ -321,8 +339,8 @@ fn record(pool: &Pool, report: &PurgeReport, now: NaiveDateTime) -> Result<(), D
                 purge_passes::purged_rows.eq(report.total()),
             ))
             .execute(c)?;
-        Ok::<_, DbError>(())
-    }))
+        Ok(())
+    })
 }
 
 /// Counts rows purged of a form by kind (`content`, `keys`, `erasure`).

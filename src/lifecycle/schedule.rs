@@ -9,20 +9,20 @@ use super::purge;
 use crate::clock::now;
 use crate::config::retention::scopes;
 use crate::config::Config;
-use crate::db::Pool;
+use crate::db::Writes;
 
 /// Starts the schedule unless `[purge] enabled = false` or no form or webhook source has a
 /// retention window and no form a confirmation cap (whose rows the pass deletes once their
 /// window has passed).
-pub fn spawn(config: &Config, pool: &Pool, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
+pub fn spawn(config: &Config, writes: Writes, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
     let any = scopes(config).iter().any(|s| s.retention.any())
         || config.forms.values().any(|f| f.confirmation_window_minutes > 0);
     if !config.purge.enabled || !any {
         return None;
     }
-    let (config, pool) = (config.clone(), pool.clone());
+    let config = config.clone();
     Some(std::thread::spawn(move || loop {
-        match purge::run_pass(&pool, &config, now()) {
+        match purge::run_pass(&writes, &config, now()) {
             Ok(report) if report.total() + report.caps_total() > 0 => {
                 let (rows, caps) = (report.total(), report.caps_total());
                 tracing::info!(rows, caps, ms = report.duration_ms, "retention pass")

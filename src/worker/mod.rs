@@ -57,7 +57,7 @@ impl Db {
 impl Worker {
     pub fn new(pool: Pool, registry: Registry, config: WorkerConfig) -> Worker {
         let owner = format!("w{}-{}", std::process::id(), &Uuid::new_v4().simple().to_string()[..8]);
-        let db = Db(Writes { pool, writer: None });
+        let db = Db(Writes::pooled(pool));
         Worker { db, registry, config, owner, housekeeping: Mutex::new(None) }
     }
 

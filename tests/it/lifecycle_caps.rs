@@ -45,7 +45,12 @@ async fn caps(d: &DeliveryApp) -> i64 {
 async fn purge_in(d: &DeliveryApp, minutes: i64) -> Option<i64> {
     let config = d.app.config.clone();
     let at = onceform::clock::now() + Duration::minutes(minutes);
-    let report = d.app.query(move |pool| onceform::lifecycle::purge::run_pass(pool, &config, at)).await;
+    let report = d
+        .app
+        .query(move |pool| {
+            onceform::lifecycle::purge::run_pass(&onceform::db::Writes::pooled(pool.clone()), &config, at)
+        })
+        .await;
     report.caps.into_iter().find(|(form, _)| form == "contact").map(|(_, n)| n)
 }
 

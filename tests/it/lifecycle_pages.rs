@@ -27,7 +27,11 @@ async fn metrics_and_the_retention_page_show_purges_spread_and_windows(backend: 
     assert_eq!(app.submit(&new_key(), &inquiry("Only once")).await.status(), 201);
     let config = app.config.clone();
     let later = onceform::clock::now() + chrono::Duration::days(91);
-    let report = app.query(move |pool| onceform::lifecycle::purge::run_pass(pool, &config, later)).await;
+    let report = app
+        .query(move |pool| {
+            onceform::lifecycle::purge::run_pass(&onceform::db::Writes::pooled(pool.clone()), &config, later)
+        })
+        .await;
     assert_eq!(report.total(), 2, "both submissions are past 90 days then");
 
     let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
