@@ -10,8 +10,9 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
-use diesel::connection::Connection;
+use diesel::connection::{Connection, SimpleConnection};
 
 use super::{ConnPool, DatabaseUrl, DbConnection, DbError, Pool, Store};
 use crate::config::DatabaseConfig;
@@ -76,8 +77,13 @@ impl SqliteWriter {
     /// Starts the writer thread on a connection of `pool` (kept for the thread's life).
     pub fn start(pool: ConnPool) -> std::io::Result<SqliteWriter> {
         let (jobs, queue) = mpsc::channel::<Job>();
+        let jobs = Arc::new(jobs);
+        let (alive, checkpoints) = (Arc::downgrade(&jobs), pool.clone());
         std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || write_loop(&pool, &queue))?;
-        Ok(SqliteWriter { jobs: Arc::new(jobs) })
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint_loop(&checkpoints, &alive))?;
+        Ok(SqliteWriter { jobs })
     }
 
     /// The writer of the database file `path` in this process, started on `pool` unless one
@@ -149,18 +155,51 @@ fn write_loop(pool: &ConnPool, queue: &Receiver<Job>) {
 
 /// Runs `batch` in one transaction: the commit's result and each job's reply. Jobs never
 /// started (no connection, BEGIN failed) are dropped: their callers hear "dropped the batch".
+/// The commit does not copy the WAL into the database file (SQLite's automatic checkpoint,
+/// tens of milliseconds after a large write): `checkpoint_loop` does, beside it.
 fn commit(pool: &ConnPool, mut batch: Vec<Job>) -> (Result<(), String>, Vec<Reply>) {
     let mut replies = Vec::with_capacity(batch.len());
     let committed = match pool.get() {
-        Ok(mut conn) => conn
-            .write_transaction(|c| {
-                replies.extend(batch.drain(..).map(|job| job(c)));
-                Ok::<_, DbError>(())
-            })
-            .map_err(|e| e.to_string()),
+        Ok(mut conn) => {
+            let committed =
+                conn.batch_execute("PRAGMA wal_autocheckpoint = 0").map_err(DbError::from).and_then(|()| {
+                    conn.write_transaction(|c| {
+                        replies.extend(batch.drain(..).map(|job| job(c)));
+                        Ok::<_, DbError>(())
+                    })
+                });
+            // Whatever came of the commit (a failure here does not undo it).
+            if let Err(error) = conn.batch_execute(AUTO_CHECKPOINT) {
+                tracing::warn!(%error, "could not restore the connection's automatic checkpoint");
+            }
+            committed.map_err(|e| e.to_string())
+        }
         Err(e) => Err(DbError::from(e).to_string()),
     };
     (committed, replies)
+}
+
+/// SQLite's default, back on the connection once the writer's commit is done (the pool's
+/// other users checkpoint as usual).
+const AUTO_CHECKPOINT: &str = "PRAGMA wal_autocheckpoint = 1000";
+
+/// How often the writer's companion thread copies committed WAL frames into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// While the writer lives: a passive checkpoint every `CHECKPOINT_EVERY`, off the writer's
+/// thread. It waits for no one and no one waits for it (readers and the writer go on), and it
+/// keeps the WAL from growing while the writer skips its own checkpoints.
+fn checkpoint_loop(pool: &ConnPool, alive: &Weak<Sender<Job>>) {
+    while alive.strong_count() > 0 {
+        std::thread::sleep(CHECKPOINT_EVERY);
+        let checkpointed = pool
+            .get()
+            .map_err(DbError::from)
+            .and_then(|mut c| Ok(c.batch_execute("PRAGMA wal_checkpoint(PASSIVE)")?));
+        if let Err(error) = checkpointed {
+            tracing::debug!(%error, "WAL checkpoint skipped");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +253,30 @@ mod tests {
         }
         let stats = pool.get().unwrap().stats().unwrap();
         assert_eq!(stats.deliveries_total(), 48, "the 48 jobs that succeeded, none of the 16 that failed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn committed_rows_reach_the_database_file_without_the_writer_checkpointing() {
+        let dir = std::env::temp_dir().join(format!("onceform-writer-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pool = sqlite_pool(&dir);
+        let file = dir.join("writer.db");
+        let size = || std::fs::metadata(&file).unwrap().len();
+        let before = size();
+        let writer = SqliteWriter::start(pool.clone()).unwrap();
+        for chunk in 0..20 {
+            let rows: Vec<_> = (0..200).map(|n| delivery(chunk * 200 + n)).collect();
+            writer.run(move |c| c.insert_deliveries(&rows).map_err(DbError::from)).unwrap();
+        }
+        // The commits leave their pages in the WAL (no automatic checkpoint on the writer's
+        // thread); the companion thread copies them into the file soon after.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while size() <= before && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(size() > before, "4,000 rows checkpointed into the database file ({before} bytes before)");
+        assert_eq!(pool.get().unwrap().stats().unwrap().deliveries_total(), 4000);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

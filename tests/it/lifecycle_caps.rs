@@ -41,14 +41,16 @@ async fn caps(d: &DeliveryApp) -> i64 {
         .await
 }
 
-/// The retention pass as it would run `minutes` from now: the contact form's caps it deleted.
+/// The retention pass as it would run `minutes` from now, as `serve`'s schedule runs it (on
+/// SQLite through the writer the app's accepts use): the contact form's caps it deleted.
 async fn purge_in(d: &DeliveryApp, minutes: i64) -> Option<i64> {
     let config = d.app.config.clone();
     let at = onceform::clock::now() + Duration::minutes(minutes);
     let report = d
         .app
         .query(move |pool| {
-            onceform::lifecycle::purge::run_pass(&onceform::db::Writes::pooled(pool.clone()), &config, at)
+            let writes = onceform::db::Writes::shared(pool, &config.database).unwrap();
+            onceform::lifecycle::purge::run_pass(&writes, &config, at)
         })
         .await;
     report.caps.into_iter().find(|(form, _)| form == "contact").map(|(_, n)| n)
