@@ -112,8 +112,8 @@ pub fn drain_rate_to(
     }
     let seconds = started.elapsed().as_secs_f64();
     let cpu_seconds = workers.iter().map(Process::cpu_seconds).sum::<f64>() - cpu_before;
-    let (busy, total) = machine_jiffies();
-    let busy = (busy - machine_before.0) / (total - machine_before.1).max(1.0);
+    let machine_after = machine_jiffies();
+    let busy = (machine_after.0 - machine_before.0) / (machine_after.1 - machine_before.1).max(1.0);
     drop(workers);
     let total = (submissions * 3) as i64;
     assert_eq!(sent(&pool), total, "every effect SENT");
@@ -150,10 +150,11 @@ fn machine_jiffies() -> (f64, f64) {
         .unwrap_or_default()
         .split_whitespace()
         .skip(1)
+        .take(8) // guest time is counted in user time already
         .filter_map(|v| v.parse().ok())
         .collect();
     let all: f64 = cpu.iter().sum();
-    // user nice system idle iowait irq softirq steal …: idle and iowait are not busy.
+    // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
     let idle = cpu.get(3).unwrap_or(&0.0) + cpu.get(4).unwrap_or(&0.0);
     (all - idle, all)
 }
