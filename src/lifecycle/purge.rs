@@ -252,10 +252,14 @@ pub(crate) fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime
         .execute(c)?;
     c.forget_bodies(ids)?;
     // Nothing is left to send: effects still waiting are cancelled, their records kept.
+    // The state is compared as `state || ''`, which no index serves: the batch's ids pick the
+    // rows (unique index by submission). With `state = 'PENDING'`, statistics taken before a
+    // backlog built up (workers stopped, a CRM down) made PostgreSQL walk every PENDING
+    // record through `side_effects_due` instead: 340 ms a batch at 900,000 of them.
     diesel::update(
         side_effects::table
             .filter(side_effects::submission_id.eq_any(ids))
-            .filter(side_effects::state.eq(EffectState::Pending)),
+            .filter(side_effects::state.concat("").eq(EffectState::Pending.as_str())),
     )
     .set((
         side_effects::state.eq(EffectState::Cancelled),
