@@ -2,7 +2,7 @@
 //! under 50 ms"). On a fresh database per backend, `--purge N` delivered submissions received
 //! two hours ago are bulk-inserted under a one-hour `content` window; then HTTP accepts run at
 //! 16 clients, first alone and then while the real retention pass purges them: once run by a
-//! process of its own (`onceform purge`), once by
+//! process of its own (`purge::run_pass` on its own pool, as `onceform purge` runs it), once by
 //! the schedule inside `serve` (a `serve` started with `[purge] enabled`, whose first pass
 //! starts as it starts).
 
@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use diesel::prelude::*;
 use onceform::db::schema::{purge_passes, submissions};
-use onceform::db::{DbError, Pool};
+use onceform::db::{DbError, Pool, Writes};
+use onceform::lifecycle::purge::run_pass;
 use onceform::with_conn;
 
 use crate::common::Db;
@@ -55,17 +56,15 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         let done = Arc::new(AtomicBool::new(false));
         let (server, pass) = match place {
             Place::OwnProcess => {
-                let (done, path) = (done.clone(), path.clone());
+                let (done, config) = (done.clone(), config.clone());
                 let pass = std::thread::spawn(move || {
+                    // Its own pool, as `onceform purge` has (in this process: `onceform purge`
+                    // would first key the seeded rows' digests, which look like an old release's).
+                    let pool = Pool::connect(&config.database).unwrap();
                     std::thread::sleep(Duration::from_millis(200)); // the accepts are under way
-                    let out = std::process::Command::new(env!("CARGO_BIN_EXE_onceform"))
-                        .args(["purge", "--config", path.to_str().unwrap()])
-                        .env("RUST_LOG", "warn")
-                        .output()
-                        .unwrap();
+                    let report = run_pass(&Writes::pooled(pool), &config, onceform::clock::now()).unwrap();
                     done.store(true, Ordering::Relaxed);
-                    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-                    purged(&String::from_utf8_lossy(&out.stdout))
+                    (report.total(), report.duration_ms)
                 });
                 (server, pass)
             }
@@ -114,16 +113,6 @@ fn print(backend: &str, place: Place, rows: i64, ms: i64, during: &Tally, alone:
         alone.p99_ms,
         during.unexpected + alone.unexpected,
     );
-}
-
-/// (rows, milliseconds) from `onceform purge`'s last line, "purged N row(s) in M ms".
-fn purged(stdout: &str) -> (i64, i64) {
-    let line = stdout.lines().last().unwrap_or_default();
-    let numbers: Vec<i64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
-    match numbers[..] {
-        [rows, ms] => (rows, ms),
-        _ => panic!("unexpected `onceform purge` output: {stdout}"),
-    }
 }
 
 /// The first pass recorded: (rows purged, milliseconds).
