@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::dev::{Server, Service};
+use actix_web::http::Method;
 use actix_web::{web, App, HttpServer};
 use futures_util::FutureExt;
 use tracing::Instrument;
@@ -82,6 +83,14 @@ pub fn server(
     let server = HttpServer::new(move || {
         App::new()
             .app_data(connections::form_config())
+            // HEAD is answered wherever GET is: routed as GET; the connection, which saw
+            // HEAD, sends the headers without the body.
+            .wrap_fn(|mut req, srv| {
+                if req.method() == Method::HEAD {
+                    req.head_mut().method = Method::GET;
+                }
+                srv.call(req)
+            })
             .wrap(actix_web::middleware::from_fn(cors::guard))
             .wrap_fn(move |req, srv| {
                 srv.call(with_body_deadline(req, limits.body)).map(move |res| {

@@ -5,7 +5,7 @@ use onceform::admin::accounts::Role;
 use onceform::config::MetricsToken;
 
 use crate::on_both_backends;
-use crate::support::{inquiry, new_key, spawn_app_with, Backend, TestApp};
+use crate::support::{inquiry, new_key, spawn_app, spawn_app_with, Backend, TestApp};
 
 fn assert_headers(resp: &reqwest::Response, what: &str, hsts: bool) {
     let h = resp.headers();
@@ -154,3 +154,21 @@ on_both_backends!(
     the_metrics_token_is_enforced,
     metrics_are_counted_at_most_once_per_cache_age,
 );
+
+/// HEAD is answered wherever GET is (uptime monitors, link checkers): the GET's status and
+/// headers, no body. Where only POST is, it is still 405.
+#[tokio::test]
+async fn head_is_answered_like_get_without_a_body() {
+    let app = spawn_app(Backend::Sqlite).await;
+    for path in ["/healthz", "/f/contact", "/static/onceform.css", "/admin/login"] {
+        let get = app.client.get(app.url(path)).send().await.unwrap();
+        let head = app.client.head(app.url(path)).send().await.unwrap();
+        assert_eq!(head.status(), get.status(), "{path}");
+        assert_eq!(head.headers().get("content-type"), get.headers().get("content-type"), "{path}");
+        assert_headers(&head, path, false);
+        assert!(head.bytes().await.unwrap().is_empty(), "{path}: no body");
+        assert!(!get.bytes().await.unwrap().is_empty(), "{path}: GET keeps its body");
+    }
+    let post_only = app.client.head(app.url("/api/forms/contact/submissions")).send().await.unwrap();
+    assert_eq!(post_only.status(), 405);
+}
