@@ -288,7 +288,7 @@ fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> Result<(tokio::runtime::
     // SQLite: the transactions go through this process's group-commit writer, shared with
     // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
     let writes = Writes::shared(pool, &config.database).map_err(Exit::failure)?;
-    Ok((rt, Worker::new(pool.clone(), registry, config.worker.clone()).with_writer(writes.writer)))
+    Ok((rt, Worker::new(writes, registry, config.worker.clone())))
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.

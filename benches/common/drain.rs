@@ -81,12 +81,7 @@ pub struct Drained {
 }
 
 /// Seeds `submissions` (3 effects each) on a fresh `backend` database, starts `processes`
-/// workers and returns (effects, seconds) until all are SENT; checks each lead arrived once.
-pub fn drain_rate(crm: &InstantCrm, backend: &str, processes: usize, submissions: usize) -> (i64, f64) {
-    let run = drain_rate_to(crm, Leads::Http, backend, processes, submissions);
-    (run.effects, run.seconds)
-}
-
+/// workers and measures until all are SENT; checks each lead arrived once.
 pub fn drain_rate_to(
     crm: &InstantCrm,
     to: Leads,

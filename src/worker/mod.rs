@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::clock::now;
 use crate::config::WorkerConfig;
 use crate::db::models::{JobRow, NewAttempt, Transition};
-use crate::db::{DbConnection, DbError, Pool, Queue, SqliteWriter, Writes};
+use crate::db::{DbConnection, DbError, Queue, Writes};
 use crate::domain::{AttemptOutcome, EffectId, EffectState};
 use crate::effects::{Job, Lookup, Outcome, Registry, Report};
 
@@ -55,16 +55,11 @@ impl Db {
 }
 
 impl Worker {
-    pub fn new(pool: Pool, registry: Registry, config: WorkerConfig) -> Worker {
+    /// A worker whose transactions go where `writes` sends them (`Writes::shared` in a
+    /// process: SQLite's group-commit writer, shared with the acceptor).
+    pub fn new(writes: Writes, registry: Registry, config: WorkerConfig) -> Worker {
         let owner = format!("w{}-{}", std::process::id(), &Uuid::new_v4().simple().to_string()[..8]);
-        let db = Db(Writes::pooled(pool));
-        Worker { db, registry, config, owner, housekeeping: Mutex::new(None) }
-    }
-
-    /// Sends the worker's transactions through `writer` (SQLite group commit).
-    pub fn with_writer(mut self, writer: Option<SqliteWriter>) -> Worker {
-        self.db.0.writer = writer;
-        self
+        Worker { db: Db(writes), registry, config, owner, housekeeping: Mutex::new(None) }
     }
 
     pub fn owner(&self) -> &str {

@@ -59,7 +59,11 @@ pub struct EffectView {
 impl DeliveryApp {
     pub fn worker(&self) -> Worker {
         let registry = onceform::app::registry(self.app.config.clone()).unwrap();
-        Worker::new(self.app.pool.clone(), registry, self.app.config.worker.clone())
+        Worker::new(
+            onceform::db::Writes::pooled(self.app.pool.clone()),
+            registry,
+            self.app.config.worker.clone(),
+        )
     }
 
     /// Runs worker passes until nothing is PENDING (unless held for a duplicate decision) or

@@ -139,7 +139,11 @@ impl HookApp {
 
     pub fn worker(&self) -> Worker {
         let registry = onceform::app::registry(self.app.config.clone()).unwrap();
-        Worker::new(self.app.pool.clone(), registry, self.app.config.worker.clone())
+        Worker::new(
+            onceform::db::Writes::pooled(self.app.pool.clone()),
+            registry,
+            self.app.config.worker.clone(),
+        )
     }
 
     /// Worker passes until no handler record is PENDING, SENDING or UNKNOWN with a lookup due.
