@@ -192,7 +192,8 @@ async fn act(
 
 /// The states from which "replay as a new batch" may start: the record's outcome is known
 /// (a PENDING, SENDING or UNKNOWN record may still take effect, and a replay would repeat it).
-const REPLAYABLE: [EffectState; 3] = [EffectState::Sent, EffectState::FailedFinal, EffectState::Cancelled];
+pub const REPLAYABLE: [EffectState; 3] =
+    [EffectState::Sent, EffectState::FailedFinal, EffectState::Cancelled];
 
 /// Which action buttons a record in `state` gets (`admin/effect_actions.html`): the states
 /// each action applies from, so the page offers what the action would accept.

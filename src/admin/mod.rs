@@ -34,6 +34,9 @@ use crate::domain::states::TextEnum;
 use crate::domain::Role;
 use guard::SessionUser;
 
+/// The states a record may be replayed from (the inbound events' replay applies it too).
+pub use effects::REPLAYABLE;
+
 /// `?flash=`: the message a redirect after an action carries to the page.
 #[derive(Deserialize)]
 pub struct FlashQuery {

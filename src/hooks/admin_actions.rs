@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::admin::audit;
 use crate::admin::guard::{AdminAction, CsrfForm};
-use crate::admin::{blocking, db_failure, done, refused};
+use crate::admin::{blocking, db_failure, done, refused, REPLAYABLE};
 use crate::app::state::AppState;
 use crate::clock::now;
 use crate::db::admin::effects::EffectAdminStore;
@@ -49,6 +49,8 @@ pub enum InboundActionError {
     AlreadyDecided,
     #[error("This source has no handler of that name.")]
     NoSuchHandler,
+    #[error("Only a record whose outcome is known (sent, failed or cancelled) can be replayed.")]
+    NotReplayable,
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -177,9 +179,15 @@ pub async fn replay(
             // A new batch of the handler's record (the same replay as on the Effects page);
             // a handler added after the event arrived gets its first record.
             let kind = record_kind(&src_name, &form.handler);
-            let existing = c.effects_of(&event.id)?.into_iter().find(|e| e.kind == kind);
+            // The latest batch decides, with the Effects page's rule: a record that may
+            // still take effect (PENDING, SENDING, UNKNOWN) is not repeated beside it.
+            let existing =
+                c.effects_of(&event.id)?.into_iter().filter(|e| e.kind == kind).max_by_key(|e| e.batch);
             let batch = match existing {
                 Some(e) => {
+                    if !REPLAYABLE.contains(&e.state) {
+                        return Err(InboundActionError::NotReplayable);
+                    }
                     c.replay_effect(&e.id, now())?;
                     c.effects_of(&event.id)?
                         .iter()

@@ -47,6 +47,8 @@ mod openapi;
 mod process_exit;
 mod public_hardening;
 mod schema;
+mod security_erasure;
+mod security_small;
 mod sessions;
 mod slack;
 mod spam;

@@ -1,0 +1,1 @@
+//! Issue 21 item 2: erasure finds the person in everything onceform keeps.

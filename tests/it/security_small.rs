@@ -1,0 +1,58 @@
+//! Issue 21's smaller findings, one test per attack: an UNKNOWN handler replayed beside
+//! itself, path traversal through a CRM lookup reference, a URL whose host the policy and
+//! the client read differently, colliding `.eml` names, forged WeCom padding, and a CRLF
+//! name folded into the confirmation.
+
+use onceform::admin::accounts::Role;
+
+use crate::on_both_backends;
+use crate::support::hooks::{hook, secret_var, spawn_hook_app};
+use crate::support::receiver::{Fault, Receiver};
+use crate::support::Backend;
+
+const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+on_both_backends!(replaying_an_unknown_inbound_handler_is_refused_while_its_outcome_is_open);
+
+async fn replaying_an_unknown_inbound_handler_is_refused_while_its_outcome_is_open(backend: Backend) {
+    let receiver = Receiver::start().await;
+    let var = secret_var("sec_replay", WHSEC);
+    let cfg = format!(
+        "verify = \"standard-webhooks\"\nsecret_env = \"{var}\"\nevent_id = \"json:/event/id\"\n\
+         [[handlers]]\nname = \"to-crm\"\nkind = \"forward\"\nurl = \"{}\"\n",
+        receiver.events_url()
+    );
+    let app = spawn_hook_app(backend, vec![("helpdesk", hook(&cfg))]).await;
+    // The receiver answers 500: it may have acted, and without a lookup the record stays UNKNOWN.
+    receiver.push_fault(Fault::Status(500));
+    let body = r#"{"event":{"id":"E-7"},"text":"hello"}"#;
+    assert_eq!(app.post_signed("helpdesk", WHSEC, "msg_e7", body).await.status(), 200);
+    let worker = app.worker();
+    for _ in 0..3 {
+        worker.run_once().await;
+    }
+    let states = app.handler_states().await;
+    assert_eq!(states.len(), 1, "{states:?}");
+    assert_eq!(states[0].2, "UNKNOWN", "{states:?}");
+
+    let admin = app.app.sign_in(Role::Admin).await;
+    let event_row: String = app
+        .app
+        .query(|pool| {
+            use diesel::prelude::*;
+            use onceform::db::schema::inbound_events as e;
+            onceform::with_conn!(pool, |c| e::table
+                .select(e::id)
+                .first(c)
+                .map_err(onceform::db::DbError::from))
+        })
+        .await;
+    let replay = format!("/admin/inbound/helpdesk/events/{event_row}/replay");
+    let resp = app.app.admin_post(Some(&admin), &replay, Some(&admin.csrf), &[("handler", "to-crm")]).await;
+    assert_eq!(resp.status(), 409, "an unresolved record is not replayed beside itself");
+    for _ in 0..3 {
+        worker.run_once().await;
+    }
+    assert_eq!(app.handler_states().await.len(), 1, "no second batch");
+    assert!(receiver.calls().is_empty(), "nothing more reached the receiver");
+}
