@@ -11,6 +11,9 @@ pub fn problems(config: &Config) -> Vec<String> {
     if config.crm.adapter() != CrmAdapterName::File {
         out.extend(crate::effects::crm::url_policy::check_config(&config.crm).err());
     }
+    for (source, hook) in &config.hooks {
+        out.extend(crate::effects::crm::url_policy::forward_problems(source, hook));
+    }
     for (name, form) in &config.forms {
         out.extend(crate::effects::problems(&format!("forms.{name}"), form));
     }

@@ -88,6 +88,9 @@ pub struct HandlerConfig {
     /// forward: `GET` with `{key}` replaced: 200 found, 404 absent (reconciles UNKNOWN).
     #[serde(default)]
     pub lookup_url: Option<String>,
+    /// forward: allow `http://` to hosts other than loopback (else only `https://`).
+    #[serde(default)]
+    pub allow_http: bool,
     /// crm_lead: CRM field name → JSON pointer into the event.
     #[serde(default)]
     pub crm_fields: std::collections::BTreeMap<String, String>,

@@ -56,3 +56,41 @@ async fn replaying_an_unknown_inbound_handler_is_refused_while_its_outcome_is_op
     assert_eq!(app.handler_states().await.len(), 1, "no second batch");
     assert!(receiver.calls().is_empty(), "nothing more reached the receiver");
 }
+
+/// `http://crm.evil.example\@127.0.0.1/leads`: the old policy read the host after the last
+/// `@` (loopback), the client reads `\` as `/` and sent the lead to `crm.evil.example`.
+/// check-config now reads the host the client uses, for the CRM and for forward handlers.
+#[test]
+fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
+    use onceform::config::{Config, CrmAdapterName};
+    let evil = r"http://crm.evil.example\@127.0.0.1/leads";
+    let mut config = Config::builtin().unwrap();
+    config.crm.adapter = Some(CrmAdapterName::Generic);
+    config.crm.url = Some(evil.into());
+    let problems = onceform::check::problems(&config);
+    assert!(
+        problems.iter().any(|p| p.starts_with("crm.url:") && p.contains("crm.evil.example")),
+        "{problems:?}"
+    );
+
+    let mut config = Config::builtin().unwrap();
+    let source = format!(
+        "verify = \"none\"\nevent_id = \"json:/id\"\n[[handlers]]\nname = \"fwd\"\nkind = \"forward\"\n\
+         url = '{evil}'\nlookup_url = 'https://{{key}}.evil.example/'\n"
+    );
+    config.hooks.insert("helpdesk".into(), hook(&source));
+    let problems = onceform::check::problems(&config);
+    assert!(problems.iter().any(|p| p.starts_with("hooks.helpdesk.handlers.fwd.url:")), "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.starts_with("hooks.helpdesk.handlers.fwd.lookup_url:")),
+        "{problems:?}"
+    );
+
+    // Loopback as the client reads it, and https anywhere, stay allowed.
+    let mut config = Config::builtin().unwrap();
+    let fine =
+        "verify = \"none\"\nevent_id = \"json:/id\"\n[[handlers]]\nname = \"fwd\"\nkind = \"forward\"\n\
+                url = \"http://127.0.0.1:9/x\"\nlookup_url = \"https://hooks.example.com/x/{key}\"\n";
+    config.hooks.insert("helpdesk".into(), hook(fine));
+    assert!(onceform::check::problems(&config).is_empty(), "{:?}", onceform::check::problems(&config));
+}

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::url_policy::fill;
 use super::{Capabilities, CrmAdapter, Lead};
 use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use crate::effects::{BoxFuture, Lookup, Report};
@@ -56,7 +57,11 @@ impl CrmAdapter for GenericCrm {
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
             let Some(template) = &self.lookup_url else { return lookup_failed("no_lookup") };
-            let url = template.replace("{external_ref}", external_ref);
+            // The reference is one path segment (or query value), encoded: a reference like
+            // `x/../../admin?…#` cannot walk the path this request and its token go to.
+            let Some(url) = fill(template, "{external_ref}", external_ref) else {
+                return lookup_failed("bad_reference");
+            };
             let resp = match authorize(self.client.get(url), &self.token).send().await {
                 Ok(r) => r,
                 Err(_) => return lookup_failed("lookup_transport"),
@@ -73,5 +78,33 @@ impl CrmAdapter for GenericCrm {
                 s => lookup_failed(format!("lookup_http_{s}")),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::effects::crm::hubspot::fake::serve;
+
+    /// Issue 21: the raw reference made the CRM receive `GET /admin/delete-all?confirm=yes`
+    /// with the bearer token.
+    #[tokio::test]
+    async fn a_lookup_reference_with_dot_segments_and_a_query_cannot_walk_the_crm_path() {
+        let (base, rx) = serve("404 Not Found", "", "").await;
+        let crm = GenericCrm::new(
+            format!("{base}/leads"),
+            Some(format!("{base}/leads/{{external_ref}}")),
+            Some(Secret("tok".into())),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let reference = "x/../../../admin/delete-all?confirm=yes#";
+        assert_eq!(crm.lookup(reference).await, Lookup::Absent);
+        let got = rx.await.unwrap();
+        assert_eq!(
+            got.request_line(),
+            "GET /leads/x%2F..%2F..%2F..%2Fadmin%2Fdelete-all%3Fconfirm%3Dyes%23 HTTP/1.1"
+        );
+        assert_eq!(crm.lookup("..").await, lookup_failed("bad_reference"), "no request for a dot segment");
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::salesforce::encode_segment;
+use super::url_policy::encode_segment;
 use super::{Capabilities, CrmAdapter, Lead};
 use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
@@ -111,7 +111,9 @@ impl CrmAdapter for Hubspot {
 
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
-            let (r, p) = (encode_segment(external_ref), encode_segment(&self.id_property));
+            let (Some(r), Some(p)) = (encode_segment(external_ref), encode_segment(&self.id_property)) else {
+                return lookup_failed("bad_reference");
+            };
             let url = format!("{}/crm/v3/objects/contacts/{r}?idProperty={p}", self.base_url);
             let resp = match authorize(self.client.get(url), &self.token).send().await {
                 Ok(r) => r,

@@ -10,23 +10,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::url_policy::encode_segment;
 use super::{Capabilities, CrmAdapter, Lead};
 use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
 
 const API_VERSION: &str = "v59.0";
-
-/// Percent-encodes everything but RFC 3986 unreserved characters, for one path segment or query value.
-pub(super) fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
 
 pub struct Salesforce {
     client: reqwest::Client,
@@ -53,9 +42,10 @@ impl Salesforce {
             .collect()
     }
 
-    fn record_url(&self, external_ref: &str) -> String {
-        let (field, r) = (encode_segment(&self.external_id_field), encode_segment(external_ref));
-        format!("{}/services/data/{API_VERSION}/sobjects/Lead/{field}/{r}", self.instance_url)
+    /// `None` for a reference that cannot be one path segment (`encode_segment`).
+    fn record_url(&self, external_ref: &str) -> Option<String> {
+        let (field, r) = (encode_segment(&self.external_id_field)?, encode_segment(external_ref)?);
+        Some(format!("{}/services/data/{API_VERSION}/sobjects/Lead/{field}/{r}", self.instance_url))
     }
 }
 
@@ -71,7 +61,10 @@ impl CrmAdapter for Salesforce {
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
         Box::pin(async move {
-            let req = self.client.patch(self.record_url(&lead.external_ref)).json(&self.body(lead));
+            let Some(url) = self.record_url(&lead.external_ref) else {
+                return Report::failed(Outcome::Permanent, "bad_reference");
+            };
+            let req = self.client.patch(url).json(&self.body(lead));
             let resp = match authorize(req, &self.token).send().await {
                 Ok(r) => r,
                 Err(e) => return transport_error(&e),
@@ -99,11 +92,11 @@ impl CrmAdapter for Salesforce {
 
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
-            let resp =
-                match authorize(self.client.get(self.record_url(external_ref)), &self.token).send().await {
-                    Ok(r) => r,
-                    Err(_) => return lookup_failed("lookup_transport"),
-                };
+            let Some(url) = self.record_url(external_ref) else { return lookup_failed("bad_reference") };
+            let resp = match authorize(self.client.get(url), &self.token).send().await {
+                Ok(r) => r,
+                Err(_) => return lookup_failed("lookup_transport"),
+            };
             match resp.status().as_u16() {
                 404 => Lookup::Absent,
                 200 => {
@@ -135,11 +128,6 @@ mod tests {
     async fn upsert(status: &str, extra: &str, body: &str) -> Report {
         let (base, _rx) = serve(status, extra, body).await;
         salesforce(base).create(&Lead { external_ref: REF.into(), fields: Default::default() }).await
-    }
-
-    #[test]
-    fn encode_segment_escapes_all_but_unreserved() {
-        assert_eq!(encode_segment("a-Z_0.~:/ é"), "a-Z_0.~%3A%2F%20%C3%A9");
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@ use reqwest::header::CONTENT_TYPE;
 use reqwest::StatusCode;
 
 use super::Deps;
+use crate::effects::crm::url_policy::{self, fill};
 use crate::effects::http::{client, lookup_failed, status_error, transport_error};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Report};
 use crate::hooks::config::HandlerConfig;
@@ -18,6 +19,7 @@ pub struct Forward {
 impl Forward {
     pub fn new(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Forward> {
         let url = h.url.clone().ok_or_else(|| anyhow::anyhow!("a forward handler needs a url"))?;
+        url_policy::check_handler(h, "").map_err(anyhow::Error::msg)?;
         Ok(Forward { client: client(deps.timeout)?, url, lookup_url: h.lookup_url.clone() })
     }
 }
@@ -56,8 +58,10 @@ impl Effect for Forward {
     fn reconcile<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
             let Some(template) = &self.lookup_url else { return lookup_failed("no_lookup") };
-            let key: String = url_escape(&job.effect_key);
-            match self.client.get(template.replace("{key}", &key)).send().await {
+            let Some(url) = fill(template, "{key}", &job.effect_key) else {
+                return lookup_failed("bad_reference");
+            };
+            match self.client.get(url).send().await {
                 Ok(r) if r.status().is_success() => Lookup::Found { provider_ref: job.effect_key.clone() },
                 Ok(r) if r.status() == StatusCode::NOT_FOUND => Lookup::Absent,
                 Ok(r) => lookup_failed(format!("http_{}", r.status().as_u16())),
@@ -66,14 +70,4 @@ impl Effect for Forward {
             }
         })
     }
-}
-
-/// Percent-encodes everything but unreserved characters.
-fn url_escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
