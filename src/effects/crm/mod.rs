@@ -7,6 +7,8 @@ mod hubspot;
 mod salesforce;
 pub mod url_policy;
 
+pub use file::{file_name as lead_file_name, safe_name};
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -19,7 +19,7 @@ use template::Rendered;
 
 enum Transport {
     Smtp(AsyncSmtpTransport<Tokio1Executor>),
-    /// One `KEY.eml` per effect: sending twice writes the same file.
+    /// One `.eml` per effect key (`eml_name`): sending twice writes the same file.
     Files(PathBuf),
 }
 
@@ -145,9 +145,21 @@ fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// Writes `KEY.eml` through a temporary file and a rename; blocking (run on the blocking pool).
+/// The `.eml` file of an effect key: the file CRM's encoding (`crm::safe_name`), so two keys
+/// never share a file (`coll:1` and `coll_1` once did).
+pub fn eml_name(effect_key: &str) -> String {
+    crate::effects::crm::safe_name(effect_key, "eml")
+}
+
+/// The name the file got before issue 21: `:` as `_` (erasure looks for both).
+pub fn legacy_eml_name(effect_key: &str) -> String {
+    format!("{}.eml", effect_key.replace(':', "_"))
+}
+
+/// Writes `eml_name(KEY)` through a temporary file and a rename; blocking (run on the
+/// blocking pool).
 fn write_eml(dir: &std::path::Path, effect_key: &str, message: &[u8]) -> Report {
-    let name = format!("{}.eml", effect_key.replace(':', "_"));
+    let name = eml_name(effect_key);
     let result = std::fs::create_dir_all(dir).and_then(|()| {
         let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
         std::fs::write(&tmp, message)?;
@@ -156,5 +168,47 @@ fn write_eml(dir: &std::path::Path, effect_key: &str, message: &[u8]) -> Report 
     match result {
         Ok(()) => Report::sent(name),
         Err(_) => Report::failed(Outcome::Transient { retry_after: None }, "file_io"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(text: &str) -> Rendered {
+        Rendered { subject: "s".into(), text: text.into(), html: format!("<p>{text}</p>") }
+    }
+
+    /// Issue 21: `coll:1` and `coll_1` both ended SENT with one file between them.
+    #[tokio::test]
+    async fn two_effect_keys_that_differ_by_colon_and_underscore_never_share_an_eml_file() {
+        let dir = std::env::temp_dir().join(format!("onceform-eml-{}", uuid::Uuid::new_v4().simple()));
+        let config = SmtpConfig {
+            url: None,
+            from: "onceform <noreply@localhost>".into(),
+            mail_dir: dir.to_string_lossy().into_owned(),
+        };
+        let mailer = Mailer::new(&config, Duration::from_secs(5)).unwrap();
+        let to = || Envelope { to: vec!["a@example.com".parse().unwrap()], reply_to: None };
+        let keys = ["coll:1", "coll_1", "coll%3A1", "../coll"];
+        let mut refs = Vec::new();
+        for key in keys {
+            let sent = mailer.send(key, to(), message(&format!("body of {key}"))).await;
+            let Outcome::Sent { provider_ref } = sent.outcome else { panic!("{key}: {sent:?}") };
+            refs.push(provider_ref);
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), keys.len(), "one file per key: {names:?}");
+        for (key, name) in keys.iter().zip(&refs) {
+            assert_eq!(*name, eml_name(key));
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            assert!(text.contains(&format!("body of {key}")), "{name} holds its own message");
+        }
+        assert!(!names.iter().any(|n| n.contains('/') || n.starts_with('.')), "{names:?}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
