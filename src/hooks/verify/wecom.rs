@@ -80,8 +80,12 @@ impl WecomKeys {
         let plain = cbc::Decryptor::<aes::Aes256>::new(&self.key.into(), &iv.into())
             .decrypt_padded_mut::<NoPadding>(&mut buf)
             .map_err(|_| bad.clone())?;
+        // PKCS#7 to 32-byte blocks: N (1..=32) bytes of value N, every one of them checked.
         let pad = usize::from(*plain.last().ok_or(bad.clone())?);
         if pad == 0 || pad > 32 || pad > plain.len() {
+            return Err(bad);
+        }
+        if plain[plain.len() - pad..].iter().any(|&b| usize::from(b) != pad) {
             return Err(bad);
         }
         let plain = &plain[..plain.len() - pad];
@@ -121,6 +125,45 @@ pub fn event_id(xml: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aes::cipher::BlockEncryptMut;
+
+    const AES_KEY: &str = "jWmYm7qr5nMoAUwZRjGtBxmz3KA1tkAj3ykkR6q2B2C";
+
+    /// Encrypts `msg` as WeCom does, with `padding` as the last bytes instead of PKCS#7's.
+    fn sealed(keys: &WecomKeys, msg: &[u8], padding: impl Fn(usize) -> Vec<u8>) -> String {
+        let mut plain = b"0123456789abcdef".to_vec();
+        plain.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+        plain.extend_from_slice(msg);
+        plain.extend_from_slice(keys.corp_id.as_bytes());
+        let n = 32 - plain.len() % 32;
+        plain.extend(padding(n));
+        let iv: [u8; 16] = keys.key[..16].try_into().unwrap();
+        let len = plain.len();
+        let out = cbc::Encryptor::<aes::Aes256>::new(&keys.key.into(), &iv.into())
+            .encrypt_padded_mut::<NoPadding>(&mut plain, len)
+            .unwrap()
+            .to_vec();
+        STANDARD.encode(out)
+    }
+
+    /// Issue 21: only the last padding byte was read, so `AA…AA 0N` passed as padding.
+    #[test]
+    fn forged_padding_whose_last_byte_alone_is_right_is_refused() {
+        let keys = WecomKeys::new("tok", AES_KEY, "wwcorp").unwrap();
+        let msg = b"<xml><MsgId>1</MsgId></xml>";
+        let good = sealed(&keys, msg, |n| vec![n as u8; n]);
+        assert_eq!(keys.decrypt(&good).unwrap(), msg);
+        let forged = sealed(&keys, msg, |n| {
+            let mut p = vec![0xAA; n - 1];
+            p.push(n as u8);
+            p
+        });
+        assert!(matches!(keys.decrypt(&forged), Err(VerifyError::Malformed(_))));
+        // A full block of padding (32 bytes of 32) is PKCS#7 too.
+        let exact = b"x".repeat(32 - (16 + 4 + "wwcorp".len()) % 32);
+        let whole = sealed(&keys, &exact, |n| vec![n as u8; n]);
+        assert_eq!(keys.decrypt(&whole).unwrap(), exact);
+    }
 
     #[test]
     fn xml_fields_and_event_ids() {
