@@ -1,5 +1,5 @@
 //! `confirmation_email`: tells the visitor their message arrived, with its reference and
-//! their name, and nothing else they typed unless the form sets `confirmation_echo`.
+//! nothing they typed (not even their name) unless the form sets `confirmation_echo`.
 
 use std::sync::Arc;
 

@@ -12,7 +12,10 @@ use crate::support::Backend;
 
 const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-on_both_backends!(replaying_an_unknown_inbound_handler_is_refused_while_its_outcome_is_open);
+on_both_backends!(
+    replaying_an_unknown_inbound_handler_is_refused_while_its_outcome_is_open,
+    a_crlf_name_sent_to_a_victim_puts_no_chosen_text_in_the_confirmation,
+);
 
 async fn replaying_an_unknown_inbound_handler_is_refused_while_its_outcome_is_open(backend: Backend) {
     let receiver = Receiver::start().await;
@@ -93,4 +96,39 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
                 url = \"http://127.0.0.1:9/x\"\nlookup_url = \"https://hooks.example.com/x/{key}\"\n";
     config.hooks.insert("helpdesk".into(), hook(fine));
     assert!(onceform::check::problems(&config).is_empty(), "{:?}", onceform::check::problems(&config));
+}
+
+/// Issue 21: a name holding CRLF was folded into the confirmation's greeting ("Hello Eve Bcc:
+/// victim@evil.example Subject: injected,"), text a stranger chose, sent to someone else.
+async fn a_crlf_name_sent_to_a_victim_puts_no_chosen_text_in_the_confirmation(backend: Backend) {
+    use crate::mail_hardening::parts;
+    use crate::support::delivery::spawn_delivery_app;
+    use crate::support::new_key;
+
+    // (The form refuses other control characters and invisible ones at the edge.)
+    let name = "Eve\r\nBcc: victim@evil.example\r\n\tSubject: injected";
+    let inquiry = |to: &str| serde_json::json!({"name": name, "email": to, "company": "X", "topic": "Sales", "message": "hi"});
+    for echo in [false, true] {
+        let d = spawn_delivery_app(backend, |c| c.forms.get_mut("contact").unwrap().confirmation_echo = echo)
+            .await;
+        assert_eq!(d.app.submit(&new_key(), &inquiry("victim@example.com")).await.status(), 201);
+        d.settle(&d.worker()).await;
+        let mail: Vec<String> =
+            d.smtp.messages().into_iter().filter(|m| m.contains("\nTo: victim@example.com\r\n")).collect();
+        assert_eq!(mail.len(), 1);
+        let head = mail[0].split("\r\n\r\n").next().unwrap();
+        assert!(!head.contains("Bcc") && !head.contains("injected"), "headers stay clean: {head}");
+        let (text, html) = parts(&mail[0]);
+        if echo {
+            // Opted in: the name, on one line.
+            let line = "Hello Eve Bcc: victim@evil.example Subject: injected,";
+            assert!(text.starts_with(line), "{text:?}");
+            assert!(html.contains(line), "{html}");
+        } else {
+            assert!(text.starts_with("Hello,\n"), "{text:?}");
+            for chosen in ["Eve", "Bcc", "injected"] {
+                assert!(!text.contains(chosen) && !html.contains(chosen), "{chosen}: {text}");
+            }
+        }
+    }
 }

@@ -4,7 +4,7 @@ use lettre::message::Mailbox;
 
 use super::template::{one_line, EmailData, Field};
 use crate::config::FormConfig;
-use crate::domain::FieldType;
+use crate::domain::{is_invisible, FieldType};
 use crate::effects::Job;
 
 /// Characters of the visitor's name a confirmation shows at most.
@@ -16,7 +16,9 @@ pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
     job.fields.get(&field.name)?.parse().ok()
 }
 
-/// The data of one email; `with_fields` lists every submitted field.
+/// The data of one email; `with_fields` lists every submitted field and the visitor's name.
+/// A confirmation passes the form's `confirmation_echo`: it goes to whatever address was
+/// typed, so without the opt-in it carries nothing a stranger chose, the name included.
 pub fn data(form: &FormConfig, job: &Job, with_fields: bool) -> EmailData {
     let fields = match with_fields {
         true => form
@@ -28,7 +30,7 @@ pub fn data(form: &FormConfig, job: &Job, with_fields: bool) -> EmailData {
             .collect(),
         false => Vec::new(),
     };
-    let name = job.fields.get("name").map(|n| one_line(n).chars().take(NAME_MAX).collect());
+    let name = job.fields.get("name").filter(|_| with_fields).map(|n| name_line(n));
     EmailData {
         form_title: form.title.clone(),
         reference: job.reference(),
@@ -38,5 +40,29 @@ pub fn data(form: &FormConfig, job: &Job, with_fields: bool) -> EmailData {
         subject: form.email.confirmation_subject.clone(),
         intro: form.email.confirmation_intro.clone(),
         signature: form.email.signature.clone(),
+    }
+}
+
+/// The name as an email shows it: control and invisible characters (CR, LF, tab, ESC,
+/// bidirectional overrides, zero-width marks: `domain::is_invisible`) become spaces, runs of whitespace one space,
+/// at most `NAME_MAX` characters.
+pub fn name_line(name: &str) -> String {
+    let visible: String =
+        name.chars().map(|c| if c.is_control() || is_invisible(c) { ' ' } else { c }).collect();
+    one_line(&visible).chars().take(NAME_MAX).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_line;
+
+    #[test]
+    fn a_name_with_line_breaks_and_control_characters_is_one_plain_line() {
+        assert_eq!(
+            name_line("Eve\r\nBcc: victim@evil.example\r\nSubject: injected"),
+            "Eve Bcc: victim@evil.example Subject: injected"
+        );
+        assert_eq!(name_line("Ada\u{1b}[2J\u{0}\u{202E}xoF\u{2028}Lovelace\u{85}"), "Ada [2J xoF Lovelace");
+        assert_eq!(name_line(&"x".repeat(500)).len(), 100);
     }
 }
