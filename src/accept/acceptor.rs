@@ -82,6 +82,13 @@ impl Acceptor {
         Ok(Acceptor { pool, path, cache, deliveries, screener, created })
     }
 
+    /// Retries of these (form, operation ID)s are no longer answered from memory (erasure).
+    pub fn forget_replays<'a>(&self, keys: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        for (form, operation_id) in keys {
+            self.cache.forget(form, operation_id);
+        }
+    }
+
     pub fn deliveries(&self) -> &DeliveryLog {
         &self.deliveries
     }

@@ -60,6 +60,14 @@ impl ReplayCache {
         self.insert(&mut g, key, Arc::new(Entry { fingerprint, receipt, raw: OnceLock::new() }));
     }
 
+    /// Drops the entry of (form, operation ID), if any: erasure (`lifecycle::erase`).
+    pub fn forget(&self, form: &str, operation_id: &str) {
+        let key = key(form, operation_id);
+        let mut g = self.generations.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        g.new.remove(&key);
+        g.old.remove(&key);
+    }
+
     fn insert(&self, g: &mut Generations, key: String, entry: Arc<Entry>) {
         g.new.insert(key, entry);
         if g.new.len() >= self.half {
@@ -106,6 +114,16 @@ mod tests {
         assert!(g.new.len() + g.old.len() <= 10);
         drop(g);
         assert!(cache.get("f", "0").is_none(), "the oldest unused entries are gone");
+    }
+
+    #[test]
+    fn a_forgotten_entry_is_gone_from_both_generations() {
+        let cache = ReplayCache::new(4);
+        cache.put("f", "fp".into(), receipt("a"));
+        cache.put("f", "fp".into(), receipt("b")); // `a` is in the old generation now
+        cache.forget("f", "a");
+        cache.forget("f", "b");
+        assert!(cache.get("f", "a").is_none() && cache.get("f", "b").is_none());
     }
 
     #[test]

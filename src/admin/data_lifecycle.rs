@@ -57,16 +57,23 @@ async fn erase_now(state: web::Data<AppState>, action: AdminAction<EraseForm>) -
     };
     let dry_run = form.dry_run.is_some();
     let pool = state.pool.clone();
+    let files = erase::Files::of(&state.config);
     let actor = Actor { id: user.id.clone(), email: user.email.clone() };
-    match blocking(move || erase::erase(&pool, &person, dry_run, &actor)).await {
-        Ok(report) => html(
-            StatusCode::OK,
-            &ErasePage {
-                chrome: Chrome::new(&user, "retention", None),
-                report: Some(report.lines()),
-                dry_run,
-            },
-        ),
+    match blocking(move || erase::erase(&pool, &files, &person, dry_run, &actor)).await {
+        Ok(report) => {
+            if !dry_run {
+                // This server's replay memory answers no retry of what was erased.
+                state.acceptor.forget_replays(report.keys.iter().map(|(f, o)| (f.as_str(), o.as_str())));
+            }
+            html(
+                StatusCode::OK,
+                &ErasePage {
+                    chrome: Chrome::new(&user, "retention", None),
+                    report: Some(report.lines()),
+                    dry_run,
+                },
+            )
+        }
         Err(e) => db_failure(e),
     }
 }

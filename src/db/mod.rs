@@ -11,6 +11,7 @@ pub mod claim_pg;
 mod conn;
 mod deliveries_pg;
 pub mod duplicates;
+pub mod erasure;
 pub mod hooks;
 mod manager;
 pub mod models;

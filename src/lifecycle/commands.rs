@@ -93,7 +93,8 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
                 (None, Some(p)) => erase::Person::Phone(p.clone()),
                 (None, None) => anyhow::bail!("erase needs --email or --phone"),
             };
-            let report = erase::erase(&pool, &person, *dry_run, &erase::Actor::cli())?;
+            let files = erase::Files::of(config);
+            let report = erase::erase(&pool, &files, &person, *dry_run, &erase::Actor::cli())?;
             for line in report.lines() {
                 println!("{line}");
             }

@@ -1,22 +1,42 @@
-//! Erasure of one person: every submission found by their keyed email or phone digest becomes
-//! a tombstone now (as retention would make it), conflicts holding their address lose their
-//! content, and the report lists the external references of the leads and emails that already
-//! left, for erasure there. The confirmation cap's slots of their address are deleted. The
-//! audit row names the person by digest only.
+//! Erasure of one person, found by their keyed email or phone digest and, where onceform
+//! keeps text with no digest beside it, by their normalised address or number in that text:
+//!
+//! - their submissions become tombstones now (as retention would make them), without their
+//!   journey ID; conflicts of them, or holding their address, lose their content;
+//! - inbound webhook events whose body holds it lose the body, with their anchor rows in
+//!   `submissions` (form `hook:SOURCE`) and their conflicts; quarantined deliveries holding
+//!   it lose theirs (an open one is discarded);
+//! - the delivery log's rows of their submissions go; attempt logs and records of their
+//!   effects that hold it (a provider's answer, an admin's note) become `[erased]`;
+//! - the files onceform itself wrote for their effects go: the file mailer's `.eml` files and
+//!   the file CRM's lead files (`Files`);
+//! - the confirmation cap's slots of their address go.
+//!
+//! The report separates what onceform removed from what left for a provider (SMTP, a CRM
+//! API, a forward or Slack target) and must be erased there. The audit row names the person
+//! by digest only. The running server's replay memory is cleared by the admin action
+//! (`admin::data_lifecycle`); the command line cannot reach it (docs/lifecycle.md).
 
-use diesel::prelude::*;
+use std::path::{Path, PathBuf};
+
 use uuid::Uuid;
 
 use super::purge::{tombstone, TotalStore};
 use crate::clock::now;
+use crate::config::hooks::HandlerKind;
+use crate::config::{Config, CrmAdapterName};
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
-use crate::db::schema::{confirmation_caps, conflicts, duplicate_pairs, side_effects, submissions};
+use crate::db::erasure::{self, ErasedEffect, Found};
+use crate::db::schema::{confirmation_caps, duplicate_pairs};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::keyring;
 use crate::domain::FieldType;
 use crate::domain::{normalise_value, EffectState};
+use crate::effects::crm::lead_file_name;
+use crate::effects::mail::{eml_name, legacy_eml_name};
 use crate::with_conn;
+use diesel::prelude::*;
 
 /// Whom to erase.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,12 +58,83 @@ impl Actor {
 }
 
 /// A side effect that may have left: erase it at the provider by this reference.
-#[derive(Debug, Clone, PartialEq, Eq, Queryable)]
-pub struct LeftReference {
-    pub kind: String,
-    pub effect_key: String,
-    pub provider_ref: Option<String>,
-    pub state: EffectState,
+pub type LeftReference = ErasedEffect;
+
+/// Where onceform itself writes what an effect sends, from the configuration: the file
+/// mailer's directory (no `smtp.url`) and the file CRM's `DIR/leads` (adapter `file`).
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    pub mail_dir: Option<PathBuf>,
+    pub leads_dir: Option<PathBuf>,
+    /// `hook:SOURCE:HANDLER` → what the handler sends.
+    hook_kinds: Vec<(String, HandlerKind)>,
+}
+
+/// What an effect kind writes, when it writes here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Local {
+    Mail,
+    Lead,
+}
+
+impl Files {
+    pub fn of(config: &Config) -> Files {
+        let hook_kinds = config
+            .hooks
+            .iter()
+            // The record kind of a handler's effects (`hooks::ingest::record_kind`).
+            .flat_map(|(source, h)| {
+                h.handlers.iter().map(move |x| (format!("hook:{source}:{}", x.name), x.kind))
+            })
+            .collect();
+        Files {
+            mail_dir: config.smtp.url.is_none().then(|| PathBuf::from(&config.smtp.mail_dir)),
+            leads_dir: (config.crm.adapter() == CrmAdapterName::File)
+                .then(|| PathBuf::from(&config.crm.dir).join("leads")),
+            hook_kinds,
+        }
+    }
+
+    /// Where a record of `kind` went: a file here, or `None` (it left, or never sends).
+    fn local(&self, kind: &str) -> Option<Local> {
+        let sends = match kind {
+            "confirmation_email" | "owner_notification" => Some(Local::Mail),
+            "crm_lead" => Some(Local::Lead),
+            _ => match self.hook_kinds.iter().find(|(k, _)| k == kind).map(|(_, h)| *h) {
+                Some(HandlerKind::OwnerNotification) => Some(Local::Mail),
+                Some(HandlerKind::CrmLead) => Some(Local::Lead),
+                Some(HandlerKind::Forward) | None => None,
+            },
+        };
+        match sends {
+            Some(Local::Mail) if self.mail_dir.is_some() => Some(Local::Mail),
+            Some(Local::Lead) if self.leads_dir.is_some() => Some(Local::Lead),
+            _ => None,
+        }
+    }
+
+    /// The files (and temporary files a crash left) an effect with this key may have written.
+    fn paths(&self, local: Local, key: &str) -> Vec<PathBuf> {
+        let (dir, names) = match (local, &self.mail_dir, &self.leads_dir) {
+            (Local::Mail, Some(dir), _) => (dir, vec![eml_name(key), legacy_eml_name(key)]),
+            (Local::Lead, _, Some(dir)) => (dir, vec![lead_file_name(key)]),
+            _ => return Vec::new(),
+        };
+        let mut out: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+        out.extend(temporaries(dir, &names));
+        out
+    }
+}
+
+/// `.NAME.*.tmp` files in `dir` (a write that never reached its rename).
+fn temporaries(dir: &Path, names: &[String]) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".tmp") && names.iter().any(|n| f.starts_with(&format!(".{n}."))))
+        .map(|f| dir.join(f))
+        .collect()
 }
 
 #[derive(Debug, Clone, Default)]
@@ -53,7 +144,21 @@ pub struct ErasureReport {
     pub submissions: usize,
     pub conflicts: usize,
     pub pairs: usize,
+    /// Inbound events (with their anchor rows and conflicts) whose body held the person.
+    pub events: usize,
+    pub inbound_conflicts: usize,
+    pub quarantined: usize,
+    pub deliveries: usize,
+    /// Texts in attempt logs and records that became `[erased]`.
+    pub redacted: usize,
+    /// Files onceform wrote itself that were removed (or would be, in a dry run).
+    pub files: Vec<PathBuf>,
+    /// Files that could not be removed (with the reason).
+    pub file_errors: Vec<String>,
+    /// What left onceform for a provider: erase these there.
     pub references: Vec<LeftReference>,
+    /// (form, operation ID) of every erased submission and event's anchor row.
+    pub keys: Vec<(String, String)>,
     pub dry_run: bool,
 }
 
@@ -64,77 +169,76 @@ impl Person {
             Person::Phone(p) => normalise_value(FieldType::Phone, p),
         }
     }
+
+    /// What their text is searched by: the normalised value, and a phone also as given.
+    fn patterns(&self) -> Vec<String> {
+        let mut out = vec![like_pattern(&self.normalised())];
+        if let Person::Phone(p) = self {
+            out.push(like_pattern(p.trim()));
+        }
+        out.dedup();
+        out
+    }
 }
 
-/// Finds the person's records and, unless `dry_run`, erases their content now.
-pub fn erase(pool: &Pool, person: &Person, dry_run: bool, actor: &Actor) -> Result<ErasureReport, DbError> {
-    let value = person.normalised();
-    let digest = keyring().digest(&value);
-    let pattern = like_pattern(&value);
+/// Finds the person's records and, unless `dry_run`, erases their content now, then the
+/// files onceform wrote for them.
+pub fn erase(
+    pool: &Pool,
+    files: &Files,
+    person: &Person,
+    dry_run: bool,
+    actor: &Actor,
+) -> Result<ErasureReport, DbError> {
+    let digest = keyring().digest(&person.normalised());
+    let patterns = person.patterns();
     let now = now();
-    with_conn!(pool, |c| c.write_tx(|c| {
-        let (email, phone) = match person {
-            Person::Email(_) => (Some(digest.clone()), None),
-            Person::Phone(_) => (None, Some(digest.clone())),
-        };
-        let ids: Vec<(String, String)> = submissions::table
-            .filter(submissions::email_digest.eq(&email).or(submissions::phone_digest.eq(&phone)))
-            .select((submissions::id, submissions::form))
-            .load(c)?;
-        let id_list: Vec<String> = ids.iter().map(|(id, _)| id.clone()).collect();
-        let conflict_ids: Vec<String> = conflicts::table
-            .filter(conflicts::fields_json.is_not_null())
-            .filter(
-                conflicts::submission_id
-                    .eq_any(&id_list)
-                    .or(conflicts::fields_json.like(&pattern).escape('\\')),
-            )
-            .select(conflicts::id)
-            .load(c)?;
+    let (email, phone) = match person {
+        Person::Email(_) => (Some(digest.as_str()), None),
+        Person::Phone(_) => (None, Some(digest.as_str())),
+    };
+    let (mut report, effects) = with_conn!(pool, |c| c.write_tx(|c| {
+        let found = erasure::submissions_of(c, email, phone)?;
+        let events = erasure::events_holding(c, &patterns)?;
+        let ids: Vec<String> = found.iter().map(|(id, _, _)| id.clone()).collect();
+        let event_ids: Vec<String> = events.iter().map(|(id, _, _)| id.clone()).collect();
+        let all: Vec<String> = ids.iter().chain(&event_ids).cloned().collect();
+        let conflict_ids = erasure::conflicts_of(c, &ids, &patterns)?;
+        let inbound_conflicts = erasure::inbound_conflicts_of(c, &event_ids, &patterns)?;
+        let quarantined = erasure::quarantine_holding(c, &patterns)?;
         let pairs: i64 = duplicate_pairs::table
-            .filter(
-                duplicate_pairs::original_id
-                    .eq_any(&id_list)
-                    .or(duplicate_pairs::duplicate_id.eq_any(&id_list)),
-            )
+            .filter(duplicate_pairs::original_id.eq_any(&ids).or(duplicate_pairs::duplicate_id.eq_any(&ids)))
             .count()
             .get_result(c)?;
-        let references: Vec<LeftReference> = side_effects::table
-            .filter(side_effects::submission_id.eq_any(&id_list))
-            .filter(side_effects::state.eq_any([
-                EffectState::Sent,
-                EffectState::Unknown,
-                EffectState::Sending,
-            ]))
-            .order((side_effects::kind, side_effects::effect_key))
-            .select((
-                side_effects::kind,
-                side_effects::effect_key,
-                side_effects::provider_ref,
-                side_effects::state,
-            ))
-            .load(c)?;
-        let report = ErasureReport {
+        let effects = erasure::effects_of(c, &all)?;
+        let mut report = ErasureReport {
             digest: digest.clone(),
-            submissions: id_list.len(),
+            submissions: ids.len(),
             conflicts: conflict_ids.len(),
             pairs: pairs as usize,
-            references,
+            events: event_ids.len(),
+            inbound_conflicts: inbound_conflicts.len(),
+            quarantined: quarantined.len(),
+            keys: found.iter().chain(&events).map(|(_, f, o)| (f.clone(), o.clone())).collect(),
             dry_run,
+            ..ErasureReport::default()
         };
         if dry_run {
-            return Ok::<_, DbError>(report);
+            return Ok::<_, DbError>((report, effects));
         }
-        tombstone(c, &id_list, now)?;
-        diesel::update(conflicts::table.filter(conflicts::id.eq_any(&conflict_ids)))
-            .set(conflicts::fields_json.eq(None::<String>))
-            .execute(c)?;
-        if let Some(email) = &email {
+        tombstone(c, &all, now)?;
+        erasure::forget_journeys(c, &ids)?;
+        erasure::forget_conflicts(c, &conflict_ids, &inbound_conflicts)?;
+        erasure::forget_quarantined(c, &quarantined, &actor.email, now)?;
+        let both: Vec<Found> = found.iter().chain(&events).cloned().collect();
+        report.deliveries = erasure::delete_deliveries(c, &both)?;
+        report.redacted = erasure::redact_attempts(c, &all, &patterns)?;
+        if let Some(email) = email {
             // The confirmation cap's slots of their address go too (a digest and a time).
             diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq(email)))
                 .execute(c)?;
         }
-        for (form, _) in &ids {
+        for (_, form, _) in &found {
             c.add_total(form, "erasure", 1)?;
         }
         c.insert_audit(&AuditEntry {
@@ -144,31 +248,88 @@ pub fn erase(pool: &Pool, person: &Person, dry_run: bool, actor: &Actor) -> Resu
             action: "erase".into(),
             target_type: "person".into(),
             target_id: digest.clone(),
-            note: Some(format!(
-                "{} submission(s), {} conflict(s), {} duplicate pair(s); {} reference(s) had left",
-                report.submissions,
-                report.conflicts,
-                report.pairs,
-                report.references.len()
-            )),
+            note: Some(report.summary()),
             at: now,
         })?;
-        Ok(report)
-    }))
+        Ok((report, effects))
+    }))?;
+    for effect in effects {
+        match files.local(&effect.kind) {
+            Some(local) => {
+                for path in files.paths(local, &effect.effect_key) {
+                    if !path.exists() {
+                        continue;
+                    }
+                    if !dry_run {
+                        if let Err(e) = std::fs::remove_file(&path) {
+                            report.file_errors.push(format!("{}: {e}", path.display()));
+                            continue;
+                        }
+                    }
+                    report.files.push(path);
+                }
+            }
+            None if matches!(
+                effect.state,
+                EffectState::Sent | EffectState::Unknown | EffectState::Sending
+            ) =>
+            {
+                report.references.push(effect)
+            }
+            None => {}
+        }
+    }
+    Ok(report)
 }
 
 impl ErasureReport {
-    /// The report as `onceform erase` prints it.
+    /// One line for the audit row (counts only).
+    fn summary(&self) -> String {
+        format!(
+            "{} submission(s), {} conflict(s), {} duplicate pair(s), {} inbound event(s), {} quarantined; {} reference(s) had left",
+            self.submissions,
+            self.conflicts,
+            self.pairs,
+            self.events,
+            self.quarantined,
+            self.references.len()
+        )
+    }
+
+    /// The report as `onceform erase` prints it (and the admin's page shows it).
     pub fn lines(&self) -> Vec<String> {
         let verb = if self.dry_run { "would erase" } else { "erased" };
-        let mut out = vec![format!(
-            "{verb}: {} submission(s) (tombstones kept), {} conflict(s), {} duplicate pair(s) now name only tombstones",
-            self.submissions, self.conflicts, self.pairs
-        )];
+        let mut out = vec![
+            format!(
+                "{verb}: {} submission(s) (tombstones kept), {} conflict(s), {} duplicate pair(s) now name only tombstones",
+                self.submissions, self.conflicts, self.pairs
+            ),
+            format!(
+                "{verb}: {} inbound event(s) with their anchor rows, {} inbound conflict(s), {} quarantined delivery(ies)",
+                self.events, self.inbound_conflicts, self.quarantined
+            ),
+        ];
+        if !self.dry_run {
+            out.push(format!(
+                "removed: {} delivery log row(s); {} attempt text(s) redacted",
+                self.deliveries, self.redacted
+            ));
+        }
+        let removed = if self.dry_run { "would remove" } else { "removed" };
+        match self.files.is_empty() {
+            true => out.push("no file onceform wrote holds them".into()),
+            false => {
+                out.push(format!("{removed} {} file(s) onceform wrote itself:", self.files.len()));
+                out.extend(self.files.iter().map(|p| format!("  {}", p.display())));
+            }
+        }
+        for e in &self.file_errors {
+            out.push(format!("could not remove {e}"));
+        }
         if self.references.is_empty() {
-            out.push("no lead or email had left onceform".into());
+            out.push("nothing had left onceform for a provider".into());
         } else {
-            out.push("already left (erase these at the provider):".into());
+            out.push("left onceform for a provider (erase these at the provider):".into());
             for r in &self.references {
                 out.push(format!(
                     "  {} {} external_ref={} provider_ref={}",

@@ -79,14 +79,14 @@ async fn caps_past_their_window_are_purged_and_the_address_is_confirmed_again(ba
 }
 
 async fn erasing_the_address_deletes_its_cap_at_once(backend: Backend) {
-    use onceform::lifecycle::erase::{erase, Actor, Person};
+    use onceform::lifecycle::erase::{erase, Actor, Files, Person};
     let d = spawn_delivery_app(backend, |_| {}).await;
     assert_eq!(confirmation_state(&d).await, "PENDING");
     assert_eq!(caps(&d).await, 1);
     let person = Person::Email(ADDRESS.to_uppercase());
-    d.app.query(move |pool| erase(pool, &person, true, &Actor::cli())).await;
+    d.app.query(move |pool| erase(pool, &Files::default(), &person, true, &Actor::cli())).await;
     assert_eq!(caps(&d).await, 1, "a dry run changes nothing");
     let person = Person::Email(ADDRESS.to_uppercase());
-    d.app.query(move |pool| erase(pool, &person, false, &Actor::cli())).await;
+    d.app.query(move |pool| erase(pool, &Files::default(), &person, false, &Actor::cli())).await;
     assert_eq!(caps(&d).await, 0, "nothing left holding the address's digest");
 }

@@ -1,1 +1,258 @@
-//! Issue 21 item 2: erasure finds the person in everything onceform keeps.
+//! Issue 21 item 2, "erasure that erases": one person seeded into every place onceform
+//! keeps them (form submissions with a journey ID, a conflict, a duplicate pair, the delivery
+//! log, inbound events with their anchor rows and a conflict, a quarantined delivery,
+//! attempt logs with a provider's answer naming them, `.eml` files of the file mailer, lead
+//! files of the file CRM); after `POST /admin/erase` no text column of any table and no file
+//! under the app's data directories holds their address, phone or name. What left for a
+//! provider (the forward handler's receiver) is listed as such; the files are not.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use diesel::prelude::*;
+use onceform::admin::accounts::Role;
+use onceform::config::{Config, CrmAdapterName};
+use onceform::db::schema::{deliveries, effect_attempts, side_effects};
+use onceform::db::DbError;
+use onceform::with_conn;
+use serde_json::json;
+
+use crate::lifecycle::{text_columns_containing, PHONE_FIELD};
+use crate::on_both_backends;
+use crate::support::hooks::{hook, secret_var, spawn_hook_app_with, HookApp};
+use crate::support::receiver::Receiver;
+use crate::support::{new_key, Backend};
+
+const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const EMAIL: &str = "jane.doe@example.com";
+const PHONE: &str = "+41 44 123 45 67";
+const PHONE_NORMALISED: &str = "+41441234567";
+const NAME: &str = "Jane Doe";
+const JOURNEY: &str = "jrn-jane-7731";
+
+on_both_backends!(an_erased_person_is_in_no_table_and_no_file_onceform_wrote);
+
+fn inquiry(message: &str, email: &str, name: &str) -> serde_json::Value {
+    json!({"name": name, "email": email, "phone": PHONE, "company": "Doe & Co", "topic": "Sales",
+           "message": message, "journey_id": JOURNEY})
+}
+
+/// Every file under `dir` whose bytes hold `needle` (ASCII case-insensitive).
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_containing(&path, needle));
+        } else if String::from_utf8_lossy(&std::fs::read(&path).unwrap())
+            .to_ascii_lowercase()
+            .contains(&needle.to_ascii_lowercase())
+        {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Worker passes until no record is PENDING or SENDING.
+async fn settle(app: &HookApp) {
+    let worker = app.worker();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        worker.run_once().await;
+        let open: i64 = app
+            .app
+            .query(|pool| {
+                with_conn!(pool, |c| side_effects::table
+                    .filter(side_effects::state.eq_any(["PENDING", "SENDING"]))
+                    .count()
+                    .get_result(c)
+                    .map_err(DbError::from))
+            })
+            .await;
+        if open == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "effects did not settle");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Backend) {
+    let data = std::env::temp_dir().join(format!("onceform-erase-{}", uuid::Uuid::new_v4().simple()));
+    let receiver = Receiver::start().await;
+    let var = secret_var("sec_erase", WHSEC);
+    // One source: its events go to an outside receiver (forward), to the file CRM (crm_lead)
+    // and to the owners through the file mailer (owner_notification).
+    let source = format!(
+        "verify = \"standard-webhooks\"\nsecret_env = \"{var}\"\nevent_id = \"json:/id\"\n\
+         [[handlers]]\nname = \"out\"\nkind = \"forward\"\nurl = \"{}\"\n\
+         [[handlers]]\nname = \"lead\"\nkind = \"crm_lead\"\n\
+         [[handlers]]\nname = \"tell\"\nkind = \"owner_notification\"\nnotify = [\"ops@example.com\"]\n",
+        receiver.events_url()
+    );
+    let dir = data.clone();
+    let app = spawn_hook_app_with(backend, vec![("helpdesk", hook(&source))], move |c: &mut Config| {
+        let with_phone =
+            Config::parse(&format!("{}{PHONE_FIELD}", onceform::config::DEFAULT_CONFIG)).unwrap();
+        c.forms = with_phone.forms;
+        c.forms.get_mut("contact").unwrap().confirmation_window_minutes = 0;
+        c.smtp.url = None;
+        c.smtp.mail_dir = dir.join("mail").to_string_lossy().into_owned();
+        c.crm.adapter = Some(CrmAdapterName::File);
+        c.crm.url = None;
+        c.crm.lookup_url = None;
+        c.crm.dir = dir.join("crm").to_string_lossy().into_owned();
+    })
+    .await;
+
+    // Form submissions: two near-identical inquiries (a duplicate pair), a conflicting retry.
+    let keys = [new_key(), new_key()];
+    for (key, message) in
+        keys.iter().zip(["Quote for 40 units of the X200", "Quote for 40 units of X200 please"])
+    {
+        assert_eq!(app.app.submit(key, &inquiry(message, EMAIL, NAME)).await.status(), 201);
+    }
+    let changed = inquiry("Changed my mind", EMAIL, NAME);
+    assert_eq!(app.app.submit(&keys[0], &changed).await.status(), 409);
+    // Someone else, who stays.
+    let other = json!({"name": "Lin Chen", "email": "lin@example.net", "topic": "Sales", "message": "Hi"});
+    assert_eq!(app.app.submit(&new_key(), &other).await.status(), 201);
+
+    // Inbound: an event naming her (the provider's own spelling of the address), a
+    // conflicting redelivery, and a delivery without an event ID (quarantined).
+    let event =
+        json!({"id": "T-1", "customer": {"email": "Jane.Doe@Example.COM", "phone": PHONE, "name": NAME}})
+            .to_string();
+    assert_eq!(app.post_signed("helpdesk", WHSEC, "msg_1", &event).await.status(), 200);
+    let conflicting =
+        json!({"id": "T-1", "customer": {"email": EMAIL, "name": NAME}, "note": "reopened"}).to_string();
+    assert_eq!(app.post_signed("helpdesk", WHSEC, "msg_2", &conflicting).await.status(), 200);
+    let no_id = json!({"customer": {"email": EMAIL, "phone": PHONE_NORMALISED, "name": NAME}}).to_string();
+    assert_eq!(app.post_signed("helpdesk", WHSEC, "msg_3", &no_id).await.status(), 202);
+    let lin_event = json!({"id": "T-2", "customer": {"email": "lin@example.net"}}).to_string();
+    assert_eq!(app.post_signed("helpdesk", WHSEC, "msg_4", &lin_event).await.status(), 200);
+    settle(&app).await;
+    assert_eq!(receiver.calls().len(), 2, "both events left for the receiver");
+
+    // An SMTP server that echoes the recipient, and an admin's note: attempt texts naming her.
+    app.app
+        .query(|pool| {
+            with_conn!(pool, |c| {
+                let (effect, submission): (String, String) = side_effects::table
+                    .filter(side_effects::kind.eq("confirmation_email"))
+                    .select((side_effects::id, side_effects::submission_id))
+                    .first(c)?;
+                diesel::insert_into(effect_attempts::table)
+                    .values((
+                        effect_attempts::id.eq(uuid::Uuid::now_v7().to_string()),
+                        effect_attempts::effect_id.eq(&effect),
+                        effect_attempts::started_at.eq(chrono::Utc::now().naive_utc()),
+                        effect_attempts::duration_ms.eq(3),
+                        effect_attempts::outcome.eq("permanent"),
+                        effect_attempts::smtp_code.eq(550),
+                        effect_attempts::error_class.eq(format!("smtp_550 <{EMAIL}>: mailbox full")),
+                        effect_attempts::provider_ref.eq(format!("250 2.0.0 queued for <{EMAIL}>")),
+                    ))
+                    .execute(c)?;
+                diesel::update(side_effects::table.filter(side_effects::id.eq(&effect)))
+                    .set(
+                        side_effects::last_error
+                            .eq(format!("admin: {NAME} asked by phone, {PHONE}, reach {EMAIL}")),
+                    )
+                    .execute(c)?;
+                let logged: i64 = deliveries::table
+                    .filter(deliveries::submission_id.eq(&submission))
+                    .count()
+                    .get_result(c)?;
+                assert!(logged > 0, "the delivery log has her submission");
+                Ok::<_, DbError>(())
+            })
+        })
+        .await;
+
+    // Before: she is everywhere (so the searches below can fail).
+    for needle in [EMAIL, NAME, PHONE, JOURNEY] {
+        assert!(!text_columns_containing(&app.app, backend, needle).await.is_empty(), "{needle} seeded");
+    }
+    for needle in [EMAIL, NAME] {
+        assert!(!files_containing(&data.join("mail"), needle).is_empty(), "{needle} in an .eml file");
+        assert!(!files_containing(&data.join("crm"), needle).is_empty(), "{needle} in a lead file");
+    }
+    let mut text = text_columns_containing(&app.app, backend, "Jane.Doe@Example.COM").await;
+    text.extend(text_columns_containing(&app.app, backend, PHONE_NORMALISED).await);
+    assert!(!text.is_empty());
+
+    let admin = app.app.sign_in(Role::Admin).await;
+    let done = app
+        .app
+        .admin_post(Some(&admin), "/admin/erase", Some(&admin.csrf), &[("email", " Jane.Doe@example.com ")])
+        .await;
+    assert_eq!(done.status(), 200);
+    let page = done.text().await.unwrap();
+    assert!(page.contains("erased: 2 submission(s)"), "{page}");
+    assert!(
+        page.contains(
+            "erased: 1 inbound event(s) with their anchor rows, 1 inbound conflict(s), 1 quarantined"
+        ),
+        "{page}"
+    );
+    let (removed, left) = page.split_once("left onceform for a provider").expect(&page);
+    assert!(
+        removed.contains("file(s) onceform wrote itself")
+            && removed.contains(".eml")
+            && removed.contains(".json"),
+        "{page}"
+    );
+    assert!(
+        left.contains("hook:helpdesk:out SENT external_ref=helpdesk:out:T-1:0"),
+        "the forward left: {page}"
+    );
+    for local in
+        ["crm_lead", "confirmation_email", "owner_notification", "hook:helpdesk:lead", "hook:helpdesk:tell"]
+    {
+        assert!(
+            !left.contains(&format!("  {local} ")),
+            "{local} was a file onceform wrote, not a provider's: {page}"
+        );
+    }
+
+    // After: nothing of her in any table or any file.
+    let lower_event = "jane.doe@example.com";
+    for needle in [
+        EMAIL,
+        lower_event,
+        "Jane.Doe@Example.COM",
+        NAME,
+        PHONE,
+        PHONE_NORMALISED,
+        JOURNEY,
+        "Doe & Co",
+        "X200",
+    ] {
+        let found = text_columns_containing(&app.app, backend, needle).await;
+        assert!(found.is_empty(), "`{needle}` is still in {found:?}");
+        for dir in [data.join("mail"), data.join("crm")] {
+            let files = files_containing(&dir, needle);
+            assert!(files.is_empty(), "`{needle}` is still in {files:?}");
+        }
+    }
+    let her_keys = keys.to_vec();
+    let logged: i64 = app
+        .app
+        .query(move |pool| {
+            with_conn!(pool, |c| deliveries::table
+                .filter(deliveries::operation_id.eq_any(&her_keys))
+                .count()
+                .get_result(c)
+                .map_err(DbError::from))
+        })
+        .await;
+    assert_eq!(logged, 0, "the delivery log's rows of her submissions are gone");
+    // Others stay, in the tables and in the files.
+    assert!(!text_columns_containing(&app.app, backend, "lin@example.net").await.is_empty());
+    assert!(!files_containing(&data.join("mail"), "lin@example.net").is_empty());
+    assert!(!files_containing(&data.join("crm"), "lin@example.net").is_empty());
+    let _ = std::fs::remove_dir_all(&data);
+}
