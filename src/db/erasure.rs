@@ -8,8 +8,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{Nullable, Text};
 
 use crate::db::schema::{
-    conflicts, deliveries, effect_attempts, inbound_conflicts, inbound_events, inbound_quarantine,
-    side_effects, submissions,
+    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_conflicts,
+    inbound_events, inbound_quarantine, side_effects, submissions,
 };
 use crate::db::DbConnection;
 use crate::domain::{EffectState, QuarantineStatus};
@@ -111,6 +111,20 @@ pub fn quarantine_holding(c: &mut DbConnection, patterns: &[String]) -> QueryRes
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// Duplicate pairs naming these submissions.
+pub fn pairs_of(c: &mut DbConnection, ids: &[String]) -> QueryResult<i64> {
+    duplicate_pairs::table
+        .filter(duplicate_pairs::original_id.eq_any(ids).or(duplicate_pairs::duplicate_id.eq_any(ids)))
+        .count()
+        .get_result(c)
+}
+
+/// The confirmation cap's slots of an email digest (a digest and a time each).
+pub fn forget_caps(c: &mut DbConnection, email_digest: &str) -> QueryResult<usize> {
+    diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq(email_digest)))
+        .execute(c)
 }
 
 /// One side-effect record of the person's submissions or events.

@@ -28,7 +28,6 @@ use crate::config::{Config, CrmAdapterName};
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
 use crate::db::erasure::{self, ErasedEffect, Found};
-use crate::db::schema::{confirmation_caps, duplicate_pairs};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::keyring;
 use crate::domain::FieldType;
@@ -36,7 +35,6 @@ use crate::domain::{normalise_value, EffectState};
 use crate::effects::crm::lead_file_name;
 use crate::effects::mail::{eml_name, legacy_eml_name};
 use crate::with_conn;
-use diesel::prelude::*;
 
 /// Whom to erase.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,10 +204,7 @@ pub fn erase(
         let conflict_ids = erasure::conflicts_of(c, &ids, &patterns)?;
         let inbound_conflicts = erasure::inbound_conflicts_of(c, &event_ids, &patterns)?;
         let quarantined = erasure::quarantine_holding(c, &patterns)?;
-        let pairs: i64 = duplicate_pairs::table
-            .filter(duplicate_pairs::original_id.eq_any(&ids).or(duplicate_pairs::duplicate_id.eq_any(&ids)))
-            .count()
-            .get_result(c)?;
+        let pairs = erasure::pairs_of(c, &ids)?;
         let effects = erasure::effects_of(c, &all)?;
         let mut report = ErasureReport {
             digest: digest.clone(),
@@ -234,9 +229,7 @@ pub fn erase(
         report.deliveries = erasure::delete_deliveries(c, &both)?;
         report.redacted = erasure::redact_attempts(c, &all, &patterns)?;
         if let Some(email) = email {
-            // The confirmation cap's slots of their address go too (a digest and a time).
-            diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq(email)))
-                .execute(c)?;
+            erasure::forget_caps(c, email)?;
         }
         for (_, form, _) in &found {
             c.add_total(form, "erasure", 1)?;

@@ -17,7 +17,7 @@ use onceform::db::DbError;
 use onceform::with_conn;
 use serde_json::json;
 
-use crate::lifecycle::{text_columns_containing, PHONE_FIELD};
+use crate::lifecycle::{onceform_with, stdout, text_columns_containing, PHONE_FIELD};
 use crate::on_both_backends;
 use crate::support::hooks::{hook, secret_var, spawn_hook_app_with, HookApp};
 use crate::support::receiver::Receiver;
@@ -30,7 +30,10 @@ const PHONE_NORMALISED: &str = "+41441234567";
 const NAME: &str = "Jane Doe";
 const JOURNEY: &str = "jrn-jane-7731";
 
-on_both_backends!(an_erased_person_is_in_no_table_and_no_file_onceform_wrote);
+on_both_backends!(
+    an_erased_person_is_in_no_table_and_no_file_onceform_wrote,
+    erasing_by_phone_on_the_command_line_leaves_nothing_of_the_person,
+);
 
 fn inquiry(message: &str, email: &str, name: &str) -> serde_json::Value {
     json!({"name": name, "email": email, "phone": PHONE, "company": "Doe & Co", "topic": "Sales",
@@ -79,33 +82,53 @@ async fn settle(app: &HookApp) {
     }
 }
 
-async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Backend) {
-    let data = std::env::temp_dir().join(format!("onceform-erase-{}", uuid::Uuid::new_v4().simple()));
-    let receiver = Receiver::start().await;
+/// The app with a webhook source whose events go to an outside receiver (forward), to the
+/// file CRM (crm_lead) and to the owners through the file mailer (owner_notification); the
+/// form has a phone field; mail and leads are files under `data`. Also the same
+/// configuration as TOML, for the command line.
+async fn app_writing_files(backend: Backend, data: &Path, receiver: &Receiver) -> (HookApp, String) {
     let var = secret_var("sec_erase", WHSEC);
-    // One source: its events go to an outside receiver (forward), to the file CRM (crm_lead)
-    // and to the owners through the file mailer (owner_notification).
-    let source = format!(
-        "verify = \"standard-webhooks\"\nsecret_env = \"{var}\"\nevent_id = \"json:/id\"\n\
-         [[handlers]]\nname = \"out\"\nkind = \"forward\"\nurl = \"{}\"\n\
+    let handlers = format!(
+        "[[handlers]]\nname = \"out\"\nkind = \"forward\"\nurl = \"{}\"\n\
          [[handlers]]\nname = \"lead\"\nkind = \"crm_lead\"\n\
          [[handlers]]\nname = \"tell\"\nkind = \"owner_notification\"\nnotify = [\"ops@example.com\"]\n",
         receiver.events_url()
     );
-    let dir = data.clone();
-    let app = spawn_hook_app_with(backend, vec![("helpdesk", hook(&source))], move |c: &mut Config| {
-        let with_phone =
-            Config::parse(&format!("{}{PHONE_FIELD}", onceform::config::DEFAULT_CONFIG)).unwrap();
-        c.forms = with_phone.forms;
-        c.forms.get_mut("contact").unwrap().confirmation_window_minutes = 0;
-        c.smtp.url = None;
-        c.smtp.mail_dir = dir.join("mail").to_string_lossy().into_owned();
-        c.crm.adapter = Some(CrmAdapterName::File);
-        c.crm.url = None;
-        c.crm.lookup_url = None;
-        c.crm.dir = dir.join("crm").to_string_lossy().into_owned();
-    })
+    let head = format!("verify = \"standard-webhooks\"\nsecret_env = \"{var}\"\nevent_id = \"json:/id\"\n");
+    let (mail, crm) = (data.join("mail"), data.join("crm"));
+    let (mail_dir, crm_dir) = (mail.to_string_lossy().into_owned(), crm.to_string_lossy().into_owned());
+    let toml = onceform::config::DEFAULT_CONFIG
+        .replace("dir = \"./data/crm\"", &format!("dir = '{crm_dir}'\nadapter = \"file\""))
+        .replace("[smtp]\n", &format!("[smtp]\nmail_dir = '{mail_dir}'\n"))
+        + PHONE_FIELD
+        + &format!(
+            "\n[hooks.helpdesk]\n{head}{}",
+            handlers.replace("[[handlers]]", "[[hooks.helpdesk.handlers]]")
+        );
+    let app = spawn_hook_app_with(
+        backend,
+        vec![("helpdesk", hook(&format!("{head}{handlers}")))],
+        move |c: &mut Config| {
+            let with_phone =
+                Config::parse(&format!("{}{PHONE_FIELD}", onceform::config::DEFAULT_CONFIG)).unwrap();
+            c.forms = with_phone.forms;
+            c.forms.get_mut("contact").unwrap().confirmation_window_minutes = 0;
+            c.smtp.url = None;
+            c.smtp.mail_dir = mail_dir;
+            c.crm.adapter = Some(CrmAdapterName::File);
+            c.crm.url = None;
+            c.crm.lookup_url = None;
+            c.crm.dir = crm_dir;
+        },
+    )
     .await;
+    (app, toml)
+}
+
+async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Backend) {
+    let data = std::env::temp_dir().join(format!("onceform-erase-{}", uuid::Uuid::new_v4().simple()));
+    let receiver = Receiver::start().await;
+    let (app, _) = app_writing_files(backend, &data, &receiver).await;
 
     // Form submissions: two near-identical inquiries (a duplicate pair), a conflicting retry.
     let keys = [new_key(), new_key()];
@@ -198,7 +221,8 @@ async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Bac
         ),
         "{page}"
     );
-    let (removed, left) = page.split_once("left onceform for a provider").expect(&page);
+    let report = page.split_once("erase-report").expect(&page).1;
+    let (removed, left) = report.split_once("left onceform for a provider").expect(&page);
     assert!(
         removed.contains("file(s) onceform wrote itself")
             && removed.contains(".eml")
@@ -254,5 +278,42 @@ async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Bac
     assert!(!text_columns_containing(&app.app, backend, "lin@example.net").await.is_empty());
     assert!(!files_containing(&data.join("mail"), "lin@example.net").is_empty());
     assert!(!files_containing(&data.join("crm"), "lin@example.net").is_empty());
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// `onceform erase --phone`: found by the phone's digest in the form, and by the number as
+/// typed in an inbound body; the command line removes the files its configuration names.
+async fn erasing_by_phone_on_the_command_line_leaves_nothing_of_the_person(backend: Backend) {
+    let data = std::env::temp_dir().join(format!("onceform-erase-{}", uuid::Uuid::new_v4().simple()));
+    let receiver = Receiver::start().await;
+    let (app, toml) = app_writing_files(backend, &data, &receiver).await;
+    let (email, phone, name) = ("max.muster@example.org", "+41 79 555 12 34", "Max Muster");
+    let form =
+        json!({"name": name, "email": email, "phone": phone, "topic": "Support", "message": "Call me back"});
+    assert_eq!(app.app.submit(&new_key(), &form).await.status(), 201);
+    let event = json!({"id": "P-1", "caller": {"phone": phone, "name": name, "email": email}}).to_string();
+    assert_eq!(app.post_signed("helpdesk", WHSEC, "msg_p1", &event).await.status(), 200);
+    settle(&app).await;
+    for needle in [email, phone, name] {
+        assert!(!text_columns_containing(&app.app, backend, needle).await.is_empty(), "{needle} seeded");
+    }
+    for needle in [email, name] {
+        assert!(!files_containing(&data, needle).is_empty(), "{needle} in a file");
+    }
+
+    let out = onceform_with(&app.app, &toml, &["erase", "--phone", "+41 79 555 12 34"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("erased: 1 submission(s)") && text.contains("erased: 1 inbound event(s)"),
+        "{text}"
+    );
+    assert!(text.contains("hook:helpdesk:out SENT external_ref=helpdesk:out:P-1:0"), "{text}");
+    for needle in [email, phone, "+41795551234", name] {
+        let found = text_columns_containing(&app.app, backend, needle).await;
+        assert!(found.is_empty(), "`{needle}` is still in {found:?}");
+        let files = files_containing(&data, needle);
+        assert!(files.is_empty(), "`{needle}` is still in {files:?}");
+    }
     let _ = std::fs::remove_dir_all(&data);
 }
