@@ -37,7 +37,7 @@ pub fn submissions_of(
         .load(c)
 }
 
-/// Inbound events whose body holds any of `patterns`, with their anchor rows' (form,
+/// Inbound events whose body holds any of `patterns` (a scan), with their anchor rows' (form,
 /// operation ID) (the anchor row's ID is the event's).
 pub fn events_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResult<Vec<Found>> {
     let mut out: Vec<Found> = Vec::new();
@@ -55,37 +55,40 @@ pub fn events_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResult<
     Ok(out)
 }
 
-/// Conflicts of these submissions, or holding any of `patterns`, that still have content.
-pub fn conflicts_of(c: &mut DbConnection, ids: &[String], patterns: &[String]) -> QueryResult<Vec<String>> {
-    let mut out: Vec<String> = conflicts::table
+/// Conflicts of these submissions that still have content.
+pub fn conflicts_of(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<String>> {
+    conflicts::table
         .filter(conflicts::fields_json.is_not_null())
         .filter(conflicts::submission_id.eq_any(ids))
         .select(conflicts::id)
-        .load(c)?;
+        .load(c)
+}
+
+/// Conflicts whose content holds any of `patterns` (a scan).
+pub fn conflicts_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResult<Vec<String>> {
+    let mut out = Vec::new();
     for p in patterns {
         let more: Vec<String> = conflicts::table
-            .filter(conflicts::fields_json.is_not_null())
             .filter(lower(conflicts::fields_json).like(p).escape('\\'))
             .select(conflicts::id)
             .load(c)?;
         out.extend(more);
     }
-    out.sort();
-    out.dedup();
     Ok(out)
 }
 
-/// Inbound conflicts of these events, or holding any of `patterns`, that still have a body.
-pub fn inbound_conflicts_of(
-    c: &mut DbConnection,
-    events: &[String],
-    patterns: &[String],
-) -> QueryResult<Vec<String>> {
-    let mut out: Vec<String> = inbound_conflicts::table
+/// Inbound conflicts of these events that still have a body.
+pub fn inbound_conflicts_of(c: &mut DbConnection, events: &[String]) -> QueryResult<Vec<String>> {
+    inbound_conflicts::table
         .filter(inbound_conflicts::body.is_not_null())
         .filter(inbound_conflicts::event_row_id.eq_any(events))
         .select(inbound_conflicts::id)
-        .load(c)?;
+        .load(c)
+}
+
+/// Inbound conflicts whose body holds any of `patterns` (a scan).
+pub fn inbound_conflicts_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResult<Vec<String>> {
+    let mut out = Vec::new();
     for p in patterns {
         let more: Vec<String> = inbound_conflicts::table
             .filter(lower(inbound_conflicts::body).like(p).escape('\\'))
@@ -93,12 +96,10 @@ pub fn inbound_conflicts_of(
             .load(c)?;
         out.extend(more);
     }
-    out.sort();
-    out.dedup();
     Ok(out)
 }
 
-/// Quarantined deliveries whose body holds any of `patterns`.
+/// Quarantined deliveries whose body holds any of `patterns` (a scan).
 pub fn quarantine_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResult<Vec<String>> {
     let mut out = Vec::new();
     for p in patterns {
