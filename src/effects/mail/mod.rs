@@ -109,8 +109,18 @@ impl Mailer {
 }
 
 /// Deterministic per effect, so a provider or a reader can tell a resend from a new message.
+/// `:` becomes `.`; anything else but letters, digits, `-` and `_` (a webhook's event ID
+/// may hold spaces, `<`, `>` or `@`) is percent-encoded, so the ID stays one atom.
 pub fn message_id(effect_key: &str) -> String {
-    format!("<{}@onceform>", effect_key.replace(':', "."))
+    let mut local = String::with_capacity(effect_key.len());
+    for b in effect_key.bytes() {
+        match b {
+            b':' => local.push('.'),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => local.push(b as char),
+            _ => local.push_str(&format!("%{b:02X}")),
+        }
+    }
+    format!("<{local}@onceform>")
 }
 
 /// SMTP 4xx transient, 5xx permanent; refused connections transient; anything that broke
@@ -177,6 +187,12 @@ mod tests {
 
     fn message(text: &str) -> Rendered {
         Rendered { subject: "s".into(), text: text.into(), html: format!("<p>{text}</p>") }
+    }
+
+    #[test]
+    fn a_message_id_is_one_atom_whatever_the_event_id_holds() {
+        assert_eq!(message_id("0193-ab:confirmation_email:0"), "<0193-ab.confirmation_email.0@onceform>");
+        assert_eq!(message_id("hd:tell:a b>@<x:0"), "<hd.tell.a%20b%3E%40%3Cx.0@onceform>");
     }
 
     /// Issue 21: `coll:1` and `coll_1` both ended SENT with one file between them.
