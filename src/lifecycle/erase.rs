@@ -17,6 +17,7 @@
 //! by digest only. The running server's replay memory is cleared by the admin action
 //! (`admin::data_lifecycle`); the command line cannot reach it (docs/lifecycle.md).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
@@ -111,26 +112,40 @@ impl Files {
         }
     }
 
-    /// The files (and temporary files a crash left) an effect with this key may have written.
-    fn paths(&self, local: Local, key: &str) -> Vec<PathBuf> {
-        let (dir, names) = match (local, &self.mail_dir, &self.leads_dir) {
-            (Local::Mail, Some(dir), _) => (dir, vec![eml_name(key), legacy_eml_name(key)]),
-            (Local::Lead, _, Some(dir)) => (dir, vec![lead_file_name(key)]),
-            _ => return Vec::new(),
-        };
-        let mut out: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
-        out.extend(temporaries(dir, &names));
+    /// The files these (kind, key)s may have written: the file itself, and the temporary
+    /// files a crash left (`.NAME.*.tmp`); each directory is listed once.
+    fn paths(&self, written: &[(Local, &str)]) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for (local, dir) in [(Local::Mail, &self.mail_dir), (Local::Lead, &self.leads_dir)] {
+            let Some(dir) = dir else { continue };
+            let names: BTreeSet<String> = written
+                .iter()
+                .filter(|(l, _)| *l == local)
+                .flat_map(|(_, key)| match local {
+                    Local::Mail => vec![eml_name(key), legacy_eml_name(key)],
+                    Local::Lead => vec![lead_file_name(key)],
+                })
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            out.extend(names.iter().map(|n| dir.join(n)).filter(|p| p.exists()));
+            out.extend(temporaries(dir, &names));
+        }
         out
     }
 }
 
-/// `.NAME.*.tmp` files in `dir` (a write that never reached its rename).
-fn temporaries(dir: &Path, names: &[String]) -> Vec<PathBuf> {
+/// `.NAME.{uuid}.tmp` files in `dir` of one of `names` (a write that never reached its rename).
+fn temporaries(dir: &Path, names: &BTreeSet<String>) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     entries
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|f| f.ends_with(".tmp") && names.iter().any(|n| f.starts_with(&format!(".{n}."))))
+        .filter(|f| {
+            let stem = f.strip_prefix('.').and_then(|f| f.strip_suffix(".tmp"));
+            stem.and_then(|s| s.rsplit_once('.')).is_some_and(|(name, _)| names.contains(name))
+        })
         .map(|f| dir.join(f))
         .collect()
 }
@@ -257,31 +272,28 @@ pub fn erase(
         })?;
         Ok((report, effects))
     }))?;
-    for effect in effects {
+    let mut written = Vec::new();
+    for effect in &effects {
         match files.local(&effect.kind) {
-            Some(local) => {
-                for path in files.paths(local, &effect.effect_key) {
-                    if !path.exists() {
-                        continue;
-                    }
-                    if !dry_run {
-                        if let Err(e) = std::fs::remove_file(&path) {
-                            report.file_errors.push(format!("{}: {e}", path.display()));
-                            continue;
-                        }
-                    }
-                    report.files.push(path);
-                }
-            }
+            Some(local) => written.push((local, effect.effect_key.as_str())),
             None if matches!(
                 effect.state,
                 EffectState::Sent | EffectState::Unknown | EffectState::Sending
             ) =>
             {
-                report.references.push(effect)
+                report.references.push(effect.clone())
             }
             None => {}
         }
+    }
+    for path in files.paths(&written) {
+        if !dry_run {
+            if let Err(e) = std::fs::remove_file(&path) {
+                report.file_errors.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        }
+        report.files.push(path);
     }
     Ok(report)
 }

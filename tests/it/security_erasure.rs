@@ -195,6 +195,16 @@ async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Bac
         })
         .await;
 
+    // A worker that died mid-write left a temporary lead file of hers.
+    let leads = data.join("crm").join("leads");
+    let lead = std::fs::read_dir(&leads)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| std::fs::read_to_string(leads.join(n)).unwrap().contains(EMAIL))
+        .unwrap();
+    std::fs::write(leads.join(format!(".{lead}.0123abcd.tmp")), format!("{{\"email\": \"{EMAIL}\", \"na"))
+        .unwrap();
+
     // Before: she is everywhere (so the searches below can fail).
     for needle in [EMAIL, NAME, PHONE, JOURNEY] {
         assert!(!text_columns_containing(&app.app, backend, needle).await.is_empty(), "{needle} seeded");

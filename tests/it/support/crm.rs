@@ -92,7 +92,9 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<Inner>>) {
         let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let reply = match (method, path.strip_prefix("/leads")) {
             ("POST", Some("")) => create(&state, &body).await,
-            ("GET", Some(rest)) if rest.starts_with('/') => lookup(&state, &rest[1..]),
+            ("GET", Some(rest)) if rest.starts_with('/') => {
+                lookup(&state, &super::receiver::decode(&rest[1..]))
+            }
             _ => Some((404, String::new(), json!({"error": "no route"}))),
         };
         let Some((status, extra_headers, body)) = reply else { return }; // drop the connection

@@ -59,7 +59,8 @@ impl Receiver {
     }
 }
 
-fn decode(s: &str) -> String {
+/// Percent-decodes a path segment (as a real server does).
+pub fn decode(s: &str) -> String {
     let mut out = Vec::new();
     let b = s.as_bytes();
     let mut i = 0;
