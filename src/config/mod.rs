@@ -265,7 +265,8 @@ pub struct FormConfig {
     #[serde(default = "default_operation_ttl_days")]
     #[validate(range(min = 1, max = 3650))]
     pub operation_ttl_days: u32,
-    /// The confirmation email lists what the visitor typed (else: only name and reference).
+    /// The confirmation email greets by name and lists what the visitor typed (else: only the
+    /// reference; docs/email.md).
     #[serde(default)]
     pub confirmation_echo: bool,
     /// At most one confirmation per recipient address within this many minutes (0: no cap).
