@@ -7,7 +7,9 @@
 #   apt:   chromium chromium-driver  (the admin's browser test, headless)
 #          prometheus                (promtool: `promtool check/test rules` on the alert rules)
 #          python3-venv              (only if Python cannot make a virtual environment)
+#          nodejs npm                (only if Node.js is missing: runs ALTCHA's reference library)
 #   pip:   schemathesis              (into target/test-tools/venv unless already on PATH)
+#   npm:   altcha-lib                (into target/test-tools/npm: solutions the captcha tests post)
 #   cargo: cargo-nextest
 #          diesel_cli with bundled SQLite (the check that src/db/schema.rs matches the migrations)
 set -euo pipefail
@@ -21,6 +23,8 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v schemathesis >/dev/null 2>&1 || [ -x target/test-tools/venv/bin/schemathesis ] ||
   python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -41,6 +45,13 @@ if ! command -v schemathesis >/dev/null 2>&1; then
     target/test-tools/venv/bin/pip install --quiet --disable-pip-version-check schemathesis
   fi
   export PATH="$PWD/target/test-tools/venv/bin:$PATH"
+fi
+
+# ALTCHA's reference library, from npm, solves the challenges the captcha tests post.
+if [ ! -f target/test-tools/npm/node_modules/altcha-lib/package.json ]; then
+  say "installing altcha-lib into target/test-tools/npm"
+  mkdir -p target/test-tools/npm
+  npm install --silent --no-audit --no-fund --prefix target/test-tools/npm altcha-lib@1.4.1
 fi
 
 # cargo-nextest runs the tests (one process per test).

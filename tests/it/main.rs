@@ -47,6 +47,7 @@ mod openapi;
 mod process_exit;
 mod public_hardening;
 mod schema;
+mod security_captcha;
 mod sessions;
 mod slack;
 mod spam;
