@@ -17,6 +17,15 @@ pub fn problems(config: &Config) -> Vec<String> {
     out
 }
 
+/// What check-config warns about without refusing the configuration.
+pub fn warnings(config: &Config) -> Vec<String> {
+    let mut out = crate::config::retention::warnings(config);
+    for (source, hook) in &config.hooks {
+        out.extend(hook.warnings(source));
+    }
+    out
+}
+
 /// Reads `path` (or the built-in default), applies `env` overrides and checks the result.
 pub fn load(path: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
     Config::load(path, env, problems)

@@ -14,6 +14,30 @@ pub enum VerifyKind {
     None,
 }
 
+impl VerifyKind {
+    /// Whether `spec` takes the event ID from a header that the signature does not cover:
+    /// every header of a signed source but Standard Webhooks' `webhook-id` (GitHub's
+    /// `X-GitHub-Delivery` included: GitHub signs only the body and sends no timestamp).
+    pub fn unsigned_header(self, spec: &str) -> bool {
+        let Some(name) = spec.strip_prefix("header:") else { return false };
+        match self {
+            VerifyKind::None => false,
+            VerifyKind::StandardWebhooks => !name.eq_ignore_ascii_case("webhook-id"),
+            VerifyKind::Github | VerifyKind::Stripe | VerifyKind::Wecom => true,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerifyKind::StandardWebhooks => "standard-webhooks",
+            VerifyKind::Github => "github",
+            VerifyKind::Stripe => "stripe",
+            VerifyKind::Wecom => "wecom",
+            VerifyKind::None => "none",
+        }
+    }
+}
+
 /// What to do when the database cannot take the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -109,6 +133,21 @@ impl HookConfig {
         self.handlers.iter().find(|h| h.name == name)
     }
 
+    /// What check-config warns about this source: an `event_id` read from a header the
+    /// signature does not cover (deliveries are then told apart by their body instead).
+    pub fn warnings(&self, source: &str) -> Vec<String> {
+        let Some(spec) = self.event_id.as_deref() else { return Vec::new() };
+        if !self.verify.unsigned_header(spec) {
+            return Vec::new();
+        }
+        vec![format!(
+            "hooks.{source}.event_id: `{spec}` is a header the {} signature does not cover, so a \
+             signed delivery could be sent again under a new ID; deliveries are told apart by a \
+             keyed digest of their verified body instead (use a `json:/pointer` into the signed body)",
+            self.verify.as_str()
+        )]
+    }
+
     /// Problems with this source, each prefixed by its path.
     pub fn problems(&self, source: &str) -> Vec<String> {
         let mut out = Vec::new();
@@ -164,6 +203,27 @@ impl HookConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_id_from_an_unsigned_header_of_a_signed_source_is_warned_about() {
+        let parse = |t: &str| toml::from_str::<HookConfig>(t).unwrap();
+        let github = parse("verify = 'github'\nsecret_env = 'S'\nevent_id = 'header:x-github-delivery'");
+        let warning = github.warnings("gh").join("\n");
+        assert!(
+            warning.contains("hooks.gh.event_id: `header:x-github-delivery` is a header the github"),
+            "{warning}"
+        );
+        let stripe = parse("verify = 'stripe'\nsecret_env = 'S'\nevent_id = 'header:x-request-id'");
+        assert_eq!(stripe.warnings("st").len(), 1);
+        for quiet in [
+            "verify = 'standard-webhooks'\nsecret_env = 'S'\nevent_id = 'header:webhook-id'",
+            "verify = 'stripe'\nsecret_env = 'S'\nevent_id = 'json:/id'",
+            "verify = 'none'\nevent_id = 'header:x-id'",
+            "verify = 'github'\nsecret_env = 'S'",
+        ] {
+            assert!(parse(quiet).warnings("x").is_empty(), "{quiet}");
+        }
+    }
 
     #[test]
     fn problems_name_each_missing_or_wrong_setting() {

@@ -48,6 +48,7 @@ mod process_exit;
 mod public_hardening;
 mod schema;
 mod security_captcha;
+mod security_hooks;
 mod security_refusals;
 mod sessions;
 mod slack;
