@@ -57,5 +57,6 @@ mod static_sites;
 mod submit;
 mod typed_states;
 mod unavailable;
+mod webhook_out;
 mod workers;
 mod young_plans;
