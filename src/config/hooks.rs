@@ -88,6 +88,7 @@ pub enum HandlerKind {
     Forward,
     CrmLead,
     OwnerNotification,
+    Webhook,
 }
 
 impl HandlerKind {
@@ -96,6 +97,7 @@ impl HandlerKind {
             HandlerKind::Forward => "forward",
             HandlerKind::CrmLead => "crm_lead",
             HandlerKind::OwnerNotification => "owner_notification",
+            HandlerKind::Webhook => "webhook",
         }
     }
 }
@@ -106,9 +108,12 @@ pub struct HandlerConfig {
     /// Part of every key; never rename a handler that has run.
     pub name: String,
     pub kind: HandlerKind,
-    /// forward: where the verified body is POSTed.
+    /// forward, webhook: where the verified body (webhook: the signed event) is POSTed.
     #[serde(default)]
     pub url: Option<String>,
+    /// webhook: the environment variable holding the `whsec_…` secret(s), space-separated.
+    #[serde(default)]
+    pub secret_env: Option<String>,
     /// forward: `GET` with `{key}` replaced: 200 found, 404 absent (reconciles UNKNOWN).
     #[serde(default)]
     pub lookup_url: Option<String>,
@@ -179,8 +184,13 @@ impl HookConfig {
             if h.name.is_empty() || h.name.contains(':') || !seen.insert(h.name.as_str()) {
                 out.push(format!("{hat}: names must be unique, non-empty and without `:`"));
             }
-            if h.kind == HandlerKind::Forward && h.url.is_none() {
-                out.push(format!("{hat}.url: a forward handler needs a URL"));
+            if matches!(h.kind, HandlerKind::Forward | HandlerKind::Webhook) && h.url.is_none() {
+                out.push(format!("{hat}.url: a {} handler needs a URL", h.kind.as_str()));
+            }
+            if h.kind == HandlerKind::Webhook && h.secret_env.is_none() {
+                out.push(format!(
+                    "{hat}.secret_env: a webhook handler needs the variable holding its whsec_ secret"
+                ));
             }
             if let Some(l) = &h.lookup_url {
                 if !l.contains("{key}") {

@@ -73,6 +73,16 @@ fn webhook_id(effect_key: &str) -> String {
     }
 }
 
+/// What is wrong with a receiver's URL (`at` names the setting): not `https://` (`http://`
+/// only to loopback), or a private address unless `allow_private`.
+pub fn url_problems(at: &str, url: &str, allow_private: bool) -> Vec<String> {
+    let mut out: Vec<String> = super::crm::url_policy::check(at, url, false).err().into_iter().collect();
+    if private_host(url) && !allow_private {
+        out.push(format!("{at}: a private address; set allow_private = true if the receiver is yours"));
+    }
+    out
+}
+
 /// A host that is an address no public endpoint has.
 fn private_host(url: &str) -> bool {
     let Some(host) = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)) else {
@@ -118,12 +128,7 @@ impl Kind for WebhookKind {
         if s.secret_env.is_empty() {
             out.push(format!("{at}.webhook.secret_env: names no variable"));
         }
-        out.extend(super::crm::url_policy::check(&format!("{at}.webhook.url"), &s.url, false).err());
-        if private_host(&s.url) && !s.allow_private {
-            out.push(format!(
-                "{at}.webhook.url: a private address; set allow_private = true if the receiver is yours"
-            ));
-        }
+        out.extend(url_problems(&format!("{at}.webhook.url"), &s.url, s.allow_private));
         out
     }
 
@@ -136,41 +141,82 @@ impl Kind for WebhookKind {
                 continue;
             };
             let at = format!("forms.{name}.webhook.secret_env");
-            let raw =
-                std::env::var(&s.secret_env).ok().filter(|v| !v.trim().is_empty()).ok_or_else(|| {
-                    anyhow::anyhow!("{at}: the environment variable {} is not set", s.secret_env)
-                })?;
-            let keys = raw
-                .split_whitespace()
-                .map(decode_secret)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
-            targets.insert(
-                name.clone(),
-                Target {
-                    url: s.url.clone(),
-                    keys,
-                    headers: s.headers.clone(),
-                    idempotency_key: s.idempotency_key,
-                },
-            );
+            let endpoint = Endpoint::new(
+                &at,
+                &s.url,
+                &s.secret_env,
+                s.headers.clone(),
+                s.idempotency_key,
+                deps.timeout,
+            )?;
+            targets.insert(name.clone(), endpoint);
         }
-        Ok(Arc::new(Webhook { client: client(deps.timeout)?, targets }))
+        Ok(Arc::new(Webhook { targets }))
     }
 }
 
-/// Where one form's webhooks go. No `Debug`: it holds the secrets.
-struct Target {
+/// One receiver and how to sign for it (the form kind's, and the `webhook` hook handler's).
+/// No `Debug`: it holds the secrets.
+pub struct Endpoint {
+    client: reqwest::Client,
     url: String,
     keys: Vec<Vec<u8>>,
     headers: BTreeMap<String, String>,
     idempotency_key: bool,
 }
 
+impl Endpoint {
+    /// `url` signed with the `whsec_` secrets in the variable `secret_env` (named `at`).
+    pub fn new(
+        at: &str,
+        url: &str,
+        secret_env: &str,
+        headers: BTreeMap<String, String>,
+        idempotency_key: bool,
+        timeout: std::time::Duration,
+    ) -> anyhow::Result<Endpoint> {
+        let raw = std::env::var(secret_env)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {secret_env} is not set"))?;
+        let keys = raw
+            .split_whitespace()
+            .map(decode_secret)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+        Ok(Endpoint { client: client(timeout)?, url: url.into(), keys, headers, idempotency_key })
+    }
+
+    /// POSTs `body` as the event `effect_key` names (its `webhook-id`: batch 0's key).
+    pub async fn post(&self, effect_key: &str, body: String) -> Report {
+        let id = webhook_id(effect_key);
+        let timestamp = chrono::Utc::now().timestamp();
+        let signatures: Vec<String> =
+            self.keys.iter().map(|k| sign(k, &id, timestamp, body.as_bytes())).collect();
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signatures.join(" "));
+        for (name, value) in &self.headers {
+            req = req.header(name, value);
+        }
+        if self.idempotency_key {
+            req = req.header("idempotency-key", &id);
+        }
+        match answered(req.body(body).send().await, ServerErrors::MayHaveActed) {
+            Ok(resp) => Report::sent(id).with_http(resp.status().as_u16()),
+            Err(report) => report,
+        }
+    }
+}
+
+/// The form kind: one endpoint per form that lists `webhook`.
 struct Webhook {
-    client: reqwest::Client,
     /// By form name.
-    targets: BTreeMap<String, Target>,
+    targets: BTreeMap<String, Endpoint>,
 }
 
 /// The body a receiver gets (the contract's shape).
@@ -198,30 +244,9 @@ impl Effect for Webhook {
 
     fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
         Box::pin(async move {
-            let Some(target) = self.targets.get(&job.form) else {
-                return Report::failed(Outcome::Permanent, "webhook_not_configured");
-            };
-            let id = webhook_id(&job.effect_key);
-            let body = payload(job);
-            let timestamp = chrono::Utc::now().timestamp();
-            let signatures: Vec<String> =
-                target.keys.iter().map(|k| sign(k, &id, timestamp, body.as_bytes())).collect();
-            let mut req = self
-                .client
-                .post(&target.url)
-                .header("content-type", "application/json")
-                .header("webhook-id", &id)
-                .header("webhook-timestamp", timestamp.to_string())
-                .header("webhook-signature", signatures.join(" "));
-            for (name, value) in &target.headers {
-                req = req.header(name, value);
-            }
-            if target.idempotency_key {
-                req = req.header("idempotency-key", &id);
-            }
-            match answered(req.body(body).send().await, ServerErrors::MayHaveActed) {
-                Ok(resp) => Report::sent(id).with_http(resp.status().as_u16()),
-                Err(report) => report,
+            match self.targets.get(&job.form) {
+                Some(endpoint) => endpoint.post(&job.effect_key, payload(job)).await,
+                None => Report::failed(Outcome::Permanent, "webhook_not_configured"),
             }
         })
     }

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::on_both_backends;
 use crate::support::delivery::{spawn_delivery_app, DeliveryApp};
+use crate::support::hooks::{hook, secret_var, spawn_hook_app};
 use crate::support::receiver::{Fault, Receiver};
 use crate::support::{inquiry, new_key, Backend};
 
@@ -20,6 +21,7 @@ on_both_backends!(
     a_webhook_verifies_with_the_reference_library_and_a_replay_sends_nothing,
     a_retry_after_a_timeout_carries_the_same_webhook_id,
     a_410_is_final_and_a_429_waits_its_retry_after,
+    an_inbound_event_goes_out_signed_through_a_webhook_handler,
 );
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -153,4 +155,32 @@ async fn a_410_is_final_and_a_429_waits_its_retry_after(backend: Backend) {
     let effect = d.effect(&limited, "webhook").await;
     assert_eq!((effect.state.as_str(), effect.attempts), ("SENT", 2));
     assert_eq!(receiver.requests().len(), 3);
+}
+
+async fn an_inbound_event_goes_out_signed_through_a_webhook_handler(backend: Backend) {
+    let receiver = Receiver::start().await;
+    let (inbound, outbound) = (secret_var("in", SECRET), secret_var("out", NEXT_SECRET));
+    let cfg = format!(
+        "verify = \"standard-webhooks\"\nsecret_env = \"{inbound}\"\n[[handlers]]\nname = \"relay\"\n\
+         kind = \"webhook\"\nurl = \"{}\"\nsecret_env = \"{outbound}\"\n",
+        receiver.events_url()
+    );
+    let app = spawn_hook_app(backend, vec![("helpdesk", hook(&cfg))]).await;
+    let body = r#"{"ticket":"T-9","text":"printer on fire"}"#;
+    for _ in 0..2 {
+        assert_eq!(app.post_signed("helpdesk", SECRET, "evt-9", body).await.status(), 200);
+    }
+    let worker = app.worker();
+    app.settle(&worker).await;
+
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1, "one event, one webhook");
+    let (headers, payload) = &requests[0];
+    assert_eq!(headers["webhook-id"], "helpdesk:relay:evt-9:0");
+    let verified = verify_with_reference(NEXT_SECRET, headers, payload).unwrap();
+    assert_eq!(
+        (verified["type"].as_str(), verified["event_id"].as_str()),
+        (Some("event.received"), Some("evt-9"))
+    );
+    assert_eq!(verified["body"], body);
 }
