@@ -45,6 +45,9 @@ pub enum StoreDown {
     /// 503 with Retry-After: the sender redelivers later (customer-visible effects).
     #[default]
     Reject,
+    /// The verified delivery goes to a local, fsynced spool and gets its 200; the spool is
+    /// replayed into the store once it is back (naturally idempotent, internal handlers).
+    Spool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -138,19 +141,28 @@ impl HookConfig {
         self.handlers.iter().find(|h| h.name == name)
     }
 
-    /// What check-config warns about this source: an `event_id` read from a header the
+    /// What check-config warns about this source: a fail-open `spool`, and an `event_id` read from a header the
     /// signature does not cover (deliveries are then told apart by their body instead).
     pub fn warnings(&self, source: &str) -> Vec<String> {
-        let Some(spec) = self.event_id.as_deref() else { return Vec::new() };
-        if !self.verify.unsigned_header(spec) {
-            return Vec::new();
+        let mut out = Vec::new();
+        if self.when_store_down == StoreDown::Spool {
+            out.push(format!(
+                "hooks.{source}.when_store_down: `spool` is fail-open: while the database is down its \
+                 deliveries are answered 200 from a local spool (lost with the disk); use it only for \
+                 naturally idempotent, internal handlers"
+            ));
         }
-        vec![format!(
+        let Some(spec) = self.event_id.as_deref() else { return out };
+        if !self.verify.unsigned_header(spec) {
+            return out;
+        }
+        out.push(format!(
             "hooks.{source}.event_id: `{spec}` is a header the {} signature does not cover, so a \
              signed delivery could be sent again under a new ID; deliveries are told apart by a \
              keyed digest of their verified body instead (use a `json:/pointer` into the signed body)",
             self.verify.as_str()
-        )]
+        ));
+        out
     }
 
     /// Problems with this source, each prefixed by its path.

@@ -23,6 +23,7 @@ mod hooks;
 mod hooks_admin;
 mod hooks_processes;
 mod hooks_retention;
+mod hooks_spool;
 mod hooks_store_down;
 mod hooks_verify;
 mod html;

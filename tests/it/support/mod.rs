@@ -159,6 +159,8 @@ pub fn test_config(db_url: &str) -> Config {
     config.server.http_workers = 2;
     // Every scrape counts afresh (tests that check the cache set their own age).
     config.server.metrics_cache_ms = 0;
+    let spool = std::env::temp_dir().join(format!("onceform-spool-{}", uuid::Uuid::new_v4().simple()));
+    config.server.spool_dir = spool.to_string_lossy().into_owned();
     config
 }
 
