@@ -27,6 +27,24 @@ impl VerifyKind {
         }
     }
 
+    /// How late the provider may still deliver an event again (its documented automatic
+    /// retries, or how far back its "redeliver" reaches), rounded up; `None`: unknown.
+    pub fn redelivery_span(self) -> Option<(chrono::Duration, &'static str)> {
+        match self {
+            VerifyKind::Stripe => Some((chrono::Duration::days(3), "Stripe retries for up to 3 days")),
+            VerifyKind::StandardWebhooks => Some((
+                chrono::Duration::days(5),
+                "Svix-style senders retry for about 28 hours and keep an endpoint for 5 days of failures",
+            )),
+            VerifyKind::Github => Some((
+                chrono::Duration::days(3),
+                "GitHub redelivers deliveries of the past 3 days on request",
+            )),
+            VerifyKind::Wecom => Some((chrono::Duration::minutes(1), "WeCom retries 3 times within seconds")),
+            VerifyKind::None => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             VerifyKind::StandardWebhooks => "standard-webhooks",
@@ -145,6 +163,14 @@ impl HookConfig {
     /// signature does not cover (deliveries are then told apart by their body instead).
     pub fn warnings(&self, source: &str) -> Vec<String> {
         let mut out = Vec::new();
+        if let (Some(keys), Some((span, why))) = (self.retention.keys, self.verify.redelivery_span()) {
+            if keys.duration() < span {
+                out.push(format!(
+                    "hooks.{source}.retention.keys: {keys} is shorter than the provider's redelivery \
+                     span ({why}): a redelivery later than that would run its handlers again"
+                ));
+            }
+        }
         if self.when_store_down == StoreDown::Spool {
             out.push(format!(
                 "hooks.{source}.when_store_down: `spool` is fail-open: while the database is down its \
@@ -225,6 +251,19 @@ impl HookConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_shorter_than_the_providers_redelivery_span_are_warned_about() {
+        let parse = |t: &str| toml::from_str::<HookConfig>(t).unwrap();
+        let short = parse("verify = 'stripe'\nsecret_env = 'S'\n[retention]\nkeys = '2d'");
+        let warning = short.warnings("pay").join("\n");
+        assert!(warning.contains("hooks.pay.retention.keys: 2d is shorter than"), "{warning}");
+        assert!(warning.contains("Stripe retries for up to 3 days"), "{warning}");
+        assert!(parse("verify = 'stripe'\nsecret_env = 'S'\n[retention]\nkeys = '4d'")
+            .warnings("pay")
+            .is_empty());
+        assert!(parse("verify = 'none'\n[retention]\nkeys = '1h'").warnings("x").is_empty());
+    }
 
     #[test]
     fn an_event_id_from_an_unsigned_header_of_a_signed_source_is_warned_about() {

@@ -22,6 +22,7 @@ mod headers;
 mod hooks;
 mod hooks_admin;
 mod hooks_processes;
+mod hooks_redelivery;
 mod hooks_retention;
 mod hooks_spool;
 mod hooks_store_down;
