@@ -7,7 +7,10 @@
 #   apt:   chromium chromium-driver  (the admin's browser test, headless)
 #          prometheus                (promtool: `promtool check/test rules` on the alert rules)
 #          python3-venv              (only if Python cannot make a virtual environment)
+#          nodejs npm                (only if Node.js is missing: runs ALTCHA's reference library)
 #   pip:   schemathesis              (into target/test-tools/venv unless already on PATH)
+#          standardwebhooks          (into target/test-tools/venv: verifies outbound webhooks)
+#   npm:   altcha-lib                (into target/test-tools/npm: solutions the captcha tests post)
 #   cargo: cargo-nextest
 #          diesel_cli with bundled SQLite (the check that src/db/schema.rs matches the migrations)
 set -euo pipefail
@@ -21,8 +24,9 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
-command -v schemathesis >/dev/null 2>&1 || [ -x target/test-tools/venv/bin/schemathesis ] ||
-  python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq
@@ -33,14 +37,25 @@ if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/nul
   as_root systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 fi
 
-# schemathesis, from PyPI, in a virtual environment of its own.
-if ! command -v schemathesis >/dev/null 2>&1; then
-  if [ ! -x target/test-tools/venv/bin/schemathesis ]; then
-    say "installing schemathesis into target/test-tools/venv"
-    python3 -m venv target/test-tools/venv
-    target/test-tools/venv/bin/pip install --quiet --disable-pip-version-check schemathesis
+# From PyPI, in a virtual environment of its own: schemathesis (unless already on PATH) and
+# standardwebhooks (the outbound webhook tests verify signatures with it).
+venv=target/test-tools/venv
+wanted=(standardwebhooks)
+command -v schemathesis >/dev/null 2>&1 || wanted+=(schemathesis)
+[ -x "$venv/bin/python" ] || { say "making $venv"; python3 -m venv "$venv"; }
+for package in "${wanted[@]}"; do
+  if ! "$venv/bin/pip" show --quiet "$package" >/dev/null 2>&1; then
+    say "installing $package into $venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$package"
   fi
-  export PATH="$PWD/target/test-tools/venv/bin:$PATH"
+done
+command -v schemathesis >/dev/null 2>&1 || export PATH="$PWD/$venv/bin:$PATH"
+
+# ALTCHA's reference library, from npm, solves the challenges the captcha tests post.
+if [ ! -f target/test-tools/npm/node_modules/altcha-lib/package.json ]; then
+  say "installing altcha-lib into target/test-tools/npm"
+  mkdir -p target/test-tools/npm
+  npm install --silent --no-audit --no-fund --prefix target/test-tools/npm altcha-lib@1.4.1
 fi
 
 # cargo-nextest runs the tests (one process per test).

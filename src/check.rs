@@ -17,6 +17,25 @@ pub fn problems(config: &Config) -> Vec<String> {
     for (name, form) in &config.forms {
         out.extend(crate::effects::problems(&format!("forms.{name}"), form));
     }
+    for (source, hook) in &config.hooks {
+        for h in hook.handlers.iter().filter(|h| h.kind == crate::config::hooks::HandlerKind::Webhook) {
+            let at = format!("hooks.{source}.handlers.{}.url", h.name);
+            out.extend(
+                h.url
+                    .as_deref()
+                    .map_or_else(Vec::new, |u| crate::effects::webhook::url_problems(&at, u, false)),
+            );
+        }
+    }
+    out
+}
+
+/// What check-config warns about without refusing the configuration.
+pub fn warnings(config: &Config) -> Vec<String> {
+    let mut out = crate::config::retention::warnings(config);
+    for (source, hook) in &config.hooks {
+        out.extend(hook.warnings(source));
+    }
     out
 }
 

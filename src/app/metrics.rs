@@ -41,6 +41,8 @@ async fn metrics(
         Ok(text) => {
             let mut out = String::with_capacity(text.len() + 512);
             out.push_str(&text);
+            state.refused.render(&mut out);
+            crate::hooks::metrics::render_spool(&mut out, &hooks, now());
             throttle.render_metrics(&mut out);
             HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
         }

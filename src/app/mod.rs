@@ -29,6 +29,8 @@ pub struct Application {
     server: Server,
     deliveries: DeliveryLog,
     pool: Pool,
+    /// For the webhook spool's replay (`when_store_down = "spool"`).
+    hooks: Hooks,
 }
 
 impl Application {
@@ -47,7 +49,8 @@ impl Application {
         // Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
         let proxies = web::Data::new(config.server.trusted_proxies.clone());
         let throttle = web::Data::new(LoginThrottle::default());
-        let hooks = web::Data::new(Hooks::load(&config.hooks, |k| std::env::var(k).ok())?);
+        let hooks = web::Data::new(Hooks::load(&config, |k| std::env::var(k).ok())?);
+        let spool = hooks.get_ref().clone();
         let spam = SpamGuard::new(crate::secret::load(&config.server.secret_file)?)?;
         let state = web::Data::new(AppState::new(config.clone(), pool.clone(), acceptor, spam));
         let mount = move |cfg: &mut web::ServiceConfig| {
@@ -63,7 +66,7 @@ impl Application {
                 .configure(crate::hooks::routes);
         };
         let server = crate::http::server(listener, &config, mount)?;
-        Ok(Application { port, server, deliveries, pool })
+        Ok(Application { port, server, deliveries, pool, hooks: spool })
     }
 
     pub fn port(&self) -> u16 {
@@ -77,11 +80,14 @@ impl Application {
 
     /// Serves until the process is told to stop (SIGINT/SIGTERM), then writes the queued
     /// delivery rows.
-    /// Expired admin sessions are swept meanwhile.
+    /// Expired admin sessions are swept meanwhile, and the webhook spool is replayed.
     pub async fn run(self) -> std::io::Result<()> {
         let sweeper = tokio::spawn(crate::admin::lifecycle::sweep_periodically(self.pool.clone()));
+        let spool =
+            tokio::spawn(crate::hooks::replay_spool_periodically(self.hooks.clone(), self.pool.clone()));
         let served = self.server.await;
         sweeper.abort();
+        spool.abort();
         self.deliveries.flush().await;
         served
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::accept::Acceptor;
 use crate::config::{Config, FormConfig};
 use crate::db::Pool;
+use crate::deliveries::RefusedCounts;
 use crate::spam::SpamGuard;
 
 pub struct AppState {
@@ -19,12 +20,15 @@ pub struct AppState {
     pub acceptor: Acceptor,
     /// Fill-time stamps and captcha checks (see `crate::spam`).
     pub spam: SpamGuard,
+    /// Submit requests refused before the accept transaction, by form and reason.
+    pub refused: RefusedCounts,
 }
 
 impl AppState {
     pub fn new(config: Arc<Config>, pool: Pool, acceptor: Acceptor, spam: SpamGuard) -> AppState {
         let forms = config.forms.iter().map(|(name, form)| (name.clone(), Arc::new(form.clone()))).collect();
-        AppState { config, forms, pool, acceptor, spam }
+        let refused = RefusedCounts::new(config.forms.keys());
+        AppState { config, forms, pool, acceptor, spam, refused }
     }
 
     /// The form named `name`, if it is configured.

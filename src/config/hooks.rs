@@ -14,6 +14,48 @@ pub enum VerifyKind {
     None,
 }
 
+impl VerifyKind {
+    /// Whether `spec` takes the event ID from a header that the signature does not cover:
+    /// every header of a signed source but Standard Webhooks' `webhook-id` (GitHub's
+    /// `X-GitHub-Delivery` included: GitHub signs only the body and sends no timestamp).
+    pub fn unsigned_header(self, spec: &str) -> bool {
+        let Some(name) = spec.strip_prefix("header:") else { return false };
+        match self {
+            VerifyKind::None => false,
+            VerifyKind::StandardWebhooks => !name.eq_ignore_ascii_case("webhook-id"),
+            VerifyKind::Github | VerifyKind::Stripe | VerifyKind::Wecom => true,
+        }
+    }
+
+    /// How late the provider may still deliver an event again (its documented automatic
+    /// retries, or how far back its "redeliver" reaches), rounded up; `None`: unknown.
+    pub fn redelivery_span(self) -> Option<(chrono::Duration, &'static str)> {
+        match self {
+            VerifyKind::Stripe => Some((chrono::Duration::days(3), "Stripe retries for up to 3 days")),
+            VerifyKind::StandardWebhooks => Some((
+                chrono::Duration::days(5),
+                "Svix-style senders retry for about 28 hours and keep an endpoint for 5 days of failures",
+            )),
+            VerifyKind::Github => Some((
+                chrono::Duration::days(3),
+                "GitHub redelivers deliveries of the past 3 days on request",
+            )),
+            VerifyKind::Wecom => Some((chrono::Duration::minutes(1), "WeCom retries 3 times within seconds")),
+            VerifyKind::None => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerifyKind::StandardWebhooks => "standard-webhooks",
+            VerifyKind::Github => "github",
+            VerifyKind::Stripe => "stripe",
+            VerifyKind::Wecom => "wecom",
+            VerifyKind::None => "none",
+        }
+    }
+}
+
 /// What to do when the database cannot take the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -21,6 +63,9 @@ pub enum StoreDown {
     /// 503 with Retry-After: the sender redelivers later (customer-visible effects).
     #[default]
     Reject,
+    /// The verified delivery goes to a local, fsynced spool and gets its 200; the spool is
+    /// replayed into the store once it is back (naturally idempotent, internal handlers).
+    Spool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -64,6 +109,7 @@ pub enum HandlerKind {
     Forward,
     CrmLead,
     OwnerNotification,
+    Webhook,
 }
 
 impl HandlerKind {
@@ -72,6 +118,7 @@ impl HandlerKind {
             HandlerKind::Forward => "forward",
             HandlerKind::CrmLead => "crm_lead",
             HandlerKind::OwnerNotification => "owner_notification",
+            HandlerKind::Webhook => "webhook",
         }
     }
 }
@@ -82,9 +129,12 @@ pub struct HandlerConfig {
     /// Part of every key; never rename a handler that has run.
     pub name: String,
     pub kind: HandlerKind,
-    /// forward: where the verified body is POSTed.
+    /// forward, webhook: where the verified body (webhook: the signed event) is POSTed.
     #[serde(default)]
     pub url: Option<String>,
+    /// webhook: the environment variable holding the `whsec_…` secret(s), space-separated.
+    #[serde(default)]
+    pub secret_env: Option<String>,
     /// forward: `GET` with `{key}` replaced: 200 found, 404 absent (reconciles UNKNOWN).
     #[serde(default)]
     pub lookup_url: Option<String>,
@@ -110,6 +160,38 @@ fn default_max_body() -> usize {
 impl HookConfig {
     pub fn handler(&self, name: &str) -> Option<&HandlerConfig> {
         self.handlers.iter().find(|h| h.name == name)
+    }
+
+    /// What check-config warns about this source: a fail-open `spool`, and an `event_id` read from a header the
+    /// signature does not cover (deliveries are then told apart by their body instead).
+    pub fn warnings(&self, source: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (Some(keys), Some((span, why))) = (self.retention.keys, self.verify.redelivery_span()) {
+            if keys.duration() < span {
+                out.push(format!(
+                    "hooks.{source}.retention.keys: {keys} is shorter than the provider's redelivery \
+                     span ({why}): a redelivery later than that would run its handlers again"
+                ));
+            }
+        }
+        if self.when_store_down == StoreDown::Spool {
+            out.push(format!(
+                "hooks.{source}.when_store_down: `spool` is fail-open: while the database is down its \
+                 deliveries are answered 200 from a local spool (lost with the disk); use it only for \
+                 naturally idempotent, internal handlers"
+            ));
+        }
+        let Some(spec) = self.event_id.as_deref() else { return out };
+        if !self.verify.unsigned_header(spec) {
+            return out;
+        }
+        out.push(format!(
+            "hooks.{source}.event_id: `{spec}` is a header the {} signature does not cover, so a \
+             signed delivery could be sent again under a new ID; deliveries are told apart by a \
+             keyed digest of their verified body instead (use a `json:/pointer` into the signed body)",
+            self.verify.as_str()
+        ));
+        out
     }
 
     /// Problems with this source, each prefixed by its path.
@@ -143,8 +225,13 @@ impl HookConfig {
             if h.name.is_empty() || h.name.contains(':') || !seen.insert(h.name.as_str()) {
                 out.push(format!("{hat}: names must be unique, non-empty and without `:`"));
             }
-            if h.kind == HandlerKind::Forward && h.url.is_none() {
-                out.push(format!("{hat}.url: a forward handler needs a URL"));
+            if matches!(h.kind, HandlerKind::Forward | HandlerKind::Webhook) && h.url.is_none() {
+                out.push(format!("{hat}.url: a {} handler needs a URL", h.kind.as_str()));
+            }
+            if h.kind == HandlerKind::Webhook && h.secret_env.is_none() {
+                out.push(format!(
+                    "{hat}.secret_env: a webhook handler needs the variable holding its whsec_ secret"
+                ));
             }
             if let Some(l) = &h.lookup_url {
                 if !l.contains("{key}") {
@@ -167,6 +254,40 @@ impl HookConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_shorter_than_the_providers_redelivery_span_are_warned_about() {
+        let parse = |t: &str| toml::from_str::<HookConfig>(t).unwrap();
+        let short = parse("verify = 'stripe'\nsecret_env = 'S'\n[retention]\nkeys = '2d'");
+        let warning = short.warnings("pay").join("\n");
+        assert!(warning.contains("hooks.pay.retention.keys: 2d is shorter than"), "{warning}");
+        assert!(warning.contains("Stripe retries for up to 3 days"), "{warning}");
+        assert!(parse("verify = 'stripe'\nsecret_env = 'S'\n[retention]\nkeys = '4d'")
+            .warnings("pay")
+            .is_empty());
+        assert!(parse("verify = 'none'\n[retention]\nkeys = '1h'").warnings("x").is_empty());
+    }
+
+    #[test]
+    fn an_event_id_from_an_unsigned_header_of_a_signed_source_is_warned_about() {
+        let parse = |t: &str| toml::from_str::<HookConfig>(t).unwrap();
+        let github = parse("verify = 'github'\nsecret_env = 'S'\nevent_id = 'header:x-github-delivery'");
+        let warning = github.warnings("gh").join("\n");
+        assert!(
+            warning.contains("hooks.gh.event_id: `header:x-github-delivery` is a header the github"),
+            "{warning}"
+        );
+        let stripe = parse("verify = 'stripe'\nsecret_env = 'S'\nevent_id = 'header:x-request-id'");
+        assert_eq!(stripe.warnings("st").len(), 1);
+        for quiet in [
+            "verify = 'standard-webhooks'\nsecret_env = 'S'\nevent_id = 'header:webhook-id'",
+            "verify = 'stripe'\nsecret_env = 'S'\nevent_id = 'json:/id'",
+            "verify = 'none'\nevent_id = 'header:x-id'",
+            "verify = 'github'\nsecret_env = 'S'",
+        ] {
+            assert!(parse(quiet).warnings("x").is_empty(), "{quiet}");
+        }
+    }
 
     #[test]
     fn problems_name_each_missing_or_wrong_setting() {

@@ -113,6 +113,12 @@ pub struct ServerConfig {
     pub initial_password_file: String,
     /// Where the server secret is generated once when `ONCEFORM_SECRET` is not set.
     pub secret_file: String,
+    /// Where webhook sources with `when_store_down = "spool"` keep the deliveries the
+    /// database could not take (one file per process).
+    pub spool_dir: String,
+    /// The spool's size at most, in bytes; a delivery that does not fit is answered 503.
+    #[validate(range(min = 4096))]
+    pub spool_max_bytes: u64,
 }
 
 /// `Debug` is written by hand in `redact.rs`: the URL may hold a password.
@@ -463,6 +469,8 @@ impl Default for ServerConfig {
             metrics_cache_ms: 5_000,
             initial_password_file: "./data/initial-admin-password".into(),
             secret_file: "./data/secret".into(),
+            spool_dir: "./data/spool".into(),
+            spool_max_bytes: 64 * 1024 * 1024,
         }
     }
 }

@@ -154,12 +154,31 @@ impl HookStore for DbConnection {
     }
 
     fn touch_event(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<()> {
-        diesel::update(inbound_events::table.find(id))
-            .set((
+        let touch = |ids: &[String]| {
+            diesel::update(inbound_events::table.filter(inbound_events::id.eq_any(ids.to_vec()))).set((
                 inbound_events::deliveries.eq(inbound_events::deliveries + 1),
                 inbound_events::last_received_at.eq(now),
             ))
-            .execute(self)?;
+        };
+        match self {
+            // Redeliveries of one hot event ID never queue on its row: while another
+            // transaction touches it, this one leaves the row alone (its delivery row in
+            // `inbound_deliveries` still counts it; `deliveries` here is then a lower bound).
+            DbConnection::Pg(pg) => {
+                let free: Vec<String> = inbound_events::table
+                    .filter(inbound_events::id.eq(id))
+                    .select(inbound_events::id)
+                    .for_update()
+                    .skip_locked()
+                    .load(pg)?;
+                if !free.is_empty() {
+                    touch(&free).execute(pg)?;
+                }
+            }
+            DbConnection::Sqlite(c) => {
+                touch(&[id.to_string()]).execute(c)?;
+            }
+        }
         Ok(())
     }
 

@@ -1,11 +1,15 @@
-//! Deliveries: every HTTP request to a submit endpoint, counted apart from submissions.
+//! Deliveries: every HTTP request to a submit endpoint, counted apart from submissions. The
+//! requests the accept transaction saw are rows ([`log`]); those refused before it are
+//! counters ([`refused`]).
 
 use chrono::NaiveDateTime;
 use uuid::Uuid;
 
 pub mod log;
+pub mod refused;
 
 pub use log::DeliveryLog;
+pub use refused::RefusedCounts;
 
 use crate::db::models::NewDelivery;
 
@@ -23,21 +27,8 @@ impl DeliveryOutcome {
             (DeliveryOutcome::Replayed, _) => 200,
             (DeliveryOutcome::Conflict | DeliveryOutcome::InProgress, _) => 409,
             (DeliveryOutcome::Expired, _) => 410,
-            (DeliveryOutcome::Invalid, _) => 422,
-            (DeliveryOutcome::Rejected, _) => 400,
-            (DeliveryOutcome::RateLimited, _) => 429,
         }
     }
-}
-
-/// A request refused before the accept transaction, to be recorded on its own.
-#[derive(Debug, Clone)]
-pub struct Refused {
-    pub form: Option<String>,
-    pub operation_id: Option<String>,
-    pub channel: Channel,
-    pub outcome: DeliveryOutcome,
-    pub http_status: u16,
 }
 
 /// The delivery row of one request to a submit endpoint.
@@ -58,21 +49,5 @@ pub fn row(
         outcome,
         http_status: i32::from(outcome.http_status(channel)),
         received_at,
-    }
-}
-
-impl Refused {
-    /// Its delivery row (the accept transaction writes the others itself).
-    pub fn row(self) -> NewDelivery {
-        NewDelivery {
-            id: Uuid::now_v7().to_string(),
-            form: self.form,
-            operation_id: self.operation_id,
-            submission_id: None,
-            channel: self.channel,
-            outcome: self.outcome,
-            http_status: i32::from(self.http_status),
-            received_at: crate::clock::now(),
-        }
     }
 }

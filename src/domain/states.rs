@@ -112,7 +112,8 @@ text_enum! {
 }
 
 text_enum! {
-    /// What one delivery came to (`deliveries.outcome`).
+    /// What one delivery came to (`deliveries.outcome`). Requests refused before the accept
+    /// transaction are counters, not rows (`deliveries::refused`).
     DeliveryOutcome {
         Created = "created",
         Replayed = "replayed",
@@ -122,11 +123,6 @@ text_enum! {
         Expired = "expired",
         /// Accepted but caught by the honeypot: stored as spam, no side effects.
         Spam = "spam",
-        /// Fields failed validation (422).
-        Invalid = "invalid",
-        /// Refused before validation: bad key, body, content type, size, unknown form.
-        Rejected = "rejected",
-        RateLimited = "rate_limited",
     }
 }
 

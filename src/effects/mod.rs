@@ -15,6 +15,7 @@ pub mod mail;
 mod outcome;
 mod owner_notification;
 mod slack;
+pub mod webhook;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -37,6 +38,7 @@ static KINDS: &[&dyn Kind] = &[
     &confirmation_email::ConfirmationEmailKind,
     &owner_notification::OwnerNotificationKind,
     &slack::SlackKind,
+    &webhook::WebhookKind,
 ];
 
 /// The names of every kind, in registration order.

@@ -74,6 +74,11 @@ struct SourcePage {
     events: Vec<EventView>,
     quarantine: Vec<Quarantined>,
     conflicts: Vec<(Conflict, Event)>,
+    /// Largest first-to-last arrival of one event ID among recent redeliveries, in seconds.
+    spread_seconds: f64,
+    /// The provider's documented redelivery span and the source's `retention.keys`.
+    provider_span: String,
+    keys_window: String,
 }
 
 async fn source_page(
@@ -84,9 +89,12 @@ async fn source_page(
     q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let source = path.into_inner();
-    if hooks.source(&source).is_none() {
+    let Some(config) = hooks.source(&source).map(|s| &s.config) else {
         return HttpResponse::NotFound().body("No such source.");
-    }
+    };
+    let provider_span =
+        config.verify.redelivery_span().map_or_else(|| "unknown".to_string(), |(_, why)| why.to_string());
+    let keys_window = config.retention.keys.map_or_else(|| "kept for good".to_string(), |k| k.to_string());
     let (pool, name) = (state.pool.clone(), source.clone());
     let loaded = blocking(move || {
         with_conn!(&pool, |c| {
@@ -95,14 +103,26 @@ async fn source_page(
                 let handlers = c.effects_of(&event.id)?;
                 events.push(EventView { event, handlers });
             }
-            Ok::<_, DbError>((events, c.open_quarantine(&name)?, c.conflicts_of(&name)?))
+            let spread =
+                c.hook_stats()?.events.into_iter().find(|(s, _, _)| *s == name).map_or(0.0, |(_, _, x)| x);
+            Ok::<_, DbError>((events, c.open_quarantine(&name)?, c.conflicts_of(&name)?, spread))
         })
     })
     .await;
     match loaded {
-        Ok((events, quarantine, conflicts)) => {
+        Ok((events, quarantine, conflicts, spread_seconds)) => {
             let chrome = Chrome::new(&user, "inbound", q.flash.as_deref());
-            html(StatusCode::OK, &SourcePage { chrome, source, events, quarantine, conflicts })
+            let page = SourcePage {
+                chrome,
+                source,
+                events,
+                quarantine,
+                conflicts,
+                spread_seconds,
+                provider_span,
+                keys_window,
+            };
+            html(StatusCode::OK, &page)
         }
         Err(e) => db_failure(e),
     }

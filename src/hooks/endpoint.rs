@@ -8,9 +8,10 @@ use futures_util::StreamExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
-use super::config::VerifyKind;
+use super::config::{StoreDown, VerifyKind};
 use super::inbound::{check, Checked};
 use super::ingest::{ingest, Ingested, NewInbound};
+use super::spool;
 use super::verify::wecom::CallbackQuery;
 use super::verify::VerifyError;
 use super::Source;
@@ -96,14 +97,15 @@ async fn receive(
     let pool = state.pool.clone();
     let name = source.name.clone();
     let config = source.config.clone();
+    let spooled = checked.clone();
     let stored = web::block(move || {
         with_conn!(&pool, |c| c.write_tx(|c| store_delivery(c, &name, &config, &checked)))
     })
     .await;
     let resp = match stored {
         Ok(Ok(outcome)) => answer(source, &outcome),
-        Ok(Err(e)) => store_down(source, e),
-        Err(_) => store_down(source, DbError::Unavailable("blocking pool".into())),
+        Ok(Err(e)) => store_down(source, &hooks, spooled, e).await,
+        Err(_) => store_down(source, &hooks, spooled, DbError::Unavailable("blocking pool".into())).await,
     };
     source.count_ingest(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
     resp
@@ -210,16 +212,58 @@ fn refused(source: &Source, e: VerifyError) -> HttpResponse {
     }
 }
 
-/// `when_store_down = "reject"`: 503 with Retry-After, so the sender redelivers later.
-fn store_down(source: &Source, e: DbError) -> HttpResponse {
+/// The database could not take the delivery. `when_store_down = "reject"`: 503 with
+/// Retry-After, so the sender redelivers later; `"spool"`: 200 once the delivery is in the
+/// fsynced spool (503 when the spool cannot take it either).
+async fn store_down(source: &Source, hooks: &Hooks, checked: Checked, e: DbError) -> HttpResponse {
     tracing::warn!(source = %source.name, error = %e, "webhook not stored: database");
-    match e {
-        DbError::Query(_) => {
-            Problem::new(ProblemKind::Internal, "an internal error occurred; nothing was stored").response()
+    if let DbError::Query(_) = e {
+        return Problem::new(ProblemKind::Internal, "an internal error occurred; nothing was stored")
+            .response();
+    }
+    if let (StoreDown::Spool, Some(spool)) = (source.config.when_store_down, hooks.spool().cloned()) {
+        let record = spool::Record {
+            source: source.name.clone(),
+            body: checked.body,
+            content_type: checked.content_type.into(),
+            event_id: checked.event_id,
+            received_at: now(),
+        };
+        match web::block(move || spool.append(&record)).await {
+            Ok(Ok(())) => return HttpResponse::Ok().json(serde_json::json!({ "status": "spooled" })),
+            Ok(Err(error)) => tracing::error!(source = %source.name, %error, "webhook not spooled"),
+            Err(_) => tracing::error!(source = %source.name, "webhook not spooled: blocking pool"),
         }
-        _ => Problem::new(ProblemKind::Unavailable, "the event could not be stored; deliver it again later")
-            .retry_after(5)
-            .response(),
+    }
+    Problem::new(ProblemKind::Unavailable, "the event could not be stored; deliver it again later")
+        .retry_after(5)
+        .response()
+}
+
+/// Replays the spool into the store while `serve` runs: at start, then every second.
+pub async fn replay_spool_periodically(hooks: Hooks, pool: crate::db::Pool) {
+    let Some(spool) = hooks.spool().cloned() else { return };
+    loop {
+        let (spool, hooks, pool) = (spool.clone(), hooks.clone(), pool.clone());
+        let replayed = web::block(move || {
+            spool.replay(|r| {
+                let Some(source) = hooks.source(&r.source) else {
+                    tracing::error!(source = %r.source, "spooled delivery of a source no longer configured: dropped");
+                    return Ok(());
+                };
+                let checked = r.checked();
+                with_conn!(&pool, |c| c.write_tx(|c| store_delivery(c, &r.source, &source.config, &checked)))
+                    .map(|_| ())
+            })
+        })
+        .await;
+        match replayed {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => tracing::info!(records = n, "webhook spool replayed into the store"),
+            Ok(Err(error)) => tracing::debug!(%error, "webhook spool kept: the store is still down"),
+            Err(_) => {}
+        }
+        tokio::time::sleep(spool::REPLAY_EVERY).await;
     }
 }
 

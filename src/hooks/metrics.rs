@@ -75,3 +75,20 @@ pub fn render(out: &mut String, hooks: &Hooks, s: &HookStats) {
         let _ = writeln!(out, "onceform_hook_ingest_seconds_count{{source=\"{}\"}} {n}", src.name);
     }
 }
+
+/// The webhook spool of this process's directory (`when_store_down = "spool"`): files, bytes
+/// and the age of its oldest record; nothing when no source spools.
+pub fn render_spool(out: &mut String, hooks: &Hooks, now: chrono::NaiveDateTime) {
+    let Some(spool) = hooks.spool() else { return };
+    let stats = spool.stats();
+    let age = stats.oldest.map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1e3);
+    for (name, help, value) in [
+        ("spool_files", "Webhook spool files waiting to be replayed into the store.", stats.files as f64),
+        ("spool_bytes", "Bytes in the webhook spool.", stats.bytes as f64),
+        ("spool_oldest_age_seconds", "Age of the oldest spooled delivery (0: none).", age),
+    ] {
+        let _ = writeln!(out, "# HELP onceform_hook_{name} {help}");
+        let _ = writeln!(out, "# TYPE onceform_hook_{name} gauge");
+        let _ = writeln!(out, "onceform_hook_{name} {value}");
+    }
+}

@@ -9,6 +9,7 @@ pub mod handlers;
 pub mod inbound;
 pub mod ingest;
 pub mod metrics;
+pub mod spool;
 pub mod verify;
 
 use std::collections::BTreeMap;
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use config::HookConfig;
-pub use endpoint::routes;
+pub use endpoint::{replay_spool_periodically, routes};
 use verify::Secrets;
 
 /// One configured source with its secrets, read once at start.
@@ -31,18 +32,31 @@ pub struct Source {
     pub ingested: AtomicU64,
 }
 
-/// Every configured source, shared by the HTTP workers.
+/// Every configured source, shared by the HTTP workers, and the spool of the sources whose
+/// `when_store_down` is `spool` (when there is one).
 #[derive(Clone, Default)]
 pub struct Hooks {
     sources: Arc<BTreeMap<String, Source>>,
+    spool: Option<Arc<spool::Spool>>,
 }
 
 impl Hooks {
-    /// Reads every source's secrets from `env`; a missing one names its variable.
+    /// Reads every source's secrets from `env` (a missing one names its variable) and opens
+    /// the spool in `server.spool_dir` if a source spools.
     pub fn load(
-        hooks: &BTreeMap<String, HookConfig>,
+        config: &crate::config::Config,
         env: impl Fn(&str) -> Option<String>,
     ) -> anyhow::Result<Hooks> {
+        let hooks = &config.hooks;
+        let spools = hooks.values().any(|h| h.when_store_down == config::StoreDown::Spool);
+        let spool = spools
+            .then(|| {
+                let dir = std::path::Path::new(&config.server.spool_dir);
+                spool::Spool::open(dir, config.server.spool_max_bytes)
+                    .map(Arc::new)
+                    .map_err(|e| anyhow::anyhow!("server.spool_dir {}: {e}", dir.display()))
+            })
+            .transpose()?;
         let mut sources = BTreeMap::new();
         for (name, config) in hooks {
             let secrets = Secrets::load(config, &env).map_err(|e| anyhow::anyhow!("hooks.{name}: {e}"))?;
@@ -58,7 +72,11 @@ impl Hooks {
                 },
             );
         }
-        Ok(Hooks { sources: Arc::new(sources) })
+        Ok(Hooks { sources: Arc::new(sources), spool })
+    }
+
+    pub fn spool(&self) -> Option<&Arc<spool::Spool>> {
+        self.spool.as_ref()
     }
 
     pub fn source(&self, name: &str) -> Option<&Source> {

@@ -52,15 +52,15 @@ async fn submit(
     let f = match super::form(&state, &form) {
         Ok(f) => f,
         Err(problem) => {
-            record_refusal(&state, None, None, Channel::Api, &problem);
+            record_refusal(&state, None, &problem);
             return problem.response();
         }
     };
     let gate = Gate { limiter: &limiter, proxies: &proxies };
     match submit_json(&state, &gate, &form, f, &req, payload).await {
         Ok(response) => response,
-        Err(Refusal { problem, key, .. }) => {
-            record_refusal(&state, Some(&form), key.as_ref(), Channel::Api, &problem);
+        Err(Refusal { problem, .. }) => {
+            record_refusal(&state, Some(&form), &problem);
             problem.response()
         }
     }

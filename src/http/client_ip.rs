@@ -10,6 +10,7 @@ use actix_web::http::header::HeaderMap;
 use actix_web::HttpRequest;
 
 use crate::config::proxies::canonical;
+pub use crate::config::proxies::client_bucket;
 pub use crate::config::TrustedProxies;
 
 impl TrustedProxies {
@@ -40,19 +41,6 @@ impl TrustedProxies {
             }
         }
         Some(client)
-    }
-}
-
-/// The address a client's rate limits and sign-in throttling count against: an IPv4
-/// address as it is, an IPv6 address by its /64 (one subscriber usually holds a whole /64,
-/// so counting single addresses would give them 2^64 buckets).
-pub fn client_bucket(ip: IpAddr) -> IpAddr {
-    match canonical(ip) {
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-        }
-        v4 => v4,
     }
 }
 

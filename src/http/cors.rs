@@ -13,7 +13,6 @@ use super::problem::{Problem, ProblemKind};
 use super::submit::record_refusal;
 use crate::app::state::AppState;
 use crate::config::FormConfig;
-use crate::deliveries::Channel;
 
 pub const ALLOW_HEADERS: &str = "Content-Type, Idempotency-Key, Onceform-Journey-Id";
 pub const EXPOSE_HEADERS: &str = "Location, Idempotent-Replayed, Retry-After";
@@ -101,15 +100,14 @@ fn preflight(origin: &str) -> HttpResponse {
     resp
 }
 
-/// The 403; a refused POST counts as a delivery, a refused preflight does not.
+/// The 403; a refused POST is counted (by form and reason), a refused preflight is not.
 fn refusal(state: &AppState, form_name: &str, api: bool, post: bool) -> HttpResponse {
     let problem = Problem::new(
         ProblemKind::OriginNotAllowed,
         "this form accepts posts only from the sites listed in its allowed_origins",
     );
-    let channel = if api { Channel::Api } else { Channel::Html };
     if post {
-        record_refusal(state, Some(form_name), None, channel, &problem);
+        record_refusal(state, Some(form_name), &problem);
     }
     let mut resp = if api {
         problem.response()

@@ -71,7 +71,7 @@ async fn post_form(
     let f = match super::form(&state, &form) {
         Ok(f) => f,
         Err(problem) => {
-            record_refusal(&state, None, None, Channel::Html, &problem);
+            record_refusal(&state, None, &problem);
             return not_found();
         }
     };
@@ -101,7 +101,7 @@ async fn post_form(
         }
         Err(refusal) => refusal,
     };
-    record_refusal(&state, Some(&form), key.as_ref(), Channel::Html, &problem);
+    record_refusal(&state, Some(&form), &problem);
     match (&problem.kind, &problem.errors) {
         (ProblemKind::ValidationFailed, Some(errors)) => {
             // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.

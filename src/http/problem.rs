@@ -4,7 +4,6 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use serde_json::{json, Map, Value};
 
-use crate::deliveries::DeliveryOutcome;
 use crate::domain::FieldErrors;
 
 pub const PROBLEM_BASE: &str = "https://onceform.dev/problems/";
@@ -97,18 +96,6 @@ impl ProblemKind {
             ProblemKind::Internal => "Internal error",
             ProblemKind::MethodNotAllowed => "Method not allowed",
             ProblemKind::OriginNotAllowed => "This site may not send this form",
-        }
-    }
-
-    /// How the delivery that got this problem is counted.
-    pub fn delivery_outcome(self) -> DeliveryOutcome {
-        match self {
-            ProblemKind::ValidationFailed => DeliveryOutcome::Invalid,
-            ProblemKind::RateLimited => DeliveryOutcome::RateLimited,
-            ProblemKind::OperationConflict => DeliveryOutcome::Conflict,
-            ProblemKind::OperationInProgress => DeliveryOutcome::InProgress,
-            ProblemKind::OperationExpired => DeliveryOutcome::Expired,
-            _ => DeliveryOutcome::Rejected,
         }
     }
 }

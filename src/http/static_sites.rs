@@ -1,9 +1,10 @@
 //! What static sites load from onceform: `GET /embed.js` and the ALTCHA challenge (with
 //! the solver for onceform's own form page).
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::problem::{Problem, ProblemKind};
+use super::TrustedProxies;
 use crate::app::state::AppState;
 use crate::config::CaptchaProvider;
 use crate::spam::altcha;
@@ -28,7 +29,14 @@ async fn script(body: &'static str) -> HttpResponse {
 }
 
 /// `GET /api/forms/{form}/altcha`: a fresh, signed, expiring proof-of-work challenge.
-async fn altcha_challenge(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
+/// A client holding as many live solutions as one client may gets a 429 until the oldest
+/// expires (the used-answer memory is bounded per client, see `spam::used`).
+async fn altcha_challenge(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    proxies: web::Data<TrustedProxies>,
+    form: web::Path<String>,
+) -> HttpResponse {
     let captcha = match super::form(&state, &form) {
         Ok(f) => f.captcha.as_ref().filter(|c| c.provider == CaptchaProvider::Altcha),
         Err(p) => return p.response(),
@@ -36,6 +44,15 @@ async fn altcha_challenge(state: web::Data<AppState>, form: web::Path<String>) -
     let Some(captcha) = captcha else {
         return Problem::new(ProblemKind::NotFound, "this form does not use ALTCHA").response();
     };
+    if let Some(wait) = state.spam.challenge_wait(proxies.client_of(&req)) {
+        let seconds = wait.as_secs().max(1);
+        return Problem::new(
+            ProblemKind::RateLimited,
+            format!("too many challenges solved from this client; retry in {seconds} s"),
+        )
+        .retry_after(seconds)
+        .response();
+    }
     HttpResponse::Ok().insert_header(("Cache-Control", "no-store")).json(altcha::challenge(
         state.spam.secret(),
         captcha,

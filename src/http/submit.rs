@@ -11,7 +11,7 @@ use crate::accept::{Intake, Outcome};
 use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::db::DbError;
-use crate::deliveries::{Channel, Refused};
+use crate::deliveries::Channel;
 use crate::domain::{normalise, raw_digest, OperationId, RawFields};
 use crate::spam::Screening;
 
@@ -177,24 +177,11 @@ impl From<Problem> for Refusal {
     }
 }
 
-/// Records a delivery refused before the accept transaction (which records its own);
+/// Counts a request refused before the accept transaction (which records its own
+/// deliveries): a counter by form and reason, never a row (see `deliveries::refused`).
 /// `form` is `None` when the path names no configured form.
-pub fn record_refusal(
-    state: &AppState,
-    form: Option<&str>,
-    operation_id: Option<&OperationId>,
-    channel: Channel,
-    problem: &Problem,
-) {
-    if problem.kind == ProblemKind::Unavailable {
-        return;
+pub fn record_refusal(state: &AppState, form: Option<&str>, problem: &Problem) {
+    if problem.kind != ProblemKind::Unavailable {
+        state.refused.count(form, problem.kind.slug());
     }
-    let refused = Refused {
-        form: form.map(String::from),
-        operation_id: operation_id.map(|o| o.as_str().to_string()),
-        channel,
-        outcome: problem.kind.delivery_outcome(),
-        http_status: problem.status().as_u16(),
-    };
-    state.acceptor.deliveries().record(refused.row());
 }

@@ -102,7 +102,7 @@ impl Files {
             _ => match self.hook_kinds.iter().find(|(k, _)| k == kind).map(|(_, h)| *h) {
                 Some(HandlerKind::OwnerNotification) => Some(Local::Mail),
                 Some(HandlerKind::CrmLead) => Some(Local::Lead),
-                Some(HandlerKind::Forward) | None => None,
+                Some(HandlerKind::Forward | HandlerKind::Webhook) | None => None,
             },
         };
         match sends {

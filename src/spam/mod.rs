@@ -10,10 +10,13 @@ mod used;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
+use used::{Claim, UsedAnswers};
+
+use crate::config::proxies::client_bucket;
 use crate::config::{CaptchaProvider, FormConfig};
 use crate::domain::{OperationId, RawFields};
 use crate::secret::Secret;
-use used::{Seen, UsedAnswers};
 
 /// Why a submission is stored as spam (the `spam_reason` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +92,13 @@ impl Screening {
     }
 }
 
+/// Captcha answers remembered at most (each is 32 bytes of key plus an expiry and an
+/// operation ID).
+const CAPACITY: usize = 100_000;
+/// How long a Turnstile or hCaptcha token is remembered once accepted: Turnstile's tokens
+/// are valid for 300 s, hCaptcha's for less.
+const TOKEN_LIFETIME: Duration = Duration::from_secs(300);
+
 /// The checks and what they remember (used captcha answers); one per server.
 pub struct SpamGuard {
     secret: Secret,
@@ -102,7 +112,7 @@ impl SpamGuard {
             .connect_timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
-        Ok(SpamGuard { secret, used: UsedAnswers::new(100_000), http })
+        Ok(SpamGuard { secret, used: UsedAnswers::new(CAPACITY), http })
     }
 
     /// Says at start which captcha secrets are missing: those forms' posts would all be held
@@ -144,34 +154,44 @@ impl SpamGuard {
         let captcha = form.captcha.as_ref()?;
         let Some(answer) = s.captcha.as_deref() else { return Some(SpamReason::CaptchaMissing) };
         let op = operation_id.map(|o| o.as_str());
-        match self.used.seen(answer, op) {
-            Seen::Before(verdict) => return verdict,
-            Seen::ByAnother => return Some(SpamReason::CaptchaReplayed),
-            Seen::Never => {}
-        }
-        let timeout = Duration::from_millis(captcha.timeout_ms);
-        let (verdict, keep_for) = match captcha.provider {
+        let (key, keep_for) = match captcha.provider {
             CaptchaProvider::Altcha => {
-                let v = altcha::verify(&self.secret, answer, crate::clock::unix_seconds());
-                (v.verdict, v.keep_for)
+                match altcha::verify(&self.secret, answer, crate::clock::unix_seconds()) {
+                    Ok(solved) => (solved.key, solved.keep_for),
+                    Err(reason) => return Some(reason),
+                }
             }
             CaptchaProvider::Turnstile | CaptchaProvider::Hcaptcha => {
-                let v = tokio::time::timeout(
-                    timeout,
-                    siteverify::verify(&self.http, captcha, answer, s.client_ip),
-                )
-                .await
-                .unwrap_or(Some(SpamReason::CaptchaUnverified));
-                (v, Some(Duration::from_secs(600)))
+                let key: [u8; 32] = Sha256::digest(answer.trim().as_bytes()).into();
+                match self.used.seen(&key, op) {
+                    Claim::Same => return None,
+                    Claim::Taken => return Some(SpamReason::CaptchaReplayed),
+                    Claim::New | Claim::ClientFull | Claim::Full => {}
+                }
+                let timeout = Duration::from_millis(captcha.timeout_ms);
+                let verify = siteverify::verify(&self.http, captcha, answer, s.client_ip);
+                // Refused or unverified: nothing is remembered (a refused answer costs no
+                // memory; an unverified one may be checked again).
+                if let Some(reason) =
+                    tokio::time::timeout(timeout, verify).await.unwrap_or(Some(SpamReason::CaptchaUnverified))
+                {
+                    return Some(reason);
+                }
+                (key, TOKEN_LIFETIME)
             }
         };
-        // Only a definite answer is remembered: an unverified one may be checked again.
-        if let (Some(keep_for), false) = (keep_for, verdict == Some(SpamReason::CaptchaUnverified)) {
-            if !self.used.remember(answer, op, verdict, keep_for) {
-                return Some(SpamReason::CaptchaUnverified);
-            }
+        match self.used.claim(key, op, s.client_ip.map(client_bucket), keep_for) {
+            Claim::New | Claim::Same => None,
+            Claim::Taken => Some(SpamReason::CaptchaReplayed),
+            // Held for review rather than lost; a client that floods waits for its own answers.
+            Claim::ClientFull | Claim::Full => Some(SpamReason::CaptchaUnverified),
         }
-        verdict
+    }
+
+    /// How long `client` must wait for a new ALTCHA challenge: `Some` while it holds as many
+    /// live answers as one client may.
+    pub fn challenge_wait(&self, client: Option<IpAddr>) -> Option<Duration> {
+        self.used.client_waits(client.map(client_bucket))
     }
 }
 

@@ -28,7 +28,8 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
 
     let stats = app.stats().await;
     assert_eq!(stats.submissions, 3);
-    assert_eq!(stats.deliveries_with("rate_limited"), 2);
+    assert_eq!(stats.deliveries_with("rate_limited"), 0, "a refusal is a counter, not a row");
+    assert_eq!(app.refused("contact", "rate-limited").await, 2);
 }
 
 /// Behind a trusted reverse proxy, each client has its own bucket; a client that is not a

@@ -4,6 +4,7 @@
 mod crm_lead;
 mod forward;
 mod owner_notification;
+mod webhook;
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ fn build(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> 
         HandlerKind::Forward => Arc::new(forward::Forward::new(h, deps)?),
         HandlerKind::CrmLead => Arc::new(crm_lead::HookLead::new(h, deps)),
         HandlerKind::OwnerNotification => Arc::new(owner_notification::Notify::new(h, deps)),
+        HandlerKind::Webhook => Arc::new(webhook::HookWebhook::new(h, deps)?),
     })
 }
 

@@ -7,12 +7,8 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
 use super::{fresh, header, hmac_sha256, same, VerifyError};
-
-/// The key bytes of a `whsec_…` secret.
-pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
-    let b64 = secret.strip_prefix("whsec_").unwrap_or(secret);
-    STANDARD.decode(b64).map_err(|_| "the secret is not whsec_ followed by base64".to_string())
-}
+/// Signing and the `whsec_` secret format are shared with the outbound `webhook` effect.
+pub use crate::effects::webhook::{decode_secret, sign};
 
 pub fn verify(
     keys: &[Vec<u8>],
@@ -38,12 +34,6 @@ pub fn verify(
         }
     }
     Err(VerifyError::Unauthorized("signature_mismatch"))
-}
-
-/// `v1,<base64>` for `id.timestamp.body` (tests and the docs' examples).
-pub fn sign(key: &[u8], id: &str, ts: i64, body: &[u8]) -> String {
-    let ts = ts.to_string();
-    format!("v1,{}", STANDARD.encode(hmac_sha256(key, &[id.as_bytes(), b".", ts.as_bytes(), b".", body])))
 }
 
 #[cfg(test)]

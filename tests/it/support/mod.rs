@@ -159,6 +159,8 @@ pub fn test_config(db_url: &str) -> Config {
     config.server.http_workers = 2;
     // Every scrape counts afresh (tests that check the cache set their own age).
     config.server.metrics_cache_ms = 0;
+    let spool = std::env::temp_dir().join(format!("onceform-spool-{}", uuid::Uuid::new_v4().simple()));
+    config.server.spool_dir = spool.to_string_lossy().into_owned();
     config
 }
 
@@ -202,6 +204,18 @@ impl TestApp {
     }
 
     /// `POST /api/forms/contact/submissions` with `key` in the Idempotency-Key header.
+    /// The `/metrics` page.
+    pub async fn metrics(&self) -> String {
+        self.client.get(self.url("/metrics")).send().await.unwrap().text().await.unwrap()
+    }
+
+    /// `onceform_refused_requests_total` of `form` for `reason` (0 when never counted).
+    pub async fn refused(&self, form: &str, reason: &str) -> u64 {
+        let line = format!("onceform_refused_requests_total{{form=\"{form}\",reason=\"{reason}\"}} ");
+        let metrics = self.metrics().await;
+        metrics.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |n| n.parse().unwrap())
+    }
+
     pub async fn submit(&self, key: &str, body: &Value) -> reqwest::Response {
         self.client
             .post(self.url("/api/forms/contact/submissions"))
@@ -229,6 +243,35 @@ impl TestApp {
     ) -> T {
         let pool = self.pool.clone();
         tokio::task::spawn_blocking(move || f(&pool)).await.unwrap().unwrap()
+    }
+
+    /// The rows of every table (the tables `src/db/schema.rs` declares), by table.
+    pub async fn row_counts(&self) -> std::collections::BTreeMap<String, i64> {
+        use diesel::prelude::*;
+        #[derive(QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        let schema = include_str!("../../../src/db/schema.rs");
+        let tables: Vec<String> = schema
+            .split("diesel::table! {")
+            .skip(1)
+            .filter_map(|t| t.split_whitespace().next().map(|name| name.trim_end_matches('(').to_string()))
+            .collect();
+        assert!(tables.len() > 10, "{tables:?}");
+        self.query(move |pool| {
+            onceform::with_conn!(pool, |c| {
+                let mut out = std::collections::BTreeMap::new();
+                for t in tables {
+                    let count: Count =
+                        diesel::sql_query(format!("SELECT COUNT(*) AS n FROM {t}")).get_result(c)?;
+                    out.insert(t, count.n);
+                }
+                Ok::<_, onceform::db::DbError>(out)
+            })
+        })
+        .await
     }
 
     /// The stored fields of the submission under (contact, `key`), as JSON.

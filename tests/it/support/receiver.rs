@@ -15,6 +15,8 @@ pub enum Fault {
     SlowAfterAct(Duration),
     /// Answers this status without acting.
     Status(u16),
+    /// Answers this status with `Retry-After: seconds`, without acting.
+    StatusRetryAfter(u16, u64),
 }
 
 #[derive(Debug, Default)]
@@ -23,6 +25,8 @@ pub struct Inner {
     pub calls: Vec<(String, String)>,
     pub faults: VecDeque<Fault>,
     pub lookups: usize,
+    /// The headers (names lower-cased) and body of every POST, faulted ones included.
+    pub requests: Vec<(std::collections::BTreeMap<String, String>, String)>,
 }
 
 #[derive(Clone)]
@@ -52,6 +56,10 @@ impl Receiver {
 
     pub fn calls(&self) -> Vec<(String, String)> {
         self.state.lock().unwrap().calls.clone()
+    }
+
+    pub fn requests(&self) -> Vec<(std::collections::BTreeMap<String, String>, String)> {
+        self.state.lock().unwrap().requests.clone()
     }
 
     pub fn lookups(&self) -> usize {
@@ -84,6 +92,7 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<Inner>>) {
             return;
         }
         let (mut length, mut key) = (0usize, String::new());
+        let mut headers = std::collections::BTreeMap::new();
         loop {
             let mut line = String::new();
             if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
@@ -93,6 +102,7 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<Inner>>) {
                 break;
             }
             if let Some((k, v)) = line.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
                 if k.eq_ignore_ascii_case("content-length") {
                     length = v.trim().parse().unwrap_or(0);
                 }
@@ -111,19 +121,21 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<Inner>>) {
             ("POST", Some("")) => {
                 let fault = {
                     let mut s = state.lock().unwrap();
+                    s.requests.push((headers, String::from_utf8_lossy(&body).into_owned()));
                     let fault = s.faults.pop_front();
-                    if !matches!(fault, Some(Fault::Status(_))) {
+                    if !matches!(fault, Some(Fault::Status(_) | Fault::StatusRetryAfter(..))) {
                         s.calls.push((key, String::from_utf8_lossy(&body).into_owned()));
                     }
                     fault
                 };
                 match fault {
-                    None => 200,
+                    None => (200, None),
                     Some(Fault::SlowAfterAct(d)) => {
                         tokio::time::sleep(d).await;
-                        200
+                        (200, None)
                     }
-                    Some(Fault::Status(s)) => s,
+                    Some(Fault::Status(s)) => (s, None),
+                    Some(Fault::StatusRetryAfter(s, seconds)) => (s, Some(seconds)),
                 }
             }
             ("GET", Some(rest)) if rest.starts_with('/') => {
@@ -131,15 +143,18 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<Inner>>) {
                 let mut s = state.lock().unwrap();
                 s.lookups += 1;
                 if s.calls.iter().any(|(k, _)| *k == key) {
-                    200
+                    (200, None)
                 } else {
-                    404
+                    (404, None)
                 }
             }
-            _ => 404,
+            _ => (404, None),
         };
-        let response =
-            format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{{}}");
+        let (status, retry_after) = status;
+        let retry_after = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
+        let response = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{retry_after}content-length: 2\r\n\r\n{{}}"
+        );
         if reader.get_mut().write_all(response.as_bytes()).await.is_err() {
             return;
         }

@@ -1,0 +1,1 @@
+-- The refusal rows are not brought back (they were statistics only).
