@@ -175,7 +175,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
         }
         Command::CheckConfig => {
             let config = load(&args)?;
-            for warning in crate::config::retention::warnings(&config) {
+            for warning in crate::config::warnings(&config) {
                 eprintln!("warning: {warning}");
             }
             let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();

@@ -42,6 +42,7 @@ async fn metrics(
             let mut out = String::with_capacity(text.len() + 512);
             out.push_str(&text);
             throttle.render_metrics(&mut out);
+            crate::db::primary_pg::render_metrics(&mut out);
             HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
         }
         Err(problem) => problem.response(),

@@ -17,6 +17,8 @@ mod crm_salesforce;
 mod delivery;
 mod duplicates;
 mod embed_browser;
+mod failover;
+mod failover_cut;
 mod file_adapters;
 mod headers;
 mod hooks;
