@@ -7,6 +7,9 @@
 #   apt:   chromium chromium-driver  (the admin's browser test, headless)
 #          prometheus                (promtool: `promtool check/test rules` on the alert rules)
 #          python3-venv              (only if Python cannot make a virtual environment)
+#          postgresql-N-auto-failover (pg_auto_failover for the failover tests, N = the installed
+#                                    PostgreSQL's major version; scripts/failover-cluster.sh)
+#          pgbouncer                 (the chaos run's pooler: `cargo bench --bench chaos`)
 #   pip:   schemathesis              (into target/test-tools/venv unless already on PATH)
 #   cargo: cargo-nextest
 #          diesel_cli with bundled SQLite (the check that src/db/schema.rs matches the migrations)
@@ -23,14 +26,21 @@ command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v schemathesis >/dev/null 2>&1 || [ -x target/test-tools/venv/bin/schemathesis ] ||
   python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+pg_major=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n1)
+command -v pg_autoctl >/dev/null 2>&1 || [ -z "$pg_major" ] || missing+=("postgresql-$pg_major-auto-failover")
+command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# The prometheus package would start a Prometheus server; only promtool is wanted.
+# The prometheus package would start a Prometheus server, pgbouncer's a pooler on 6432; only
+# the programs are wanted (the tests and the chaos run start their own).
 if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
   as_root systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" pgbouncer "* ]] && command -v systemctl >/dev/null 2>&1; then
+  as_root systemctl disable --now pgbouncer >/dev/null 2>&1 || true
 fi
 
 # schemathesis, from PyPI, in a virtual environment of its own.
