@@ -8,6 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/failover-cluster.sh");
+/// No Kerberos, no TLS on the cluster (`tests/it/support/mod.rs` says why GSSAPI is off).
+/// This file is also the chaos benchmark's (`benches/chaos.rs`): it stands alone.
+const PARAMS: &str = "gssencmode=disable&sslmode=disable";
 
 pub struct Cluster {
     dir: PathBuf,
@@ -74,12 +77,12 @@ impl Cluster {
     pub fn url(&self, follow: bool) -> String {
         let [a, b] = self.nodes();
         let tsa = if follow { "&target_session_attrs=read-write" } else { "" };
-        format!("postgres://postgres@127.0.0.1:{a},127.0.0.1:{b}/onceform?{}{tsa}", super::PG_TEST_PARAMS)
+        format!("postgres://postgres@127.0.0.1:{a},127.0.0.1:{b}/onceform?{}{tsa}", PARAMS)
     }
 
     /// A URL to one node.
     pub fn node_url(&self, port: u16) -> String {
-        format!("postgres://postgres@127.0.0.1:{port}/onceform?{}", super::PG_TEST_PARAMS)
+        format!("postgres://postgres@127.0.0.1:{port}/onceform?{}", PARAMS)
     }
 
     /// The port of the node the monitor has as primary (`None` during a failover).
