@@ -115,13 +115,16 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A port below the ephemeral range, where a pooler restarted on it finds it free.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    cluster::free_ports()
 }
 
 /// A pgbouncer in transaction pooling mode in front of one data node.
 struct Bouncer {
     port: u16,
+    /// The data node's port.
+    node: u16,
     ini: std::path::PathBuf,
     child: Option<Child>,
 }
@@ -135,13 +138,14 @@ impl Bouncer {
             format!(
                 "[databases]\nonceform = host=127.0.0.1 port={node} dbname=onceform user=postgres\n\n\
                  [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
-                 auth_type = any\npool_mode = transaction\nmax_client_conn = 500\ndefault_pool_size = 20\n\
+                 auth_type = any\nadmin_users = postgres\npool_mode = transaction\nmax_client_conn = 500\n\
+                 default_pool_size = 20\n\
                  server_connect_timeout = 2\nserver_login_retry = 1\nquery_wait_timeout = 5\n\
                  ignore_startup_parameters = extra_float_digits,options\n"
             ),
         )
         .unwrap();
-        let mut b = Bouncer { port, ini, child: None };
+        let mut b = Bouncer { port, node, ini, child: None };
         b.spawn();
         b
     }
@@ -151,14 +155,35 @@ impl Bouncer {
         if is_root() {
             cmd.args(["-u", "postgres"]); // Debian's pgbouncer refuses to run as root
         }
-        self.child = Some(cmd.arg(&self.ini).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.ini.with_extension("log"))
+            .unwrap();
+        self.child = Some(cmd.arg(&self.ini).stdout(Stdio::null()).stderr(log).spawn().unwrap());
         for _ in 0..100 {
+            let alive = self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+            assert!(alive, "pgbouncer exited: see {}", self.ini.with_extension("log").display());
             if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("pgbouncer did not listen on {}", self.port);
+    }
+
+    /// `RECONNECT`: its server connections are replaced. pgbouncer hands every new client the
+    /// parameters its first server connection reported, `in_hot_standby` among them: after
+    /// its node was promoted, libpq (`target_session_attrs=read-write`) would go on taking it
+    /// for a standby until the pool reconnects. A failover hook does this (docs/SCALING.md).
+    fn reconnect(port: u16) {
+        let port = port.to_string();
+        let _ = Command::new("psql")
+            .args(["-X", "-q", "-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", "pgbouncer"])
+            .args(["-c", "RECONNECT onceform"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 
     /// Killed (SIGKILL) and started again on the same port.
@@ -274,10 +299,19 @@ fn config_file(
     path
 }
 
+/// A `worker` process. One started while no primary takes writes exits at once (it cannot
+/// migrate): it is started again until it runs, as a supervisor would.
 fn worker(config: &std::path::Path) -> Process {
-    let p = Process::start(&["worker", "--config", config.to_str().unwrap()], &[]);
-    assert!(p.first_line.starts_with("onceform worker"), "{}", p.first_line);
-    p
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let p = Process::start(&["worker", "--config", config.to_str().unwrap()], &[]);
+        if p.first_line.starts_with("onceform worker") {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "no worker could start: {:?}", p.first_line);
+        drop(p);
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -403,7 +437,7 @@ async fn run(opts: Options) {
         opts.rounds
     );
     println!(
-        "| round | unavailable (s) | acknowledged | 503 | worker kills | effects | leads | emails | check |"
+        "| round | unavailable s (standby writable after s) | acknowledged | 503 | worker kills | effects | leads | emails | check |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
 
@@ -423,31 +457,41 @@ async fn run(opts: Options) {
         let killed_at = Instant::now();
         let c = cluster.clone();
         blocking(move || c.kill(primary)).await;
+        // The node's host is gone: its pgbouncer with it (one left up would answer every
+        // login with an error, and libpq tries the next host only when a connection fails,
+        // not when a login does: docs/SCALING.md).
+        bouncers.iter_mut().find(|b| b.node == primary).unwrap().stop();
 
-        // Workers killed mid-delivery while the standby is promoted and the node rejoins.
+        // Workers killed mid-delivery while the standby is promoted (and its pooler told).
         let c = cluster.clone();
-        let promoted = tokio::spawn(blocking(move || c.wait_writable(standby, Duration::from_secs(90))));
+        let standby_port = bouncers.iter().find(|b| b.node == standby).unwrap().port;
+        let promoted = tokio::spawn(blocking(move || {
+            let took = c.wait_writable(standby, Duration::from_secs(90));
+            Bouncer::reconnect(standby_port);
+            took
+        }));
         let mut kills = 0;
         while kills < opts.worker_kills {
             tokio::time::sleep(Duration::from_millis(300 + fastrand::u64(0..400))).await;
             let i = fastrand::usize(0..workers.len());
             let _ = workers[i].child.kill(); // SIGKILL
             let _ = workers[i].child.wait();
-            workers[i] = worker(&working);
+            let w = working.clone();
+            workers[i] = blocking(move || worker(&w)).await;
             kills += 1;
         }
         worker_kills += kills;
-        promoted.await.unwrap();
+        let promotion = promoted.await.unwrap();
         let c = cluster.clone();
         blocking(move || {
             c.restart(primary);
             c.wait_healthy(120);
         })
         .await;
-        // The pooler in front of the new primary, under load.
-        let b =
-            bouncers.iter_mut().find(|b| b.ini.to_string_lossy().contains(&format!("-{standby}."))).unwrap();
-        b.restart();
+        // The rejoined node's host is back with its pooler; the new primary's pooler is
+        // restarted under load.
+        bouncers.iter_mut().find(|b| b.node == primary).unwrap().spawn();
+        bouncers.iter_mut().find(|b| b.node == standby).unwrap().restart();
         bouncer_restarts += 1;
         tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -465,14 +509,19 @@ async fn run(opts: Options) {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        // The longest stretch without an acknowledgement from the kill on.
         let gap = {
             let s = seen.lock().unwrap();
-            s.acked
-                .values()
-                .map(|(_, at)| *at)
-                .filter(|at| *at > killed_at)
-                .min()
-                .map(|at| (at - killed_at).as_secs_f64())
+            let mut at: Vec<Instant> =
+                s.acked.values().map(|(_, at)| *at).filter(|at| *at > killed_at).collect();
+            at.sort();
+            at.iter()
+                .scan(killed_at, |prev, t| {
+                    let g = (*t - *prev).as_secs_f64();
+                    *prev = *t;
+                    Some(g)
+                })
+                .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
         };
         let (d, s2, crm2, smtp2) = (direct.clone(), seen.clone(), crm.clone(), smtp.clone());
         let found = blocking(move || check(&d, &s2.lock().unwrap(), &crm2, &smtp2)).await;
@@ -511,8 +560,9 @@ async fn run(opts: Options) {
             unavailable.push(g);
         }
         println!(
-            "| {round} | {} | {acked} | {n503} | {kills} | {total_effects} ({} UNKNOWN emails) | {} | {} | {} |",
+            "| {round} | {} ({:.1}) | {acked} | {n503} | {kills} | {total_effects} ({} UNKNOWN emails) | {} | {} | {} |",
             gap.map_or("-".into(), |g| format!("{g:.1}")),
+            promotion.as_secs_f64(),
             mails_unknown,
             found.leads,
             found.mails,
