@@ -3,10 +3,13 @@
 # pg_auto_failover (`postgresql-15-auto-failover`), a monitor and two data nodes with
 # synchronous replication, each with its own port and directory under DIR.
 #
-#   scripts/failover-cluster.sh up DIR PORT    monitor on PORT, nodes on PORT+1 and PORT+2;
+#   scripts/failover-cluster.sh up DIR PORT [OWNER]
+#                                              monitor on PORT, nodes on PORT+1 and PORT+2;
 #                                              returns once one node is primary and the other
 #                                              a synchronous secondary (database `onceform`,
-#                                              user `postgres`, trust auth on 127.0.0.1)
+#                                              user `postgres`, trust auth on 127.0.0.1).
+#                                              With OWNER (a pid), the cluster is torn down
+#                                              when that process is gone, however it ended
 #   scripts/failover-cluster.sh down DIR       stops every process of the cluster, removes DIR
 #   scripts/failover-cluster.sh kill DIR N     SIGKILL node N (1 or 2): its keeper and Postgres
 #   scripts/failover-cluster.sh start DIR N    starts node N's keeper again (it rejoins)
@@ -131,6 +134,10 @@ case "$cmd" in
         "$PGBIN/psql" -X -q -h 127.0.0.1 -p $((port + 1)) -U postgres -d postgres -c CHECKPOINT >/dev/null 2>&1 || true
       fi
     done
+    if [ -n "${4:-}" ]; then
+      setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done; exec bash "$0" down "$2"' \
+        "$0" "$4" "$dir" >/dev/null 2>&1 < /dev/null &
+    fi
     wait_healthy 90 || die "the cluster did not become healthy (logs in $dir)"
     # Tests connect as postgres over TCP without a password.
     for n in 1 2; do

@@ -53,7 +53,9 @@ impl Cluster {
             std::fs::create_dir_all(&dir).unwrap();
             let port = free_ports();
             let cluster = Cluster { dir, port };
-            let out = script(&["up", cluster.dir(), &port.to_string()]);
+            // Torn down by the script's watchdog if this process dies without unwinding.
+            let owner = std::process::id().to_string();
+            let out = script(&["up", cluster.dir(), &port.to_string(), &owner]);
             if out.status.success() {
                 return Some(cluster);
             }
