@@ -18,6 +18,7 @@ mod delivery;
 mod duplicates;
 mod embed_browser;
 mod failover;
+mod failover_config;
 mod failover_cut;
 mod file_adapters;
 mod headers;
