@@ -11,10 +11,11 @@
 //! processes deliver to a loopback CRM (each create answered after 25 ms, so a call is
 //! always in flight) and a loopback SMTP sink. Each round:
 //!
-//! 1. the primary node is killed with SIGKILL (its keeper and its Postgres); meanwhile
-//!    `--worker-kills` worker processes are killed with SIGKILL mid-delivery, one at a time,
-//!    each replaced by a new one;
-//! 2. the standby is promoted; the old primary is started again and rejoins as the secondary;
+//! 1. the primary node is killed with SIGKILL (its keeper, its Postgres and the pgbouncer on
+//!    its host); meanwhile `--worker-kills` worker processes are killed with SIGKILL
+//!    mid-delivery, one at a time, each replaced by a new one;
+//! 2. the standby is promoted, and its pgbouncer told (`RECONNECT`, as a failover hook would:
+//!    docs/SCALING.md); the old primary is started again and rejoins as the secondary;
 //! 3. the pgbouncer in front of the new primary is killed and started again under load;
 //! 4. the clients pause, the workers finish the queue, and the checks run on the new primary:
 //!    every acknowledged submission is there under the id it was acknowledged with and
