@@ -8,6 +8,9 @@
 #          prometheus                (promtool: `promtool check/test rules` on the alert rules)
 #          python3-venv              (only if Python cannot make a virtual environment)
 #          nodejs npm                (only if Node.js is missing: runs ALTCHA's reference library)
+#          postgresql-N-auto-failover (pg_auto_failover for the failover tests, N = the installed
+#                                    PostgreSQL's major version; scripts/failover-cluster.sh)
+#          pgbouncer                 (the chaos run's pooler: `cargo bench --bench chaos`)
 #   pip:   schemathesis              (into target/test-tools/venv unless already on PATH)
 #          standardwebhooks          (into target/test-tools/venv: verifies outbound webhooks)
 #   npm:   altcha-lib                (into target/test-tools/npm: solutions the captcha tests post)
@@ -27,14 +30,21 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+pg_major=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n1)
+command -v pg_autoctl >/dev/null 2>&1 || [ -z "$pg_major" ] || missing+=("postgresql-$pg_major-auto-failover")
+command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# The prometheus package would start a Prometheus server; only promtool is wanted.
+# The prometheus package would start a Prometheus server, pgbouncer's a pooler on 6432; only
+# the programs are wanted (the tests and the chaos run start their own).
 if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
   as_root systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" pgbouncer "* ]] && command -v systemctl >/dev/null 2>&1; then
+  as_root systemctl disable --now pgbouncer >/dev/null 2>&1 || true
 fi
 
 # From PyPI, in a virtual environment of its own: schemathesis (unless already on PATH) and

@@ -32,7 +32,7 @@ pub fn problems(config: &Config) -> Vec<String> {
 
 /// What check-config warns about without refusing the configuration.
 pub fn warnings(config: &Config) -> Vec<String> {
-    let mut out = crate::config::retention::warnings(config);
+    let mut out = crate::config::warnings(config);
     for (source, hook) in &config.hooks {
         out.extend(hook.warnings(source));
     }

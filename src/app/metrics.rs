@@ -44,6 +44,7 @@ async fn metrics(
             state.refused.render(&mut out);
             crate::hooks::metrics::render_spool(&mut out, &hooks, now());
             throttle.render_metrics(&mut out);
+            crate::db::primary_pg::render_metrics(&mut out);
             HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
         }
         Err(problem) => problem.response(),

@@ -46,6 +46,35 @@ pub fn problems(config: &Config) -> Vec<String> {
     out
 }
 
+/// What `check-config` warns about without refusing the configuration.
+pub fn warnings(config: &Config) -> Vec<String> {
+    let mut out = super::retention::warnings(config);
+    out.extend(database_url_warning(&config.database.url));
+    out
+}
+
+/// A PostgreSQL URL naming several hosts follows the primary only with
+/// `target_session_attrs=read-write` (or `primary`): without it libpq takes the first host
+/// that answers, which after a failover may be the standby.
+fn database_url_warning(url: &super::DatabaseUrl) -> Option<String> {
+    let super::DatabaseUrl::Postgres(url) = url else { return None };
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let (authority, query) = match rest.split_once('?') {
+        Some((before, q)) => (before.split('/').next().unwrap_or(""), q),
+        None => (rest.split('/').next().unwrap_or(""), ""),
+    };
+    let hosts = authority.rsplit('@').next().unwrap_or("");
+    let params: Vec<(&str, &str)> = query.split('&').filter_map(|p| p.split_once('=')).collect();
+    let many = hosts.contains(',') || params.iter().any(|(k, v)| *k == "host" && v.contains(','));
+    let follows =
+        params.iter().any(|(k, v)| *k == "target_session_attrs" && matches!(*v, "read-write" | "primary"));
+    (many && !follows).then(|| {
+        "database.url: several hosts without target_session_attrs=read-write: after a failover \
+         connections may reach a standby and every write fails (add ?target_session_attrs=read-write)"
+            .to_string()
+    })
+}
+
 fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
     let at = format!("forms.{name}");
     if !is_slug(name, 64) {
@@ -187,6 +216,20 @@ mod tests {
         );
         let e = Config::parse("[database]\nurl = 'mysql://h/db'").unwrap_err();
         assert!(e.contains("database.url: unsupported database scheme `mysql`"), "{e}");
+    }
+
+    #[test]
+    fn warns_about_several_hosts_without_target_session_attrs() {
+        let warned = |url: &str| database_url_warning(&super::super::DatabaseUrl::parse(url).unwrap());
+        let w = warned("postgres://u@h1:5432,h2:5433/db").unwrap();
+        assert!(w.contains("target_session_attrs=read-write"), "{w}");
+        assert!(warned("postgres://u@h1,h2/db?sslmode=disable&target_session_attrs=any").is_some());
+        assert!(warned("postgres:///db?host=h1,h2").is_some());
+        assert!(warned("postgres://u@h1,h2/db?target_session_attrs=read-write").is_none());
+        assert!(warned("postgres://u@h1,h2/db?target_session_attrs=primary").is_none());
+        assert!(warned("postgres://u:p,w@h1/db").is_none(), "a comma in the password is no host");
+        assert!(warned("postgres://u@h1:5432/db").is_none());
+        assert!(warned("sqlite://x.db").is_none());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use validator::Validate;
 
 use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema};
 
-pub use check::problems;
+pub use check::{problems, warnings};
 pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
 pub use hooks::HookConfig;

@@ -3,7 +3,9 @@
 //! connection is checked out (a round trip per request), except for a while after a
 //! connection error was seen anywhere in the process. Then every check-out is pinged and
 //! dead connections (a database restart, a cut network) are replaced instead of failing one
-//! request each.
+//! request each; on PostgreSQL the ping asks whether the server takes writes, so that a
+//! connection to a node demoted or left read-only by a failover is replaced too (with
+//! `target_session_attrs=read-write` the new one reaches the new primary).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -52,8 +54,10 @@ impl ManageConnection for Manager {
                 Ok(DbConnection::Sqlite(c))
             }
             DatabaseUrl::Postgres(url) => {
+                let after_error = suspect();
                 let mut c = establish_pg(url).map_err(ConnectionError)?;
                 self.pg.apply(&mut c).map_err(QueryError)?;
+                super::primary_pg::opened(&mut c, after_error).map_err(QueryError)?;
                 Ok(DbConnection::Pg(c))
             }
         }
@@ -62,7 +66,10 @@ impl ManageConnection for Manager {
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), Self::Error> {
         match conn {
             DbConnection::Pg(_) if !suspect() => Ok(()),
-            _ => conn.ping().map_err(diesel::r2d2::Error::QueryError),
+            DbConnection::Pg(c) => {
+                super::primary_pg::require_writable(c).map_err(diesel::r2d2::Error::QueryError)
+            }
+            DbConnection::Sqlite(_) => conn.ping().map_err(diesel::r2d2::Error::QueryError),
         }
     }
 

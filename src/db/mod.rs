@@ -17,6 +17,7 @@ mod manager;
 pub mod models;
 mod openssl_exit;
 mod prepared_pg;
+pub mod primary_pg;
 mod queue;
 pub mod recipient_cap;
 pub mod schema;
@@ -165,9 +166,15 @@ impl Pool {
         }
     }
 
-    /// The database can take a write now (readiness).
-    pub fn ping(&self) -> Result<(), DbError> {
-        with_conn!(self, |c| c.write_tx(|_| Ok::<_, DbError>(())))
+    /// Readiness: on PostgreSQL the server behind a pooled connection takes writes (a
+    /// standby or a node not yet confirmed as primary does not: `primary_pg`); on SQLite the
+    /// file answers a read (never the write lock, which a long write would hold and a probe
+    /// must not queue behind).
+    pub fn ready(&self) -> Result<(), DbError> {
+        with_conn!(self, |c| match c.pg() {
+            Some(pg) => primary_pg::require_writable(pg).map_err(DbError::from),
+            None => diesel::sql_query("SELECT 1").execute(c).map(|_| ()).map_err(DbError::from),
+        })
     }
 
     pub fn backend(&self) -> &'static str {

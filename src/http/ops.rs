@@ -8,9 +8,8 @@ use chrono::NaiveDateTime;
 
 use super::problem::Problem;
 use crate::app::state::AppState;
-use crate::db::{DbError, QueueStats, Stats};
+use crate::db::{QueueStats, Stats};
 use crate::domain::EffectState;
-use crate::with_conn;
 
 const STYLESHEET: &str = include_str!("../../static/onceform.css");
 const ADMIN_STYLESHEET: &str = include_str!("../../static/admin.css");
@@ -26,16 +25,11 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({"status": "ok"}))
 }
 
-/// Ready when the database answers a read (`SELECT 1`; never SQLite's write lock, which a
-/// long write would hold and a probe must not queue behind).
+/// Ready when a write could be stored now: PostgreSQL's server behind the pool takes writes
+/// (not merely answers: a standby does), SQLite's file answers a read (`Pool::ready`).
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let pool = state.pool.clone();
-    let read = move || {
-        with_conn!(&pool, |c| diesel::RunQueryDsl::execute(diesel::sql_query("SELECT 1"), c)
-            .map(|_| ())
-            .map_err(DbError::from))
-    };
-    match web::block(read).await {
+    match web::block(move || pool.ready()).await {
         Ok(Ok(())) => {
             HttpResponse::Ok().json(serde_json::json!({"status": "ready", "database": state.pool.backend()}))
         }

@@ -1,18 +1,22 @@
 //! Worker processes: a real SIGKILL mid-call, two processes draining one database, and
 //! concurrent batch claims that never hand one record to two workers.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use onceform::config::{Config, DEFAULT_CONFIG};
 
 use crate::support::crm::{FakeCrm, Fault};
 use crate::support::smtp::SmtpSink;
+use crate::support::worker_process::WorkerProcess;
 use crate::support::{seed, Backend, TestDb};
 
 /// A configuration file for a worker process: the demo forms, the fakes, quick timings.
-fn config_file(db: &TestDb, crm: &FakeCrm, smtp: &SmtpSink, lease_seconds: u64) -> std::path::PathBuf {
+pub(crate) fn config_file(
+    db: &TestDb,
+    crm: &FakeCrm,
+    smtp: &SmtpSink,
+    lease_seconds: u64,
+) -> std::path::PathBuf {
     let forms = &DEFAULT_CONFIG[DEFAULT_CONFIG.find("[forms.contact]").unwrap()..];
     let text = format!(
         "[database]\nurl = {:?}\n\n[crm]\nurl = \"{}/leads\"\nlookup_url = {:?}\n\n[smtp]\nurl = {:?}\n\n\
@@ -28,38 +32,7 @@ fn config_file(db: &TestDb, crm: &FakeCrm, smtp: &SmtpSink, lease_seconds: u64) 
     path
 }
 
-struct WorkerProcess(Child);
-
-impl WorkerProcess {
-    fn start(config: &std::path::Path) -> WorkerProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_onceform"))
-            .args(["worker", "--config", config.to_str().unwrap()])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        assert!(line.starts_with("onceform worker"), "{line:?}");
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        WorkerProcess(child)
-    }
-
-    fn kill9(&mut self) {
-        self.0.kill().unwrap(); // SIGKILL
-        self.0.wait().unwrap();
-    }
-}
-
-impl Drop for WorkerProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+pub(crate) async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

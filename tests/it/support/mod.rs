@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod browser;
 pub mod captcha;
+pub mod cluster;
 pub mod crm;
 pub mod delivery;
 pub mod hooks;
@@ -15,6 +16,7 @@ pub mod serve_process;
 pub mod smtp;
 pub mod static_site;
 pub mod vendor;
+pub mod worker_process;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -103,6 +105,11 @@ impl TestDb {
                 TestDb { url: format!("{server}/{name}?{PG_TEST_PARAMS}"), dir: None, pg_name: Some(name) }
             }
         }
+    }
+
+    /// A database the test does not own (a replicated cluster's, torn down with it).
+    pub fn external(url: String) -> TestDb {
+        TestDb { url, dir: None, pg_name: None }
     }
 
     /// The server's host:port (PostgreSQL).

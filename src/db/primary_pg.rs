@@ -1,0 +1,104 @@
+//! Which PostgreSQL server a connection reached and whether it takes writes, for a
+//! replicated database (`ONCEFORM_DATABASE_URL` naming several hosts): the readiness probe,
+//! the check-out test after a connection error, and this process's counters of reconnects
+//! and failovers seen (`/metrics`).
+//!
+//! "Writable" is asked of the server, never assumed from a connection that answers: a
+//! standby answers `SELECT 1`, and a freshly promoted pg_auto_failover node is out of
+//! recovery but still `default_transaction_read_only` until the old primary is known gone.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error};
+use diesel::sql_types::{Bool, Text};
+use diesel::PgConnection;
+
+/// Connections opened while connections were suspect (after a connection error).
+static RECONNECTS: AtomicU64 = AtomicU64::new(0);
+/// Times a new connection reached a writable server other than the last one.
+static FAILOVERS: AtomicU64 = AtomicU64::new(0);
+/// The writable server (host:port) new connections reached last.
+static LAST_PRIMARY: Mutex<Option<String>> = Mutex::new(None);
+
+#[derive(QueryableByName)]
+struct ServerRow {
+    #[diesel(sql_type = Text)]
+    server: String,
+    #[diesel(sql_type = Bool)]
+    writable: bool,
+}
+
+/// The server's address and port as it reports them (through a pooler: the database server
+/// behind it) and whether a write transaction would be allowed there now.
+const SERVER: &str = "SELECT coalesce(host(inet_server_addr()), 'local') || ':' || \
+     coalesce(inet_server_port(), 0)::text AS server, \
+     NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable";
+const WRITABLE: &str =
+    "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable";
+
+fn server(conn: &mut PgConnection) -> QueryResult<ServerRow> {
+    diesel::sql_query(SERVER).get_result(conn)
+}
+
+/// Whether the server behind `conn` takes writes now.
+pub fn writable(conn: &mut PgConnection) -> QueryResult<bool> {
+    #[derive(QueryableByName)]
+    struct Writable {
+        #[diesel(sql_type = Bool)]
+        writable: bool,
+    }
+    Ok(diesel::sql_query(WRITABLE).get_result::<Writable>(conn)?.writable)
+}
+
+/// `Ok` when the server takes writes, else the error a write would have met.
+pub fn require_writable(conn: &mut PgConnection) -> QueryResult<()> {
+    if writable(conn)? {
+        Ok(())
+    } else {
+        Err(read_only())
+    }
+}
+
+fn read_only() -> Error {
+    Error::DatabaseError(
+        DatabaseErrorKind::ReadOnlyTransaction,
+        Box::new("the server is read-only (a standby, or a primary not yet confirmed)".to_string()),
+    )
+}
+
+/// A new pooled connection: counts a reconnect when `after_error`, and a failover when it
+/// reached a writable server other than the last.
+pub fn opened(conn: &mut PgConnection, after_error: bool) -> QueryResult<()> {
+    if after_error {
+        RECONNECTS.fetch_add(1, Ordering::Relaxed);
+    }
+    let row = server(conn)?;
+    if row.writable {
+        let mut last = LAST_PRIMARY.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_deref().is_some_and(|l| l != row.server) {
+            FAILOVERS.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(server = %row.server, "connected to a new primary");
+        }
+        *last = Some(row.server);
+    }
+    Ok(())
+}
+
+/// The counters' Prometheus text.
+pub fn render_metrics(out: &mut String) {
+    let _ = writeln!(
+        out,
+        "# HELP onceform_db_reconnects_total Database connections opened again after a connection error."
+    );
+    let _ = writeln!(out, "# TYPE onceform_db_reconnects_total counter");
+    let _ = writeln!(out, "onceform_db_reconnects_total {}", RECONNECTS.load(Ordering::Relaxed));
+    let _ = writeln!(
+        out,
+        "# HELP onceform_db_failovers_total Times new connections reached a different writable PostgreSQL server."
+    );
+    let _ = writeln!(out, "# TYPE onceform_db_failovers_total counter");
+    let _ = writeln!(out, "onceform_db_failovers_total {}", FAILOVERS.load(Ordering::Relaxed));
+}

@@ -1,0 +1,37 @@
+//! Real `onceform worker` child processes, killed with SIGKILL when a test says so or when
+//! dropped.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+pub struct WorkerProcess(Child);
+
+impl WorkerProcess {
+    /// `onceform worker --config CONFIG`, returned once it has said it runs.
+    pub fn start(config: &std::path::Path) -> WorkerProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_onceform"))
+            .args(["worker", "--config", config.to_str().unwrap()])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("onceform worker"), "{line:?}");
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        WorkerProcess(child)
+    }
+
+    pub fn kill9(&mut self) {
+        self.0.kill().unwrap(); // SIGKILL
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
