@@ -1,6 +1,7 @@
 //! Domain values: parsed once at the edge, valid everywhere after.
 
 mod effect;
+mod field_error;
 mod fields;
 #[cfg(test)]
 mod fields_proptest;
@@ -14,6 +15,7 @@ mod operation_id;
 pub mod states;
 
 pub use effect::EffectKind;
+pub use field_error::{FieldError, FIELD_ERROR_CODES};
 pub use fields::{
     normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
 };

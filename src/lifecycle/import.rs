@@ -86,8 +86,7 @@ pub fn import(
             Ok(row) => match normalise(form, &row.raw) {
                 Ok(_) => rows.push(row),
                 Err(errors) => {
-                    let why: Vec<String> =
-                        errors.0.iter().map(|(f, m)| format!("{f} {}", m.join(", "))).collect();
+                    let why = errors.summary();
                     report.rejected.push((line, why.join("; ")));
                 }
             },
