@@ -29,7 +29,9 @@ impl<'de> Deserialize<'de> for LocaleChoice {
             return Ok(LocaleChoice::Auto);
         }
         Locale::parse(&tag).map(LocaleChoice::Fixed).ok_or_else(|| {
-            serde::de::Error::custom(format!("`{tag}` is neither `auto` nor a shipped locale (en, zh-TW, zh-CN, ja)"))
+            serde::de::Error::custom(format!(
+                "`{tag}` is neither `auto` nor a shipped locale (en, zh-TW, zh-CN, ja)"
+            ))
         })
     }
 }
@@ -76,6 +78,15 @@ impl FormConfig {
         match self.locale {
             LocaleChoice::Fixed(l) => l,
             LocaleChoice::Auto => negotiate(accept_language, &self.offered_locales(), self.first_locale()),
+        }
+    }
+
+    /// The locale of the form's emails: the fixed `locale`, else the first locale (the
+    /// visitor's negotiated locale is not stored with the submission).
+    pub fn email_locale(&self) -> Locale {
+        match self.locale {
+            LocaleChoice::Fixed(l) => l,
+            LocaleChoice::Auto => self.first_locale(),
         }
     }
 
@@ -197,7 +208,10 @@ options = { topic = { Sales = "業務洽詢" } }
         assert_eq!(form.option_in(topic, "Support", Locale::ZhTw), "Support");
         let raw: RawFields = vec![("topic".into(), "Gossip".into())];
         let errors = normalise(form, &raw).unwrap_err();
-        assert_eq!(form.error_messages(&errors, Locale::ZhTw)["topic"], ["「主題」請從以下選項中選擇：業務洽詢、Support"]);
+        assert_eq!(
+            form.error_messages(&errors, Locale::ZhTw)["topic"],
+            ["「主題」請從以下選項中選擇：業務洽詢、Support"]
+        );
         assert_eq!(form.time_zone.to_string(), "Asia/Taipei");
     }
 
@@ -206,7 +220,11 @@ options = { topic = { Sales = "業務洽詢" } }
         assert!(Config::parse(&FORM.replace("\"auto\"", "\"fr\"")).unwrap_err().contains("shipped locale"));
         assert!(Config::parse(&FORM.replace("Asia/Taipei", "Asia/Taipeh")).unwrap_err().contains("IANA"));
         let c = Config::parse(&FORM.replace("labels = { topic", "labels = { colour")).unwrap();
-        assert!(crate::check::problems(&c).iter().any(|p| p.contains("`colour` is not a field")), "{:?}", crate::check::problems(&c));
+        assert!(
+            crate::check::problems(&c).iter().any(|p| p.contains("`colour` is not a field")),
+            "{:?}",
+            crate::check::problems(&c)
+        );
         let c = Config::parse(&FORM.replace("locale = \"auto\"", "locale = \"zh-CN\"")).unwrap();
         assert!(crate::check::problems(&c).iter().any(|p| p.contains("does not list the form's locale")));
     }

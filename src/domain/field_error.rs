@@ -10,9 +10,13 @@ pub enum FieldError {
     Required,
     InvalidEmail,
     InvalidPhone,
-    TooLong { max: usize },
+    TooLong {
+        max: usize,
+    },
     /// The canonical option values the field takes.
-    NotAnOption { options: Vec<String> },
+    NotAnOption {
+        options: Vec<String>,
+    },
     UnknownField,
     GivenTwice,
     ControlCharacters,
@@ -74,7 +78,10 @@ impl FieldError {
             _ => 0,
         };
         let options = locale.list(options);
-        locale.format(key, &[("label", Arg::Str(label)), ("max", Arg::Num(max)), ("options", Arg::Str(&options))])
+        locale.format(
+            key,
+            &[("label", Arg::Str(label)), ("max", Arg::Num(max)), ("options", Arg::Str(&options))],
+        )
     }
 }
 
@@ -129,7 +136,10 @@ mod tests {
         let options = vec!["業務".to_string(), "技術支援".to_string()];
         let e = FieldError::NotAnOption { options: vec!["Sales".into(), "Support".into()] };
         assert_eq!(e.message(Locale::ZhTw, "主題", &options), "「主題」請從以下選項中選擇：業務、技術支援");
-        assert_eq!(FieldError::InvalidPhone.message(Locale::Ja, "電話番号", &[]), "「電話番号」には正しい電話番号を入力してください");
+        assert_eq!(
+            FieldError::InvalidPhone.message(Locale::Ja, "電話番号", &[]),
+            "「電話番号」には正しい電話番号を入力してください"
+        );
         assert_eq!(FieldError::Required.message(Locale::En, "Email", &[]), "Email is required");
         assert_eq!(e.to_string(), "must be one of: Sales, Support");
     }

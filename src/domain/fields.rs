@@ -162,7 +162,7 @@ pub fn normalise_value(kind: FieldType, raw: &str) -> String {
         FieldType::Email => collapse_spaces(&nfc).to_lowercase(),
         FieldType::Phone => {
             let plus = nfc.trim_start().starts_with('+');
-            let digits: String = nfc.chars().filter(|c| !" ()-./\t".contains(*c)).collect();
+            let digits: String = nfc.chars().filter(|c| !" ()-./\t\u{3000}".contains(*c)).collect();
             match (plus, digits.strip_prefix('+')) {
                 (true, Some(rest)) => format!("+{rest}"),
                 _ => digits,

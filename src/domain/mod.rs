@@ -4,10 +4,14 @@ mod effect;
 mod field_error;
 mod fields;
 #[cfg(test)]
+mod fields_i18n_tests;
+#[cfg(test)]
 mod fields_proptest;
 mod fingerprint;
 mod form;
+mod idna_email;
 mod ids;
+pub use idna_email::ascii_email;
 mod invisible;
 pub use invisible::is_invisible;
 pub mod keyring;

@@ -6,7 +6,9 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
-use super::pages::{accept_language, not_found, problem_page, with_language, FormPage, IndexPage, ReceiptPage};
+use super::pages::{
+    accept_language, not_found, problem_page, with_language, FormPage, IndexPage, ReceiptPage,
+};
 use super::problem::{Problem, ProblemKind};
 use super::submit::{
     accept_screened, check_rate, outcome_problem, record_refusal, resolve_key, Gate, Refusal,

@@ -165,7 +165,13 @@ pub fn with_language(mut resp: HttpResponse, locale: Locale) -> HttpResponse {
 
 /// "Not found" in `locale`.
 pub fn not_found(locale: Locale) -> HttpResponse {
-    message(StatusCode::NOT_FOUND, locale, &locale.text("not-found-title"), &locale.text("not-found-body"), None)
+    message(
+        StatusCode::NOT_FOUND,
+        locale,
+        &locale.text("not-found-title"),
+        &locale.text("not-found-body"),
+        None,
+    )
 }
 
 /// The page a visitor gets for `problem` on form `form_name` (its status and `Retry-After`;
@@ -200,8 +206,13 @@ pub fn problem_page(problem: &Problem, form_name: Option<&str>, locale: Locale) 
         ProblemKind::OriginNotAllowed => (None, String::new()),
         _ => (form_name.map(|f| format!("/f/{f}")), locale.text("page-back")),
     };
-    let mut resp =
-        message(problem.status(), locale, &locale.text(title), &body, link.map(|href| (href, label.as_str())));
+    let mut resp = message(
+        problem.status(),
+        locale,
+        &locale.text(title),
+        &body,
+        link.map(|href| (href, label.as_str())),
+    );
     if let Some(s) = problem.retry_after {
         resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
     }

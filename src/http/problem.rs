@@ -4,8 +4,8 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use serde_json::{json, Map, Value};
 
-use crate::deliveries::DeliveryOutcome;
 use crate::config::FormConfig;
+use crate::deliveries::DeliveryOutcome;
 use crate::domain::FieldErrors;
 use crate::i18n::Locale;
 
@@ -177,7 +177,10 @@ impl Problem {
                 None => json!(errors
                     .0
                     .iter()
-                    .map(|(f, e)| (f.clone(), json!(e.iter().map(|e| e.message(locale, f, &[])).collect::<Vec<_>>())))
+                    .map(|(f, e)| (
+                        f.clone(),
+                        json!(e.iter().map(|e| e.message(locale, f, &[])).collect::<Vec<_>>())
+                    ))
                     .collect::<Map<_, _>>()),
             };
             body.insert("errors".into(), messages);

@@ -44,7 +44,8 @@ impl<'de> Deserialize<'de> for TimeZone {
 /// `Tuesday, 1 December 2026, 21:05 (UTC+8)`, `2026年12月1日（週二）21:05（UTC+8）`.
 pub fn local_date_time(locale: Locale, utc: NaiveDateTime, zone: TimeZone) -> String {
     let local = utc.and_utc().with_timezone(&zone.0);
-    let weekday = locale.format("weekday", &[("n", Arg::Num(i64::from(local.weekday().num_days_from_sunday())))]);
+    let weekday =
+        locale.format("weekday", &[("n", Arg::Num(i64::from(local.weekday().num_days_from_sunday())))]);
     let month_name = locale.format("month-name", &[("n", Arg::Num(i64::from(local.month())))]);
     let time = format!("{:02}:{:02}", local.hour(), local.minute());
     let zone = utc_offset(local.offset().fix().local_minus_utc());
@@ -81,9 +82,18 @@ mod tests {
         let utc = NaiveDateTime::parse_from_str("2026-12-01 13:05:00", "%Y-%m-%d %H:%M:%S").unwrap();
         let taipei: TimeZone = "Asia/Taipei".parse().unwrap();
         assert_eq!(local_date_time(Locale::ZhTw, utc, taipei), "2026年12月1日（週二）21:05（UTC+8）");
-        assert_eq!(local_date_time(Locale::Ja, utc, "Asia/Tokyo".parse().unwrap()), "2026年12月1日（火）22:05（UTC+9）");
-        assert_eq!(local_date_time(Locale::ZhCn, utc, "Asia/Shanghai".parse().unwrap()), "2026年12月1日（周二）21:05（UTC+8）");
-        assert_eq!(local_date_time(Locale::En, utc, TimeZone::default()), "Tuesday, 1 December 2026, 13:05 (UTC)");
+        assert_eq!(
+            local_date_time(Locale::Ja, utc, "Asia/Tokyo".parse().unwrap()),
+            "2026年12月1日（火）22:05（UTC+9）"
+        );
+        assert_eq!(
+            local_date_time(Locale::ZhCn, utc, "Asia/Shanghai".parse().unwrap()),
+            "2026年12月1日（周二）21:05（UTC+8）"
+        );
+        assert_eq!(
+            local_date_time(Locale::En, utc, TimeZone::default()),
+            "Tuesday, 1 December 2026, 13:05 (UTC)"
+        );
         let late = NaiveDateTime::parse_from_str("2026-12-31 20:00:00", "%Y-%m-%d %H:%M:%S").unwrap();
         assert_eq!(local_date_time(Locale::ZhTw, late, taipei), "2027年1月1日（週五）04:00（UTC+8）");
         assert_eq!(utc_offset(-(3 * 3600 + 1800)), "UTC-3:30");

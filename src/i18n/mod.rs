@@ -151,10 +151,7 @@ pub fn negotiate(accept_language: Option<&str>, available: &[Locale], default: L
         .collect();
     let ids: Vec<LanguageIdentifier> = available.iter().map(|l| l.id()).collect();
     let chosen = negotiate_languages(&requested, &ids, None, NegotiationStrategy::Lookup);
-    chosen
-        .first()
-        .and_then(|id| available.iter().copied().find(|l| l.id() == **id))
-        .unwrap_or(default)
+    chosen.first().and_then(|id| available.iter().copied().find(|l| l.id() == **id)).unwrap_or(default)
 }
 
 fn chinese_by_script(id: LanguageIdentifier) -> LanguageIdentifier {
@@ -261,7 +258,10 @@ mod tests {
     fn texts_fill_placeables_without_isolation_marks() {
         let t = Locale::ZhTw.format("field-required", &[("label", Arg::Str("電話"))]);
         assert_eq!(t, "請填寫「電話」");
-        assert_eq!(Locale::En.format("field-too-long", &[("label", Arg::Str("Name")), ("max", Arg::Num(120))]), "Name must be at most 120 characters");
+        assert_eq!(
+            Locale::En.format("field-too-long", &[("label", Arg::Str("Name")), ("max", Arg::Num(120))]),
+            "Name must be at most 120 characters"
+        );
         assert_eq!(Locale::Ja.list(&["a".into(), "b".into()]), "a、b");
         assert_eq!(Locale::En.list(&["a".into(), "b".into()]), "a, b");
         assert_eq!(Locale::parse("ZH-tw"), Some(Locale::ZhTw));
