@@ -26,6 +26,7 @@ mod hooks_retention;
 mod hooks_store_down;
 mod hooks_verify;
 mod html;
+mod i18n;
 mod layers;
 mod lifecycle;
 mod lifecycle_caps;
