@@ -5,6 +5,7 @@
 # 'test(/openapi/)'`). Needs root or sudo for apt-get and for starting PostgreSQL.
 #
 #   apt:   chromium chromium-driver  (the admin's browser test, headless)
+#          fonts-noto-cjk            (Chinese and Japanese text in the browser tests' screenshots)
 #          prometheus                (promtool: `promtool check/test rules` on the alert rules)
 #          python3-venv              (only if Python cannot make a virtual environment)
 #   pip:   schemathesis              (into target/test-tools/venv unless already on PATH)
@@ -21,6 +22,8 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+# CJK glyphs in the screenshots of the zh-TW and ja pages (boxes without a CJK font).
+fc-list :lang=zh-tw 2>/dev/null | grep -q . || missing+=(fonts-noto-cjk)
 command -v schemathesis >/dev/null 2>&1 || [ -x target/test-tools/venv/bin/schemathesis ] ||
   python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then

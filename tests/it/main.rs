@@ -27,6 +27,7 @@ mod hooks_store_down;
 mod hooks_verify;
 mod html;
 mod i18n;
+mod i18n_browser;
 mod layers;
 mod lifecycle;
 mod lifecycle_caps;
