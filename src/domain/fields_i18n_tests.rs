@@ -1,12 +1,44 @@
 //! What people type in Chinese and Japanese: the ideographic space, characters (not bytes)
 //! against the length limits, internationalised email domains.
 
-use super::fields::normalise;
-use super::FieldError;
-use crate::config::{Config, FormConfig};
+use std::sync::LazyLock;
 
-fn contact() -> FormConfig {
-    Config::builtin().unwrap().forms["contact"].clone()
+use serde::Deserialize;
+
+use super::fields::normalise;
+use super::{FieldConfig, FieldError, FormSchema};
+
+#[derive(Deserialize)]
+struct Fields {
+    fields: Vec<FieldConfig>,
+}
+
+/// The demo form's fields (name 120 characters, email, topic, message).
+static FIELDS: LazyLock<Vec<FieldConfig>> = LazyLock::new(|| {
+    let text = r#"
+[[fields]]
+name = "name"
+required = true
+max_length = 120
+[[fields]]
+name = "email"
+type = "email"
+required = true
+[[fields]]
+name = "topic"
+type = "select"
+required = true
+options = ["Sales", "Support"]
+[[fields]]
+name = "message"
+type = "textarea"
+required = true
+"#;
+    toml::from_str::<Fields>(text).unwrap().fields
+});
+
+fn contact() -> FormSchema<'static> {
+    FormSchema { fields: &FIELDS, honeypot: "", ignore_fields: &[] }
 }
 
 fn raw(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -16,7 +48,7 @@ fn raw(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn the_ideographic_space_counts_as_a_space() {
     let n = normalise(
-        &contact(),
+        contact(),
         &raw(&[
             ("name", "\u{3000}陳\u{3000}\u{3000}小明\u{3000}"),
             ("email", "chen@example.tw\u{3000}"),
@@ -29,7 +61,7 @@ fn the_ideographic_space_counts_as_a_space() {
     assert_eq!(n.get("email"), Some("chen@example.tw"));
     assert_eq!(n.get("message"), Some("你好"));
     let blank = normalise(
-        &contact(),
+        contact(),
         &raw(&[("name", "\u{3000}\u{3000}"), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "x")]),
     );
     assert_eq!(blank.unwrap_err().0["name"], [FieldError::Required]);
@@ -39,13 +71,13 @@ fn the_ideographic_space_counts_as_a_space() {
 fn length_limits_count_characters_not_bytes() {
     let at_limit = "名".repeat(120);
     let ok = normalise(
-        &contact(),
+        contact(),
         &raw(&[("name", &at_limit), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "x")]),
     );
     assert_eq!(ok.unwrap().get("name").map(|n| n.chars().count()), Some(120), "360 bytes, 120 characters");
     let over = "名".repeat(121);
     let e = normalise(
-        &contact(),
+        contact(),
         &raw(&[("name", &over), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "x")]),
     );
     assert_eq!(e.unwrap_err().0["name"], [FieldError::TooLong { max: 120 }]);
@@ -54,7 +86,7 @@ fn length_limits_count_characters_not_bytes() {
 #[test]
 fn internationalised_email_domains_are_accepted_as_typed() {
     let n = normalise(
-        &contact(),
+        contact(),
         &raw(&[("name", "陳"), ("email", "chen@例子.台灣"), ("topic", "Sales"), ("message", "x")]),
     )
     .unwrap();
