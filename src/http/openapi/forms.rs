@@ -246,8 +246,9 @@ pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
         "summary": format!("Submit the `{name}` form (exactly once per operation ID)"),
         "parameters": [key_header, {"name": "Accept-Language", "in": "header", "required": false,
             "description": "The language of the 422's `errors` messages when the form's `locale` is `auto` \
-                (negotiated among its `locales`); the `codes` never change with it",
-            "schema": {"type": "string", "maxLength": 512, "example": "zh-TW,zh;q=0.9,en;q=0.5"}}],
+                (negotiated among its `locales`; a value it cannot use, or one over 512 bytes, is ignored); \
+                the `codes` never change with it",
+            "schema": {"type": "string", "example": "zh-TW,zh;q=0.9,en;q=0.5"}}],
         "requestBody": {"required": true, "content": {"application/json": {
             "schema": fields_schema(form, true, &[]), "example": example(form)}}},
         "responses": {
