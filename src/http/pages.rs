@@ -218,3 +218,22 @@ pub fn problem_page(problem: &Problem, form_name: Option<&str>, locale: Locale) 
     }
     resp
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problem_pages_speak_the_locale_and_keep_retry_after() {
+        let resp = problem_page(&Problem::unavailable(), Some("contact"), Locale::Ja);
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let header = |r: &HttpResponse, h| r.headers().get(h).and_then(|v| v.to_str().ok()).map(String::from);
+        assert_eq!(header(&resp, RETRY_AFTER).as_deref(), Some("5"));
+        assert_eq!(header(&resp, CONTENT_LANGUAGE).as_deref(), Some("ja"));
+        let resp =
+            problem_page(&Problem::new(ProblemKind::RateLimited, "x").retry_after(42), None, Locale::ZhCn);
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(header(&resp, CONTENT_LANGUAGE).as_deref(), Some("zh-CN"));
+        assert_eq!(header(&resp, RETRY_AFTER).as_deref(), Some("42"));
+    }
+}

@@ -284,3 +284,34 @@ async fn big5_and_utf16_files_import_and_an_export_with_a_bom_reads_back(backend
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The 429 and 403 pages of a zh-TW form, and its 503 page, speak zh-TW.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusal_pages_are_in_the_forms_language() {
+    let app = spawn_app_with(Backend::Sqlite, |c| {
+        c.server.rate_limit = true;
+        let form = c.forms.get_mut("contact").unwrap();
+        speak(form, LocaleChoice::Fixed(Locale::ZhTw));
+        form.rate_limit = toml::from_str("requests = 1\nper_seconds = 3600").unwrap();
+        form.allowed_origins = vec!["https://www.example.tw".into()];
+    })
+    .await;
+    let fields = [("name", "陳小明"), ("email", "chen@example.tw"), ("topic", "Sales"), ("message", "你好")];
+    let post = |origin: Option<&'static str>| {
+        let mut req = app.client.post(app.url("/f/contact")).form(&fields);
+        if let Some(o) = origin {
+            req = req.header("Origin", o);
+        }
+        req.send()
+    };
+    let forbidden = post(Some("https://evil.example")).await.unwrap();
+    assert_eq!(forbidden.status(), 403);
+    let page = forbidden.text().await.unwrap();
+    assert!(page.contains(r#"<html lang="zh-TW">"#) && page.contains("此網站不能送出這份表單"), "{page}");
+    assert!(post(None).await.unwrap().status().is_redirection());
+    let limited = post(None).await.unwrap();
+    assert_eq!(limited.status(), 429);
+    assert!(limited.headers().contains_key("retry-after"));
+    let page = limited.text().await.unwrap();
+    assert!(page.contains("送出次數過多") && page.contains("秒後再送出"), "{page}");
+}
