@@ -5,6 +5,7 @@
 # 'test(/openapi/)'`). Needs root or sudo for apt-get and for starting PostgreSQL.
 #
 #   apt:   chromium chromium-driver  (the admin's browser test, headless)
+#          fonts-noto-cjk            (Chinese and Japanese text in the browser tests' screenshots)
 #          prometheus                (promtool: `promtool check/test rules` on the alert rules)
 #          python3-venv              (only if Python cannot make a virtual environment)
 #          nodejs npm                (only if Node.js is missing: runs ALTCHA's reference library)
@@ -33,6 +34,8 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 pg_major=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n1)
 command -v pg_autoctl >/dev/null 2>&1 || [ -z "$pg_major" ] || missing+=("postgresql-$pg_major-auto-failover")
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+# CJK glyphs in the screenshots of the zh-TW and ja pages (boxes without a CJK font).
+fc-list :lang=zh-tw 2>/dev/null | grep -q . || missing+=(fonts-noto-cjk)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq

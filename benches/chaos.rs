@@ -40,6 +40,10 @@ mod crm;
 #[allow(dead_code)]
 #[path = "../tests/it/support/smtp.rs"]
 mod smtp;
+// The fake CRM decodes lookup paths with the receiver's decoder.
+#[allow(dead_code)]
+#[path = "../tests/it/support/receiver.rs"]
+mod receiver;
 
 /// Serves each connection with `serve(stream, state)` on a fresh loopback port (the tests'
 /// `support::listen`, which the fake CRM uses).

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 # Lowest first; a module may use modules of its own layer or below, never above.
 LAYERS=(
-  "clock format logging secret"
+  "clock format i18n logging secret"
   "domain"
   "config"
   "db"
@@ -59,7 +59,7 @@ edges=$(
     sort | while read -r file; do
       from=$(node_of_file "$file")
       awk '/^[[:space:]]*#\[cfg\(test\)\]/ { exit } !/^[[:space:]]*\/\// { print }' "$file" |
-        grep -oE 'crate::[a-z_]+(::[a-z_]+)?' | sed 's/^crate:://' | while read -r path; do
+        grep -oE 'crate::[a-z_][a-z0-9_]*(::[a-z_][a-z0-9_]*)?' | sed 's/^crate:://' | while read -r path; do
           to=$(node_of_path "$path")
           [ "$to" != "$from" ] && echo "$from $to"
         done || true

@@ -32,7 +32,7 @@ pub const USAGE: &str =
   purge         run retention once, print what it purged
   erase --email E | --phone P [--dry-run]
                 erase one person's content now; lists the references that left
-  import --form F FILE.csv [--source NAME] [--dry-run] [--with-effects]
+  import --form F FILE.csv [--source NAME] [--encoding big5|gb18030] [--dry-run] [--with-effects]
                 bring in historic submissions
 
   --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`

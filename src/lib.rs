@@ -17,6 +17,7 @@ pub mod effects;
 pub mod format;
 pub mod hooks;
 pub mod http;
+pub mod i18n;
 pub mod lifecycle;
 pub mod logging;
 pub mod render;

@@ -27,8 +27,9 @@
   form.addEventListener("submit", function (event) {
     if (solved) { return; }
     event.preventDefault();
-    var button = form.querySelector("[type=submit]");
+    var button = form.querySelector("[type=submit]"), status = form.querySelector(".altcha-status");
     if (button) { button.disabled = true; }
+    if (status) { status.textContent = input.getAttribute("data-checking") || ""; }
     fetch(input.getAttribute("data-challenge"), { credentials: "omit" })
       .then(function (r) { return r.json(); })
       .then(solve)

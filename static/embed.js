@@ -4,6 +4,21 @@
   "use strict";
   var store = window.sessionStorage;
   var RETRIES = 4;
+  /* The messages in each locale the form offers and its default locale, filled in by onceform
+   * when it serves this script (/embed.js?form=NAME: that form's locales; else all). */
+  var MESSAGES = /*ONCEFORM_MESSAGES*/{};
+  var DEFAULT_LOCALE = /*ONCEFORM_LOCALE*/"en";
+
+  /* A locale of MESSAGES for a language tag (the form's data-onceform-lang or the page's lang). */
+  function pick(tag) {
+    var t = String(tag || "").toLowerCase(), have = Object.keys(MESSAGES), i;
+    if (!t) { return null; }
+    for (i = 0; i < have.length; i++) { if (have[i].toLowerCase() === t) { return have[i]; } }
+    if (/^zh-(hant|tw|hk|mo)(-|$)/.test(t)) { return MESSAGES["zh-TW"] ? "zh-TW" : null; }
+    if (/^zh-(hans|cn|sg)(-|$)/.test(t)) { return MESSAGES["zh-CN"] ? "zh-CN" : null; }
+    for (i = 0; i < have.length; i++) { if (have[i].split("-")[0].toLowerCase() === t.split("-")[0]) { return have[i]; } }
+    return null;
+  }
 
   function get(key) { try { return store.getItem(key); } catch (e) { return null; } }
   function put(key, value) { try { store.setItem(key, value); } catch (e) { /* private mode */ } }
@@ -63,6 +78,9 @@
     var target = new URL(form.getAttribute("data-onceform"), window.location.href);
     var name = target.pathname.replace(/\/+$/, "").split("/").pop();
     this.form = form;
+    var page = form.closest ? form.closest("[lang]") : null;
+    this.locale = pick(form.getAttribute("data-onceform-lang")) || pick(page && page.getAttribute("lang")) ||
+      DEFAULT_LOCALE;
     this.api = target.origin + "/api/forms/" + encodeURIComponent(name);
     this.key = "onceform:" + target.origin + ":" + name + ":" + window.location.pathname;
     this.status = document.createElement("div");
@@ -113,7 +131,7 @@
     if (this.form.getAttribute("data-onceform-captcha") !== "altcha") { return Promise.resolve(null); }
     var key = this.key + ":altcha:" + op, saved = get(key);
     if (saved) { return Promise.resolve(saved); }
-    this.say("Checking that you are a person…");
+    this.say(this.t("embed-checking"));
     return fetch(this.api + "/altcha", { mode: "cors", credentials: "omit" })
       .then(function (r) { return r.json(); })
       .then(solve)
@@ -124,6 +142,12 @@
     var op = get(this.key + ":op");
     if (op) { drop(this.key + ":altcha:" + op); }
     drop(this.key + ":op");
+  };
+
+  /* The message `key` in this form's locale; {seconds} filled in. */
+  Embed.prototype.t = function (key, seconds) {
+    var m = (MESSAGES[this.locale] || {})[key] || (MESSAGES[DEFAULT_LOCALE] || {})[key] || key;
+    return m.replace("{seconds}", String(seconds));
   };
 
   Embed.prototype.say = function (text, kind) {
@@ -146,20 +170,18 @@
     Object.keys(errors || {}).forEach(function (field) {
       var el = form.elements.namedItem(field);
       var text = errors[field].join(", ");
-      if (!el || !el.parentNode || el.type === "hidden") { loose.push(field + " " + text); return; }
+      if (!el || !el.parentNode || el.type === "hidden") { loose.push(text); return; }
       if (el.length && !el.tagName) { el = el[0]; }
       var p = document.createElement("p");
       p.className = "onceform-error";
       p.id = "onceform-error-" + field;
-      var label = form.querySelector("label[for='" + el.id + "']");
-      p.textContent = (label ? label.textContent.replace(/\*\s*$/, "").trim() : field) + " " + text;
+      p.textContent = text;
       el.setAttribute("aria-invalid", "true");
       el.setAttribute("aria-describedby", p.id);
       el.parentNode.insertBefore(p, el.nextSibling);
       first = first || el;
     });
-    this.say("Please correct the fields marked below. Nothing was sent yet." +
-      (loose.length ? " " + loose.join("; ") : ""), "error");
+    this.say(this.t("embed-errors") + (loose.length ? " " + loose.join(" ") : ""), "error");
     if (first && first.focus) { first.focus(); }
   };
 
@@ -168,9 +190,9 @@
     box.className = "onceform-receipt";
     box.setAttribute("role", "status");
     var h = document.createElement("p");
-    h.textContent = "Thank you, your message was received.";
+    h.textContent = this.t("embed-thanks");
     var r = document.createElement("p");
-    r.textContent = "Your reference: ";
+    r.textContent = this.t("embed-reference") + " ";
     var code = document.createElement("strong");
     code.className = "onceform-reference";
     code.textContent = reference(body.submission_id);
@@ -191,19 +213,18 @@
     this.busy = true;
     if (button) { button.disabled = true; }
     this.clearErrors();
-    this.say("Sending…");
+    this.say(this.t("embed-sending"));
     var values = this.values();
     this.operation()
       .then(function (op) {
         return self.captcha(op).then(function (answer) {
           if (answer) { values.altcha = answer; }
-          self.say("Sending…");
+          self.say(self.t("embed-sending"));
           return self.send(op, JSON.stringify(values), 0);
         });
       })
       .catch(function () {
-        self.say("We could not reach the server (or this website may not send this form). " +
-          "What you typed is kept: please press Send again.", "error");
+        self.say(self.t("embed-unreachable"), "error");
       })
       .then(function () {
         self.busy = false;
@@ -218,13 +239,14 @@
       method: "POST",
       mode: "cors",
       credentials: "omit",
-      headers: { "Content-Type": "application/json", "Idempotency-Key": op, "Onceform-Journey-Id": journey() },
+      headers: { "Content-Type": "application/json", "Idempotency-Key": op, "Onceform-Journey-Id": journey(),
+        "Accept-Language": this.locale },
       body: body
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (json) { return self.answer(r, json, op, body, attempt); });
     }, function (error) {
       if (attempt + 1 >= RETRIES) { throw error; }
-      self.say("Connection problem; trying again…");
+      self.say(self.t("embed-retrying"));
       return sleep(1000 * Math.pow(2, attempt)).then(function () { return self.send(op, body, attempt + 1); });
     });
   };
@@ -240,19 +262,18 @@
     }
     if (r.status === 409) {
       this.renew();
-      return this.say("This form was already sent with different content. We kept what you sent first; " +
-        "press Send again to send this version as a new message.", "error");
+      return this.say(this.t("embed-conflict"), "error");
     }
     if (r.status === 429) {
-      return this.say("Too many messages from here just now. Please wait " + wait + " seconds and press Send again.", "error");
+      return this.say(this.t("embed-rate-limited", wait), "error");
     }
     if (r.status === 503) {
-      return this.say("The service is briefly unavailable. Nothing was lost: please press Send again in " + wait + " seconds.", "error");
+      return this.say(this.t("embed-unavailable", wait), "error");
     }
     if (r.status === 403) {
-      return this.say("This website is not allowed to send this form.", "error");
+      return this.say(this.t("embed-forbidden"), "error");
     }
-    this.say((json.title || "The message could not be sent") + (json.detail ? ": " + json.detail : "."), "error");
+    this.say(this.t("embed-failed"), "error");
   };
 
   function init() {

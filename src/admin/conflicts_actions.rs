@@ -187,8 +187,7 @@ fn accept_content(
 ) -> Result<SubmissionId, AcceptAsNewError> {
     let raw: RawFields = fields_of(row.fields_json.as_deref()).into_iter().collect();
     let fields = normalise(&*form, &raw).map_err(|errors| {
-        let problems: Vec<String> =
-            errors.0.iter().map(|(field, m)| format!("{field} {}", m.join(", "))).collect();
+        let problems: Vec<String> = errors.summary();
         AcceptAsNewError::Unfit(problems.join("; "))
     })?;
     let operation_id = OperationId::parse(&accepted_operation_id(&row.id))

@@ -70,16 +70,28 @@ impl ImportRequest {
             return Err(format!("The source name is at most {SOURCE_MAX} characters: nothing was imported."));
         }
         let file = upload.file("csv").ok_or("Choose a CSV file: nothing was imported.")?;
-        let text =
-            std::str::from_utf8(file).map_err(|_| "The file is not UTF-8 text: nothing was imported.")?;
+        let declared = match upload.field("encoding").unwrap_or("auto") {
+            "auto" | "" => None,
+            name => Some(
+                crate::lifecycle::csv::encoding_named(name)
+                    .map_err(|e| format!("{e}: nothing was imported."))?,
+            ),
+        };
+        let text = crate::lifecycle::csv::decode(file, declared)
+            .map_err(|e| format!("{}: nothing was imported.", capitalised(&e)))?;
         Ok(ImportRequest {
             form: upload.field("form").unwrap_or("").to_string(),
             source: source.to_string(),
             dry_run: upload.ticked("dry_run"),
             with_effects: upload.ticked("with_effects"),
-            text: text.to_string(),
+            text,
         })
     }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// `POST /admin/import` (admin, CSRF, `multipart/form-data`): the same report as

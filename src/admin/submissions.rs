@@ -39,6 +39,9 @@ struct ListQuery {
     filters: FilterParams,
     page: Option<String>,
     flash: Option<String>,
+    /// The export's encoding: `utf-8` (no BOM) for tools that choke on one; default
+    /// `utf-8-bom`, which Excel opens as UTF-8 (without the BOM it reads the machine's code page).
+    encoding: Option<String>,
 }
 
 impl ListQuery {
@@ -186,6 +189,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
 
 async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
     let (filter, filters) = (q.filters.filter(), q.filters.query_string());
+    let bom = q.encoding.as_deref() != Some("utf-8");
     let mut fields: Vec<String> = Vec::new();
     let forms = state.config.forms.iter().filter(|(name, _)| filter.form.as_ref().is_none_or(|f| f == *name));
     for field in forms.flat_map(|(_, form)| form.fields.iter()) {
@@ -196,7 +200,7 @@ async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<Lis
     let pool = state.pool.clone();
     let build = move || {
         with_conn!(&pool, |c| {
-            let body = csv::document(c, &filter, &fields)?;
+            let body = csv::document(c, &filter, &fields, bom)?;
             read_audit::export(c, &user, &filters, &body)?;
             Ok::<_, DbError>(body)
         })

@@ -1,6 +1,7 @@
-//! The CSV export of submissions: RFC 4180 quoting, CRLF line ends, and cells a spreadsheet
-//! would run as a formula (starting with = + - @, a tab or a carriage return) prefixed with a
-//! single quote.
+//! The CSV export of submissions: UTF-8 (with a BOM by default, so Excel does not read it in
+//! the machine's code page), written by the `csv` crate (RFC 4180 quoting, CRLF line ends),
+//! and cells a spreadsheet would run as a formula (starting with = + - @, a tab or a carriage
+//! return) prefixed with a single quote.
 
 use diesel::QueryResult;
 
@@ -8,62 +9,55 @@ use super::row_view::SubmissionView;
 use crate::db::admin::browse::{BrowseStore, SubmissionFilter, SubmissionRow};
 use crate::domain::EffectState;
 use crate::format::{reference, rfc3339};
+use crate::lifecycle::csv::document as csv_document;
 
 const BATCH: i64 = 500;
 
 /// The whole export of the submissions `filter` selects, newest first: the header, then one
-/// line per submission with the values of `fields` (declared field names) at the end.
+/// line per submission with the values of `fields` (declared field names) at the end; `bom`
+/// puts a UTF-8 BOM first.
 pub fn document<C: BrowseStore>(
     c: &mut C,
     filter: &SubmissionFilter,
     fields: &[String],
+    bom: bool,
 ) -> QueryResult<String> {
-    let mut out = String::new();
-    header(&mut out, fields);
+    let mut lines = vec![header(fields)];
     let mut offset = 0;
     loop {
         let (rows, _) = c.list_submissions(filter, BATCH, offset)?;
         let states = c.effect_states(&rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>())?;
         for r in &rows {
-            row(&mut out, r, states.get(&r.id).map(Vec::as_slice).unwrap_or_default(), fields);
+            lines.push(row(r, states.get(&r.id).map(Vec::as_slice).unwrap_or_default(), fields));
         }
         if rows.len() < BATCH as usize {
-            return Ok(out);
+            break;
         }
         offset += BATCH;
     }
+    let cells = lines.into_iter().map(|l| l.into_iter().map(|c| cell(&c)));
+    csv_document(cells, bom).map_err(|e| diesel::result::Error::SerializationError(e.into()))
 }
 
 const FIXED: [&str; 8] =
     ["submission_id", "reference", "form", "received_at", "channel", "keyless", "spam", "effect_states"];
 
-/// One cell, neutralised and quoted when needed.
+/// One cell, neutralised (the writer quotes it when needed).
 pub fn cell(value: &str) -> String {
-    let value = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{value}")
     } else {
         value.to_string()
-    };
-    if value.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value
     }
 }
 
-fn line<S: AsRef<str>>(out: &mut String, cells: impl IntoIterator<Item = S>) {
-    let cells: Vec<String> = cells.into_iter().map(|c| cell(c.as_ref())).collect();
-    out.push_str(&cells.join(","));
-    out.push_str("\r\n");
-}
-
 /// The header row: the fixed columns, then one per declared field name.
-fn header(out: &mut String, fields: &[String]) {
-    line(out, FIXED.iter().map(|s| s.to_string()).chain(fields.iter().cloned()));
+fn header(fields: &[String]) -> Vec<String> {
+    FIXED.iter().map(|s| s.to_string()).chain(fields.iter().cloned()).collect()
 }
 
 /// One submission; `states` are its effects' (kind, state).
-fn row(out: &mut String, s: &SubmissionRow, states: &[(String, EffectState)], fields: &[String]) {
+fn row(s: &SubmissionRow, states: &[(String, EffectState)], fields: &[String]) -> Vec<String> {
     let values = s.fields();
     let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
     let effects: Vec<String> = states.iter().map(|(k, st)| format!("{k}={st}")).collect();
@@ -77,23 +71,28 @@ fn row(out: &mut String, s: &SubmissionRow, states: &[(String, EffectState)], fi
         yn(s.spam),
         effects.join(" "),
     ];
-    line(out, fixed.into_iter().chain(fields.iter().map(|f| values.get(f).cloned().unwrap_or_default())));
+    fixed.into_iter().chain(fields.iter().map(|f| values.get(f).cloned().unwrap_or_default())).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::cell;
+    use crate::lifecycle::csv::document;
+
+    fn line(value: &str) -> String {
+        document([[cell(value)]], false).unwrap().trim_end_matches("\r\n").to_string()
+    }
 
     #[test]
     fn cells_are_quoted_and_formulas_neutralised() {
-        assert_eq!(cell("plain"), "plain");
-        assert_eq!(cell("a,b"), "\"a,b\"");
-        assert_eq!(cell("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(cell("two\nlines"), "\"two\nlines\"");
-        assert_eq!(cell("=cmd|' /C calc'!A0"), "'=cmd|' /C calc'!A0");
-        assert_eq!(cell("+1"), "'+1");
-        assert_eq!(cell("-1"), "'-1");
-        assert_eq!(cell("@SUM(A1)"), "'@SUM(A1)");
-        assert_eq!(cell("=1,2"), "\"'=1,2\"");
+        assert_eq!(line("plain"), "plain");
+        assert_eq!(line("a,b"), "\"a,b\"");
+        assert_eq!(line("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(line("two\nlines"), "\"two\nlines\"");
+        assert_eq!(line("=cmd|' /C calc'!A0"), "'=cmd|' /C calc'!A0");
+        assert_eq!(line("+1"), "'+1");
+        assert_eq!(line("-1"), "'-1");
+        assert_eq!(line("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(line("=1,2"), "\"'=1,2\"");
     }
 }

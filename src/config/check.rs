@@ -119,6 +119,7 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
         }
     }
     super::spam::form_problems(out, &at, form);
+    super::locale::form_problems(out, &at, form);
 }
 
 fn push_validation(out: &mut Vec<String>, at: &str, result: Result<(), ValidationErrors>) {

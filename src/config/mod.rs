@@ -5,6 +5,7 @@ mod database_url;
 mod email;
 pub mod hooks;
 pub mod kind_settings;
+pub mod locale;
 mod metrics_token;
 pub mod parsed;
 pub mod proxies;
@@ -26,6 +27,7 @@ pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
 pub use hooks::HookConfig;
 pub use kind_settings::KindSettings;
+pub use locale::{FormTexts, LocaleChoice};
 pub use metrics_token::MetricsToken;
 pub use proxies::TrustedProxies;
 pub use redact::redact_url;
@@ -296,6 +298,20 @@ pub struct FormConfig {
     /// A server-side captcha check before any side effect is created.
     #[serde(default)]
     pub captcha: Option<CaptchaConfig>,
+    /// The visitor's language: a shipped locale (`zh-TW`) or `auto` (negotiated from
+    /// `Accept-Language` among `locales`); default `en`.
+    #[serde(default)]
+    pub locale: LocaleChoice,
+    /// The locales an `auto` form offers, the first being the one its own texts are
+    /// written in (the fallback); empty: all shipped locales.
+    #[serde(default)]
+    pub locales: Vec<crate::i18n::Locale>,
+    /// Dates in emails are shown in this IANA time zone (`Asia/Taipei`); default UTC.
+    #[serde(default)]
+    pub time_zone: crate::i18n::TimeZone,
+    /// The form's own texts per locale (`[forms.F.texts.zh-TW]`).
+    #[serde(default)]
+    pub texts: BTreeMap<crate::i18n::Locale, FormTexts>,
     /// How long content and then keys are kept (`[forms.F.retention]`).
     #[serde(default)]
     pub retention: RetentionConfig,

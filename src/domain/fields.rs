@@ -6,6 +6,7 @@ use serde::Serialize;
 use unicode_normalization::UnicodeNormalization;
 use validator::ValidateEmail;
 
+use super::field_error::FieldError;
 use super::form::{FieldConfig, FieldType, FormSchema};
 
 /// Name/value pairs as received (JSON object members or form pairs), in order.
@@ -49,14 +50,26 @@ impl NormalisedFields {
     }
 }
 
-/// Per-field messages, as in the 422 `errors` member.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct FieldErrors(pub BTreeMap<String, Vec<String>>);
+/// What is wrong with each field (the 422's `codes`, and its `errors` in a locale).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldErrors(pub BTreeMap<String, Vec<FieldError>>);
 
 impl FieldErrors {
-    pub fn add(&mut self, field: &str, message: impl Into<String>) {
-        self.0.entry(field.to_string()).or_default().push(message.into());
+    pub fn add(&mut self, field: &str, error: FieldError) {
+        self.0.entry(field.to_string()).or_default().push(error);
+    }
+
+    /// `field: [code]`, as in the 422 `codes` member.
+    pub fn codes(&self) -> BTreeMap<&str, Vec<&'static str>> {
+        self.0.iter().map(|(f, e)| (f.as_str(), e.iter().map(FieldError::code).collect())).collect()
+    }
+
+    /// `field error, error`: the operator's wording (CLI and admin reports).
+    pub fn summary(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(f, e)| format!("{f} {}", e.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")))
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -82,16 +95,16 @@ pub fn normalise<'a>(
         if name == JOURNEY_FIELD && form.field(name).is_none() {
             match parse_journey_id(value) {
                 Ok(j) => journey_id = j,
-                Err(message) => errors.add(name, message),
+                Err(_) => errors.add(name, FieldError::InvalidJourneyId),
             }
             continue;
         }
         if !form.honeypot.is_empty() && *name == form.honeypot {
             honeypot_hit |= !value.trim().is_empty();
         } else if form.field(name).is_none() {
-            errors.add(name, "is not a field of this form");
+            errors.add(name, FieldError::UnknownField);
         } else if given.insert(name, value).is_some() {
-            errors.add(name, "was given more than once");
+            errors.add(name, FieldError::GivenTwice);
         }
     }
     let mut values = BTreeMap::new();
@@ -103,7 +116,7 @@ pub fn normalise<'a>(
         }
         let value = sent.map(|v| normalise_value(field.kind, v));
         match value.filter(|v| !v.is_empty()) {
-            None if field.required => errors.add(&field.name, "is required"),
+            None if field.required => errors.add(&field.name, FieldError::Required),
             None => {}
             Some(v) => match check_value(field, &v) {
                 Ok(()) => {
@@ -149,7 +162,7 @@ pub fn normalise_value(kind: FieldType, raw: &str) -> String {
         FieldType::Email => collapse_spaces(&nfc).to_lowercase(),
         FieldType::Phone => {
             let plus = nfc.trim_start().starts_with('+');
-            let digits: String = nfc.chars().filter(|c| !" ()-./\t".contains(*c)).collect();
+            let digits: String = nfc.chars().filter(|c| !" ()-./\t\u{3000}".contains(*c)).collect();
             match (plus, digits.strip_prefix('+')) {
                 (true, Some(rest)) => format!("+{rest}"),
                 _ => digits,
@@ -166,33 +179,33 @@ fn collapse_spaces(s: &str) -> String {
 /// The value as sent, before normalisation: within the length (a CR of a browser's CRLF is
 /// not counted) and free of control characters other than tab, CR and LF. What the OpenAPI
 /// description promises is checked here, so padding cannot slip an overlong value through.
-fn check_sent(field: &FieldConfig, v: &str) -> Result<(), String> {
+fn check_sent(field: &FieldConfig, v: &str) -> Result<(), FieldError> {
     let max = field.max_length();
     if v.chars().filter(|&c| c != '\r').count() > max {
-        return Err(format!("must be at most {max} characters"));
+        return Err(FieldError::TooLong { max });
     }
     if v.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
-        return Err("contains control characters".into());
+        return Err(FieldError::ControlCharacters);
     }
     Ok(())
 }
 
-fn check_value(field: &FieldConfig, v: &str) -> Result<(), String> {
+fn check_value(field: &FieldConfig, v: &str) -> Result<(), FieldError> {
     let max = field.max_length();
     if v.chars().count() > max {
-        return Err(format!("must be at most {max} characters"));
+        return Err(FieldError::TooLong { max });
     }
     if v.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return Err("contains control characters".into());
+        return Err(FieldError::ControlCharacters);
     }
     if v.chars().any(super::invisible::is_invisible) {
-        return Err("contains invisible characters (bidirectional overrides or zero-width spaces)".into());
+        return Err(FieldError::InvisibleCharacters);
     }
     match field.kind {
-        FieldType::Email if !v.validate_email() => Err("is not a valid email address".into()),
-        FieldType::Phone if !is_phone(v) => Err("is not a valid phone number".into()),
+        FieldType::Email if !v.validate_email() => Err(FieldError::InvalidEmail),
+        FieldType::Phone if !is_phone(v) => Err(FieldError::InvalidPhone),
         FieldType::Select if !field.options.iter().any(|o| o == v) => {
-            Err(format!("must be one of: {}", field.options.join(", ")))
+            Err(FieldError::NotAnOption { options: field.options.clone() })
         }
         _ => Ok(()),
     }
@@ -243,11 +256,12 @@ mod tests {
             &raw(&[("email", "nope"), ("topic", "Gossip"), ("colour", "red"), ("name", &"x".repeat(121))]),
         )
         .unwrap_err();
-        assert_eq!(e.0["email"], ["is not a valid email address"]);
-        assert_eq!(e.0["topic"][0], "must be one of: Sales, Support, Partnership, Other");
-        assert_eq!(e.0["colour"], ["is not a field of this form"]);
-        assert_eq!(e.0["name"], ["must be at most 120 characters"]);
-        assert_eq!(e.0["message"], ["is required"]);
+        assert_eq!(e.0["email"], [FieldError::InvalidEmail]);
+        assert_eq!(e.0["topic"][0].to_string(), "must be one of: Sales, Support, Partnership, Other");
+        assert_eq!(e.0["colour"], [FieldError::UnknownField]);
+        assert_eq!(e.0["name"], [FieldError::TooLong { max: 120 }]);
+        assert_eq!(e.0["message"], [FieldError::Required]);
+        assert_eq!(e.codes()["topic"], ["not_an_option"]);
     }
 
     #[test]
@@ -269,13 +283,13 @@ mod tests {
             &raw(&[("name", &padded), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "Hi")]),
         )
         .unwrap_err();
-        assert_eq!(e.0["name"], ["must be at most 120 characters"]);
+        assert_eq!(e.0["name"], [FieldError::TooLong { max: 120 }]);
         let e = normalise(
             &contact(),
             &raw(&[("name", "A\u{b}da"), ("email", "a@b.ch"), ("topic", "Sales"), ("message", "Hi")]),
         )
         .unwrap_err();
-        assert_eq!(e.0["name"], ["contains control characters"]);
+        assert_eq!(e.0["name"], [FieldError::ControlCharacters]);
         let crlf = format!("{}\r\n{}", "x".repeat(2500), "y".repeat(2499));
         assert!(normalise(
             &contact(),

@@ -1,12 +1,17 @@
 //! Domain values: parsed once at the edge, valid everywhere after.
 
 mod effect;
+mod field_error;
 mod fields;
+#[cfg(test)]
+mod fields_i18n_tests;
 #[cfg(test)]
 mod fields_proptest;
 mod fingerprint;
 mod form;
+mod idna_email;
 mod ids;
+pub use idna_email::ascii_email;
 mod invisible;
 pub use invisible::is_invisible;
 pub mod keyring;
@@ -14,6 +19,7 @@ mod operation_id;
 pub mod states;
 
 pub use effect::EffectKind;
+pub use field_error::{FieldError, FIELD_ERROR_CODES};
 pub use fields::{
     normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
 };

@@ -61,7 +61,8 @@ async fn submit(
         Ok(response) => response,
         Err(Refusal { problem, .. }) => {
             record_refusal(&state, Some(&form), &problem);
-            problem.response()
+            let accept_language = req.headers().get("Accept-Language").and_then(|v| v.to_str().ok());
+            problem.response_in(Some(f), f.locale_for(accept_language))
         }
     }
 }

@@ -4,11 +4,11 @@
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use actix_web::http::{Method, StatusCode};
+use actix_web::http::Method;
 use actix_web::middleware::Next;
 use actix_web::{web, HttpResponse};
 
-use super::pages::message;
+use super::pages::{accept_language, problem_page};
 use super::problem::{Problem, ProblemKind};
 use super::submit::record_refusal;
 use crate::app::state::AppState;
@@ -59,12 +59,12 @@ pub async fn guard<B: MessageBody + 'static>(
     if api && req.method() == Method::OPTIONS {
         let resp = match allowed {
             Some(o) => preflight(o),
-            None => refusal(&state, form_name, api, false),
+            None => refusal(&state, form_name, api, false, req.headers()),
         };
         return Ok(req.into_response(resp).map_into_right_body());
     }
     if req.method() == Method::POST && refused(form, origin.as_deref(), req.headers()) {
-        let resp = refusal(&state, form_name, api, true);
+        let resp = refusal(&state, form_name, api, true, req.headers());
         return Ok(req.into_response(resp).map_into_right_body());
     }
     let mut res = next.call(req).await?;
@@ -101,7 +101,7 @@ fn preflight(origin: &str) -> HttpResponse {
 }
 
 /// The 403; a refused POST is counted (by form and reason), a refused preflight is not.
-fn refusal(state: &AppState, form_name: &str, api: bool, post: bool) -> HttpResponse {
+fn refusal(state: &AppState, form_name: &str, api: bool, post: bool, headers: &HeaderMap) -> HttpResponse {
     let problem = Problem::new(
         ProblemKind::OriginNotAllowed,
         "this form accepts posts only from the sites listed in its allowed_origins",
@@ -112,12 +112,8 @@ fn refusal(state: &AppState, form_name: &str, api: bool, post: bool) -> HttpResp
     let mut resp = if api {
         problem.response()
     } else {
-        message(
-            StatusCode::FORBIDDEN,
-            problem.kind.title(),
-            "This form may only be sent from the website it belongs to.",
-            None,
-        )
+        let locale = state.config.form(form_name).map(|f| f.locale_for(accept_language(headers)));
+        problem_page(&problem, None, locale.unwrap_or_default())
     };
     insert(resp.headers_mut(), header::VARY, "Origin");
     resp

@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
-use actix_web::http::header::{HeaderValue, RETRY_AFTER};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
-use super::pages::{message, FormPage, IndexPage, ReceiptPage};
+use super::pages::{
+    accept_language, not_found, problem_page, with_language, FormPage, IndexPage, ReceiptPage,
+};
 use super::problem::{Problem, ProblemKind};
 use super::submit::{
     accept_screened, check_rate, outcome_problem, record_refusal, resolve_key, Gate, Refusal,
@@ -19,6 +20,7 @@ use crate::config::FormConfig;
 use crate::deliveries::Channel;
 use crate::domain::{FieldErrors, OperationId};
 use crate::format::reference;
+use crate::i18n::{negotiate, Locale};
 use crate::render::html;
 use crate::spam::Screening;
 
@@ -29,20 +31,27 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/f/{form}/receipt/{operation_id}", web::get().to(receipt));
 }
 
-async fn index(state: web::Data<AppState>) -> HttpResponse {
-    let forms = state.config.forms.iter().map(|(n, f)| (n.clone(), f.title.clone())).collect();
-    html(StatusCode::OK, &IndexPage { forms })
+async fn index(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    let locale = site_locale(&req);
+    let forms = state.config.forms.iter().map(|(n, f)| (n.clone(), f.title_in(locale).to_string())).collect();
+    with_language(html(StatusCode::OK, &IndexPage { locale, forms }), locale)
+}
+
+/// The locale of a page that belongs to no form: any shipped one, by `Accept-Language`.
+fn site_locale(req: &HttpRequest) -> Locale {
+    negotiate(accept_language(req.headers()), &Locale::ALL, Locale::En)
 }
 
 /// `GET /f/{form}`: the form with a fresh operation ID.
-async fn show_form(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
-    let Ok(f) = super::form(&state, &form) else { return not_found() };
+async fn show_form(state: web::Data<AppState>, form: web::Path<String>, req: HttpRequest) -> HttpResponse {
+    let Ok(f) = super::form(&state, &form) else { return not_found(site_locale(&req)) };
     let op = OperationId::generate();
+    let locale = f.locale_for(accept_language(req.headers()));
     form_page(
         &state,
         StatusCode::OK,
         f,
-        FormPage::new(&form, f, op.as_str(), &Vec::new(), &FieldErrors::default()),
+        FormPage::new(&form, f, locale, op.as_str(), &Vec::new(), &FieldErrors::default()),
     )
 }
 
@@ -54,7 +63,7 @@ fn form_page(
     mut page: FormPage<'_>,
 ) -> HttpResponse {
     page.stamp = state.spam.stamp(page.form_name);
-    let mut resp = html(status, &page);
+    let mut resp = with_language(html(status, &page), page.locale);
     super::captcha_widget::allow(&mut resp, form);
     resp
 }
@@ -72,9 +81,10 @@ async fn post_form(
         Ok(f) => f,
         Err(problem) => {
             record_refusal(&state, None, &problem);
-            return not_found();
+            return not_found(site_locale(&req));
         }
     };
+    let locale = f.locale_for(accept_language(req.headers()));
     let gate = Gate { limiter: &limiter, proxies: &proxies };
     let result = post_fields(&state, &gate, &form, f, &req, payload).await;
     let Refusal { problem, key, raw } = match result {
@@ -87,17 +97,10 @@ async fn post_form(
                 .insert_header(("Location", format!("/f/{form}/receipt/{}", r.operation_id)))
                 .finish();
         }
-        Ok(Outcome::Conflict { .. }) => {
-            return message(
-                StatusCode::CONFLICT,
-                "This form was already sent with different content",
-                "We kept what you sent first and set this version aside for our team to review. \
-                 To send a new inquiry, please use a fresh form.",
-                Some((format!("/f/{form}"), "Open a fresh form")),
-            )
-        }
-        Ok(outcome @ (Outcome::InProgress { .. } | Outcome::Expired { .. })) => {
-            return outcome_problem(&outcome).map(|p| problem_page(&p, &form)).unwrap_or_else(not_found)
+        Ok(outcome @ (Outcome::Conflict { .. } | Outcome::InProgress { .. } | Outcome::Expired { .. })) => {
+            return outcome_problem(&outcome)
+                .map(|p| problem_page(&p, Some(&form), locale))
+                .unwrap_or_else(|| not_found(locale))
         }
         Err(refusal) => refusal,
     };
@@ -110,10 +113,10 @@ async fn post_form(
                 &state,
                 StatusCode::UNPROCESSABLE_ENTITY,
                 f,
-                FormPage::new(&form, f, op.as_str(), &raw, errors),
+                FormPage::new(&form, f, locale, op.as_str(), &raw, errors),
             )
         }
-        _ => problem_page(&problem, &form),
+        _ => problem_page(&problem, Some(&form), locale),
     }
 }
 
@@ -155,34 +158,30 @@ async fn post_fields(
 }
 
 /// `GET /f/{form}/receipt/{operation_id}`: a reference, never the submitted content.
-async fn receipt(state: web::Data<AppState>, path: web::Path<(String, String)>) -> HttpResponse {
+async fn receipt(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+) -> HttpResponse {
     let (form, operation_id) = path.into_inner();
-    let Ok(f) = super::form(&state, &form) else { return not_found() };
+    let Ok(f) = super::form(&state, &form) else { return not_found(site_locale(&req)) };
+    let locale = f.locale_for(accept_language(req.headers()));
     let pool = state.pool.clone();
     let (name, op) = (form.clone(), operation_id);
     match web::block(move || crate::status::status(&pool, &name, &op)).await {
-        Ok(Ok(Some(s))) => html(
-            StatusCode::OK,
-            &ReceiptPage { title: &f.title, form_name: &form, reference: reference(&s.submission_id) },
+        Ok(Ok(Some(s))) => with_language(
+            html(
+                StatusCode::OK,
+                &ReceiptPage {
+                    locale,
+                    title: f.title_in(locale),
+                    form_name: &form,
+                    reference: reference(&s.submission_id),
+                },
+            ),
+            locale,
         ),
-        Ok(Ok(None)) => not_found(),
-        _ => problem_page(&Problem::unavailable(), &form),
+        Ok(Ok(None)) => not_found(locale),
+        _ => problem_page(&Problem::unavailable(), Some(&form), locale),
     }
-}
-
-fn not_found() -> HttpResponse {
-    message(StatusCode::NOT_FOUND, "Not found", "There is no such form or receipt here.", None)
-}
-
-fn problem_page(problem: &Problem, form: &str) -> HttpResponse {
-    let mut resp = message(
-        problem.status(),
-        problem.kind.title(),
-        &problem.detail,
-        Some((format!("/f/{form}"), "Back to the form")),
-    );
-    if let Some(s) = problem.retry_after {
-        resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
-    }
-    resp
 }

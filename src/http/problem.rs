@@ -4,7 +4,9 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use serde_json::{json, Map, Value};
 
+use crate::config::FormConfig;
 use crate::domain::FieldErrors;
+use crate::i18n::Locale;
 
 pub const PROBLEM_BASE: &str = "https://onceform.dev/problems/";
 
@@ -145,17 +147,38 @@ impl Problem {
     }
 
     pub fn response(&self) -> HttpResponse {
+        self.response_in(None, Locale::En)
+    }
+
+    /// The response, field messages (`errors`) in `locale` naming each field by `form`'s
+    /// label for it, beside their stable `codes`; `type`, `title` and `detail` stay as they are.
+    pub fn response_in(&self, form: Option<&FormConfig>, locale: Locale) -> HttpResponse {
         let mut body = Map::new();
         body.insert("type".into(), json!(format!("{PROBLEM_BASE}{}", self.kind.slug())));
         body.insert("title".into(), json!(self.kind.title()));
         body.insert("status".into(), json!(self.status().as_u16()));
         body.insert("detail".into(), json!(self.detail));
         if let Some(errors) = &self.errors {
-            body.insert("errors".into(), json!(errors));
+            let messages = match form {
+                Some(form) => json!(form.error_messages(errors, locale)),
+                None => json!(errors
+                    .0
+                    .iter()
+                    .map(|(f, e)| (
+                        f.clone(),
+                        json!(e.iter().map(|e| e.message(locale, f, &[])).collect::<Vec<_>>())
+                    ))
+                    .collect::<Map<_, _>>()),
+            };
+            body.insert("errors".into(), messages);
+            body.insert("codes".into(), json!(errors.codes()));
         }
         body.extend(self.extra.clone());
         let mut resp = HttpResponse::build(self.status());
         resp.content_type("application/problem+json");
+        if self.errors.is_some() && form.is_some() {
+            resp.insert_header(("Content-Language", locale.tag()));
+        }
         if let Some(s) = self.retry_after {
             resp.insert_header(("Retry-After", s.to_string()));
         }

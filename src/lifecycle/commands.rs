@@ -10,8 +10,19 @@ use crate::db::Writes;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifecycleCommand {
     Purge,
-    Erase { email: Option<String>, phone: Option<String>, dry_run: bool },
-    Import { form: String, file: PathBuf, source: String, dry_run: bool, with_effects: bool },
+    Erase {
+        email: Option<String>,
+        phone: Option<String>,
+        dry_run: bool,
+    },
+    Import {
+        form: String,
+        file: PathBuf,
+        source: String,
+        dry_run: bool,
+        with_effects: bool,
+        encoding: Option<String>,
+    },
 }
 
 /// Parses the arguments after `purge`, `erase` or `import`.
@@ -52,11 +63,15 @@ pub fn parse(command: &str, args: &mut impl Iterator<Item = String>) -> Result<L
             let with_effects = flag(&mut rest, "--with-effects");
             let form = value(&mut rest, "--form")?.ok_or("import needs --form F")?;
             let source = value(&mut rest, "--source")?.unwrap_or_else(|| "import".into());
+            let encoding = value(&mut rest, "--encoding")?;
+            if let Some(e) = &encoding {
+                super::csv::encoding_named(e)?;
+            }
             let file = match rest.iter().position(|a| !a.starts_with('-')) {
                 Some(i) => PathBuf::from(rest.remove(i)),
                 None => return Err("import needs a CSV file".into()),
             };
-            LifecycleCommand::Import { form, file, source, dry_run, with_effects }
+            LifecycleCommand::Import { form, file, source, dry_run, with_effects, encoding }
         }
     };
     if let Some(unknown) = rest.first() {
@@ -100,9 +115,16 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        LifecycleCommand::Import { form, file, source, dry_run, with_effects } => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        LifecycleCommand::Import { form, file, source, dry_run, with_effects, encoding } => {
+            let bytes =
+                std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+            let declared = encoding
+                .as_deref()
+                .map(super::csv::encoding_named)
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
+            let text = super::csv::decode(&bytes, declared)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let options =
                 import::ImportOptions { form, source, dry_run: *dry_run, with_effects: *with_effects };
             for line in import::import(&pool, config, &text, &options)?.lines() {

@@ -21,6 +21,10 @@ use crate::domain::keyring::keyring;
 use crate::domain::{normalise, OperationId, RawFields};
 use crate::with_conn;
 
+/// The admin export's own columns (`admin::submissions_csv`), ignored so that an export
+/// imports as it is; its `submission_id` serves as `source_id`.
+const EXPORT_COLUMNS: [&str; 6] = ["reference", "form", "channel", "keyless", "spam", "effect_states"];
+
 /// Rows per transaction (a dry run is one transaction, rolled back).
 const BATCH: usize = 200;
 
@@ -74,20 +78,25 @@ pub fn import(
     let mut records = csv::records(text).map_err(anyhow::Error::msg)?.into_iter();
     let (_, header) = records.next().ok_or_else(|| anyhow::anyhow!("the file is empty"))?;
     let header: Vec<String> = header.iter().map(|h| h.trim().to_string()).collect();
+    let export = Export::of(&header);
     for h in &header {
-        if h != "received_at" && h != "source_id" && form.field(h).is_none() {
-            anyhow::bail!("column `{h}` is not a field of form `{}` (nor received_at, source_id)", o.form);
+        let known = ["received_at", "source_id", "submission_id"].contains(&h.as_str())
+            || (export.is_export && EXPORT_COLUMNS.contains(&h.as_str()));
+        if !known && form.field(h).is_none() {
+            anyhow::bail!(
+                "column `{h}` is not a field of form `{}` (nor received_at, source_id, submission_id)",
+                o.form
+            );
         }
     }
     let mut report = ImportReport { dry_run: o.dry_run, ..Default::default() };
     let mut rows = Vec::new();
     for (line, values) in records {
-        match read_row(&header, values) {
+        match read_row(&header, values, &export) {
             Ok(row) => match normalise(form, &row.raw) {
                 Ok(_) => rows.push(row),
                 Err(errors) => {
-                    let why: Vec<String> =
-                        errors.0.iter().map(|(f, m)| format!("{f} {}", m.join(", "))).collect();
+                    let why = errors.summary();
                     report.rejected.push((line, why.join("; ")));
                 }
             },
@@ -109,7 +118,32 @@ pub fn import(
     Ok(report)
 }
 
-fn read_row(header: &[String], values: Vec<String>) -> Result<Row, String> {
+/// What the header says about the file: an admin export (its `reference` column), and
+/// whether `submission_id` is the row's identity (no `source_id` column).
+struct Export {
+    is_export: bool,
+    id_from_submission: bool,
+}
+
+impl Export {
+    fn of(header: &[String]) -> Export {
+        let has = |c: &str| header.iter().any(|h| h == c);
+        Export { is_export: has("submission_id") && has("reference"), id_from_submission: !has("source_id") }
+    }
+
+    /// A value as the export wrote it, without the quote that kept a spreadsheet from
+    /// running it as a formula (`'=…`, `'+886…`).
+    fn value(&self, v: String) -> String {
+        match v.strip_prefix('\'') {
+            Some(rest) if self.is_export && rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => {
+                rest.to_string()
+            }
+            _ => v,
+        }
+    }
+}
+
+fn read_row(header: &[String], values: Vec<String>, export: &Export) -> Result<Row, String> {
     if values.len() != header.len() {
         return Err(format!("{} value(s) where the header names {}", values.len(), header.len()));
     }
@@ -119,7 +153,12 @@ fn read_row(header: &[String], values: Vec<String>) -> Result<Row, String> {
             "received_at" if !value.trim().is_empty() => received_at = Some(parse_time(&value)?),
             "received_at" => {}
             "source_id" => source_id = Some(value.trim().to_string()).filter(|v| !v.is_empty()),
-            _ => raw.push((name.clone(), value)),
+            "submission_id" if export.id_from_submission => {
+                source_id = Some(value.trim().to_string()).filter(|v| !v.is_empty())
+            }
+            "submission_id" => {}
+            n if export.is_export && EXPORT_COLUMNS.contains(&n) => {}
+            _ => raw.push((name.clone(), export.value(value))),
         }
     }
     Ok(Row { raw, received_at: received_at.unwrap_or_else(now), source_id })

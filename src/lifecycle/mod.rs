@@ -2,7 +2,7 @@
 //! (`purge`), erasure of one person, historic import, and the redelivery spread.
 
 pub mod commands;
-mod csv;
+pub mod csv;
 pub mod erase;
 pub mod import;
 pub mod metrics;

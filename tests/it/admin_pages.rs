@@ -244,6 +244,7 @@ async fn the_csv_has_a_header_and_one_neutralised_row_per_submission(backend: Ba
     assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
     assert!(resp.headers()["content-disposition"].to_str().unwrap().starts_with("attachment"));
     let body = resp.text().await.unwrap();
+    let body = body.strip_prefix('\u{feff}').expect("UTF-8 with a BOM, as Excel needs");
     let lines: Vec<&str> = body.trim_end().split("\r\n").collect();
     assert_eq!(
         lines[0],
@@ -256,6 +257,9 @@ async fn the_csv_has_a_header_and_one_neutralised_row_per_submission(backend: Ba
     assert!(lines[1].contains("crm_lead=PENDING"), "{}", lines[1]);
     let none = app.admin_get(Some(&viewer), "/admin/submissions.csv?spam=yes").await.text().await.unwrap();
     assert_eq!(none.trim_end().split("\r\n").count(), 1, "only the header");
+    let plain =
+        app.admin_get(Some(&viewer), "/admin/submissions.csv?encoding=utf-8").await.text().await.unwrap();
+    assert!(plain.starts_with("submission_id,"), "no BOM when asked: {plain:?}");
 }
 
 async fn search_finds_content_without_putting_the_term_in_a_url(backend: Backend) {

@@ -31,6 +31,8 @@ mod hooks_spool;
 mod hooks_store_down;
 mod hooks_verify;
 mod html;
+mod i18n;
+mod i18n_browser;
 mod layers;
 mod lifecycle;
 mod lifecycle_caps;

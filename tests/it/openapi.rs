@@ -17,6 +17,8 @@ const CALLBACK_FORM: &str = r#"
 title = "Call me back"
 allow_keyless_api = true
 honeypot = ""
+locale = "auto"
+locales = ["zh-TW", "en", "ja"]
 [[forms.callback.fields]]
 name = "phone"
 type = "phone"
@@ -24,6 +26,9 @@ required = true
 [[forms.callback.fields]]
 name = "email"
 type = "email"
+[[forms.callback.fields]]
+name = "mobile"
+type = "phone"
 [[forms.callback.fields]]
 name = "when"
 type = "select"
@@ -39,8 +44,8 @@ const WALL_CLOCK: Duration = Duration::from_secs(480);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schemathesis_finds_no_failure_in_the_openapi_description() {
-    // The demo `contact` form plus one with every other kind of field: phone, optional
-    // email and select, keyless API posts.
+    // The demo `contact` form plus one with every other kind of field: phone (required and
+    // optional), optional email and select, keyless API posts, an `auto` locale.
     let app = spawn_app_with(Backend::Sqlite, |c| {
         let extra = Config::parse(CALLBACK_FORM).unwrap();
         c.forms.extend(extra.forms);
@@ -58,6 +63,31 @@ async fn schemathesis_finds_no_failure_in_the_openapi_description() {
     // It really exercised the API: submissions were accepted through the described schema.
     let stats = app.stats().await;
     assert!(stats.submissions > 0, "schemathesis never got a submission accepted");
+}
+
+/// Optional fields left empty are accepted, and the description says so (schemathesis
+/// found `""` for an optional phone accepted while the schema's pattern forbade it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optional_fields_left_empty_are_accepted_and_described() {
+    let app =
+        spawn_app_with(Backend::Sqlite, |c| c.forms.extend(Config::parse(CALLBACK_FORM).unwrap().forms))
+            .await;
+    let doc: serde_json::Value =
+        app.client.get(app.url("/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let body = &doc["paths"]["/api/forms/callback/submissions"]["post"]["requestBody"]["content"]
+        ["application/json"]["schema"];
+    let mobile = &body["properties"]["mobile"]["anyOf"][0]["anyOf"];
+    assert_eq!(mobile[1]["pattern"], "^[ ()./\\t\\u3000-]*$", "{mobile}");
+    let email = &body["properties"]["email"]["anyOf"][0]["anyOf"];
+    assert!(email[1]["pattern"].as_str().unwrap().starts_with("^[\\t\\n\\r "), "{email}");
+    let resp = app
+        .client
+        .post(app.url("/api/forms/callback/submissions"))
+        .json(&serde_json::json!({"phone": "+886 912 345 678", "email": "", "mobile": "", "when": "", "note": ""}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
 }
 
 /// Runs schemathesis to the end or to the wall-clock limit; (passed, stdout + stderr).

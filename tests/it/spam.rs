@@ -249,7 +249,10 @@ async fn the_form_page_carries_the_captcha_widget_and_its_policy() {
     let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_string();
     assert!(csp.contains("script-src 'self' https://challenges.cloudflare.com"), "{csp}");
     let html = resp.text().await.unwrap();
-    assert!(html.contains(r#"<div class="cf-turnstile" data-sitekey="0x4AAA-site"></div>"#), "{html}");
+    assert!(
+        html.contains(r#"<div class="cf-turnstile" data-sitekey="0x4AAA-site" data-language="en"></div>"#),
+        "{html}"
+    );
 
     let plain = spawn_app_with(Backend::Sqlite, |_| {}).await;
     let resp = plain.client.get(plain.url("/f/contact")).send().await.unwrap();

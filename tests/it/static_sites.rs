@@ -162,7 +162,7 @@ async fn another_origin_is_refused_with_nothing_stored(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(html.status(), 403);
-    assert!(html.text().await.unwrap().contains("may only be sent from the website it belongs to"));
+    assert!(html.text().await.unwrap().contains("This form cannot be sent from the page you used"));
     let stats = app.stats().await;
     assert_eq!((stats.submissions, stats.deliveries_total()), (0, 0));
     assert_eq!(app.refused("contact", "origin-not-allowed").await, 3, "counted, not written");
@@ -222,5 +222,6 @@ async fn the_embed_script_is_served_small_and_dependency_free() {
     let js = resp.text().await.unwrap();
     assert!(js.contains("data-onceform") && js.contains("Idempotency-Key") && js.contains("sessionStorage"));
     assert!(!js.contains("import ") && !js.contains("require("), "no modules, no framework");
-    assert!(js.len() < 16 * 1024, "{} bytes", js.len());
+    // Its messages in the four shipped locales are most of what it grew by.
+    assert!(js.len() < 20 * 1024, "{} bytes", js.len());
 }

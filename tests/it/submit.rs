@@ -1,6 +1,6 @@
 //! The JSON API's core promises: created once, replayed byte for byte, conflicts kept apart.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::on_both_backends;
 use crate::support::{inquiry, new_key, problem_type, spawn_app, Backend};
@@ -125,9 +125,13 @@ async fn invalid_fields_store_nothing_and_leave_the_key_unused(backend: Backend)
     assert_eq!(resp.status(), 422);
     let problem: Value = resp.json().await.unwrap();
     assert_eq!(problem_type(&problem), "validation-failed");
-    assert_eq!(problem["errors"]["email"][0], "is not a valid email address");
-    assert_eq!(problem["errors"]["name"][0], "is required");
-    assert!(problem["errors"]["topic"][0].as_str().unwrap().starts_with("must be one of"));
+    assert_eq!(problem["errors"]["email"][0], "Email is not a valid email address");
+    assert_eq!(problem["errors"]["name"][0], "Your name is required");
+    assert!(problem["errors"]["topic"][0].as_str().unwrap().starts_with("Topic must be one of"));
+    assert_eq!(
+        problem["codes"],
+        json!({"email": ["invalid_email"], "name": ["required"], "topic": ["not_an_option"]})
+    );
     assert!(problem["errors"].get("message").is_none());
 
     let stats = app.stats().await;

@@ -6,6 +6,7 @@ use super::template::{one_line, EmailData, Field};
 use crate::config::FormConfig;
 use crate::domain::{is_invisible, FieldType};
 use crate::effects::Job;
+use crate::i18n::local_date_time;
 
 /// Characters of the visitor's name a confirmation shows at most.
 const NAME_MAX: usize = 100;
@@ -13,33 +14,39 @@ const NAME_MAX: usize = 100;
 /// The visitor's address: the value of the form's first email field.
 pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
     let field = form.fields.iter().find(|f| f.kind == FieldType::Email)?;
-    job.fields.get(&field.name)?.parse().ok()
+    crate::domain::ascii_email(job.fields.get(&field.name)?)?.parse().ok()
 }
 
-/// The data of one email; `with_fields` lists every submitted field and the visitor's name.
-/// A confirmation passes the form's `confirmation_echo`: it goes to whatever address was
-/// typed, so without the opt-in it carries nothing a stranger chose, the name included.
+/// The data of one email, in the form's email locale; `with_fields` lists every submitted
+/// field and the visitor's name. A confirmation passes the form's `confirmation_echo`: it
+/// goes to whatever address was typed, so without the opt-in it carries nothing a stranger
+/// chose, the name included.
 pub fn data(form: &FormConfig, job: &Job, with_fields: bool) -> EmailData {
+    let locale = form.email_locale();
+    let texts = form.email_in(locale);
     let fields = match with_fields {
         true => form
             .fields
             .iter()
             .filter_map(|f| {
-                job.fields.get(&f.name).map(|v| Field { label: f.label().into(), value: v.clone() })
+                job.fields
+                    .get(&f.name)
+                    .map(|v| Field { label: form.label_in(f, locale).into(), value: v.clone() })
             })
             .collect(),
         false => Vec::new(),
     };
     let name = job.fields.get("name").filter(|_| with_fields).map(|n| name_line(n));
     EmailData {
-        form_title: form.title.clone(),
+        locale,
+        form_title: form.title_in(locale).to_string(),
         reference: job.reference(),
         name: name.unwrap_or_default(),
-        received_at: job.received_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+        received_at: local_date_time(locale, job.received_at, form.time_zone),
         fields,
-        subject: form.email.confirmation_subject.clone(),
-        intro: form.email.confirmation_intro.clone(),
-        signature: form.email.signature.clone(),
+        subject: texts.confirmation_subject,
+        intro: texts.confirmation_intro,
+        signature: texts.signature,
     }
 }
 

@@ -10,6 +10,7 @@ pub use effect::EmailEffect;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use lettre::message::header::{Header, HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
@@ -91,6 +92,7 @@ impl Mailer {
     ) -> Result<Message, &'static str> {
         let mut builder = Message::builder()
             .from(self.from.clone())
+            .header(ContentLanguage(content.language.tag()))
             .subject(content.subject)
             .message_id(Some(message_id(effect_key)));
         if envelope.to.is_empty() {
@@ -105,6 +107,26 @@ impl Mailer {
         builder
             .multipart(MultiPart::alternative_plain_html(content.text, content.html))
             .map_err(|_| "message_build")
+    }
+}
+
+/// `Content-Language: zh-TW`: the language of the message's built-in texts.
+#[derive(Clone)]
+struct ContentLanguage(&'static str);
+
+impl Header for ContentLanguage {
+    fn name() -> HeaderName {
+        HeaderName::new_from_ascii_str("Content-Language")
+    }
+
+    fn parse(s: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        crate::i18n::Locale::parse(s)
+            .map(|l| ContentLanguage(l.tag()))
+            .ok_or_else(|| "not a shipped locale".into())
+    }
+
+    fn display(&self) -> HeaderValue {
+        HeaderValue::new(Self::name(), self.0.to_string())
     }
 }
 
@@ -186,7 +208,12 @@ mod tests {
     use super::*;
 
     fn message(text: &str) -> Rendered {
-        Rendered { subject: "s".into(), text: text.into(), html: format!("<p>{text}</p>") }
+        Rendered {
+            language: crate::i18n::Locale::En,
+            subject: "s".into(),
+            text: text.into(),
+            html: format!("<p>{text}</p>"),
+        }
     }
 
     #[test]

@@ -3,9 +3,13 @@
 
 use askama::Template;
 
+use crate::i18n::{Arg, Locale};
+
 /// Subject, plain text and HTML of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
+    /// The `Content-Language` of the message.
+    pub language: Locale,
     pub subject: String,
     pub text: String,
     pub html: String,
@@ -28,6 +32,8 @@ impl Field {
 /// What both emails can show. Every text here is data.
 #[derive(Debug, Clone, Default)]
 pub struct EmailData {
+    /// The language of every built-in text (and of `received_at`).
+    pub locale: Locale,
     pub form_title: String,
     pub reference: String,
     /// The visitor's name on one line (confirmation greeting).
@@ -48,6 +54,7 @@ macro_rules! email_template {
         #[template(path = $path)]
         #[allow(dead_code)] // each template reads the fields it shows
         struct $name<'a> {
+            locale: Locale,
             form_title: &'a str,
             reference: &'a str,
             name: &'a str,
@@ -60,6 +67,7 @@ macro_rules! email_template {
         impl<'a> $name<'a> {
             fn of(d: &'a EmailData) -> Self {
                 $name {
+                    locale: d.locale,
                     form_title: &d.form_title,
                     reference: &d.reference,
                     name: &d.name,
@@ -81,9 +89,10 @@ email_template!(OwnerHtml, "email/owner_notification.html");
 /// The confirmation to the visitor.
 pub fn confirmation(d: &EmailData) -> Result<Rendered, askama::Error> {
     let lead = d.subject.as_deref().map(one_line).filter(|s| !s.is_empty());
-    let lead = lead.unwrap_or_else(|| "We received your message".into());
+    let lead = lead.unwrap_or_else(|| d.locale.text("email-confirmation-subject"));
     Ok(Rendered {
-        subject: format!("{lead} ({})", d.reference),
+        language: d.locale,
+        subject: with_reference(d, &lead),
         text: ConfirmationText::of(d).render()?,
         html: ConfirmationHtml::of(d).render()?,
     })
@@ -91,11 +100,21 @@ pub fn confirmation(d: &EmailData) -> Result<Rendered, askama::Error> {
 
 /// The inquiry to the form's owners.
 pub fn owner_notification(d: &EmailData) -> Result<Rendered, askama::Error> {
+    let lead = d.locale.format("email-owner-subject", &[("form", Arg::Str(&one_line(&d.form_title)))]);
     Ok(Rendered {
-        subject: format!("New inquiry: {} ({})", one_line(&d.form_title), d.reference),
+        language: d.locale,
+        subject: with_reference(d, &lead),
         text: OwnerText::of(d).render()?,
         html: OwnerHtml::of(d).render()?,
     })
+}
+
+/// `subject (OF-…)`, as the locale writes it.
+fn with_reference(d: &EmailData, subject: &str) -> String {
+    d.locale.format(
+        "email-subject-reference",
+        &[("subject", Arg::Str(subject)), ("reference", Arg::Str(&d.reference))],
+    )
 }
 
 /// Per-form template files (`templates/email/FORM/`) are no longer read: a template a
@@ -157,6 +176,22 @@ mod tests {
             assert!(r.html.contains("<br>line two"), "{}", r.html);
             assert!(!r.html.contains("<script>"));
         }
+    }
+
+    #[test]
+    fn built_in_texts_are_in_the_emails_locale() {
+        let d = EmailData {
+            locale: Locale::ZhTw,
+            form_title: "聯絡我們".into(),
+            name: "陳小明".into(),
+            received_at: "2026年12月1日（週二）21:05（UTC+8）".into(),
+            ..data(false)
+        };
+        let r = confirmation(&d).unwrap();
+        assert_eq!((r.language, r.subject.as_str()), (Locale::ZhTw, "我們已收到您的訊息（OF-1）"));
+        assert!(r.text.starts_with("陳小明 您好：\n\n感謝您透過「聯絡我們」與我們聯絡。我們已於 2026年12月1日（週二）21:05（UTC+8） 收到"), "{}", r.text);
+        assert!(r.html.contains("您的案件編號："), "{}", r.html);
+        assert_eq!(owner_notification(&d).unwrap().subject, "新的詢問：聯絡我們（OF-1）");
     }
 
     #[test]

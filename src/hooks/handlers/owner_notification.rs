@@ -29,6 +29,7 @@ impl Notify {
         let excerpt: String = body.chars().take(EXCERPT).collect();
         let text = format!("Source: {source}\nEvent ID: {event_id}\nKey: {}\n\n{excerpt}\n", job.effect_key);
         Rendered {
+            language: crate::i18n::Locale::En,
             subject: format!("Inbound event from {source}"),
             html: format!("<pre>{}</pre>", escape(&text)),
             text,

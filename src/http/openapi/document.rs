@@ -20,7 +20,7 @@ const PROBLEM_TYPES: &[(&str, &str)] = &[
     ),
     (
         "validation-failed",
-        "422: `errors` maps each invalid field to its messages; the operation ID is not consumed",
+        "422: `errors` maps each invalid field to its messages (localised), `codes` to stable codes; the operation ID is not consumed",
     ),
     ("operation-id-missing", "400: the form requires an operation ID (Idempotency-Key or operation_id)"),
     ("operation-id-invalid", "400: not 16–255 characters of A–Z a–z 0–9 _ - . :"),
@@ -85,8 +85,16 @@ fn components() -> Value {
                     "title": {"type": "string"},
                     "status": {"type": "integer", "minimum": 400, "maximum": 599},
                     "detail": {"type": "string"},
-                    "errors": {"type": "object", "description": "validation-failed: messages by field",
+                    "errors": {"type": "object",
+                               "description": "validation-failed: messages by field, in the visitor's language \
+                                   (`Accept-Language` on a form whose `locale` is `auto`), naming the field by its label",
                                "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+                    "codes": {"type": "object",
+                              "description": "validation-failed: stable codes by field (the same fields as `errors`, \
+                                  one code per message). `invalid_file_type`, `file_too_large` and `too_many_files` \
+                                  are reserved for file fields.",
+                              "additionalProperties": {"type": "array",
+                                  "items": {"type": "string", "enum": crate::domain::FIELD_ERROR_CODES}}},
                     "submission_id": {"type": "string", "description": "operation-conflict: the original submission"}
                 }
             },

@@ -11,6 +11,12 @@ use crate::domain::{FieldConfig, FieldType};
 /// CR, and the bidirectional controls and zero-width spaces of `domain::is_invisible`.
 const NO_CONTROLS: &str = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F\\u061C\\u180E\\u200B\\u200E\\u200F\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\uFEFF";
 
+/// What a phone number may hold besides its digits and leading `+` (ignored by the server).
+const PHONE_SEPARATORS: &str = "[ ()./\\t\\u3000-]";
+
+/// The whitespace an email field drops (an optional field sent blank counts as absent).
+const BLANK: &str = "^[\\t\\n\\r \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$";
+
 /// The operation ID syntax (16–255 of `A–Z a–z 0–9 _ - . :`).
 pub const OPERATION_ID_PATTERN: &str = "^[A-Za-z0-9_.:-]{16,255}$";
 
@@ -38,8 +44,8 @@ pub fn field_schema(field: &FieldConfig) -> Value {
         FieldType::Phone => json!({
             "type": "string",
             "maxLength": max,
-            "pattern": "^[ ()./\\t-]*\\+?([ ()./\\t-]*[0-9]){7,15}[ ()./\\t-]*$",
-            "description": "7 to 15 digits, optionally after a `+`; spaces, ( ) - . / are ignored"
+            "pattern": format!("^{PHONE_SEPARATORS}*\\+?({PHONE_SEPARATORS}*[0-9]){{7,15}}{PHONE_SEPARATORS}*$"),
+            "description": "7 to 15 digits, optionally after a `+`; spaces (U+3000 too), ( ) - . / are ignored"
         }),
         FieldType::Text | FieldType::Textarea => {
             let pattern = if field.required {
@@ -52,10 +58,17 @@ pub fn field_schema(field: &FieldConfig) -> Value {
     };
     if let Some(obj) = s.as_object_mut() {
         obj.insert("title".into(), json!(field.label()));
-        if field.kind == FieldType::Email && !field.required {
-            // An empty optional field counts as absent.
-            let email = Value::Object(obj.clone());
-            s = json!({"title": field.label(), "anyOf": [email, {"type": "string", "maxLength": 0}]});
+        // An optional field sent empty (or blank) counts as absent.
+        let blank = match field.kind {
+            FieldType::Email => Some(BLANK.to_string()),
+            FieldType::Phone => Some(format!("^{PHONE_SEPARATORS}*$")),
+            _ => None,
+        };
+        if let Some(blank) = blank.filter(|_| !field.required) {
+            let value = Value::Object(obj.clone());
+            let blank = json!({"type": "string", "maxLength": max, "pattern": blank});
+            s = json!({"title": field.label(), "anyOf": [value, blank],
+                       "description": "empty or blank: the field counts as not sent"});
         }
     }
     s
@@ -231,7 +244,11 @@ pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
     paths.insert(format!("/api/forms/{name}/submissions"), json!({"post": {
         "operationId": submit_id, "tags": [tag],
         "summary": format!("Submit the `{name}` form (exactly once per operation ID)"),
-        "parameters": [key_header],
+        "parameters": [key_header, {"name": "Accept-Language", "in": "header", "required": false,
+            "description": "The language of the 422's `errors` messages when the form's `locale` is `auto` \
+                (negotiated among its `locales`; a value it cannot use, or one over 512 bytes, is ignored); \
+                the `codes` never change with it",
+            "schema": {"type": "string", "example": "zh-TW,zh;q=0.9,en;q=0.5"}}],
         "requestBody": {"required": true, "content": {"application/json": {
             "schema": fields_schema(form, true, &[]), "example": example(form)}}},
         "responses": {
@@ -247,8 +264,14 @@ pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
             "409": conflict(),
             "413": problem("The body is over the form's `max_body_bytes`", &["payload-too-large"]),
             "415": problem("The body is not JSON", &["unsupported-media-type"]),
-            "422": problem("Some fields are invalid: `errors` maps each field to its messages; the key is not consumed",
-                &["validation-failed"]),
+            "422": {
+                "description": "Some fields are invalid (problem type `validation-failed`): `errors` maps each \
+                    field to its messages in the visitor's language, naming the field by its label; `codes` \
+                    maps it to stable, machine-readable codes. The key is not consumed.",
+                "headers": {"Content-Language": {"required": true, "description": "The language of `errors`",
+                    "schema": {"enum": crate::i18n::Locale::ALL.map(|l| l.tag())}}},
+                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            },
             "429": problem_retry("Rate limited", &["rate-limited"]),
             "503": problem_retry("The database is unavailable; nothing was half-accepted", &["service-unavailable"])
         }
