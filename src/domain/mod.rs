@@ -12,6 +12,8 @@ pub use invisible::is_invisible;
 pub mod keyring;
 mod operation_id;
 pub mod states;
+mod width;
+pub use width::fold_width;
 
 pub use effect::EffectKind;
 pub use fields::{

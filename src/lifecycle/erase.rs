@@ -58,10 +58,23 @@ pub struct ErasureReport {
 }
 
 impl Person {
+    /// As typed, normalised as stored (what digests made before canonical matching hold).
     fn normalised(&self) -> String {
         match self {
             Person::Email(e) => normalise_value(FieldType::Email, e),
             Person::Phone(p) => normalise_value(FieldType::Phone, p),
+        }
+    }
+
+    /// The canonical form digested since canonical matching (`duplicates::canonical`);
+    /// a phone in national format is matched as typed, so give it with its country code.
+    fn canonical(&self) -> Option<String> {
+        use crate::duplicates::canonical;
+        match self {
+            Person::Email(e) => {
+                canonical::email(e, &crate::config::DuplicateConfig::default().dotless_domains)
+            }
+            Person::Phone(p) => canonical::phone(p, None).map(|p| p.e164),
         }
     }
 }
@@ -69,16 +82,22 @@ impl Person {
 /// Finds the person's records and, unless `dry_run`, erases their content now.
 pub fn erase(pool: &Pool, person: &Person, dry_run: bool, actor: &Actor) -> Result<ErasureReport, DbError> {
     let value = person.normalised();
-    let digest = keyring().digest(&value);
+    let digest = keyring().digest(&person.canonical().unwrap_or_else(|| value.clone()));
+    let digests = vec![digest.clone(), keyring().digest(&value)];
     let pattern = like_pattern(&value);
     let now = now();
     with_conn!(pool, |c| c.write_tx(|c| {
         let (email, phone) = match person {
-            Person::Email(_) => (Some(digest.clone()), None),
-            Person::Phone(_) => (None, Some(digest.clone())),
+            Person::Email(_) => (Some(&digests), None),
+            Person::Phone(_) => (None, Some(&digests)),
         };
+        let none = Vec::new();
         let ids: Vec<(String, String)> = submissions::table
-            .filter(submissions::email_digest.eq(&email).or(submissions::phone_digest.eq(&phone)))
+            .filter(
+                submissions::email_digest
+                    .eq_any(email.unwrap_or(&none))
+                    .or(submissions::phone_digest.eq_any(phone.unwrap_or(&none))),
+            )
             .select((submissions::id, submissions::form))
             .load(c)?;
         let id_list: Vec<String> = ids.iter().map(|(id, _)| id.clone()).collect();
@@ -131,7 +150,7 @@ pub fn erase(pool: &Pool, person: &Person, dry_run: bool, actor: &Actor) -> Resu
             .execute(c)?;
         if let Some(email) = &email {
             // The confirmation cap's slots of their address go too (a digest and a time).
-            diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq(email)))
+            diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq_any(*email)))
                 .execute(c)?;
         }
         for (form, _) in &ids {
