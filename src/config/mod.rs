@@ -318,6 +318,9 @@ pub struct DuplicateConfig {
     pub group: Option<String>,
     /// Email domains whose mailboxes ignore dots in the local part (`a.da@` = `ada@`).
     pub dotless_domains: Vec<String>,
+    /// Regions tried, in order, for a national-format phone number that is not a valid
+    /// number of the form's `default_region` (a bilingual site: `["US"]` beside `TW`).
+    pub other_regions: Vec<String>,
     /// The fields holding the sender's name and company (matched as name plus company).
     pub name_field: String,
     pub company_field: String,
@@ -342,6 +345,7 @@ impl Default for DuplicateConfig {
             hold_score: 0.8,
             group: None,
             dotless_domains: vec!["gmail.com".into(), "googlemail.com".into()],
+            other_regions: Vec::new(),
             name_field: "name".into(),
             company_field: "company".into(),
             group_forms: Vec::new(),

@@ -34,6 +34,12 @@ pub fn check_region(region: &str) -> Result<(), validator::ValidationError> {
 /// `None` when it holds no number at all. A number libphonenumber cannot read is matched
 /// by its digits (with `+` when it was typed international).
 pub fn phone(typed: &str, region: Option<&str>) -> Option<Phone> {
+    phone_in(typed, region, &[])
+}
+
+/// As `phone`; a national number that is not valid in `region` is tried in `others` in
+/// order, and read in the first where it is valid.
+pub fn phone_in(typed: &str, region: Option<&str>, others: &[String]) -> Option<Phone> {
     let folded = fold_width(typed);
     let folded = folded.trim();
     let international = folded.starts_with('+') || folded.starts_with("00");
@@ -52,7 +58,17 @@ pub fn phone(typed: &str, region: Option<&str>) -> Option<Phone> {
         }
         None => folded,
     };
-    if let Ok(n) = phonenumber::parse(region, folded) {
+    let parsed = phonenumber::parse(region, folded).ok();
+    let parsed = match parsed {
+        Some(n) if !international && !n.is_valid() => others
+            .iter()
+            .filter_map(|r| country::Id::from_str(r).ok())
+            .filter_map(|r| phonenumber::parse(Some(r), folded).ok())
+            .find(|m| m.is_valid())
+            .or(Some(n)),
+        other => other,
+    };
+    if let Some(n) = parsed {
         let e164 = n.format().mode(Mode::E164).to_string();
         let shown = n.format().mode(Mode::International).to_string();
         return Some(Phone { e164, shown });
@@ -156,7 +172,8 @@ impl Contact {
         let nonempty = |s: String| (!s.is_empty()).then_some(s);
         Contact {
             email: first(FieldType::Email).and_then(|e| email(e, &d.dotless_domains)),
-            phone: first(FieldType::Phone).and_then(|p| phone(p, form.default_region.as_deref())),
+            phone: first(FieldType::Phone)
+                .and_then(|p| phone_in(p, form.default_region.as_deref(), &d.other_regions)),
             name: get(&d.name_field).map(name).and_then(nonempty),
             company: get(&d.company_field).map(company).and_then(nonempty),
         }
@@ -212,6 +229,9 @@ mod tests {
         assert_eq!(e164("9123 4567", "HK"), "+85291234567");
         assert_eq!(e164("+852 9123 4567", "US"), "+85291234567");
         assert_eq!(phone("+886 912 345 678", None).unwrap().shown, "+886 912 345 678");
+        let us = ["US".to_string()];
+        assert_eq!(phone_in("(415) 555-0132", Some("TW"), &us).unwrap().e164, "+14155550132");
+        assert_eq!(phone_in("0912-345-678", Some("TW"), &us).unwrap().e164, "+886912345678");
         assert!(phone("12", Some("TW")).is_none());
     }
 

@@ -178,7 +178,7 @@ fn exact_evidence(a: &Profile, b: &Profile, reasons: &mut Vec<String>) -> f64 {
         score -= 0.05;
     }
     if conflict(&a.numbers, &b.numbers) {
-        score -= 0.3;
+        score -= 0.5;
         reasons.push("different quantity".into());
     } else if !a.numbers.is_empty() && a.numbers == b.numbers {
         score += 0.05;

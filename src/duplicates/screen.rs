@@ -120,7 +120,7 @@ pub(super) fn finish<C: DuplicateStore + EffectAdminStore>(
     // the best same-sender pair, listed apart.
     let chosen = best(Verdict::Repeat).or_else(|| best(Verdict::SameSender));
     let kept = match chosen {
-        Some((pair, j)) if j.verdict == Verdict::Repeat => Some((into_cluster(c, pairs, pair)?, j)),
+        Some((pair, j)) if j.verdict == Verdict::Repeat => Some(into_cluster(c, &judged, pair, j)?),
         other => other.map(|(pair, j)| (pair.pair_id.clone(), j)),
     };
     let mut keep_held = false;
@@ -147,19 +147,21 @@ pub(super) fn finish<C: DuplicateStore + EffectAdminStore>(
     Ok(())
 }
 
-/// The pair to keep for the repeat `kept`: when its original repeats an earlier one, the pair
-/// with that cluster's first (a candidate already, else `kept` pointed at it).
-fn into_cluster<C: DuplicateStore>(
+/// The pair to keep for the repeat `kept`: when its original repeats an earlier one and
+/// that cluster's first is a candidate judged a repeat too, the pair with it (one original
+/// and its members); else `kept` (a wrong earlier link is never followed).
+fn into_cluster<'a, C: DuplicateStore>(
     c: &mut C,
-    pairs: &[Unscreened],
+    judged: &'a [(&Unscreened, Option<super::Judged>)],
     kept: &Unscreened,
-) -> Result<String, DbError> {
-    let Some(root) = c.cluster_root(&kept.original.id)? else { return Ok(kept.pair_id.clone()) };
-    if let Some(to_root) = pairs.iter().find(|p| p.original.id == root) {
-        return Ok(to_root.pair_id.clone());
-    }
-    c.relink(&kept.pair_id, &root)?;
-    Ok(kept.pair_id.clone())
+    j: &'a super::Judged,
+) -> Result<(String, &'a super::Judged), DbError> {
+    let Some(root) = c.cluster_root(&kept.original.id)? else { return Ok((kept.pair_id.clone(), j)) };
+    let to_root = judged.iter().find_map(|(p, rj)| match rj {
+        Some(rj) if p.original.id == root && rj.verdict == Verdict::Repeat => Some((p.pair_id.clone(), rj)),
+        _ => None,
+    });
+    Ok(to_root.unwrap_or((kept.pair_id.clone(), j)))
 }
 
 fn pair_form(pair: &Unscreened) -> String {
