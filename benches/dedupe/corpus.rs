@@ -145,6 +145,7 @@ fn email_typed(rng: &mut Rng, email: &str) -> String {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Request {
     topic: &'static str,
     product: Option<&'static str>,
@@ -155,6 +156,15 @@ struct Request {
 
 fn message(rng: &mut Rng, zh: bool, r: &Request) -> String {
     let (p, q) = (r.product.unwrap_or(""), r.quantity);
+    if r.template >= 5 {
+        // A question without product or number: the same sender's other request.
+        let zh_q = ["請問你們有提供到府安裝服務嗎？", "想了解貴公司的保固條款與維修流程。", "請問可以開立統一發票並分期付款嗎？", "我們想參觀工廠，請問需要預約嗎？"];
+        let en_q = ["Do you offer on-site installation?", "Could you explain your warranty terms and the repair process?", "Can we pay in instalments with a purchase order?", "We would like to visit your factory. Do we need an appointment?"];
+        return match zh {
+            true => zh_q[(r.template - 5) % zh_q.len()].into(),
+            false => en_q[(r.template - 5) % en_q.len()].into(),
+        };
+    }
     if r.generic {
         return match zh {
             true => pick(rng, &["請提供價目表，謝謝。", "您好，麻煩寄一份產品型錄和價目表給我。", "請提供最新價目表。"]).into(),
@@ -181,9 +191,26 @@ fn message(rng: &mut Rng, zh: bool, r: &Request) -> String {
     }
 }
 
-/// A repeat's text: the same request retyped with small edits, maybe with a note.
-fn retyped(rng: &mut Rng, zh: bool, text: &str) -> String {
+/// A repeat's text: the same request retyped with small edits (the product code written
+/// another way too), or written anew in other words, maybe with a note.
+fn retyped(rng: &mut Rng, zh: bool, text: &str, r: &Request) -> String {
     let mut t = text.to_string();
+    if rng.u8(..5) == 0 && r.product.is_some() && !r.generic && matches!(r.template, 0 | 1 | 2 | 4) {
+        // Written anew: another wording of the same product and quantity.
+        let other = Request { template: [0, 1, 2, 4][rng.usize(..4)], generic: false, ..*r };
+        t = message(rng, zh, &other);
+    }
+    if let (Some(p), 0) = (r.product, rng.u8(..4)) {
+        let variant = match rng.u8(..3) {
+            0 => p.to_lowercase(),
+            1 => p.replace('-', ""),
+            _ => match (p.contains('-'), p.find(|c: char| c.is_ascii_digit())) {
+                (false, Some(i)) if i > 0 => format!("{}-{}", &p[..i], &p[i..]),
+                _ => p.to_string(),
+            },
+        };
+        t = t.replacen(p, &variant, 1);
+    }
     let swaps: &[(&str, &str)] = match zh {
         true => &[("您好", "你好"), ("謝謝", "感謝"), ("請問", "想請問"), ("大約", "約"), ("，", " "), ("。", "！"), ("我們", "我司")],
         false => &[("Hello", "Hi"), ("Thanks", "Thank you"), ("we would like", "I'd like"), (" the ", " "), ("Could you", "Can you"), (".", "!"), ("please", "pls")],
@@ -254,14 +281,19 @@ pub fn generate(seed: u64, people: usize) -> Vec<Row> {
         };
         let mut first: Option<Request> = None;
         let mut products: Vec<&str> = Vec::new();
+        let mut quantities: Vec<u32> = Vec::new();
         for k in 0..n_requests {
             // A later request of one sender is another one: never the same generic line or product.
             let mut r = new_request(&mut rng, if k == 0 { 8 } else { 0 });
+            if k > 0 && rng.u8(..4) == 0 {
+                r.template = 5 + k; // a question without product or number, often the same topic
+                r.product = None;
+            }
             while k > 0 && r.product.is_some_and(|p| products.contains(&p)) {
                 r.product = Some(pick(&mut rng, PRODUCTS));
             }
             // The same sender's other request, often the same day and the same wording.
-            if let (Some(f), true) = (&first, rng.bool()) {
+            if let (Some(f), true) = (&first, r.template < 5 && rng.bool()) {
                 r.template = f.template;
                 r.topic = f.topic;
                 r.generic = false;
@@ -271,7 +303,9 @@ pub fn generate(seed: u64, people: usize) -> Vec<Row> {
                 // Another quantity of the same product (where the wording has a quantity).
                 if rng.u8(..3) == 0 && r.template != 3 && f.product.is_some() {
                     r.product = f.product; // another quantity of the same product
-                    r.quantity = if f.quantity == 500 { 40 } else { f.quantity * 2 };
+                    while quantities.contains(&r.quantity) {
+                        r.quantity += 5 * rng.u32(1..20);
+                    }
                 } else {
                     while r.product.is_none_or(|p| products.contains(&p)) {
                         r.product = Some(pick(&mut rng, PRODUCTS));
@@ -279,6 +313,7 @@ pub fn generate(seed: u64, people: usize) -> Vec<Row> {
                 }
             }
             products.extend(r.product);
+            quantities.push(r.quantity);
             if k > 0 {
                 at += rng.i64(1800..(36 * 3600));
             }
@@ -312,6 +347,7 @@ pub fn generate(seed: u64, people: usize) -> Vec<Row> {
                     (0, true) => format!("{} {}", &p.name[..3], &p.name[3..]),
                     (0, false) => p.name.split(' ').rev().collect::<Vec<_>>().join(" "),
                     (1, _) => p.name.to_uppercase(),
+                    (2, false) => p.name.replacen("nn", "n", 1).replacen("ll", "l", 1).replacen("ss", "s", 1),
                     _ => p.name.clone(),
                 };
                 rows.push(Row {
@@ -321,7 +357,7 @@ pub fn generate(seed: u64, people: usize) -> Vec<Row> {
                     phone: if other_address || rng.u8(..10) < 8 { phone_typed(&mut rng, p) } else { String::new() },
                     company: p.company.clone(),
                     topic: r.topic,
-                    message: retyped(&mut rng, p.zh, &text),
+                    message: retyped(&mut rng, p.zh, &text, &r),
                     at: rat,
                     person: pid,
                     request: request_id,

@@ -167,24 +167,31 @@ fn apart(minutes: i64) -> String {
 /// Product codes and quantities compared exactly: another one is strong evidence of a new
 /// request, the same one of a repeat.
 fn exact_evidence(a: &Profile, b: &Profile, reasons: &mut Vec<String>) -> f64 {
-    let mut score = 0.0;
-    if conflict(&a.codes, &b.codes) {
+    let (codes, numbers) = (conflict(&a.codes, &b.codes), conflict(&a.numbers, &b.numbers));
+    let mut score: f64 = 0.0;
+    if codes {
         score -= 0.5;
         reasons.push("different product code".into());
-    } else if !a.codes.is_empty() && a.codes == b.codes {
-        score += 0.15;
-        reasons.push("same product code".into());
-    } else if a.codes.is_empty() != b.codes.is_empty() {
-        score -= 0.05;
     }
-    if conflict(&a.numbers, &b.numbers) {
+    if numbers {
         score -= 0.5;
         reasons.push("different quantity".into());
-    } else if !a.numbers.is_empty() && a.numbers == b.numbers {
-        score += 0.05;
-        reasons.push("same quantity".into());
     }
-    score
+    // Agreement counts only where nothing disagrees (the same product in another quantity
+    // is another request).
+    if !codes && !numbers {
+        if !a.codes.is_empty() && a.codes == b.codes {
+            score += 0.15;
+            reasons.push("same product code".into());
+        } else if a.codes.is_empty() != b.codes.is_empty() {
+            score -= 0.05;
+        }
+        if !a.numbers.is_empty() && a.numbers == b.numbers {
+            score += 0.05;
+            reasons.push("same quantity".into());
+        }
+    }
+    score.max(-0.7)
 }
 
 /// Choice fields both forms declare: each equal one counts for, each other one against.
