@@ -175,7 +175,8 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, start: NaiveDateTime)
     let db = common::Db::new(backend);
     let (_, config) = db.config(FORM);
     let pool = Pool::connect(&config.database).unwrap();
-    let options = ImportOptions { form: "inquiry", source: "dedupe-bench", dry_run: false, with_effects: false };
+    let options =
+        ImportOptions { form: "inquiry", source: "dedupe-bench", dry_run: false, with_effects: false };
     let t = Instant::now();
     let report = import(&pool, &config, csv, &options).unwrap();
     let import_s = t.elapsed().as_secs_f64();
@@ -193,20 +194,22 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, start: NaiveDateTime)
     .unwrap();
     let row_of: HashMap<String, usize> =
         stored.into_iter().filter_map(|(id, at)| by_time.get(&at).map(|i| (id, *i))).collect();
-    let pairs: Vec<(String, String, f64, String, String)> = onceform::with_conn!(&pool, |c| duplicate_pairs::table
-        .select((
-            duplicate_pairs::original_id,
-            duplicate_pairs::duplicate_id,
-            duplicate_pairs::score,
-            duplicate_pairs::status,
-            duplicate_pairs::reasons,
-        ))
-        .load(c)
-        .map_err(onceform::db::DbError::from))
-    .unwrap();
+    let pairs: Vec<(String, String, f64, String, String)> =
+        onceform::with_conn!(&pool, |c| duplicate_pairs::table
+            .select((
+                duplicate_pairs::original_id,
+                duplicate_pairs::duplicate_id,
+                duplicate_pairs::score,
+                duplicate_pairs::status,
+                duplicate_pairs::reasons,
+            ))
+            .load(c)
+            .map_err(onceform::db::DbError::from))
+        .unwrap();
     let imported: Vec<usize> = row_of.values().copied().collect();
     let evaluate = |min: f64| {
-        let mut c = Counts { repeats: imported.iter().filter(|i| rows[**i].repeat).count(), ..Counts::default() };
+        let mut c =
+            Counts { repeats: imported.iter().filter(|i| rows[**i].repeat).count(), ..Counts::default() };
         let mut found = std::collections::HashSet::new();
         for (o, d, score, status, _) in &pairs {
             if status != "open" || *score < min {
@@ -233,12 +236,22 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, start: NaiveDateTime)
         .filter_map(|(o, d, _, _, _)| Some((*row_of.get(o)?, *row_of.get(d)?)))
         .collect();
     if std::env::var("DEDUPE_EXPLAIN").is_ok() {
-        let show = |i: usize| format!("{} | {} | {} | {} | {}", rows[i].name, rows[i].email, rows[i].phone, rows[i].topic, rows[i].message);
+        let show = |i: usize| {
+            format!(
+                "{} | {} | {} | {} | {}",
+                rows[i].name, rows[i].email, rows[i].phone, rows[i].topic, rows[i].message
+            )
+        };
         for (o, d, score, status, reasons) in &pairs {
             let (Some(&o), Some(&d)) = (row_of.get(o), row_of.get(d)) else { continue };
             let truth = rows[o].request == rows[d].request;
             if (status == "open") != truth && std::env::var("DEDUPE_EXPLAIN").as_deref() != Ok("missed") {
-                println!("{} {status} {score:.2} {reasons}\n  {}\n  {}", if truth { "MISSED" } else { "FALSE" }, show(o), show(d));
+                println!(
+                    "{} {status} {score:.2} {reasons}\n  {}\n  {}",
+                    if truth { "MISSED" } else { "FALSE" },
+                    show(o),
+                    show(d)
+                );
             }
         }
     }
@@ -252,8 +265,22 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, start: NaiveDateTime)
             .collect();
         for &i in imported.iter().filter(|i| rows[**i].repeat && !paired.contains(i)) {
             let first = rows.iter().position(|r| r.request == rows[i].request).unwrap();
-            let show = |i: usize| format!("{} | {} | {} | {} | {} | {}", rows[i].name, rows[i].email, rows[i].phone, rows[i].company, rows[i].topic, rows[i].message);
-            let any: Vec<String> = pairs.iter().filter(|p| row_of.get(&p.1) == Some(&i)).map(|p| format!("{} {:.2} {}", p.3, p.2, p.4)).collect();
+            let show = |i: usize| {
+                format!(
+                    "{} | {} | {} | {} | {} | {}",
+                    rows[i].name,
+                    rows[i].email,
+                    rows[i].phone,
+                    rows[i].company,
+                    rows[i].topic,
+                    rows[i].message
+                )
+            };
+            let any: Vec<String> = pairs
+                .iter()
+                .filter(|p| row_of.get(&p.1) == Some(&i))
+                .map(|p| format!("{} {:.2} {}", p.3, p.2, p.4))
+                .collect();
             println!("MISSED {any:?}\n  {}\n  {}", show(first), show(i));
         }
     }

@@ -25,17 +25,98 @@ pub struct Row {
     pub repeat: bool,
 }
 
-const ZH_SURNAMES: &[&str] = &["陳", "林", "黃", "張", "李", "王", "吳", "劉", "蔡", "楊", "許", "鄭", "謝", "洪", "郭", "邱", "曾", "廖", "賴", "徐"];
-const ZH_GIVEN: &[&str] = &["怡君", "雅婷", "志明", "俊傑", "淑芬", "美玲", "家豪", "冠宇", "宗翰", "佳穎", "詩涵", "承恩", "建宏", "惠雯", "育誠", "欣怡", "柏翰", "思妤", "文華", "玉珍"];
-const ZH_ROMAN: &[&str] = &["chen", "lin", "huang", "chang", "lee", "wang", "wu", "liu", "tsai", "yang", "hsu", "cheng", "hsieh", "hung", "kuo", "chiu", "tseng", "liao", "lai", "hsu"];
-const ZH_COMPANY: &[&str] = &["台灣精密", "永豐電子", "新光機械", "大同光電", "宏達工業", "全興科技", "聯華材料", "東元自動化", "中華包裝", "華碩物流", "長興化工", "友達塑膠"];
+const ZH_SURNAMES: &[&str] = &[
+    "陳", "林", "黃", "張", "李", "王", "吳", "劉", "蔡", "楊", "許", "鄭", "謝", "洪", "郭", "邱", "曾",
+    "廖", "賴", "徐",
+];
+const ZH_GIVEN: &[&str] = &[
+    "怡君", "雅婷", "志明", "俊傑", "淑芬", "美玲", "家豪", "冠宇", "宗翰", "佳穎", "詩涵", "承恩", "建宏",
+    "惠雯", "育誠", "欣怡", "柏翰", "思妤", "文華", "玉珍",
+];
+const ZH_ROMAN: &[&str] = &[
+    "chen", "lin", "huang", "chang", "lee", "wang", "wu", "liu", "tsai", "yang", "hsu", "cheng", "hsieh",
+    "hung", "kuo", "chiu", "tseng", "liao", "lai", "hsu",
+];
+const ZH_COMPANY: &[&str] = &[
+    "台灣精密",
+    "永豐電子",
+    "新光機械",
+    "大同光電",
+    "宏達工業",
+    "全興科技",
+    "聯華材料",
+    "東元自動化",
+    "中華包裝",
+    "華碩物流",
+    "長興化工",
+    "友達塑膠",
+];
 const ZH_FORMS: &[&str] = &["股份有限公司", "有限公司", "公司", "股份有限公司"];
-const EN_FIRST: &[&str] = &["James", "Mary", "John", "Patricia", "Robert", "Jennifer", "Michael", "Linda", "David", "Elizabeth", "William", "Susan", "Richard", "Jessica", "Joseph", "Sarah", "Thomas", "Karen", "Daniel", "Nancy"];
-const EN_LAST: &[&str] = &["Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez", "Martinez", "Wilson", "Anderson", "Taylor", "Thomas", "Moore", "Jackson", "Martin", "Lee", "Thompson", "White"];
-const EN_COMPANY: &[&str] = &["Acme Tooling", "Northwind Traders", "Blue Harbor Logistics", "Summit Fabrication", "Redwood Robotics", "Granite Supply", "Lakeside Plastics", "Pioneer Circuits", "Silverline Packaging", "Cobalt Devices", "Evergreen Labs", "Ironclad Motors"];
+const EN_FIRST: &[&str] = &[
+    "James",
+    "Mary",
+    "John",
+    "Patricia",
+    "Robert",
+    "Jennifer",
+    "Michael",
+    "Linda",
+    "David",
+    "Elizabeth",
+    "William",
+    "Susan",
+    "Richard",
+    "Jessica",
+    "Joseph",
+    "Sarah",
+    "Thomas",
+    "Karen",
+    "Daniel",
+    "Nancy",
+];
+const EN_LAST: &[&str] = &[
+    "Smith",
+    "Johnson",
+    "Williams",
+    "Brown",
+    "Jones",
+    "Garcia",
+    "Miller",
+    "Davis",
+    "Rodriguez",
+    "Martinez",
+    "Wilson",
+    "Anderson",
+    "Taylor",
+    "Thomas",
+    "Moore",
+    "Jackson",
+    "Martin",
+    "Lee",
+    "Thompson",
+    "White",
+];
+const EN_COMPANY: &[&str] = &[
+    "Acme Tooling",
+    "Northwind Traders",
+    "Blue Harbor Logistics",
+    "Summit Fabrication",
+    "Redwood Robotics",
+    "Granite Supply",
+    "Lakeside Plastics",
+    "Pioneer Circuits",
+    "Silverline Packaging",
+    "Cobalt Devices",
+    "Evergreen Labs",
+    "Ironclad Motors",
+];
 const EN_FORMS: &[&str] = &["Inc.", "LLC", "Ltd", "Co.", "Corp.", "Inc"];
-const US_AREAS: &[&str] = &["212", "415", "646", "312", "617", "206", "303", "512", "713", "305", "408", "510"];
-const PRODUCTS: &[&str] = &["X200", "A-17", "RT-AX88U", "M5-Pro", "ZX-9", "K-300", "T8", "P-450", "HX-12", "B-220", "Q7", "LM-60", "C-3000", "V90", "S-15", "DX-5"];
+const US_AREAS: &[&str] =
+    &["212", "415", "646", "312", "617", "206", "303", "512", "713", "305", "408", "510"];
+const PRODUCTS: &[&str] = &[
+    "X200", "A-17", "RT-AX88U", "M5-Pro", "ZX-9", "K-300", "T8", "P-450", "HX-12", "B-220", "Q7", "LM-60",
+    "C-3000", "V90", "S-15", "DX-5",
+];
 const DOMAINS: &[&str] = &["gmail.com", "yahoo.com.tw", "outlook.com", "hotmail.com", "gmail.com"];
 
 #[derive(Clone)]
@@ -65,7 +146,11 @@ fn person(rng: &mut Rng, zh: bool, switchboard: Option<(&str, &str)>) -> Person 
             },
             |(c, _)| c.to_string(),
         );
-        let given: String = format!("{}{}", pick(rng, &["mei", "yi", "chih", "chun", "shu", "chia", "tsung", "pei"]), pick(rng, &["ling", "chun", "hao", "ting", "yu", "han", "wen"]));
+        let given: String = format!(
+            "{}{}",
+            pick(rng, &["mei", "yi", "chih", "chun", "shu", "chia", "tsung", "pei"]),
+            pick(rng, &["ling", "chun", "hao", "ting", "yu", "han", "wen"])
+        );
         let email = format!("{given}.{roman}{handle_n}@{}", pick(rng, DOMAINS));
         let other_email = format!("{roman}.{given}@work{handle_n}.com.tw");
         let phone_digits = switchboard.map_or_else(
@@ -85,10 +170,23 @@ fn person(rng: &mut Rng, zh: bool, switchboard: Option<(&str, &str)>) -> Person 
             },
             |(c, _)| c.to_string(),
         );
-        let email = format!("{}.{}{handle_n}@{}", f.to_lowercase(), l.to_lowercase(), pick(rng, &["gmail.com", "outlook.com", "yahoo.com", "icloud.com"]));
+        let email = format!(
+            "{}.{}{handle_n}@{}",
+            f.to_lowercase(),
+            l.to_lowercase(),
+            pick(rng, &["gmail.com", "outlook.com", "yahoo.com", "icloud.com"])
+        );
         let other_email = format!("{}{}@work{handle_n}.com", &f[..1].to_lowercase(), l.to_lowercase());
         let phone_digits = switchboard.map_or_else(
-            || format!("{}{}{:02}{:04}", pick(rng, US_AREAS), rng.u8(2..10), rng.u8(0..100), rng.u16(0..10000)),
+            || {
+                format!(
+                    "{}{}{:02}{:04}",
+                    pick(rng, US_AREAS),
+                    rng.u8(2..10),
+                    rng.u8(0..100),
+                    rng.u16(0..10000)
+                )
+            },
             |(_, p)| p.to_string(),
         );
         Person { zh, name: format!("{f} {l}"), email, other_email, phone_digits, company }
@@ -104,7 +202,9 @@ fn phone_typed(rng: &mut Rng, p: &Person) -> String {
             0 if d.starts_with("09") => format!("{}-{}-{}", &d[..4], &d[4..7], &d[7..]),
             0 => format!("({}) {}-{}", &d[..2], &d[2..6], &d[6..]),
             1 => d.clone(),
-            2 if d.starts_with("09") => format!("+886 {} {} {}", &national[..3], &national[3..6], &national[6..]),
+            2 if d.starts_with("09") => {
+                format!("+886 {} {} {}", &national[..3], &national[3..6], &national[6..])
+            }
             2 => format!("+886-{}-{}-{}", &national[..1], &national[1..5], &national[5..]),
             3 => full_width(d),
             4 => format!("+886{national}"),
@@ -126,7 +226,9 @@ fn phone_typed(rng: &mut Rng, p: &Person) -> String {
 fn full_width(s: &str) -> String {
     s.chars()
         .map(|c| match c {
-            '0'..='9' | 'a'..='z' | 'A'..='Z' | '@' | '+' | '.' | '-' => char::from_u32(c as u32 + 0xfee0).unwrap_or(c),
+            '0'..='9' | 'a'..='z' | 'A'..='Z' | '@' | '+' | '.' | '-' => {
+                char::from_u32(c as u32 + 0xfee0).unwrap_or(c)
+            }
             c => c,
         })
         .collect()
@@ -158,8 +260,18 @@ fn message(rng: &mut Rng, zh: bool, r: &Request) -> String {
     let (p, q) = (r.product.unwrap_or(""), r.quantity);
     if r.template >= 5 {
         // A question without product or number: the same sender's other request.
-        let zh_q = ["請問你們有提供到府安裝服務嗎？", "想了解貴公司的保固條款與維修流程。", "請問可以開立統一發票並分期付款嗎？", "我們想參觀工廠，請問需要預約嗎？"];
-        let en_q = ["Do you offer on-site installation?", "Could you explain your warranty terms and the repair process?", "Can we pay in instalments with a purchase order?", "We would like to visit your factory. Do we need an appointment?"];
+        let zh_q = [
+            "請問你們有提供到府安裝服務嗎？",
+            "想了解貴公司的保固條款與維修流程。",
+            "請問可以開立統一發票並分期付款嗎？",
+            "我們想參觀工廠，請問需要預約嗎？",
+        ];
+        let en_q = [
+            "Do you offer on-site installation?",
+            "Could you explain your warranty terms and the repair process?",
+            "Can we pay in instalments with a purchase order?",
+            "We would like to visit your factory. Do we need an appointment?",
+        ];
         return match zh {
             true => zh_q[(r.template - 5) % zh_q.len()].into(),
             false => en_q[(r.template - 5) % en_q.len()].into(),
@@ -167,8 +279,20 @@ fn message(rng: &mut Rng, zh: bool, r: &Request) -> String {
     }
     if r.generic {
         return match zh {
-            true => pick(rng, &["請提供價目表，謝謝。", "您好，麻煩寄一份產品型錄和價目表給我。", "請提供最新價目表。"]).into(),
-            false => pick(rng, &["Please send a price list.", "Hi, could you send me your catalogue and price list?", "Please send your latest price list."]).into(),
+            true => pick(
+                rng,
+                &["請提供價目表，謝謝。", "您好，麻煩寄一份產品型錄和價目表給我。", "請提供最新價目表。"],
+            )
+            .into(),
+            false => pick(
+                rng,
+                &[
+                    "Please send a price list.",
+                    "Hi, could you send me your catalogue and price list?",
+                    "Please send your latest price list.",
+                ],
+            )
+            .into(),
         };
     }
     let zh_t = [
@@ -183,7 +307,9 @@ fn message(rng: &mut Rng, zh: bool, r: &Request) -> String {
         format!("Hi, our company needs {q} pcs of {p}. Could you share pricing and payment terms?"),
         format!("Is the {p} in stock? We need {q} sets delivered next month."),
         format!("Our {p} stopped connecting after the last update. We already restarted it, please help."),
-        format!("We are interested in distributing the {p}, about {q} units per quarter. Please get in touch."),
+        format!(
+            "We are interested in distributing the {p}, about {q} units per quarter. Please get in touch."
+        ),
     ];
     match zh {
         true => zh_t[r.template % zh_t.len()].clone(),
@@ -212,8 +338,24 @@ fn retyped(rng: &mut Rng, zh: bool, text: &str, r: &Request) -> String {
         t = t.replacen(p, &variant, 1);
     }
     let swaps: &[(&str, &str)] = match zh {
-        true => &[("您好", "你好"), ("謝謝", "感謝"), ("請問", "想請問"), ("大約", "約"), ("，", " "), ("。", "！"), ("我們", "我司")],
-        false => &[("Hello", "Hi"), ("Thanks", "Thank you"), ("we would like", "I'd like"), (" the ", " "), ("Could you", "Can you"), (".", "!"), ("please", "pls")],
+        true => &[
+            ("您好", "你好"),
+            ("謝謝", "感謝"),
+            ("請問", "想請問"),
+            ("大約", "約"),
+            ("，", " "),
+            ("。", "！"),
+            ("我們", "我司"),
+        ],
+        false => &[
+            ("Hello", "Hi"),
+            ("Thanks", "Thank you"),
+            ("we would like", "I'd like"),
+            (" the ", " "),
+            ("Could you", "Can you"),
+            (".", "!"),
+            ("please", "pls"),
+        ],
     };
     for (a, b) in swaps {
         if rng.u8(..3) == 0 {
@@ -225,8 +367,21 @@ fn retyped(rng: &mut Rng, zh: bool, text: &str, r: &Request) -> String {
         t.truncate(cut);
     }
     match (rng.u8(..3), zh) {
-        (0, true) => format!("{} {t}", pick(rng, &["上一封好像沒送出，再寄一次。", "抱歉重複寄送，", "剛剛送出失敗，重新填寫："])),
-        (0, false) => format!("{} {t}", pick(rng, &["Resending, the first one failed.", "Sorry if this is a duplicate -", "Not sure my last message went through."])),
+        (0, true) => format!(
+            "{} {t}",
+            pick(rng, &["上一封好像沒送出，再寄一次。", "抱歉重複寄送，", "剛剛送出失敗，重新填寫："])
+        ),
+        (0, false) => format!(
+            "{} {t}",
+            pick(
+                rng,
+                &[
+                    "Resending, the first one failed.",
+                    "Sorry if this is a duplicate -",
+                    "Not sure my last message went through."
+                ]
+            )
+        ),
         _ => t,
     }
 }
@@ -238,7 +393,13 @@ fn new_request(rng: &mut Rng, generic_share: u8) -> Request {
         topic: match template {
             3 => "Support",
             4 => "Partnership",
-            _ => if rng.u8(..6) == 0 { "Other" } else { "Sales" },
+            _ => {
+                if rng.u8(..6) == 0 {
+                    "Other"
+                } else {
+                    "Sales"
+                }
+            }
         },
         product: (!generic).then(|| pick(rng, PRODUCTS)),
         quantity: [10, 20, 25, 30, 40, 50, 60, 80, 100, 120, 150, 200, 250, 300, 500][rng.usize(..15)],
@@ -352,9 +513,17 @@ pub fn generate(seed: u64, people: usize) -> Vec<Row> {
                 };
                 rows.push(Row {
                     name,
-                    email: if other_address { p.other_email.clone() } else { email_typed(&mut rng, &p.email) },
+                    email: if other_address {
+                        p.other_email.clone()
+                    } else {
+                        email_typed(&mut rng, &p.email)
+                    },
                     // With the other address the phone is given: that is how they are one sender.
-                    phone: if other_address || rng.u8(..10) < 8 { phone_typed(&mut rng, p) } else { String::new() },
+                    phone: if other_address || rng.u8(..10) < 8 {
+                        phone_typed(&mut rng, p)
+                    } else {
+                        String::new()
+                    },
                     company: p.company.clone(),
                     topic: r.topic,
                     message: retyped(&mut rng, p.zh, &text, &r),
@@ -387,7 +556,15 @@ pub fn to_csv(rows: &[Row], start: chrono::NaiveDateTime) -> String {
     let mut out = String::from("name,email,phone,company,topic,message,received_at\n");
     for r in rows {
         let at = start + chrono::Duration::seconds(r.at);
-        let fields = [&r.name, &r.email, &r.phone, &r.company, r.topic, &r.message, &at.format("%Y-%m-%d %H:%M:%S").to_string()];
+        let fields = [
+            &r.name,
+            &r.email,
+            &r.phone,
+            &r.company,
+            r.topic,
+            &r.message,
+            &at.format("%Y-%m-%d %H:%M:%S").to_string(),
+        ];
         out.push_str(&fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
         out.push('\n');
     }

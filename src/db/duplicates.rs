@@ -107,8 +107,9 @@ pub trait DuplicateStore {
         pair_id: &str,
         scored: Option<(f64, &str, PairStatus)>,
     ) -> QueryResult<bool>;
-    /// The first submission of the cluster `id` repeats (open or confirmed), if it repeats one.
-    fn cluster_root(&mut self, id: &str) -> QueryResult<Option<String>>;
+    /// The first submission of the cluster `id` repeats (open or confirmed, scoring at least
+    /// `min_score`), if it repeats one.
+    fn cluster_root(&mut self, id: &str, min_score: f64) -> QueryResult<Option<String>>;
     /// Points a pair being screened at another original (its cluster's first).
     fn relink(&mut self, pair_id: &str, original_id: &str) -> QueryResult<()>;
 }
@@ -245,9 +246,10 @@ impl DuplicateStore for DbConnection {
         Ok(n == 1)
     }
 
-    fn cluster_root(&mut self, id: &str) -> QueryResult<Option<String>> {
+    fn cluster_root(&mut self, id: &str, min_score: f64) -> QueryResult<Option<String>> {
         duplicate_pairs::table
             .filter(duplicate_pairs::duplicate_id.eq(id))
+            .filter(duplicate_pairs::score.ge(min_score))
             .filter(duplicate_pairs::status.eq_any([PairStatus::Open, PairStatus::Duplicate]))
             .select(duplicate_pairs::original_id)
             .first(self)

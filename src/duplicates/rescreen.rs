@@ -107,7 +107,6 @@ pub fn rescreen(
                 .filter(submissions::form.eq_any(&forms))
                 .filter(submissions::spam.eq(false))
                 .filter(submissions::content_purged_at.is_null())
-                .filter(submissions::received_at.ge(since.unwrap_or(NaiveDateTime::MIN)))
                 .order((submissions::received_at, submissions::id))
                 .limit(BATCH)
                 .select((
@@ -119,6 +118,9 @@ pub fn rescreen(
                     submissions::keyless,
                 ))
                 .into_boxed();
+            if let Some(since) = since {
+                q = q.filter(submissions::received_at.ge(since));
+            }
             if let Some((t, id)) = &after {
                 q = q.filter(
                     submissions::received_at

@@ -147,21 +147,31 @@ pub(super) fn finish<C: DuplicateStore + EffectAdminStore>(
     Ok(())
 }
 
-/// The pair to keep for the repeat `kept`: when its original repeats an earlier one and
-/// that cluster's first is a candidate judged a repeat too, the pair with it (one original
-/// and its members); else `kept` (a wrong earlier link is never followed).
+/// Both links scoring at least this, a repeat of a repeat is moved to its cluster's first.
+const STRONG: f64 = 0.8;
+
+/// The pair to keep for the repeat `kept`: when its original repeats an earlier one (the
+/// cluster's first), the pair with that first if it is a candidate judged a repeat too, else,
+/// when both links are strong, `kept` moved to it (one original and its members). A weak
+/// earlier link is never followed.
 fn into_cluster<'a, C: DuplicateStore>(
     c: &mut C,
     judged: &'a [(&Unscreened, Option<super::Judged>)],
     kept: &Unscreened,
     j: &'a super::Judged,
 ) -> Result<(String, &'a super::Judged), DbError> {
-    let Some(root) = c.cluster_root(&kept.original.id)? else { return Ok((kept.pair_id.clone(), j)) };
+    let Some(root) = c.cluster_root(&kept.original.id, 0.0)? else { return Ok((kept.pair_id.clone(), j)) };
     let to_root = judged.iter().find_map(|(p, rj)| match rj {
         Some(rj) if p.original.id == root && rj.verdict == Verdict::Repeat => Some((p.pair_id.clone(), rj)),
         _ => None,
     });
-    Ok(to_root.unwrap_or((kept.pair_id.clone(), j)))
+    if let Some(found) = to_root {
+        return Ok(found);
+    }
+    if j.score >= STRONG && c.cluster_root(&kept.original.id, STRONG)?.is_some() {
+        c.relink(&kept.pair_id, &root)?;
+    }
+    Ok((kept.pair_id.clone(), j))
 }
 
 fn pair_form(pair: &Unscreened) -> String {

@@ -94,7 +94,11 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
 
 /// The keyed digests of the canonical email, phone and name plus company (what the
 /// duplicate look-up matches, `duplicates::canonical`).
-pub fn contact_digests(config: &Config, form: &str, fields_json: &str) -> crate::duplicates::canonical::Digests {
+pub fn contact_digests(
+    config: &Config,
+    form: &str,
+    fields_json: &str,
+) -> crate::duplicates::canonical::Digests {
     let values: BTreeMap<String, String> = serde_json::from_str(fields_json).unwrap_or_default();
     let Some(form) = config.form(form) else { return Default::default() };
     crate::duplicates::canonical::Contact::of(form, |n| values.get(n).map(String::as_str)).digests()

@@ -152,7 +152,7 @@ async fn identical_keyless_posts_are_paired(backend: Backend) {
 async fn a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat(backend: Backend) {
     let app = spawn_app(backend).await;
     let mut ids = Vec::new();
-    for n in 0..12 {
+    for _ in 0..12 {
         let resp = app.submit(&new_key(), &with("Sales", "Bot message number seven")).await;
         assert_eq!(resp.status(), 201);
         let body: Value = resp.json().await.unwrap();
