@@ -43,30 +43,42 @@ pub struct Link<'a> {
     pub until: NaiveDateTime,
 }
 
-/// The candidate look-up (PostgreSQL): each key's most recent matches through its own index
-/// (`form = ANY`, key, `received_at`), then the `CANDIDATES` most recent of them. Its
-/// placeholders: forms, since, until, excluded id, email, phone, name digests, fingerprint,
-/// and whether the fingerprint is a key (keyless, no contact). A NULL key finds nothing.
-pub fn candidates_sql(p: [&str; 9]) -> String {
-    let [forms, since, until, exclude, email, phone, name, content, content_on] = p;
-    let arm = |condition: String| {
+/// The candidate look-up (PostgreSQL): each key's most recent matches in each form of the
+/// group through the key's own index (form, key, `received_at`: with the form and the key
+/// fixed, already in time order, so LIMIT stops early), then the `CANDIDATES` most recent of
+/// them. `forms`: one placeholder per form (`form = ANY(array)` would lose that order, and a
+/// generic plan then took any index of the form). The others: since, until, excluded id,
+/// email, phone, name digests and fingerprint. Only the keys `keys` has are looked up (an
+/// arm per absent key would still scan its index).
+pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> String {
+    let [since, until, exclude, email, phone, name, content] = p;
+    let arm = |form: &str, condition: &str| {
         format!(
-            "(SELECT id, received_at FROM submissions WHERE form = ANY({forms}::text[]) AND {condition} \
+            "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} \
              AND received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false \
              ORDER BY received_at DESC LIMIT {CANDIDATES})"
         )
     };
-    let arms = [
-        arm(format!("email_digest = {email}")),
-        arm(format!("phone_digest = {phone}")),
-        arm(format!("name_digest = {name}")),
-        arm(format!("{content_on} AND keyless AND fingerprint = {content}")),
-    ];
+    let conditions: Vec<String> = [
+        (keys.email.is_some(), format!("email_digest = {email}")),
+        (keys.phone.is_some(), format!("phone_digest = {phone}")),
+        (keys.name.is_some(), format!("name_digest = {name}")),
+        (keys.content.is_some(), format!("keyless AND fingerprint = {content}")),
+    ]
+    .into_iter()
+    .filter_map(|(present, c)| present.then_some(c))
+    .collect();
+    let arms: Vec<String> = forms.iter().flat_map(|f| conditions.iter().map(move |c| arm(f, c))).collect();
     format!(
         "SELECT id, max(received_at) AS received_at FROM ({}) u GROUP BY id \
          ORDER BY max(received_at) DESC LIMIT {CANDIDATES}",
         arms.join(" UNION ALL ")
     )
+}
+
+/// `n` placeholders from `$first` on.
+pub fn placeholders(first: usize, n: usize) -> Vec<String> {
+    (first..first + n).map(|i| format!("${i}")).collect()
 }
 
 /// What the statement did.
@@ -115,16 +127,21 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
        WHERE confirmation_caps.last_at <= $28 RETURNING 1), \
      k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
 
-/// The statement with the duplicate look-up (`linked`) or without it (spam, no key).
-fn statement(linked: bool) -> String {
-    let lookup = match linked {
-        false => "SELECT NULL::text AS id, NULL::timestamp AS received_at WHERE false".to_string(),
+/// The statement with the duplicate look-up by `link`'s keys over its forms (from $33 on),
+/// or without it (spam, no key).
+fn statement(link: Option<Link<'_>>) -> String {
+    let lookup = match link {
+        None => "SELECT NULL::text AS id, NULL::timestamp AS received_at WHERE false".to_string(),
         // The submission's own digests ($21, $22, $30) and fingerprint ($15) are the keys;
         // it is not visible to the look-up (the same snapshot), and `FROM s` makes it empty
         // when the claim failed.
-        true => format!(
+        Some(l) => format!(
             "SELECT c.id, c.received_at FROM s, ({}) c",
-            candidates_sql(["$31", "$2", "$1", "$12", "$21", "$22", "$30", "$15", "$32"])
+            candidates_sql(
+                &placeholders(33, l.forms.len()),
+                l.keys,
+                ["$2", "$1", "$12", "$21", "$22", "$30", "$15"]
+            )
         ),
     };
     let (screening, cancelled, pending) =
@@ -160,7 +177,8 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
     let since = link.map_or(claim.submission.received_at, |l| l.since);
     let until = link.map_or(claim.submission.received_at, |l| l.until);
     let effects = claim.effects;
-    let query = Prepared::new(statement(link.is_some()))
+    let forms: Vec<&str> = link.map_or(Vec::new(), |l| l.forms.iter().map(String::as_str).collect());
+    let query = Prepared::new(statement(link))
         .bind::<Timestamp, _>(until)
         .bind::<Timestamp, _>(since)
         .bind::<Text, _>(claim.pair_id)
@@ -196,12 +214,14 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Bool, _>(claim.cap.is_some())
         .bind::<Timestamp, _>(window_start)
         .bind::<Text, _>(capped_body);
-    // The duplicate look-up's other keys: $30 … $32.
-    let forms: Vec<&str> = link.map_or(Vec::new(), |l| l.forms.iter().map(String::as_str).collect());
-    let query = query
+    // The duplicate look-up's name digest: $30 ($31, $32 unused), then its forms from $33 on.
+    let mut query = query
         .bind::<Nullable<Text>, _>(s.name_digest.as_deref())
-        .bind::<Array<Text>, _>(forms)
-        .bind::<Bool, _>(link.is_some_and(|l| l.keys.content.is_some()));
+        .bind::<Nullable<Text>, _>(None::<&str>)
+        .bind::<Nullable<Text>, _>(None::<&str>);
+    for form in forms {
+        query = query.bind::<Text, _>(form);
+    }
     let row: Row = query.get_result(c)?;
     Ok(Claimed { created: row.created == 1, linked: row.linked, capped: row.capped })
 }

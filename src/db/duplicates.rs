@@ -156,19 +156,24 @@ impl DuplicateStore for DbConnection {
                 q.load(c)?
             }
             DbConnection::Pg(c) => {
-                let sql =
-                    super::claim_pg::candidates_sql(["$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9"]);
-                super::prepared_pg::Prepared::new(sql)
-                    .bind::<diesel::sql_types::Array<Text>, _>(l.forms.to_vec())
+                use super::claim_pg::{candidates_sql, placeholders};
+                let sql = candidates_sql(
+                    &placeholders(8, l.forms.len()),
+                    l.keys,
+                    ["$1", "$2", "$3", "$4", "$5", "$6", "$7"],
+                );
+                let mut q = super::prepared_pg::Prepared::new(sql)
                     .bind::<Timestamp, _>(l.since)
                     .bind::<Timestamp, _>(l.until)
                     .bind::<Text, _>(l.exclude_id.to_string())
                     .bind::<Nullable<Text>, _>(l.keys.email.map(String::from))
                     .bind::<Nullable<Text>, _>(l.keys.phone.map(String::from))
                     .bind::<Nullable<Text>, _>(l.keys.name.map(String::from))
-                    .bind::<Nullable<Text>, _>(l.keys.content.map(String::from))
-                    .bind::<diesel::sql_types::Bool, _>(l.keys.content.is_some())
-                    .load(c)?
+                    .bind::<Nullable<Text>, _>(l.keys.content.map(String::from));
+                for form in l.forms {
+                    q = q.bind::<Text, _>(form.clone());
+                }
+                q.load(c)?
             }
         };
         Ok(found.into_iter().map(|f| f.id).collect())
