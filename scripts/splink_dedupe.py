@@ -50,7 +50,8 @@ def run(directory, seed, threshold):
         ],
         blocking_rules_to_generate_predictions=[block_on("email"), block_on("phone"), block_on("name")],
     )
-    linker = Linker(df, settings, db_api=DuckDBAPI())
+    # Splink 5: the data frame is registered with the backend first (4: Linker(df, settings, db_api=...)).
+    linker = Linker(DuckDBAPI().register(df.drop(columns=["received_at"])), settings)
     linker.training.estimate_probability_two_random_records_match(
         [block_on("email"), block_on("phone", "name")], recall=0.8
     )
