@@ -13,6 +13,7 @@ use onceform::with_conn;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;
+use crate::support::delivery::spawn_delivery_app;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 
 on_both_backends!(
@@ -22,6 +23,7 @@ on_both_backends!(
     colleagues_sharing_a_switchboard_give_no_item,
     a_chinese_retyped_message_scores_as_alike,
     forms_of_one_group_see_each_other,
+    a_full_width_address_gets_its_confirmation,
     rescreening_keeps_admin_decisions,
 );
 
@@ -362,4 +364,29 @@ async fn rescreening_keeps_admin_decisions(backend: Backend) {
     let again: Vec<&Pair> = after.iter().filter(|p| p.1 == undecided).collect();
     assert_eq!(again.len(), 1, "{after:?}");
     assert_eq!(again[0].4, "open", "screened again from fresh digests: {after:?}");
+}
+
+async fn a_full_width_address_gets_its_confirmation(backend: Backend) {
+    let d = spawn_delivery_app(backend, |c| with_phone(c, false)).await;
+    let key = new_key();
+    let typed = inquiry(
+        "林美玲",
+        "ｍｅｉ＠ｅｘａｍｐｌｅ．ｃｏｍ",
+        "０９１２３４５６７８",
+        "",
+        "Sales",
+        "請提供報價",
+    );
+    assert_eq!(d.app.submit(&key, &typed).await.status(), 201);
+    let worker = d.worker();
+    d.settle(&worker).await;
+    assert!(
+        d.effects(Some(&key)).await.iter().all(|e| e.state == "SENT"),
+        "{:?}",
+        d.effects(Some(&key)).await
+    );
+    assert!(
+        d.smtp.messages().iter().any(|m| m.contains("To: mei@example.com")),
+        "the confirmation went to the mailbox the full-width address names"
+    );
 }

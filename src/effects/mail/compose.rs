@@ -10,10 +10,11 @@ use crate::effects::Job;
 /// Characters of the visitor's name a confirmation shows at most.
 const NAME_MAX: usize = 100;
 
-/// The visitor's address: the value of the form's first email field.
+/// The visitor's address: the value of the form's first email field, width-folded (an IME's
+/// full-width `ｍｅｉ＠ｅｘａｍｐｌｅ．ｃｏｍ` is the mailbox `mei@example.com`; it was validated so).
 pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
     let field = form.fields.iter().find(|f| f.kind == FieldType::Email)?;
-    job.fields.get(&field.name)?.parse().ok()
+    crate::domain::fold_width(job.fields.get(&field.name)?).parse().ok()
 }
 
 /// The data of one email; `with_fields` lists every submitted field.
