@@ -7,6 +7,8 @@
 //!  [--write DIR]` prints, per seed: rows refused, recall / precision / F1 at the review queue
 //! and at `hold_score`, the false items by kind, the same sender's new requests listed apart,
 //! and the screener's throughput (`duplicates rescreen` over the stored rows).
+//! `--corpus FILE.csv --labels LABELS.csv` measures a corpus from elsewhere instead (see
+//! `corpus::external` for the columns; the form is made from the file's header).
 //! `--write DIR` also writes each seed's corpus and labels (`corpus-SEED.csv`,
 //! `labels-SEED.csv`) for `scripts/splink_dedupe.py`, the comparison in BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -114,22 +116,32 @@ fn main() {
     let backend = value("--backend").unwrap_or_else(|| "sqlite".into());
     let write = value("--write").map(std::path::PathBuf::from);
     keyring::install(Keyring::new(Secret::new("dedupe bench secret"), Vec::new()));
+    let external = value("--corpus").map(|c| {
+        let labels = value("--labels").expect("--corpus needs --labels");
+        corpus::external(&std::fs::read_to_string(c).unwrap(), &std::fs::read_to_string(labels).unwrap())
+    });
     println!("duplicate detection, {people} people per corpus, {backend}, seeds {seeds:?}");
     println!(
         "| seed | rows | repeats | refused | queue items | recall | precision | F1 | ≥ hold_score: recall | precision | same sender other request in queue | other people in queue | listed apart (of them repeats) | import rows/s | rescreen rows/s |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut runs = Vec::new();
+    let seeds = if external.is_some() { vec![0] } else { seeds };
     for seed in seeds {
-        let rows = corpus::generate(seed, people);
         let start = NaiveDateTime::parse_from_str("2026-10-01 00:00:00", "%Y-%m-%d %H:%M:%S").unwrap();
-        let csv = corpus::to_csv(&rows, start);
+        let (csv, rows, form) = match &external {
+            Some(e) => e.clone(),
+            None => {
+                let rows = corpus::generate(seed, people);
+                (corpus::to_csv(&rows, start), rows, FORM.to_string())
+            }
+        };
         if let Some(dir) = &write {
             std::fs::create_dir_all(dir).unwrap();
             std::fs::write(dir.join(format!("corpus-{seed}.csv")), &csv).unwrap();
             std::fs::write(dir.join(format!("labels-{seed}.csv")), corpus::labels_csv(&rows)).unwrap();
         }
-        let run = measure(&backend, &rows, &csv, start);
+        let run = measure(&backend, &rows, &csv, &form);
         let (q, h) = (&run.queue, &run.hold);
         println!(
             "| {seed} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {} ({:.1} %) | {} | {} ({}) | {:.0} | {:.0} |",
@@ -171,9 +183,9 @@ fn main() {
     );
 }
 
-fn measure(backend: &str, rows: &[corpus::Row], csv: &str, start: NaiveDateTime) -> Run {
+fn measure(backend: &str, rows: &[corpus::Row], csv: &str, form: &str) -> Run {
     let db = common::Db::new(backend);
-    let (_, config) = db.config(FORM);
+    let (_, config) = db.config(form);
     let pool = Pool::connect(&config.database).unwrap();
     let options =
         ImportOptions { form: "inquiry", source: "dedupe-bench", dry_run: false, with_effects: false };
@@ -184,16 +196,20 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, start: NaiveDateTime)
     onceform::duplicates::rescreen::rescreen(&config, &pool, Some("inquiry"), None).unwrap();
     let rescreen_s = t.elapsed().as_secs_f64();
 
-    let by_time: HashMap<NaiveDateTime, usize> =
-        rows.iter().enumerate().map(|(i, r)| (start + chrono::Duration::seconds(r.at), i)).collect();
-    let stored: Vec<(String, NaiveDateTime)> = onceform::with_conn!(&pool, |c| submissions::table
+    // Each row's submission, by the key import derives from its source_id (the row's index).
+    let key_of = |i: usize| {
+        let digest = keyring::keyring().digest(&format!("dedupe-bench\nid\n{i}"));
+        onceform::domain::OperationId::imported(digest.split_once(':').unwrap().1).as_str().to_string()
+    };
+    let by_key: HashMap<String, usize> = (0..rows.len()).map(|i| (key_of(i), i)).collect();
+    let stored: Vec<(String, String)> = onceform::with_conn!(&pool, |c| submissions::table
         .filter(submissions::form.eq("inquiry"))
-        .select((submissions::id, submissions::received_at))
+        .select((submissions::id, submissions::operation_id))
         .load(c)
         .map_err(onceform::db::DbError::from))
     .unwrap();
     let row_of: HashMap<String, usize> =
-        stored.into_iter().filter_map(|(id, at)| by_time.get(&at).map(|i| (id, *i))).collect();
+        stored.into_iter().filter_map(|(id, key)| by_key.get(&key).map(|i| (id, *i))).collect();
     let pairs: Vec<(String, String, f64, String, String)> =
         onceform::with_conn!(&pool, |c| duplicate_pairs::table
             .select((

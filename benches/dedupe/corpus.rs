@@ -551,20 +551,13 @@ fn csv_field(v: &str) -> String {
     format!("\"{}\"", v.replace('"', "\"\""))
 }
 
-/// The import file (`received_at` from `start`) the product reads.
+/// The import file (`received_at` from `start`; `source_id`: the row's index) the product reads.
 pub fn to_csv(rows: &[Row], start: chrono::NaiveDateTime) -> String {
-    let mut out = String::from("name,email,phone,company,topic,message,received_at\n");
-    for r in rows {
-        let at = start + chrono::Duration::seconds(r.at);
-        let fields = [
-            &r.name,
-            &r.email,
-            &r.phone,
-            &r.company,
-            r.topic,
-            &r.message,
-            &at.format("%Y-%m-%d %H:%M:%S").to_string(),
-        ];
+    let mut out = String::from("name,email,phone,company,topic,message,received_at,source_id\n");
+    for (i, r) in rows.iter().enumerate() {
+        let at = (start + chrono::Duration::seconds(r.at)).format("%Y-%m-%d %H:%M:%S").to_string();
+        let id = i.to_string();
+        let fields = [&r.name, &r.email, &r.phone, &r.company, r.topic, &r.message, &at, &id];
         out.push_str(&fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
         out.push('\n');
     }
@@ -578,4 +571,135 @@ pub fn labels_csv(rows: &[Row]) -> String {
         out.push_str(&format!("{i},{},{},{}\n", r.person, r.request, r.repeat));
     }
     out
+}
+
+/// RFC 4180 records of `text` (quoted fields may hold commas, quotes and line breaks).
+pub fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
+    let (mut quoted, mut chars) = (false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\r') => {}
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    if !field.is_empty() || !row.is_empty() {
+        row.push(field);
+        rows.push(row);
+    }
+    rows
+}
+
+/// A corpus from elsewhere: its CSV (a header of form fields, `received_at`, optional
+/// `source_id`) and labels (`row` or `source_id`, `request`, `person`; `repeat` optional).
+/// Returns the import file (with `source_id` = row index), the truth, and the form's TOML
+/// (a field per column: email, phone, message/body textarea, topic select, others text).
+pub fn external(csv: &str, labels: &str) -> (String, Vec<Row>, String) {
+    let records = parse_csv(csv);
+    let header = records[0].clone();
+    let col = |name: &str| header.iter().position(|h| h.trim() == name);
+    let (at_col, id_col) = (col("received_at"), col("source_id"));
+    let labels = parse_csv(labels);
+    let lh = &labels[0];
+    let lcol = |name: &str| lh.iter().position(|h| h.trim() == name);
+    let key = lcol("row").or_else(|| lcol("source_id")).expect("labels need a row or source_id column");
+    let (req, per, rep) = (
+        lcol("request").expect("labels need request"),
+        lcol("person").expect("labels need person"),
+        lcol("repeat"),
+    );
+    let mut truth = std::collections::HashMap::new();
+    for l in &labels[1..] {
+        if l.len() > key {
+            truth.insert(
+                l[key].trim().to_string(),
+                (l[req].clone(), l[per].clone(), rep.map(|r| l[r].trim() == "true" || l[r].trim() == "1")),
+            );
+        }
+    }
+    let ids = |s: &str, seen: &mut Vec<String>| match seen.iter().position(|x| x == s) {
+        Some(i) => i,
+        None => {
+            seen.push(s.to_string());
+            seen.len() - 1
+        }
+    };
+    let (mut requests, mut persons) = (Vec::new(), Vec::new());
+    let mut rows = Vec::new();
+    let mut out =
+        header.iter().filter(|h| h.trim() != "source_id").map(|h| csv_field(h)).collect::<Vec<_>>().join(",");
+    out.push_str(",source_id\n");
+    for (i, r) in records[1..].iter().enumerate().filter(|(_, r)| r.len() == header.len()) {
+        let label_key = id_col.map_or_else(|| i.to_string(), |c| r[c].trim().to_string());
+        let Some((request, person, repeat)) = truth.get(&label_key) else { continue };
+        let at = at_col
+            .and_then(|c| {
+                chrono::NaiveDateTime::parse_from_str(r[c].trim(), "%Y-%m-%d %H:%M:%S")
+                    .ok()
+                    .or_else(|| chrono::DateTime::parse_from_rfc3339(r[c].trim()).ok().map(|t| t.naive_utc()))
+            })
+            .map_or(i as i64, |t| t.and_utc().timestamp());
+        let values: Vec<String> =
+            r.iter().enumerate().filter(|(c, _)| Some(*c) != id_col).map(|(_, v)| csv_field(v)).collect();
+        out.push_str(&format!("{},{}\n", values.join(","), rows.len()));
+        rows.push(Row {
+            name: String::new(),
+            email: String::new(),
+            phone: String::new(),
+            company: String::new(),
+            topic: "",
+            message: String::new(),
+            at,
+            person: ids(person, &mut persons),
+            request: ids(request, &mut requests),
+            repeat: repeat.unwrap_or(false),
+        });
+    }
+    if rep.is_none() {
+        // Not labelled: a repeat is any row of a request but its earliest.
+        let first: Vec<(i64, usize)> = (0..rows.len()).map(|i| (rows[i].at, i)).collect();
+        for i in 0..rows.len() {
+            rows[i].repeat =
+                (0..rows.len()).any(|j| rows[j].request == rows[i].request && first[j] < first[i]);
+        }
+    }
+    let mut form = String::from("[forms.inquiry]\ntitle = \"Inquiry\"\neffects = []\ndefault_region = \"TW\"\n\n[forms.inquiry.duplicates]\nwindow_hours = 72\nhold_score = 0.8\nother_regions = [\"US\"]\n");
+    for (c, h) in header.iter().enumerate().filter(|(c, _)| Some(*c) != at_col && Some(*c) != id_col) {
+        let h = h.trim();
+        let kind = match h {
+            "email" | "e-mail" | "mail" => "email",
+            "phone" | "tel" | "telephone" | "mobile" => "phone",
+            "message" | "body" | "comments" | "inquiry" | "text" => "textarea",
+            "topic" | "category" | "subject_type" => "select",
+            _ => "text",
+        };
+        form.push_str(&format!(
+            "\n[[forms.inquiry.fields]]\nname = {h:?}\ntype = \"{kind}\"\nmax_length = 5000\n"
+        ));
+        if kind == "select" {
+            let mut options: Vec<&str> = records[1..]
+                .iter()
+                .filter_map(|r| r.get(c))
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+                .collect();
+            options.sort();
+            options.dedup();
+            form.push_str(&format!("options = {options:?}\n"));
+        }
+    }
+    (out, rows, form)
 }
