@@ -12,6 +12,7 @@ use diesel::prelude::*;
 use super::canonical::Contact;
 use super::{link_keys, parse, pending_pair, screened_forms};
 use crate::config::Config;
+use crate::db::admin::effects::EffectAdminStore;
 use crate::db::duplicates::{DuplicateStore, Lookup, SCREENING};
 use crate::db::models::NewSubmission;
 use crate::db::schema::{duplicate_pairs, submissions};
@@ -204,13 +205,20 @@ fn again(
             journey_id: None,
         };
         screened.push(id.clone());
-        let Some(keys) = link_keys(&probe) else { continue };
+        let Some(keys) = link_keys(&probe) else {
+            c.release_held_of(id, crate::clock::now())?; // nothing to wait for any more
+            continue;
+        };
         let forms = screened_forms(form_name, form);
         let window = Duration::hours(i64::from(form.duplicates.window_hours));
         // Earlier submissions only: each pair is found once, from its later side.
         let lookup =
             Lookup { forms: &forms, exclude_id: id, since: *received_at - window, until: *received_at, keys };
-        for original in c.candidates(&lookup)? {
+        let candidates = c.candidates(&lookup)?;
+        if candidates.is_empty() {
+            c.release_held_of(id, crate::clock::now())?; // no pair any more: nothing held for one
+        }
+        for original in candidates {
             let decided_pair = duplicate_pairs::table
                 .filter(duplicate_pairs::original_id.eq(&original))
                 .filter(duplicate_pairs::duplicate_id.eq(id))
