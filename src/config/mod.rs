@@ -264,7 +264,7 @@ pub struct FormConfig {
     /// The region (ISO 3166 code, e.g. `TW`, `US`) a phone number in national format is
     /// read as, for matching (E.164); what the visitor typed is what is stored.
     #[serde(default)]
-    #[validate(custom(function = "crate::duplicates::canonical::check_region"))]
+    #[validate(custom(function = "crate::domain::region::check_region"))]
     pub default_region: Option<String>,
     /// How long an operation ID keeps answering replays.
     #[serde(default = "default_operation_ttl_days")]

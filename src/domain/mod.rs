@@ -11,6 +11,7 @@ mod invisible;
 pub use invisible::is_invisible;
 pub mod keyring;
 mod operation_id;
+pub mod region;
 pub mod states;
 mod width;
 pub use width::fold_width;

@@ -18,18 +18,6 @@ pub struct Phone {
     pub shown: String,
 }
 
-/// `default_region` must be an ISO 3166 region code libphonenumber knows.
-pub fn check_region(region: &str) -> Result<(), validator::ValidationError> {
-    match country::Id::from_str(region) {
-        Ok(_) => Ok(()),
-        Err(_) => {
-            let mut e = validator::ValidationError::new("region");
-            e.message = Some(format!("`{region}` is not a region code (e.g. TW, US, JP)").into());
-            Err(e)
-        }
-    }
-}
-
 /// E.164 of `typed` (full-width digits and `＋` folded; national formats read as `region`'s);
 /// `None` when it holds no number at all. A number libphonenumber cannot read is matched
 /// by its digits (with `+` when it was typed international).
