@@ -41,16 +41,25 @@ pub fn profile(text: &str) -> Profile {
             }
         } else if c.is_ascii_alphanumeric() {
             // A token: letters and digits, with single inner `-`, `.` or `/` (A-17, 1.5, 2026-12-01).
+            // A thousands separator stays inside a number (12,000); a time (10:30) is no quantity.
             let start = i;
+            let thousands = |i: usize| {
+                chars[i] == ','
+                    && chars[start..i].iter().all(char::is_ascii_digit)
+                    && chars.get(i + 1..i + 4).is_some_and(|d| d.iter().all(char::is_ascii_digit))
+                    && !chars.get(i + 4).is_some_and(char::is_ascii_digit)
+            };
             while i < chars.len()
                 && (chars[i].is_ascii_alphanumeric()
+                    || thousands(i)
                     || (matches!(chars[i], '-' | '.' | '/')
                         && chars.get(i + 1).is_some_and(char::is_ascii_alphanumeric)
                         && i > start))
             {
                 i += 1;
             }
-            token(&chars[start..i].iter().collect::<String>(), &mut p);
+            let time = chars.get(i) == Some(&':') || (start > 0 && chars[start - 1] == ':');
+            token(&chars[start..i].iter().filter(|c| **c != ',').collect::<String>(), time, &mut p);
         } else if c.is_alphabetic() {
             let start = i;
             while i < chars.len() && chars[i].is_alphabetic() && !is_cjk(chars[i]) {
@@ -64,9 +73,16 @@ pub fn profile(text: &str) -> Profile {
     p
 }
 
-fn token(t: &str, p: &mut Profile) {
+/// Units written onto a quantity (`50pcs`): the number is the quantity, not a code.
+const UNITS: &[&str] = &["pcs", "pc", "units", "unit", "sets", "set", "kg", "g", "ea", "x", "k"];
+
+fn token(t: &str, time: bool, p: &mut Profile) {
     let has_letter = t.chars().any(|c| c.is_ascii_alphabetic());
     let has_digit = t.chars().any(|c| c.is_ascii_digit());
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if digits_end > 0 && UNITS.contains(&&t[digits_end..]) {
+        return token(&t[..digits_end], time, p);
+    }
     match (has_letter, has_digit) {
         (true, true) => {
             let code: String = t.chars().filter(char::is_ascii_alphanumeric).collect();
@@ -76,8 +92,13 @@ fn token(t: &str, p: &mut Profile) {
         (false, true) => {
             let digits = t.chars().filter(char::is_ascii_digit).count();
             // Dates, times and phone numbers (with `-` or `/`, or long) are not quantities.
-            if !t.contains(['-', '/']) && digits <= 6 {
-                p.numbers.insert(t.trim_start_matches('0').to_string());
+            if !time && !t.contains(['-', '/']) && digits <= 6 {
+                let n = t.trim_start_matches('0');
+                p.numbers.insert(if n.is_empty() || n.starts_with('.') {
+                    format!("0{n}")
+                } else {
+                    n.to_string()
+                });
             }
             p.shingles.insert(format!("w:{t}"));
         }
@@ -143,6 +164,11 @@ mod tests {
         let note = profile("Resending, the first one failed at 10:30. Quote for 40 units of the X200");
         assert!(!conflict(&a.codes, &note.codes));
         assert!(similarity(&a, &note) > 0.5, "{}", similarity(&a, &note));
-        assert!(profile("call 0912-345-678 on 2026-12-01").numbers.is_empty());
+        assert!(profile("call 0912-345-678 on 2026-12-01 at 10:30").numbers.is_empty());
+        assert_eq!(
+            profile("50pcs of X200 at NT$12,000").numbers,
+            profile("50 pcs of X200 at NT$12000").numbers
+        );
+        assert!(profile("50pcs").codes.is_empty(), "a quantity with its unit is not a code");
     }
 }
