@@ -234,3 +234,23 @@ fn again(
     }
     Ok((screened, decided))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Result<RescreenArgs, String> {
+        parse_args(&mut a.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn the_command_takes_a_form_and_a_date() {
+        let parsed = args(&["rescreen", "--form", "contact", "--since", "2026-11-01"]).unwrap();
+        assert_eq!(parsed.form.as_deref(), Some("contact"));
+        assert_eq!(parsed.since.map(|t| t.to_string()).as_deref(), Some("2026-11-01 00:00:00"));
+        assert_eq!(args(&["rescreen"]).unwrap(), RescreenArgs::default());
+        assert!(args(&["rescreen", "--since", "yesterday"]).unwrap_err().contains("not a date"));
+        assert!(args(&["rescreen", "--all"]).unwrap_err().contains("unknown flag"));
+        assert!(args(&["frob"]).unwrap_err().contains("unknown duplicates command"));
+    }
+}
