@@ -38,23 +38,10 @@ impl Screener {
     /// queued with the accepts instead of competing for the file's write lock).
     pub fn start(config: Arc<Config>, writes: Writes) -> std::io::Result<Screener> {
         let (wake, rx) = mpsc::sync_channel(1);
-        std::thread::Builder::new().name("duplicate-screener".into()).spawn(move || loop {
-            match rx.recv_timeout(SWEEP) {
-                Ok(()) => std::thread::sleep(GATHER),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
-            loop {
-                let config = config.clone();
-                match writes.run(move |c| screen_batch(c, &config)) {
-                    Ok(n) if n as i64 == BATCH => continue,
-                    Ok(_) => break,
-                    Err(error) => {
-                        tracing::warn!(%error, "duplicate screening postponed");
-                        break;
-                    }
-                }
-            }
+        std::thread::Builder::new().name("duplicate-screener".into()).spawn(move || {
+            // libphonenumber's metadata loads on first use: here, not in the first accept.
+            let _ = super::canonical::phone("+886 912 345 678", None);
+            screen_loop(&rx, &config, &writes)
         })?;
         Ok(Screener { wake })
     }
@@ -62,6 +49,27 @@ impl Screener {
     /// Asks the thread to look now (never blocks).
     pub fn wake(&self) {
         let _ = self.wake.try_send(());
+    }
+}
+
+fn screen_loop(rx: &mpsc::Receiver<()>, config: &Arc<Config>, writes: &Writes) {
+    loop {
+        match rx.recv_timeout(SWEEP) {
+            Ok(()) => std::thread::sleep(GATHER),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        loop {
+            let config = config.clone();
+            match writes.run(move |c| screen_batch(c, &config)) {
+                Ok(n) if n as i64 == BATCH => continue,
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(%error, "duplicate screening postponed");
+                    break;
+                }
+            }
+        }
     }
 }
 
