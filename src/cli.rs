@@ -15,7 +15,7 @@ use crate::worker::Worker;
 
 pub const USAGE: &str =
     "usage: onceform [--config PATH] [serve | worker | migrate | check-config | alert-rules | admin ...
-                  | purge | erase ... | import ...]
+                  | purge | erase ... | import ... | duplicates rescreen ...]
 
   serve         HTTP server and side-effect workers (the default)
   worker        side-effect workers only
@@ -34,6 +34,8 @@ pub const USAGE: &str =
                 erase one person's content now; lists the references that left
   import --form F FILE.csv [--source NAME] [--encoding big5|gb18030] [--dry-run] [--with-effects]
                 bring in historic submissions
+  duplicates rescreen [--form F] [--since DATE]
+                screen stored submissions again with the current rules; keeps admin decisions
 
   --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`
                  form on SQLite at ./data/onceform.db
@@ -52,6 +54,7 @@ pub enum Command {
     SetPassword { email: String, password_env: Option<String> },
     DisableUser { email: String },
     Lifecycle(crate::lifecycle::commands::LifecycleCommand),
+    Rescreen(crate::duplicates::rescreen::RescreenArgs),
     Help,
     Version,
 }
@@ -104,6 +107,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
             "purge" | "erase" | "import" => {
                 let c = crate::lifecycle::commands::parse(&arg, &mut args).map_err(Exit::usage)?;
                 set(&mut command, Command::Lifecycle(c))?
+            }
+            "duplicates" => {
+                let c = crate::duplicates::rescreen::parse_args(&mut args).map_err(Exit::usage)?;
+                set(&mut command, Command::Rescreen(c))?
             }
             "--config" => match args.next() {
                 Some(path) => config = Some(PathBuf::from(path)),
@@ -220,6 +227,14 @@ pub fn run(args: Args) -> Result<(), Exit> {
             Ok(())
         }
         Command::Lifecycle(ref c) => crate::lifecycle::commands::run(c, &load(&args)?).map_err(Exit::failure),
+        Command::Rescreen(ref r) => {
+            let config = load(&args)?;
+            let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
+            let report = crate::duplicates::rescreen::rescreen(&config, &pool, r.form.as_deref(), r.since)
+                .map_err(Exit::failure)?;
+            println!("{report}");
+            Ok(())
+        }
         Command::Serve => serve(load(&args)?),
         Command::Worker => worker(load(&args)?),
     }

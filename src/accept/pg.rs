@@ -34,11 +34,18 @@ pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &DeliveryLog) ->
     let delivery =
         plan.delivery(if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created }, Some(&sub.id));
     let pair_id = Uuid::now_v7().to_string();
+    let forms = duplicates::screened_forms(&sub.form, form);
+    let link = duplicates::link_keys(sub).map(|keys| claim_pg::Link {
+        keys,
+        forms: &forms,
+        since: duplicates::since(form, plan.now()),
+        until: duplicates::until(form, plan.now()),
+    });
     let claim = Claim {
         submission: sub,
         effects: &plan.effects,
         delivery: &delivery,
-        link: duplicates::link_key(sub).map(|key| (key, duplicates::since(form, plan.now()))),
+        link,
         pair_id: &pair_id,
         hold_linked: duplicates::holds(form),
         cap: recipient_cap::window(form, plan),

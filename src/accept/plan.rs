@@ -12,7 +12,7 @@ use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Subm
 use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
 use crate::domain::{
-    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, FieldType, OperationId, SubmissionId,
+    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
 };
 use crate::effects;
 use crate::format::rfc3339;
@@ -105,6 +105,9 @@ impl Plan {
         let response_body = body_with(false);
         // The body to store instead when the recipient cap cancels the confirmation.
         let capped_body = (!spam && kinds.contains(&EffectKind::CONFIRMATION_EMAIL)).then(|| body_with(true));
+        // Matched by their canonical forms (E.164, folded email without +tag, …), keyed.
+        let contact =
+            crate::duplicates::canonical::Contact::of(form, |name| intake.fields.get(name)).digests();
         let submission = NewSubmission {
             id: id.clone(),
             form: intake.form_name.clone(),
@@ -116,8 +119,9 @@ impl Plan {
             keyless,
             spam,
             spam_reason: spam_reason.map(String::from),
-            email_digest: email_of(&intake).map(|e| keyring().digest(e)),
-            phone_digest: field_of_type(&intake, FieldType::Phone).map(|p| keyring().digest(p)),
+            email_digest: contact.email,
+            phone_digest: contact.phone,
+            name_digest: contact.name,
             received_at: now,
             operation_expires_at: expires,
             journey_id: intake.fields.journey_id.clone(),
@@ -158,12 +162,4 @@ impl Plan {
         let sub = &self.submission;
         deliveries::row(&sub.form, &sub.operation_id, submission_id, self.channel, outcome, self.now)
     }
-}
-
-fn email_of(intake: &Intake) -> Option<&str> {
-    field_of_type(intake, FieldType::Email)
-}
-
-fn field_of_type(intake: &Intake, kind: FieldType) -> Option<&str> {
-    intake.form.fields.iter().filter(|f| f.kind == kind).find_map(|f| intake.fields.get(&f.name))
 }

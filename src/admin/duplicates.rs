@@ -29,7 +29,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/duplicates/{id}/{action}", web::post().to(actions::act));
 }
 
-pub const STATUSES: [PairStatus; 3] = [PairStatus::Open, PairStatus::NotDuplicate, PairStatus::Duplicate];
+pub const STATUSES: [PairStatus; 4] =
+    [PairStatus::Open, PairStatus::SameSender, PairStatus::NotDuplicate, PairStatus::Duplicate];
 const PAGE_SIZE: i64 = 100;
 
 /// One submission of a pair.
@@ -61,6 +62,8 @@ pub struct PairView {
     pub original: SideView,
     pub duplicate: SideView,
     pub fields: Vec<FieldPair>,
+    /// The canonical values matched on and the codes on each side (`duplicates::evidence`).
+    pub evidence: Vec<String>,
 }
 
 fn reasons_of(text: &str) -> Vec<String> {
@@ -104,6 +107,8 @@ struct ListPage {
     status: PairStatus,
     counts: Vec<(PairStatus, i64)>,
     clusters: Vec<ClusterView>,
+    /// Pairs listed apart as the same sender's new request.
+    same_sender: i64,
     pairs_shown: usize,
     more: bool,
 }
@@ -132,12 +137,18 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     let subs: HashMap<&SubmissionId, &SubmissionBrief> = subs.iter().map(|s| (&s.id, s)).collect();
     let view = |p: PairRow| {
         let (o, d) = (subs.get(&p.original_id).copied(), subs.get(&p.duplicate_id).copied());
-        let fields = compare(
-            state.config.form(&p.form),
-            &fields_of(o.and_then(|s| s.fields_json.as_deref())),
-            &fields_of(d.and_then(|s| s.fields_json.as_deref())),
+        let (of, df) = (
+            fields_of(o.and_then(|s| s.fields_json.as_deref())),
+            fields_of(d.and_then(|s| s.fields_json.as_deref())),
         );
+        let fields = compare(state.config.form(&p.form), &of, &df);
+        let evidence = state
+            .config
+            .form(&p.form)
+            .map(|f| crate::duplicates::evidence::evidence(f, &of, &df))
+            .unwrap_or_default();
         PairView {
+            evidence,
             score: format!("{:.2}", p.score),
             reasons: reasons_of(&p.reasons),
             decided: p
@@ -152,6 +163,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
         }
     };
     let counts = status_counts(&STATUSES, &counts);
+    let same_sender = counts.iter().find(|(s, _)| *s == PairStatus::SameSender).map_or(0, |(_, n)| *n);
     let pairs_shown = pairs.len();
     let sizes: HashMap<SubmissionId, i64> = sizes.into_iter().collect();
     let window = |form: &str| state.config.form(form).map_or(0, |f| f.duplicates.window_hours);
@@ -160,6 +172,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
         status,
         counts,
         clusters: clusters(pairs.into_iter().map(view).collect(), &sizes, window),
+        same_sender,
         pairs_shown,
         more,
     };

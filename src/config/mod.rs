@@ -269,6 +269,11 @@ pub struct FormConfig {
     #[serde(default)]
     #[validate(nested)]
     pub duplicates: DuplicateConfig,
+    /// The region (ISO 3166 code, e.g. `TW`, `US`) a phone number in national format is
+    /// read as, for matching (E.164); what the visitor typed is what is stored.
+    #[serde(default)]
+    #[validate(custom(function = "crate::domain::region::check_region"))]
+    pub default_region: Option<String>,
     /// How long an operation ID keeps answering replays.
     #[serde(default = "default_operation_ttl_days")]
     #[validate(range(min = 1, max = 3650))]
@@ -320,7 +325,7 @@ pub struct FormConfig {
     pub settings: KindSettings,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, Validate)]
+#[derive(Debug, Clone, Deserialize, Validate)]
 #[serde(deny_unknown_fields, default)]
 pub struct DuplicateConfig {
     /// Earlier submissions of the same form within this window are compared.
@@ -331,6 +336,20 @@ pub struct DuplicateConfig {
     pub policy: DuplicatePolicy,
     #[validate(range(min = 0.0, max = 1.0))]
     pub hold_score: f64,
+    /// Forms of one group are screened against each other (default: the form alone).
+    #[validate(length(min = 1, max = 64))]
+    pub group: Option<String>,
+    /// Email domains whose mailboxes ignore dots in the local part (`a.da@` = `ada@`).
+    pub dotless_domains: Vec<String>,
+    /// Regions tried, in order, for a national-format phone number that is not a valid
+    /// number of the form's `default_region` (a bilingual site: `["US"]` beside `TW`).
+    pub other_regions: Vec<String>,
+    /// The fields holding the sender's name and company (matched as name plus company).
+    pub name_field: String,
+    pub company_field: String,
+    /// The forms of `group` (this one included), filled in when the configuration is parsed.
+    #[serde(skip)]
+    pub group_forms: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -343,7 +362,17 @@ pub enum DuplicatePolicy {
 
 impl Default for DuplicateConfig {
     fn default() -> Self {
-        Self { window_hours: 72, policy: DuplicatePolicy::Flag, hold_score: 0.8 }
+        Self {
+            window_hours: 72,
+            policy: DuplicatePolicy::Flag,
+            hold_score: 0.8,
+            group: None,
+            dotless_domains: vec!["gmail.com".into(), "googlemail.com".into()],
+            other_regions: Vec::new(),
+            name_field: "name".into(),
+            company_field: "company".into(),
+            group_forms: Vec::new(),
+        }
     }
 }
 
@@ -404,7 +433,23 @@ impl Config {
 
     /// Parses TOML text; the message names the line and the problem.
     pub fn parse(text: &str) -> Result<Config, String> {
-        toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))
+        let mut config: Config = toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))?;
+        config.link_duplicate_groups();
+        Ok(config)
+    }
+
+    /// Tells each form with a `duplicates.group` the forms of its group (for the look-up).
+    pub fn link_duplicate_groups(&mut self) {
+        let groups: Vec<(String, Option<String>)> =
+            self.forms.iter().map(|(name, f)| (name.clone(), f.duplicates.group.clone())).collect();
+        for form in self.forms.values_mut() {
+            form.duplicates.group_forms = match &form.duplicates.group {
+                Some(g) => {
+                    groups.iter().filter(|(_, fg)| fg.as_ref() == Some(g)).map(|(n, _)| n.clone()).collect()
+                }
+                None => Vec::new(),
+            };
+        }
     }
 
     /// The built-in default configuration (a demo `contact` form).

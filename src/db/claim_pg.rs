@@ -12,7 +12,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
 use diesel::PgConnection;
 
-use super::duplicates::LinkKey;
+use super::duplicates::{LinkKeys, CANDIDATES};
 use super::models::{NewDelivery, NewEffect, NewSubmission, Submission};
 use super::prepared_pg::Prepared;
 use crate::domain::{EffectKind, EffectState, PairStatus};
@@ -23,14 +23,62 @@ pub struct Claim<'a> {
     pub effects: &'a [NewEffect],
     /// The delivery row of this request (`created` or `spam`).
     pub delivery: &'a NewDelivery,
-    /// The duplicate look-up: the key and the start of the window.
-    pub link: Option<(LinkKey<'a>, NaiveDateTime)>,
+    /// The duplicate look-up: the keys, the forms screened together and the window.
+    pub link: Option<Link<'a>>,
+    /// The pairs' ids are this and `-n`, one per candidate.
     pub pair_id: &'a str,
     /// Whether a linked submission's effects are held for the screening.
     pub hold_linked: bool,
     /// The confirmation cap, when it applies: the start of the window, and the result body
     /// stored when the slot is taken (see `accept::recipient_cap`).
     pub cap: Option<(NaiveDateTime, &'a str)>,
+}
+
+/// The duplicate look-up of one acceptance.
+#[derive(Debug, Clone, Copy)]
+pub struct Link<'a> {
+    pub keys: LinkKeys<'a>,
+    pub forms: &'a [String],
+    pub since: NaiveDateTime,
+    pub until: NaiveDateTime,
+}
+
+/// The candidate look-up (PostgreSQL): each key's most recent matches in each form of the
+/// group through the key's own index (form, key, `received_at`: with the form and the key
+/// fixed, already in time order, so LIMIT stops early), then the `CANDIDATES` most recent of
+/// them. `forms`: one placeholder per form (`form = ANY(array)` would lose that order, and a
+/// generic plan then took any index of the form). The others: since, until, excluded id,
+/// email, phone, name digests and fingerprint. Only the keys `keys` has are looked up (an
+/// arm per absent key would still scan its index).
+pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> String {
+    let [since, until, exclude, email, phone, name, content] = p;
+    let arm = |form: &str, condition: &str| {
+        format!(
+            "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} \
+             AND received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false \
+             ORDER BY received_at DESC LIMIT {CANDIDATES})"
+        )
+    };
+    let conditions: Vec<String> = [
+        (keys.email.is_some(), format!("email_digest = {email}")),
+        (keys.phone.is_some(), format!("phone_digest = {phone}")),
+        (keys.name.is_some(), format!("name_digest = {name}")),
+        (keys.content.is_some(), format!("keyless AND fingerprint = {content}")),
+    ]
+    .into_iter()
+    .filter_map(|(present, c)| present.then_some(c))
+    .collect();
+    let arms: Vec<String> = forms.iter().flat_map(|f| conditions.iter().map(move |c| arm(f, c))).collect();
+    format!(
+        "SELECT id, max(received_at) AS received_at FROM ({}) u GROUP BY id \
+         ORDER BY max(received_at) DESC LIMIT {CANDIDATES}",
+        arms.join(" UNION ALL ")
+    )
+}
+
+/// `n` placeholders from `$first` on.
+pub fn placeholders(first: usize, n: usize) -> Vec<String> {
+    (first..first + n).map(|i| format!("${i}")).collect()
 }
 
 /// What the statement did.
@@ -58,9 +106,9 @@ struct Row {
 /// `bind_submission`). A new column is one name here, one `$n` and one `.bind` there.
 const INSERT_SUBMISSION: &str = "INSERT INTO submissions (id, form, operation_id, fingerprint, \
      fields_json, response_body, channel, keyless, spam, email_digest, phone_digest, received_at, \
-     operation_expires_at, spam_reason, journey_id) \
+     operation_expires_at, spam_reason, journey_id, name_digest) \
      SELECT $12, $13, $14, $15, $16, CASE WHEN (SELECT capped FROM k) THEN $29 ELSE $17 END, $18, $19, $20, \
-     $21, $22, $23, $24, $25, $26 \
+     $21, $22, $23, $24, $25, $26, $30 \
      ON CONFLICT (form, operation_id) DO NOTHING \
      RETURNING id, form, operation_id, received_at";
 
@@ -79,22 +127,22 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
        WHERE confirmation_caps.last_at <= $28 RETURNING 1), \
      k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
 
-/// The statement for one shape of duplicate look-up (by `column`, or none).
-fn statement(link: Option<LinkKey<'_>>) -> String {
+/// The statement with the duplicate look-up by `link`'s keys over its forms (from $33 on),
+/// or without it (spam, no key).
+fn statement(link: Option<Link<'_>>) -> String {
     let lookup = match link {
-        None => "SELECT NULL::text AS id WHERE false".to_string(),
-        Some(key) => {
-            let (column, _) = key.column_and_value();
-            let keyless = if matches!(key, LinkKey::Content(_)) { "AND o.keyless " } else { "" };
-            // `o.form = $13`, a parameter, not `s.form`: with the form and the key fixed, the
-            // index (form, key, received_at) is already in `received_at` order, and LIMIT 1
-            // stops at the first row instead of sorting the whole cluster.
-            format!(
-                "SELECT o.id FROM s JOIN submissions o ON o.form = $13 AND o.{column} = $1 \
-                 AND o.received_at >= $2 {keyless}AND o.spam = false \
-                 ORDER BY o.received_at LIMIT 1"
+        None => "SELECT NULL::text AS id, NULL::timestamp AS received_at WHERE false".to_string(),
+        // The submission's own digests ($21, $22, $30) and fingerprint ($15) are the keys;
+        // it is not visible to the look-up (the same snapshot), and `FROM s` makes it empty
+        // when the claim failed.
+        Some(l) => format!(
+            "SELECT c.id, c.received_at FROM s, ({}) c",
+            candidates_sql(
+                &placeholders(33, l.forms.len()),
+                l.keys,
+                ["$2", "$1", "$12", "$21", "$22", "$30", "$15"]
             )
-        }
+        ),
     };
     let (screening, cancelled, pending) =
         (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
@@ -105,7 +153,8 @@ fn statement(link: Option<LinkKey<'_>>) -> String {
          f AS ({lookup}), \
          p AS (INSERT INTO duplicate_pairs (id, form, original_id, duplicate_id, score, reasons, status, \
                created_at) \
-               SELECT $3, s.form, f.id, s.id, 0, '[]', '{screening}', s.received_at FROM s, f), \
+               SELECT $3 || '-' || row_number() OVER (ORDER BY f.received_at DESC), s.form, f.id, s.id, 0, \
+               '[]', '{screening}', s.received_at FROM s, f), \
          e AS (INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, held, \
                last_error, next_attempt_at, created_at, updated_at) \
                SELECT x.id, s.id, x.kind, 0, x.effect_key, \
@@ -124,11 +173,13 @@ fn statement(link: Option<LinkKey<'_>>) -> String {
 
 /// Runs the acceptance as one statement (autocommit: one durable commit).
 pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
-    let key = claim.link.map(|(k, _)| k);
-    let since = claim.link.map_or(claim.submission.received_at, |(_, since)| since);
+    let link = claim.link;
+    let since = link.map_or(claim.submission.received_at, |l| l.since);
+    let until = link.map_or(claim.submission.received_at, |l| l.until);
     let effects = claim.effects;
-    let query = Prepared::new(statement(key))
-        .bind::<Nullable<Text>, _>(key.map(|k| k.column_and_value().1))
+    let forms: Vec<&str> = link.map_or(Vec::new(), |l| l.forms.iter().map(String::as_str).collect());
+    let query = Prepared::new(statement(link))
+        .bind::<Timestamp, _>(until)
         .bind::<Timestamp, _>(since)
         .bind::<Text, _>(claim.pair_id)
         .bind::<Bool, _>(claim.hold_linked)
@@ -163,6 +214,14 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Bool, _>(claim.cap.is_some())
         .bind::<Timestamp, _>(window_start)
         .bind::<Text, _>(capped_body);
+    // The duplicate look-up's name digest: $30 ($31, $32 unused), then its forms from $33 on.
+    let mut query = query
+        .bind::<Nullable<Text>, _>(s.name_digest.as_deref())
+        .bind::<Nullable<Text>, _>(None::<&str>)
+        .bind::<Nullable<Text>, _>(None::<&str>);
+    for form in forms {
+        query = query.bind::<Text, _>(form);
+    }
     let row: Row = query.get_result(c)?;
     Ok(Claimed { created: row.created == 1, linked: row.linked, capped: row.capped })
 }

@@ -14,6 +14,8 @@ pub const SCREENING: PairStatus = PairStatus::Screening;
 #[derive(Debug, Clone, Queryable)]
 pub struct Candidate {
     pub id: String,
+    pub form: String,
+    pub received_at: NaiveDateTime,
     pub fingerprint: String,
     pub fields_json: Option<String>,
     pub email_digest: Option<String>,
@@ -34,32 +36,33 @@ pub struct NewPair {
     pub created_at: NaiveDateTime,
 }
 
-/// The one key a new submission is linked by: its email, else its phone, else (keyless)
-/// its whole content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkKey<'a> {
-    Email(&'a str),
-    Phone(&'a str),
-    Content(&'a str),
+/// How many earlier submissions one new submission is compared with at most: its most
+/// recent matches in the window (the same sender's other requests among them, so that the
+/// screener can tell which one it repeats).
+pub const CANDIDATES: i64 = 6;
+
+/// What a new submission is looked up by: the keyed digests of its canonical email, phone
+/// and name plus company; without any of them (keyless), its whole content.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkKeys<'a> {
+    pub email: Option<&'a str>,
+    pub phone: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub content: Option<&'a str>,
 }
 
-impl<'a> LinkKey<'a> {
-    /// The `submissions` column compared, and the value.
-    pub fn column_and_value(self) -> (&'static str, &'a str) {
-        match self {
-            LinkKey::Email(d) => ("email_digest", d),
-            LinkKey::Phone(d) => ("phone_digest", d),
-            LinkKey::Content(f) => ("fingerprint", f),
-        }
-    }
-
-    /// The index that serves the look-up by this key in `received_at` order.
-    fn index(self) -> Option<&'static str> {
-        match self {
-            LinkKey::Email(_) => Some("submissions_email_digest"),
-            LinkKey::Phone(_) => Some("submissions_phone_digest"),
-            LinkKey::Content(_) => None,
-        }
+impl<'a> LinkKeys<'a> {
+    /// Each key's `submissions` column, value, and the index serving it in `received_at` order.
+    pub fn columns(self) -> Vec<(&'static str, &'a str, Option<&'static str>)> {
+        [
+            (self.email, "email_digest", Some("submissions_email_digest")),
+            (self.phone, "phone_digest", Some("submissions_phone_digest")),
+            (self.name, "name_digest", Some("submissions_name_digest")),
+            (self.content, "fingerprint", None),
+        ]
+        .into_iter()
+        .filter_map(|(v, column, index)| v.map(|v| (column, v, index)))
+        .collect()
     }
 }
 
@@ -69,14 +72,15 @@ struct Found {
     id: String,
 }
 
-/// The look-up: the earliest submission of `form` since `since` (not spam) with the same key.
+/// The look-up: up to `CANDIDATES` most recent submissions of `forms` (the form's group)
+/// between `since` and `until` (not spam) sharing a key.
 #[derive(Debug, Clone, Copy)]
 pub struct Lookup<'a> {
-    pub form: &'a str,
+    pub forms: &'a [String],
     pub exclude_id: &'a str,
     pub since: NaiveDateTime,
     pub until: NaiveDateTime,
-    pub key: LinkKey<'a>,
+    pub keys: LinkKeys<'a>,
 }
 
 /// A pair waiting for its score, with both submissions.
@@ -89,54 +93,90 @@ pub struct Unscreened {
 }
 
 pub trait DuplicateStore {
-    /// The cluster's first submission: one indexed look-up.
-    fn cluster_first(&mut self, lookup: &Lookup<'_>) -> QueryResult<Option<String>>;
+    /// The candidates: one bounded look-up, each key served by its own index.
+    fn candidates(&mut self, lookup: &Lookup<'_>) -> QueryResult<Vec<String>>;
     /// Stores a pair unless it exists (a pair decided "not a duplicate" is never stored again).
     fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()>;
-    /// Up to `limit` pairs still being screened, oldest first.
+    /// The pairs still being screened of up to `limit` new submissions, oldest first (all
+    /// the candidates of one submission together).
     fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>>;
-    /// Stores a pair's score (it becomes `open`), or removes it when `scored` is `None`
-    /// (too unlike to review); false when another screener got there first.
-    fn finish_screening(&mut self, pair_id: &str, scored: Option<(f64, &str)>) -> QueryResult<bool>;
+    /// Stores a pair's score and status (`open` for review, `same_sender` listed apart), or
+    /// removes it when `scored` is `None`; false when another screener got there first.
+    fn finish_screening(
+        &mut self,
+        pair_id: &str,
+        scored: Option<(f64, &str, PairStatus)>,
+    ) -> QueryResult<bool>;
+    /// The first submission of the cluster `id` repeats (open or confirmed, scoring at least
+    /// `min_score`), if it repeats one.
+    fn cluster_root(&mut self, id: &str, min_score: f64) -> QueryResult<Option<String>>;
+    /// Points a pair being screened at another original (its cluster's first).
+    fn relink(&mut self, pair_id: &str, original_id: &str) -> QueryResult<()>;
+}
+
+/// One arm of the candidate look-up: a key's most recent matches (SQLite's text).
+fn sqlite_arm(column: &str, index: Option<&str>, forms: usize) -> String {
+    let indexed = index.map(|i| format!("INDEXED BY {i} ")).unwrap_or_default();
+    let keyless = if column == "fingerprint" { "AND keyless = 1 " } else { "" };
+    let marks = vec!["?"; forms].join(", ");
+    format!(
+        "SELECT * FROM (SELECT id, received_at FROM submissions {indexed}WHERE form IN ({marks}) \
+         AND {column} = ? {keyless}AND received_at >= ? AND received_at <= ? AND id <> ? AND spam = 0 \
+         ORDER BY received_at DESC LIMIT {CANDIDATES})"
+    )
 }
 
 impl DuplicateStore for DbConnection {
-    fn cluster_first(&mut self, l: &Lookup<'_>) -> QueryResult<Option<String>> {
-        // SQLite (3.53), with no statistics, serves `ORDER BY received_at LIMIT 1` from the
-        // (form, received_at) index and walks the whole window row by row; INDEXED BY names
-        // the key's own index, where the first row found is the answer.
-        if let (DbConnection::Sqlite(c), Some(index)) = (&mut *self, l.key.index()) {
-            let (column, value) = l.key.column_and_value();
-            return diesel::sql_query(format!(
-                "SELECT id FROM submissions INDEXED BY {index} WHERE form = ? AND {column} = ? \
-                 AND received_at >= ? AND received_at <= ? AND id <> ? AND spam = 0 \
-                 ORDER BY received_at LIMIT 1"
-            ))
-            .bind::<diesel::sql_types::Text, _>(l.form)
-            .bind::<diesel::sql_types::Text, _>(value)
-            .bind::<diesel::sql_types::Timestamp, _>(l.since)
-            .bind::<diesel::sql_types::Timestamp, _>(l.until)
-            .bind::<diesel::sql_types::Text, _>(l.exclude_id)
-            .get_result::<Found>(c)
-            .optional()
-            .map(|found| found.map(|f| f.id));
+    fn candidates(&mut self, l: &Lookup<'_>) -> QueryResult<Vec<String>> {
+        use diesel::sql_types::{Nullable, Text, Timestamp};
+        let columns = l.keys.columns();
+        if columns.is_empty() || l.forms.is_empty() {
+            return Ok(Vec::new());
         }
-        let in_window = submissions::table
-            .filter(submissions::form.eq(l.form))
-            .filter(submissions::received_at.ge(l.since))
-            .filter(submissions::received_at.le(l.until))
-            .filter(submissions::id.ne(l.exclude_id))
-            .filter(submissions::spam.eq(false))
-            .order(submissions::received_at.asc())
-            .select(submissions::id);
-        match l.key {
-            LinkKey::Email(d) => in_window.filter(submissions::email_digest.eq(d)).first(self),
-            LinkKey::Phone(d) => in_window.filter(submissions::phone_digest.eq(d)).first(self),
-            LinkKey::Content(f) => in_window
-                .filter(submissions::keyless.eq(true).and(submissions::fingerprint.eq(f)))
-                .first(self),
-        }
-        .optional()
+        // Each arm names its key's own index: SQLite (3.53), with no statistics, would
+        // otherwise walk the (form, received_at) index through the whole window.
+        let arms: Vec<String> = columns.iter().map(|(c, _, i)| sqlite_arm(c, *i, l.forms.len())).collect();
+        let sql = format!(
+            "SELECT id FROM ({}) GROUP BY id ORDER BY max(received_at) DESC LIMIT {CANDIDATES}",
+            arms.join(" UNION ALL ")
+        );
+        let found: Vec<Found> = match self {
+            DbConnection::Sqlite(c) => {
+                let mut q = diesel::sql_query(sql).into_boxed::<diesel::sqlite::Sqlite>();
+                for (_, value, _) in &columns {
+                    for form in l.forms {
+                        q = q.bind::<Text, _>(form.clone());
+                    }
+                    q = q
+                        .bind::<Text, _>(value.to_string())
+                        .bind::<Timestamp, _>(l.since)
+                        .bind::<Timestamp, _>(l.until)
+                        .bind::<Text, _>(l.exclude_id.to_string());
+                }
+                q.load(c)?
+            }
+            DbConnection::Pg(c) => {
+                use super::claim_pg::{candidates_sql, placeholders};
+                let sql = candidates_sql(
+                    &placeholders(8, l.forms.len()),
+                    l.keys,
+                    ["$1", "$2", "$3", "$4", "$5", "$6", "$7"],
+                );
+                let mut q = super::prepared_pg::Prepared::new(sql)
+                    .bind::<Timestamp, _>(l.since)
+                    .bind::<Timestamp, _>(l.until)
+                    .bind::<Text, _>(l.exclude_id.to_string())
+                    .bind::<Nullable<Text>, _>(l.keys.email.map(String::from))
+                    .bind::<Nullable<Text>, _>(l.keys.phone.map(String::from))
+                    .bind::<Nullable<Text>, _>(l.keys.name.map(String::from))
+                    .bind::<Nullable<Text>, _>(l.keys.content.map(String::from));
+                for form in l.forms {
+                    q = q.bind::<Text, _>(form.clone());
+                }
+                q.load(c)?
+            }
+        };
+        Ok(found.into_iter().map(|f| f.id).collect())
     }
 
     fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()> {
@@ -150,10 +190,16 @@ impl DuplicateStore for DbConnection {
     }
 
     fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>> {
-        let pairs: Vec<(String, String, String, String)> = duplicate_pairs::table
+        let new: Vec<String> = duplicate_pairs::table
             .filter(duplicate_pairs::status.eq(SCREENING))
             .order(duplicate_pairs::created_at)
             .limit(limit)
+            .select(duplicate_pairs::duplicate_id)
+            .load(self)?;
+        let pairs: Vec<(String, String, String, String)> = duplicate_pairs::table
+            .filter(duplicate_pairs::status.eq(SCREENING))
+            .filter(duplicate_pairs::duplicate_id.eq_any(&new))
+            .order((duplicate_pairs::duplicate_id, duplicate_pairs::created_at))
             .select((
                 duplicate_pairs::id,
                 duplicate_pairs::form,
@@ -166,6 +212,8 @@ impl DuplicateStore for DbConnection {
             .filter(submissions::id.eq_any(ids))
             .select((
                 submissions::id,
+                submissions::form,
+                submissions::received_at,
                 submissions::fingerprint,
                 submissions::fields_json,
                 submissions::email_digest,
@@ -182,20 +230,51 @@ impl DuplicateStore for DbConnection {
             .collect())
     }
 
-    fn finish_screening(&mut self, pair_id: &str, scored: Option<(f64, &str)>) -> QueryResult<bool> {
+    fn finish_screening(
+        &mut self,
+        pair_id: &str,
+        scored: Option<(f64, &str, PairStatus)>,
+    ) -> QueryResult<bool> {
         let pair = duplicate_pairs::table
             .filter(duplicate_pairs::id.eq(pair_id))
             .filter(duplicate_pairs::status.eq(SCREENING));
         let n = match scored {
-            Some((score, reasons)) => diesel::update(pair)
+            Some((score, reasons, status)) => diesel::update(pair)
                 .set((
                     duplicate_pairs::score.eq(score),
                     duplicate_pairs::reasons.eq(reasons),
-                    duplicate_pairs::status.eq(PairStatus::Open),
+                    duplicate_pairs::status.eq(status),
                 ))
                 .execute(self)?,
             None => diesel::delete(pair).execute(self)?,
         };
         Ok(n == 1)
+    }
+
+    fn cluster_root(&mut self, id: &str, min_score: f64) -> QueryResult<Option<String>> {
+        duplicate_pairs::table
+            .filter(duplicate_pairs::duplicate_id.eq(id))
+            .filter(duplicate_pairs::score.ge(min_score))
+            .filter(duplicate_pairs::status.eq_any([PairStatus::Open, PairStatus::Duplicate]))
+            .select(duplicate_pairs::original_id)
+            .first(self)
+            .optional()
+    }
+
+    fn relink(&mut self, pair_id: &str, original_id: &str) -> QueryResult<()> {
+        let duplicate: String =
+            duplicate_pairs::table.find(pair_id).select(duplicate_pairs::duplicate_id).first(self)?;
+        let taken: i64 = duplicate_pairs::table
+            .filter(duplicate_pairs::original_id.eq(original_id))
+            .filter(duplicate_pairs::duplicate_id.eq(&duplicate))
+            .count()
+            .get_result(self)?;
+        if taken > 0 {
+            return Ok(()); // decided before: that decision stands, this pair stays as found
+        }
+        diesel::update(duplicate_pairs::table.filter(duplicate_pairs::id.eq(pair_id)))
+            .set(duplicate_pairs::original_id.eq(original_id))
+            .execute(self)
+            .map(|_| ())
     }
 }

@@ -26,13 +26,9 @@ pub const ERASED: &str = "[erased]";
 pub type Found = (String, String, String);
 
 /// The person's submissions by keyed email or phone digest.
-pub fn submissions_of(
-    c: &mut DbConnection,
-    email: Option<&str>,
-    phone: Option<&str>,
-) -> QueryResult<Vec<Found>> {
+pub fn submissions_of(c: &mut DbConnection, email: &[String], phone: &[String]) -> QueryResult<Vec<Found>> {
     submissions::table
-        .filter(submissions::email_digest.eq(email).or(submissions::phone_digest.eq(phone)))
+        .filter(submissions::email_digest.eq_any(email).or(submissions::phone_digest.eq_any(phone)))
         .select((submissions::id, submissions::form, submissions::operation_id))
         .load(c)
 }
@@ -123,8 +119,8 @@ pub fn pairs_of(c: &mut DbConnection, ids: &[String]) -> QueryResult<i64> {
 }
 
 /// The confirmation cap's slots of an email digest (a digest and a time each).
-pub fn forget_caps(c: &mut DbConnection, email_digest: &str) -> QueryResult<usize> {
-    diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq(email_digest)))
+pub fn forget_caps(c: &mut DbConnection, email_digests: &[String]) -> QueryResult<usize> {
+    diesel::delete(confirmation_caps::table.filter(confirmation_caps::email_digest.eq_any(email_digests)))
         .execute(c)
 }
 

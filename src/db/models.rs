@@ -24,6 +24,8 @@ pub struct NewSubmission {
     pub spam_reason: Option<String>,
     pub email_digest: Option<String>,
     pub phone_digest: Option<String>,
+    /// Keyed digest of the canonical name plus company (duplicate matching).
+    pub name_digest: Option<String>,
     pub received_at: NaiveDateTime,
     pub operation_expires_at: NaiveDateTime,
     pub journey_id: Option<String>,

@@ -195,6 +195,7 @@ diesel::table! {
         duplicate_of -> Nullable<Text>,
         spam_reason -> Nullable<Text>,
         journey_id -> Nullable<Text>,
+        name_digest -> Nullable<Text>,
     }
 }
 

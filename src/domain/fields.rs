@@ -202,8 +202,11 @@ fn check_value(field: &FieldConfig, v: &str) -> Result<(), FieldError> {
         return Err(FieldError::InvisibleCharacters);
     }
     match field.kind {
-        FieldType::Email if !v.validate_email() => Err(FieldError::InvalidEmail),
-        FieldType::Phone if !is_phone(v) => Err(FieldError::InvalidPhone),
+        // Full-width input (an IME's `０９１２…`, `＠`) is valid: checked on its folded form.
+        FieldType::Email if !super::width::fold_width(v).validate_email() => Err(FieldError::InvalidEmail),
+        FieldType::Phone if !is_phone(&normalise_value(FieldType::Phone, &super::width::fold_width(v))) => {
+            Err(FieldError::InvalidPhone)
+        }
         FieldType::Select if !field.options.iter().any(|o| o == v) => {
             Err(FieldError::NotAnOption { options: field.options.clone() })
         }
@@ -314,5 +317,29 @@ mod tests {
         assert_eq!(normalise_value(FieldType::Phone, " +41 (0)44-123.45.67 "), "+410441234567");
         assert!(is_phone("+410441234567"));
         assert!(!is_phone("12"));
+    }
+
+    #[test]
+    fn full_width_phone_and_email_are_valid_and_kept_as_typed() {
+        let typed = raw(&[
+            ("name", "林美"),
+            ("email", "ＭＥＩ＠ｅｘａｍｐｌｅ．ｃｏｍ"),
+            ("topic", "Sales"),
+            ("message", "Hi"),
+        ]);
+        let n = normalise(&contact(), &typed).unwrap();
+        assert_eq!(n.get("email"), Some("ｍｅｉ＠ｅｘａｍｐｌｅ．ｃｏｍ"), "what was typed, lower-cased");
+        assert!(check_value(
+            &FieldConfig {
+                name: "phone".into(),
+                label: None,
+                kind: FieldType::Phone,
+                required: false,
+                max_length: None,
+                options: vec![]
+            },
+            &normalise_value(FieldType::Phone, "０９１２－３４５－６７８"),
+        )
+        .is_ok());
     }
 }

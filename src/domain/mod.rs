@@ -16,7 +16,10 @@ mod invisible;
 pub use invisible::is_invisible;
 pub mod keyring;
 mod operation_id;
+pub mod region;
 pub mod states;
+mod width;
+pub use width::fold_width;
 
 pub use effect::EffectKind;
 pub use field_error::{FieldError, FIELD_ERROR_CODES};

@@ -77,6 +77,8 @@ text_enum! {
         Open = "open",
         NotDuplicate = "not_duplicate",
         Duplicate = "duplicate",
+        /// The same sender's new request: listed apart, never held, nothing to decide.
+        SameSender = "same_sender",
     }
 }
 

@@ -1,13 +1,19 @@
-//! The duplicate detector. On the accept path: one indexed look-up for the earliest
-//! submission of the same form with the same email (else phone, else, without a key, the
-//! same content) within `window_hours`, and one pair linking the new submission to it: a
-//! cluster of repeats is one original and its members, never every pair among them. Off
-//! the accept path, the screener (`screen`) scores each linked pair (choice fields, the
-//! free text's word overlap) and, under `policy = "hold"`, releases the effects it held
-//! unless the score reaches `hold_score`.
+//! The duplicate detector. On the accept path: one bounded look-up of the most recent
+//! submissions of the form's group within `window_hours` sharing the new one's canonical
+//! email, phone, or name plus company (keyless without any of them: its whole content),
+//! each key through its own index, and one pair per candidate (at most
+//! `db::duplicates::CANDIDATES`). Off the accept path, the screener (`screen`) scores each
+//! submission's candidates (`score`): the best repeat of one request is opened for review;
+//! the same sender's new request is listed apart and never held; anything else is dropped.
+//! Under `policy = "hold"` the effects wait for the screening, and for a decision when the
+//! repeat scores at least `hold_score`.
 
+pub mod canonical;
+pub mod evidence;
+pub mod rescreen;
 mod score;
 pub mod screen;
+mod text;
 
 use std::collections::BTreeMap;
 
@@ -15,21 +21,36 @@ use chrono::{Duration, NaiveDateTime};
 use uuid::Uuid;
 
 use crate::config::{DuplicatePolicy, FormConfig};
-use crate::db::duplicates::{DuplicateStore, LinkKey, Lookup, NewPair, SCREENING};
+use crate::db::duplicates::{DuplicateStore, LinkKeys, Lookup, NewPair, SCREENING};
 use crate::db::models::NewSubmission;
-pub use score::{score, Shared, MIN_SCORE};
+pub use score::{judge, Judged, Verdict};
 pub use screen::Screener;
 
-/// The key the new submission is linked by, if any (spam is never linked).
-pub fn link_key(new: &NewSubmission) -> Option<LinkKey<'_>> {
+/// The keys the new submission is looked up by, if any (spam is never linked).
+pub fn link_keys(new: &NewSubmission) -> Option<LinkKeys<'_>> {
     if new.spam {
         return None;
     }
-    match (&new.email_digest, &new.phone_digest) {
-        (Some(d), _) => Some(LinkKey::Email(d)),
-        (None, Some(d)) => Some(LinkKey::Phone(d)),
-        (None, None) if new.keyless => Some(LinkKey::Content(&new.fingerprint)),
-        (None, None) => None,
+    let keys = LinkKeys {
+        email: new.email_digest.as_deref(),
+        phone: new.phone_digest.as_deref(),
+        name: new.name_digest.as_deref(),
+        content: None,
+    };
+    match keys {
+        LinkKeys { email: None, phone: None, name: None, .. } if new.keyless => {
+            Some(LinkKeys { content: Some(&new.fingerprint), ..keys })
+        }
+        LinkKeys { email: None, phone: None, name: None, .. } => None,
+        keys => Some(keys),
+    }
+}
+
+/// The forms a submission of `form_name` is screened against: its group, else itself.
+pub fn screened_forms(form_name: &str, form: &FormConfig) -> Vec<String> {
+    match form.duplicates.group_forms.is_empty() {
+        true => vec![form_name.to_string()],
+        false => form.duplicates.group_forms.clone(),
     }
 }
 
@@ -38,26 +59,33 @@ pub fn since(form: &FormConfig, now: NaiveDateTime) -> NaiveDateTime {
     now - Duration::hours(i64::from(form.duplicates.window_hours))
 }
 
+/// The end of it: imported history is compared with what came before and after it.
+pub fn until(form: &FormConfig, now: NaiveDateTime) -> NaiveDateTime {
+    now + Duration::hours(i64::from(form.duplicates.window_hours))
+}
+
 /// Whether a linked submission's effects wait for the screening.
 pub fn holds(form: &FormConfig) -> bool {
     form.duplicates.policy == DuplicatePolicy::Hold
 }
 
-/// Links the new submission to its cluster's first submission (a pair to be screened);
-/// true when its side effects must be held (linked, and the form's policy is `hold`).
+/// Links the new submission to its candidates (pairs to be screened); true when its side
+/// effects must be held (linked, and the form's policy is `hold`).
 pub fn link<C: DuplicateStore>(
     c: &mut C,
     form: &FormConfig,
     new: &NewSubmission,
     now: NaiveDateTime,
 ) -> diesel::QueryResult<bool> {
-    let Some(key) = link_key(new) else { return Ok(false) };
-    // Imported history is compared with what came before and after it, within the window.
-    let until = now + Duration::hours(i64::from(form.duplicates.window_hours));
-    let lookup = Lookup { form: &new.form, exclude_id: &new.id, since: since(form, now), until, key };
-    let Some(original_id) = c.cluster_first(&lookup)? else { return Ok(false) };
-    c.insert_pair(&pending_pair(&new.form, original_id, new.id.to_string(), now))?;
-    Ok(holds(form))
+    let Some(keys) = link_keys(new) else { return Ok(false) };
+    let forms = screened_forms(&new.form, form);
+    let lookup =
+        Lookup { forms: &forms, exclude_id: &new.id, since: since(form, now), until: until(form, now), keys };
+    let found = c.candidates(&lookup)?;
+    for original_id in &found {
+        c.insert_pair(&pending_pair(&new.form, original_id.clone(), new.id.to_string(), now))?;
+    }
+    Ok(!found.is_empty() && holds(form))
 }
 
 /// A pair as the accept path writes it: linked, not yet scored.

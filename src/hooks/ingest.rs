@@ -138,6 +138,7 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
         spam_reason: None,
         email_digest: None,
         phone_digest: None,
+        name_digest: None,
         received_at: e.now,
         operation_expires_at: e.now + chrono::Duration::days(36_500),
         journey_id: None,

@@ -176,6 +176,7 @@ pub struct ErasureReport {
 }
 
 impl Person {
+    /// As typed, normalised as stored (what digests made before canonical matching hold).
     fn normalised(&self) -> String {
         match self {
             Person::Email(e) => normalise_value(FieldType::Email, e),
@@ -192,6 +193,18 @@ impl Person {
         out.dedup();
         out
     }
+
+    /// The canonical form digested since canonical matching (`duplicates::canonical`);
+    /// a phone in national format is matched as typed, so give it with its country code.
+    fn canonical(&self) -> Option<String> {
+        use crate::duplicates::canonical;
+        match self {
+            Person::Email(e) => {
+                canonical::email(e, &crate::config::DuplicateConfig::default().dotless_domains)
+            }
+            Person::Phone(p) => canonical::phone(p, None).map(|p| p.e164),
+        }
+    }
 }
 
 /// Finds the person's records and, unless `dry_run`, erases their content now, then the
@@ -203,12 +216,16 @@ pub fn erase(
     dry_run: bool,
     actor: &Actor,
 ) -> Result<ErasureReport, DbError> {
-    let digest = keyring().digest(&person.normalised());
+    // The digest of the canonical form the duplicate detector matches on, and of the
+    // normalised form stored before it.
+    let value = person.normalised();
+    let digest = keyring().digest(&person.canonical().unwrap_or_else(|| value.clone()));
+    let digests = vec![digest.clone(), keyring().digest(&value)];
     let patterns = person.patterns();
     let now = now();
-    let (email, phone) = match person {
-        Person::Email(_) => (Some(digest.as_str()), None),
-        Person::Phone(_) => (None, Some(digest.as_str())),
+    let (email, phone): (&[String], &[String]) = match person {
+        Person::Email(_) => (&digests, &[]),
+        Person::Phone(_) => (&[], &digests),
     };
     // The scans of text without a digest run before the write transaction, which then takes
     // only the rows found (on SQLite no writer waits for the scans). A row written between
@@ -254,7 +271,7 @@ pub fn erase(
         let both: Vec<Found> = found.iter().chain(&events).cloned().collect();
         report.deliveries = erasure::delete_deliveries(c, &both)?;
         report.redacted = erasure::redact_attempts(c, &all, &patterns)?;
-        if let Some(email) = email {
+        if !email.is_empty() {
             erasure::forget_caps(c, email)?;
         }
         for (_, form, _) in &found {

@@ -244,6 +244,7 @@ pub(crate) fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime
         submissions::fields_json.eq(None::<String>),
         submissions::email_digest.eq(None::<String>),
         submissions::phone_digest.eq(None::<String>),
+        submissions::name_digest.eq(None::<String>),
         submissions::content_purged_at.eq(Some(now)),
     ))
     .execute(c)?;

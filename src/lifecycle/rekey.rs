@@ -15,7 +15,6 @@ use crate::config::Config;
 use crate::db::schema::{conflicts, submissions};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::keyring;
-use crate::domain::FieldType;
 use crate::with_conn;
 
 const BATCH: i64 = 500;
@@ -34,12 +33,13 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
                 .load(c)?;
             for (id, form, json) in &rows {
                 let json = json.as_deref().unwrap_or_default();
-                let (email, phone) = contact_digests(config, form, json);
+                let d = contact_digests(config, form, json);
                 diesel::update(submissions::table.find(id))
                     .set((
                         submissions::fingerprint.eq(keyring().digest(json)),
-                        submissions::email_digest.eq(email),
-                        submissions::phone_digest.eq(phone),
+                        submissions::email_digest.eq(d.email),
+                        submissions::phone_digest.eq(d.phone),
+                        submissions::name_digest.eq(d.name),
                     ))
                     .execute(c)?;
             }
@@ -92,16 +92,14 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
     Ok(converted)
 }
 
-/// The keyed digests of the first email and phone field with a value.
-pub fn contact_digests(config: &Config, form: &str, fields_json: &str) -> (Option<String>, Option<String>) {
+/// The keyed digests of the canonical email, phone and name plus company (what the
+/// duplicate look-up matches, `duplicates::canonical`).
+pub fn contact_digests(
+    config: &Config,
+    form: &str,
+    fields_json: &str,
+) -> crate::duplicates::canonical::Digests {
     let values: BTreeMap<String, String> = serde_json::from_str(fields_json).unwrap_or_default();
-    let Some(form) = config.form(form) else { return (None, None) };
-    let first = |kind: FieldType| {
-        form.fields
-            .iter()
-            .filter(|f| f.kind == kind)
-            .find_map(|f| values.get(&f.name))
-            .map(|v| keyring().digest(v))
-    };
-    (first(FieldType::Email), first(FieldType::Phone))
+    let Some(form) = config.form(form) else { return Default::default() };
+    crate::duplicates::canonical::Contact::of(form, |n| values.get(n).map(String::as_str)).digests()
 }

@@ -1,5 +1,5 @@
-//! The duplicate detector: a repeat is linked to its cluster's first submission, scored off
-//! the accept path; `hold` keeps effects back until the screening (or a decision) releases them.
+//! The duplicate detector: a repeat is linked to its candidates, judged off the accept path
+//! and kept in its cluster (one original and its members); `hold` keeps effects back until the screening (or a decision) releases them.
 
 use diesel::prelude::*;
 use onceform::config::DuplicatePolicy;
@@ -76,6 +76,7 @@ async fn a_repeat_with_the_same_email_and_topic_is_paired_with_reasons(backend: 
         app.submit(&new_key(), &with("Support", "The display flickers")).await.json().await.unwrap();
     let mut stranger = with("Sales", "Quote for 40 units of the X200 please");
     stranger["email"] = "someone.else@example.com".into();
+    stranger["name"] = "Someone Else".into();
     app.submit(&new_key(), &stranger).await;
 
     let pairs = pairs(&app).await;
@@ -89,16 +90,21 @@ async fn a_repeat_with_the_same_email_and_topic_is_paired_with_reasons(backend: 
     );
     assert!(top.2 >= 0.9, "{top:?}");
     let reasons: Vec<String> = serde_json::from_str(&top.3).unwrap();
-    assert_eq!(reasons[..2], ["same email address".to_string(), "same topic".to_string()]);
+    for reason in ["same email", "same topic", "same product code", "same quantity"] {
+        assert!(reasons.contains(&reason.to_string()), "{reason}: {reasons:?}");
+    }
     assert!(reasons.iter().any(|r| r.starts_with("message ")), "{reasons:?}");
+    assert_eq!(top.4, "open");
+    // Changed with issue 22: the same sender's other request is listed apart, not queued.
     let to_other: Vec<&Pair> =
         pairs.iter().filter(|p| p.1 == other["submission_id"].as_str().unwrap()).collect();
-    assert!(!to_other.is_empty() && to_other.iter().all(|p| p.2 < top.2 && p.2 < 0.8), "{to_other:?}");
-    assert!(pairs.iter().all(|p| p.4 == "open"));
-    // Changed with issue 11 (was 3 pairs, again~other included): each repeat is linked to
-    // its cluster's first submission only.
-    assert_eq!(pairs.len(), 2, "first~again, first~other; the stranger has no pair: {pairs:?}");
-    assert!(pairs.iter().all(|p| p.0 == first["submission_id"].as_str().unwrap()), "{pairs:?}");
+    assert_eq!(to_other.len(), 1, "{pairs:?}");
+    assert!(to_other[0].2 < 0.6 && to_other[0].4 == "same_sender", "{to_other:?}");
+    assert_eq!(
+        pairs.len(),
+        2,
+        "first~again, and the new request listed apart; the stranger has none: {pairs:?}"
+    );
     assert_eq!(app.stats().await.submissions, 4, "pairs never merge inquiries");
 }
 
@@ -146,8 +152,8 @@ async fn identical_keyless_posts_are_paired(backend: Backend) {
 async fn a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat(backend: Backend) {
     let app = spawn_app(backend).await;
     let mut ids = Vec::new();
-    for n in 0..12 {
-        let resp = app.submit(&new_key(), &with("Sales", &format!("Bot message number {n}"))).await;
+    for _ in 0..12 {
+        let resp = app.submit(&new_key(), &with("Sales", "Bot message number seven")).await;
         assert_eq!(resp.status(), 201);
         let body: Value = resp.json().await.unwrap();
         ids.push(body["submission_id"].as_str().unwrap().to_string());
@@ -184,6 +190,7 @@ async fn hold_releases_a_repeat_that_scores_below_hold_score(backend: Backend) {
     let pairs = pairs(&d.app).await;
     assert_eq!(pairs.len(), 1, "{pairs:?}");
     assert!(pairs[0].2 < 0.8, "same address, different topic and text: {pairs:?}");
+    assert_eq!(pairs[0].4, "same_sender", "the same sender's new request, never held: {pairs:?}");
     let worker = d.worker();
     d.settle(&worker).await;
     assert!(d.effects(Some(&b)).await.iter().all(|e| e.state == "SENT"), "released by the screening");

@@ -16,6 +16,7 @@ mod crm_hubspot;
 mod crm_salesforce;
 mod delivery;
 mod duplicates;
+mod duplicates_matching;
 mod embed_browser;
 mod failover;
 mod failover_config;

@@ -11,10 +11,12 @@ use crate::i18n::local_date_time;
 /// Characters of the visitor's name a confirmation shows at most.
 const NAME_MAX: usize = 100;
 
-/// The visitor's address: the value of the form's first email field.
+/// The visitor's address: the value of the form's first email field, width-folded (an IME's
+/// full-width `ｍｅｉ＠ｅｘａｍｐｌｅ．ｃｏｍ` is the mailbox `mei@example.com`; it was validated so),
+/// its internationalised domain as IDNA.
 pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
     let field = form.fields.iter().find(|f| f.kind == FieldType::Email)?;
-    crate::domain::ascii_email(job.fields.get(&field.name)?)?.parse().ok()
+    crate::domain::ascii_email(&crate::domain::fold_width(job.fields.get(&field.name)?))?.parse().ok()
 }
 
 /// The data of one email, in the form's email locale; `with_fields` lists every submitted
