@@ -125,6 +125,7 @@ impl Plan {
             received_at: now,
             operation_expires_at: expires,
             journey_id: intake.fields.journey_id.clone(),
+            locale: intake.fields.locale.map(String::from),
         };
         Plan { form: intake.form, submission, effects, capped_body, channel: intake.channel, now, expired }
     }

@@ -81,8 +81,15 @@ impl FormConfig {
         }
     }
 
-    /// The locale of the form's emails: the fixed `locale`, else the first locale (the
-    /// visitor's negotiated locale is not stored with the submission).
+    /// The visitor's locale worth storing with a submission: on an `auto` form the one
+    /// negotiated from `accept_language` (their confirmation is written in it); `None` on a
+    /// form with a fixed locale.
+    pub fn visitor_locale(&self, accept_language: Option<&str>) -> Option<Locale> {
+        (self.locale == LocaleChoice::Auto).then(|| self.locale_for(accept_language))
+    }
+
+    /// The locale of the form's emails to its owners: the fixed `locale`, else the first
+    /// locale (a confirmation on an `auto` form uses the visitor's, `Job::locale`).
     pub fn email_locale(&self) -> Locale {
         match self.locale {
             LocaleChoice::Fixed(l) => l,

@@ -106,9 +106,9 @@ struct Row {
 /// `bind_submission`). A new column is one name here, one `$n` and one `.bind` there.
 const INSERT_SUBMISSION: &str = "INSERT INTO submissions (id, form, operation_id, fingerprint, \
      fields_json, response_body, channel, keyless, spam, email_digest, phone_digest, received_at, \
-     operation_expires_at, spam_reason, journey_id, name_digest) \
+     operation_expires_at, spam_reason, journey_id, name_digest, locale) \
      SELECT $12, $13, $14, $15, $16, CASE WHEN (SELECT capped FROM k) THEN $29 ELSE $17 END, $18, $19, $20, \
-     $21, $22, $23, $24, $25, $26, $30 \
+     $21, $22, $23, $24, $25, $26, $30, $31 \
      ON CONFLICT (form, operation_id) DO NOTHING \
      RETURNING id, form, operation_id, received_at";
 
@@ -214,10 +214,11 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Bool, _>(claim.cap.is_some())
         .bind::<Timestamp, _>(window_start)
         .bind::<Text, _>(capped_body);
-    // The duplicate look-up's name digest: $30 ($31, $32 unused), then its forms from $33 on.
+    // The duplicate look-up's name digest: $30, the visitor's locale: $31 ($32 unused), then
+    // the look-up's forms from $33 on.
     let mut query = query
         .bind::<Nullable<Text>, _>(s.name_digest.as_deref())
-        .bind::<Nullable<Text>, _>(None::<&str>)
+        .bind::<Nullable<Text>, _>(s.locale.as_deref())
         .bind::<Nullable<Text>, _>(None::<&str>);
     for form in forms {
         query = query.bind::<Text, _>(form);

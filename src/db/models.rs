@@ -29,6 +29,8 @@ pub struct NewSubmission {
     pub received_at: NaiveDateTime,
     pub operation_expires_at: NaiveDateTime,
     pub journey_id: Option<String>,
+    /// The visitor's negotiated locale on a `locale = "auto"` form (their confirmation's).
+    pub locale: Option<String>,
 }
 
 /// What the accept path and the status endpoint need of a stored submission.
@@ -114,6 +116,7 @@ pub struct JobRow {
     pub fields_json: Option<String>,
     pub received_at: NaiveDateTime,
     pub journey_id: Option<String>,
+    pub locale: Option<String>,
 }
 
 #[derive(Debug, Clone, Insertable)]

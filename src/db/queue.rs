@@ -92,6 +92,7 @@ fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> 
             submissions::fields_json,
             submissions::received_at,
             submissions::journey_id,
+            submissions::locale,
         ))
         .order(side_effects::next_attempt_at)
         .load(c)

@@ -196,6 +196,7 @@ diesel::table! {
         spam_reason -> Nullable<Text>,
         journey_id -> Nullable<Text>,
         name_digest -> Nullable<Text>,
+        locale -> Nullable<Text>,
     }
 }
 

@@ -25,6 +25,10 @@ pub struct NormalisedFields {
     /// `journey_id` (field or `Onceform-Journey-Id` header): stored, never fingerprinted.
     #[serde(skip)]
     pub journey_id: Option<String>,
+    /// The visitor's negotiated locale on a `locale = "auto"` form (its tag): stored for
+    /// their confirmation, never fingerprinted.
+    #[serde(skip)]
+    pub locale: Option<&'static str>,
 }
 
 impl NormalisedFields {
@@ -127,7 +131,7 @@ pub fn normalise<'a>(
         }
     }
     if errors.is_empty() {
-        Ok(NormalisedFields { values, honeypot_hit, spam_reason: None, journey_id })
+        Ok(NormalisedFields { values, honeypot_hit, spam_reason: None, journey_id, locale: None })
     } else {
         Err(errors)
     }

@@ -203,6 +203,7 @@ fn again(
             received_at: *received_at,
             operation_expires_at: *received_at,
             journey_id: None,
+            locale: None,
         };
         screened.push(id.clone());
         let Some(keys) = link_keys(&probe) else {

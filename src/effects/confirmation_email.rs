@@ -31,7 +31,11 @@ impl Kind for ConfirmationEmailKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         Ok(Arc::new(EmailEffect {
             kind: self.name(),
-            render: |form, job| template::confirmation(&data(form, job, form.confirmation_echo)),
+            render: |form, job| {
+                // In the visitor's language: the one they were served on an `auto` form.
+                let locale = job.locale.unwrap_or_else(|| form.email_locale());
+                template::confirmation(&data(form, job, form.confirmation_echo, locale))
+            },
             envelope: |form, job| Envelope { to: visitor(form, job).into_iter().collect(), reply_to: None },
             mailer: deps.mailer.clone(),
             config: deps.config.clone(),

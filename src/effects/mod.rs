@@ -73,6 +73,8 @@ pub struct Job {
     pub fields: BTreeMap<String, String>,
     pub received_at: NaiveDateTime,
     pub journey_id: Option<String>,
+    /// The visitor's negotiated locale (`locale = "auto"` forms); `None`: the form's.
+    pub locale: Option<crate::i18n::Locale>,
 }
 
 impl Job {
@@ -89,6 +91,7 @@ impl Job {
             fields,
             received_at: row.received_at,
             journey_id: row.journey_id,
+            locale: row.locale.as_deref().and_then(crate::i18n::Locale::parse),
         }
     }
 

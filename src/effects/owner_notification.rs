@@ -30,7 +30,7 @@ impl Kind for OwnerNotificationKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         Ok(Arc::new(EmailEffect {
             kind: self.name(),
-            render: |form, job| template::owner_notification(&data(form, job, true)),
+            render: |form, job| template::owner_notification(&data(form, job, true, form.email_locale())),
             envelope: |form, job| Envelope {
                 to: form.notify.iter().filter_map(|a| a.parse().ok()).collect(),
                 reply_to: visitor(form, job),

@@ -142,5 +142,6 @@ fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
         received_at: e.now,
         operation_expires_at: e.now + chrono::Duration::days(36_500),
         journey_id: None,
+        locale: None,
     }
 }

@@ -151,7 +151,9 @@ async fn post_fields(
     };
     let mut raw = super::journey::with_header(req, raw);
     let screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
-    match accept_screened(state, form_name, form, Channel::Html, key.clone(), &raw, &screening).await {
+    let locale = form.visitor_locale(accept_language(req.headers()));
+    match accept_screened(state, form_name, form, Channel::Html, key.clone(), &raw, &screening, locale).await
+    {
         Ok(outcome) => Ok(outcome),
         Err(problem) => Err(Refusal { problem, key, raw }),
     }

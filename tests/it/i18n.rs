@@ -17,6 +17,7 @@ use crate::support::{new_key, spawn_app, spawn_app_with, Backend};
 on_both_backends!(
     an_auto_form_speaks_traditional_chinese_to_a_zh_tw_browser,
     the_confirmation_is_in_the_forms_language_with_a_local_date,
+    an_auto_forms_confirmation_is_in_the_language_the_visitor_was_served,
     big5_and_utf16_files_import_and_an_export_with_a_bom_reads_back,
 );
 
@@ -316,4 +317,46 @@ async fn refusal_pages_are_in_the_forms_language() {
     assert!(limited.headers().contains_key("retry-after"));
     let page = limited.text().await.unwrap();
     assert!(page.contains("送出次數過多") && page.contains("秒後再送出"), "{page}");
+}
+
+/// On a `locale = "auto"` form the visitor's negotiated locale is stored with the submission:
+/// their confirmation is written in it, the owners' notification in the form's first locale;
+/// a retry in another language replays and sends nothing more.
+async fn an_auto_forms_confirmation_is_in_the_language_the_visitor_was_served(backend: Backend) {
+    let d =
+        spawn_delivery_app(backend, |c| speak(c.forms.get_mut("contact").unwrap(), LocaleChoice::Auto)).await;
+    let key = new_key();
+    let body = json!({"name": "山田 花子", "email": "hanako@example.jp", "topic": "Support", "message": "プリンターがつながりません。"});
+    let submit = |lang: &'static str| {
+        d.app
+            .client
+            .post(d.app.url("/api/forms/contact/submissions"))
+            .header("Idempotency-Key", &key)
+            .header("Accept-Language", lang)
+            .json(&body)
+            .send()
+    };
+    assert_eq!(submit("ja,en;q=0.5").await.unwrap().status(), 201);
+    assert_eq!(submit("en").await.unwrap().status(), 200, "a retry in another language replays");
+    d.settle(&d.worker()).await;
+
+    let mail = d.smtp.messages();
+    assert_eq!(mail.len(), 2, "{mail:?}");
+    let language = |to: &str| {
+        let raw = mail
+            .iter()
+            .find(|m| m.contains(&format!("\nTo: {to}")))
+            .unwrap_or_else(|| panic!("no mail to {to}"));
+        let message = MessageParser::default().parse(raw.as_bytes()).unwrap();
+        (
+            message.header_raw("Content-Language").map(|l| l.trim().to_string()),
+            message.subject().map(String::from),
+        )
+    };
+    let (lang, subject) = language("hanako@example.jp");
+    assert_eq!(lang.as_deref(), Some("ja"));
+    assert!(subject.as_deref().is_some_and(|s| s.contains("お問い合わせを受け付けました")), "{subject:?}");
+    let owner = mail.iter().find(|m| !m.contains("\nTo: hanako@example.jp")).unwrap();
+    let owner = MessageParser::default().parse(owner.as_bytes()).unwrap();
+    assert_eq!(owner.header_raw("Content-Language").map(str::trim), Some("en"), "the owners' language");
 }

@@ -6,7 +6,7 @@ use super::template::{one_line, EmailData, Field};
 use crate::config::FormConfig;
 use crate::domain::{is_invisible, FieldType};
 use crate::effects::Job;
-use crate::i18n::local_date_time;
+use crate::i18n::{local_date_time, Locale};
 
 /// Characters of the visitor's name a confirmation shows at most.
 const NAME_MAX: usize = 100;
@@ -23,8 +23,7 @@ pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
 /// field and the visitor's name. A confirmation passes the form's `confirmation_echo`: it
 /// goes to whatever address was typed, so without the opt-in it carries nothing a stranger
 /// chose, the name included.
-pub fn data(form: &FormConfig, job: &Job, with_fields: bool) -> EmailData {
-    let locale = form.email_locale();
+pub fn data(form: &FormConfig, job: &Job, with_fields: bool, locale: Locale) -> EmailData {
     let texts = form.email_in(locale);
     let fields = match with_fields {
         true => form
