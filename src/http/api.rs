@@ -85,12 +85,12 @@ async fn submit_json(
     let (body_key, raw) = parse_json(&bytes)?;
     let mut raw = super::journey::with_header(req, raw);
     let key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
-    let screening = Screening::take(form, &mut raw, false, gate.proxies.client_of(req));
-    let locale = form.visitor_locale(req.headers().get("Accept-Language").and_then(|v| v.to_str().ok()));
-    let outcome =
-        accept_screened(state, form_name, form, Channel::Api, key.clone(), &raw, &screening, locale)
-            .await
-            .map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;
+    let mut screening = Screening::take(form, &mut raw, false, gate.proxies.client_of(req));
+    screening.locale =
+        form.visitor_locale(req.headers().get("Accept-Language").and_then(|v| v.to_str().ok()));
+    let outcome = accept_screened(state, form_name, form, Channel::Api, key.clone(), &raw, &screening)
+        .await
+        .map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;
     Ok(match outcome {
         Outcome::Created(r) => HttpResponse::Created()
             .insert_header(("Location", location(form_name, &r.operation_id)))

@@ -150,10 +150,9 @@ async fn post_fields(
         Err(problem) => return Err(Refusal { problem, key: None, raw }),
     };
     let mut raw = super::journey::with_header(req, raw);
-    let screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
-    let locale = form.visitor_locale(accept_language(req.headers()));
-    match accept_screened(state, form_name, form, Channel::Html, key.clone(), &raw, &screening, locale).await
-    {
+    let mut screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
+    screening.locale = form.visitor_locale(accept_language(req.headers()));
+    match accept_screened(state, form_name, form, Channel::Html, key.clone(), &raw, &screening).await {
         Ok(outcome) => Ok(outcome),
         Err(problem) => Err(Refusal { problem, key, raw }),
     }

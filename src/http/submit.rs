@@ -78,7 +78,6 @@ pub async fn accept_screened(
     operation_id: Option<OperationId>,
     raw: &RawFields,
     screening: &Screening,
-    locale: Option<crate::i18n::Locale>,
 ) -> Result<Outcome, Problem> {
     // A retry repeated byte for byte is answered before it is normalised again.
     let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw));
@@ -90,7 +89,7 @@ pub async fn accept_screened(
         return Ok(outcome);
     }
     let mut fields = normalise(&**form, raw).map_err(Problem::invalid_fields)?;
-    fields.locale = locale.map(crate::i18n::Locale::tag);
+    fields.locale = screening.locale.map(crate::i18n::Locale::tag);
     let remembered = operation_id.as_ref().zip(raw_digest.as_ref()).and_then(|(op, digest)| {
         state.acceptor.replay_from_memory(form_name, form, op, &fields, digest, channel)
     });

@@ -70,6 +70,9 @@ pub struct Screening {
     /// The captcha widget's answer.
     pub captcha: Option<String>,
     pub client_ip: Option<IpAddr>,
+    /// Not screened, but carried with the request's other extras to the accept: the
+    /// visitor's negotiated locale on a `locale = "auto"` form (stored for their confirmation).
+    pub locale: Option<crate::i18n::Locale>,
 }
 
 impl Screening {
