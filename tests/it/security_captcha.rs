@@ -14,6 +14,7 @@ use onceform::spam::altcha::Challenge;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;
+use crate::spam::verdict;
 use crate::support::captcha::FakeCaptcha;
 use crate::support::{inquiry, new_key, spawn_app_with, Backend, TestApp};
 
@@ -75,23 +76,6 @@ fn with_answer(field: &str, answer: &str) -> Value {
     let mut body = inquiry("Quote for 40 units");
     body[field] = json!(answer);
     body
-}
-
-/// (spam, spam_reason, effect records) of the submission under `key`.
-async fn verdict(app: &TestApp, key: &str) -> (bool, Option<String>, usize) {
-    use diesel::prelude::*;
-    use onceform::db::schema::submissions::dsl as s;
-    let k = key.to_string();
-    let (spam, reason): (bool, Option<String>) = app
-        .query(move |pool| {
-            onceform::with_conn!(pool, |c| s::submissions
-                .filter(s::operation_id.eq(&k))
-                .select((s::spam, s::spam_reason))
-                .first(c)
-                .map_err(onceform::db::DbError::from))
-        })
-        .await;
-    (spam, reason, app.effects_of(key).await.len())
 }
 
 async fn one_reference_solution_is_accepted_once_and_refused_in_every_re_encoding(backend: Backend) {

@@ -46,7 +46,7 @@ async fn post_html(app: &TestApp, op: &str, stamp: &str) -> reqwest::Response {
 }
 
 /// (spam, spam_reason, effect records) of the submission under `key`.
-async fn verdict(app: &TestApp, key: &str) -> (bool, Option<String>, usize) {
+pub async fn verdict(app: &TestApp, key: &str) -> (bool, Option<String>, usize) {
     use diesel::prelude::*;
     use onceform::db::schema::submissions::dsl as s;
     let k = key.to_string();
