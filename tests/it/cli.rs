@@ -7,6 +7,10 @@ use crate::support::{Backend, TestDb};
 fn onceform(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
     cmd.args(args).env_remove("ONCEFORM_CONFIG").env_remove("ONCEFORM_DATABASE_URL").env("RUST_LOG", "off");
+    // A working directory of its own: whatever it writes under ./data stays out of the checkout.
+    let dir = std::env::temp_dir().join(format!("onceform-cli-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    cmd.current_dir(dir);
     for (k, v) in env {
         cmd.env(k, v);
     }

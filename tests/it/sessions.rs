@@ -161,6 +161,11 @@ fn onceform(app: &TestApp, args: &[&str]) -> std::process::Output {
         .env("ONCEFORM_DATABASE_URL", app.config.database.url.to_string())
         .env("NEW_PW", "set from the command line")
         .env("RUST_LOG", "warn")
+        .current_dir({
+            let dir = std::env::temp_dir().join(format!("onceform-cli-{}", uuid::Uuid::new_v4().simple()));
+            std::fs::create_dir_all(&dir).unwrap();
+            dir
+        })
         .output()
         .unwrap()
 }

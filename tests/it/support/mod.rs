@@ -166,8 +166,15 @@ pub fn test_config(db_url: &str) -> Config {
     config.server.http_workers = 2;
     // Every scrape counts afresh (tests that check the cache set their own age).
     config.server.metrics_cache_ms = 0;
-    let spool = std::env::temp_dir().join(format!("onceform-spool-{}", uuid::Uuid::new_v4().simple()));
-    config.server.spool_dir = spool.to_string_lossy().into_owned();
+    // Everything the server writes goes to a directory of this test's, never the working
+    // directory's ./data (the demo's): mail and lead files, the secret, the admin password.
+    let dir = std::env::temp_dir().join(format!("onceform-test-{}", uuid::Uuid::new_v4().simple()));
+    let at = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    config.server.spool_dir = at("spool");
+    config.server.secret_file = at("secret");
+    config.server.initial_password_file = at("initial-admin-password");
+    config.smtp.mail_dir = at("mail");
+    config.crm.dir = at("crm");
     config
 }
 

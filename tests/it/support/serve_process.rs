@@ -9,7 +9,8 @@ pub struct ServeProcess {
 }
 
 impl ServeProcess {
-    /// `onceform serve` on `database_url`, port 0, no rate limit; add arguments before
+    /// `onceform serve` on `database_url`, port 0, no rate limit, in a fresh working
+    /// directory (relative paths in a `--config` must not rely on the test's); add arguments before
     /// `serve` with `command(url, &["--config", path])` and environment with `.env(…)`.
     pub fn command(database_url: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
@@ -21,13 +22,22 @@ impl ServeProcess {
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        // Its ./data (mail and lead files, the secret) is a directory of its own, never the
+        // working directory's; a caller may choose another with `current_dir`.
+        let dir = std::env::temp_dir().join(format!("onceform-serve-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        cmd.current_dir(dir);
         cmd
     }
 
     /// `n` processes started at once, each returned once it listens.
     pub fn start_many(database_url: &str, n: usize) -> Vec<ServeProcess> {
+        // One working directory for all: they share its ./data/secret, as processes of one
+        // deployment share their secret.
+        let dir = std::env::temp_dir().join(format!("onceform-serve-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
         let children: Vec<Child> =
-            (0..n).map(|_| Self::command(database_url, &[]).spawn().unwrap()).collect();
+            (0..n).map(|_| Self::command(database_url, &[]).current_dir(&dir).spawn().unwrap()).collect();
         children.into_iter().map(Self::ready).collect()
     }
 

@@ -11,6 +11,8 @@ impl WorkerProcess {
     pub fn start(config: &std::path::Path) -> WorkerProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_onceform"))
             .args(["worker", "--config", config.to_str().unwrap()])
+            // Relative paths (./data) resolve beside its configuration, not in the working directory.
+            .current_dir(config.parent().unwrap())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .spawn()
