@@ -3,14 +3,16 @@
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
 //!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks] [--only-targets] [--pgbouncer]
-//!  [--purge N|0] [--burst N|0] [--only-burst] [--only-purge]`
+//!  [--purge N|0] [--burst N|0] [--only-burst] [--only-purge] [--baseline PATH]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
 //! with `--pgbouncer`, four `serve` and two `worker` processes through pgbouncer
 //! (`load/pgbouncer.rs`); then issue 12's accepts during a retention pass of `--purge N`
 //! rows (default 100 k, 0 skips; `load/purge.rs`), and a burst of `--burst N` seconds of accepts
 //! (default 20, 0 skips) into one `serve` with the default configuration, timed until every
-//! effect is delivered (`load/burst.rs`); `--only-targets` stops there.
+//! effect is delivered, and on each backend a burst with repeated visitors, timed until every
+//! duplicate pair is scored (`load/burst.rs`); `--only-targets` stops there. `--baseline PATH`
+//! runs another build's `serve` beside this one's fresh-database accepts (`load/targets.rs`).
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
@@ -86,6 +88,9 @@ pub struct Options {
     pub only_burst: bool,
     /// Only the accepts during a retention pass (`--only-purge`).
     pub only_purge: bool,
+    /// Another build's binary whose fresh-database accepts are measured beside this build's,
+    /// interleaved, each on a fresh database of its own (`--baseline PATH`).
+    pub baseline: Option<std::path::PathBuf>,
 }
 
 fn options() -> Options {
@@ -114,6 +119,7 @@ fn options() -> Options {
         burst: value("--burst").and_then(|v| v.parse().ok()).unwrap_or(if quick { 5 } else { 20 }),
         only_burst: args.iter().any(|a| a == "--only-burst"),
         only_purge: args.iter().any(|a| a == "--only-purge"),
+        baseline: value("--baseline").map(Into::into),
     }
 }
 
@@ -122,7 +128,7 @@ fn main() {
     println!("onceform load benchmark: {} s per cell, clients {:?}\n", opts.seconds, opts.clients);
     if opts.only_burst {
         targets::header();
-        burst::run(&rt_for_targets(), &opts);
+        bursts(&opts);
         return;
     }
     if !opts.only_purge {
@@ -149,10 +155,12 @@ fn main() {
     if opts.only_purge {
         return;
     }
-    if opts.burst > 0 && opts.backends.iter().any(|b| b == "sqlite") {
-        println!("\nA burst into the default configuration (issue 11), then its delivery:\n");
+    if opts.burst > 0 {
+        println!(
+            "\nA burst into the default configuration (issues 11 and 22), then its delivery and screening:\n"
+        );
         targets::header();
-        burst::run(&rt_for_targets(), &opts);
+        bursts(&opts);
     }
     if opts.only_targets {
         return;
@@ -239,6 +247,16 @@ fn main() {
     }
 }
 
+/// The default configuration's delivery burst (SQLite) and screening burst (each backend).
+fn bursts(opts: &Options) {
+    if opts.backends.iter().any(|b| b == "sqlite") {
+        burst::run(&rt_for_targets(), opts);
+    }
+    for backend in opts.backends.iter().map(String::as_str) {
+        burst::screening(&rt_for_targets(), opts, backend);
+    }
+}
+
 fn rt_for_targets() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
@@ -297,7 +315,13 @@ impl Bench<'_> {
 }
 
 fn serve(config: &std::path::Path) -> Process {
-    let p = Process::start(
+    serve_bin(std::path::Path::new(env!("CARGO_BIN_EXE_onceform")), config)
+}
+
+/// `serve` with the binary `bin`.
+fn serve_bin(bin: &std::path::Path, config: &std::path::Path) -> Process {
+    let p = Process::start_bin(
+        bin,
         &["serve", "--config", config.to_str().unwrap()],
         &[("ONCEFORM_BIND", "127.0.0.1:0"), ("ONCEFORM_RATE_LIMIT", "off"), hooks::env()],
     );

@@ -91,7 +91,12 @@ pub struct Process {
 
 impl Process {
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Process {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
+        Process::start_bin(std::path::Path::new(env!("CARGO_BIN_EXE_onceform")), args, env)
+    }
+
+    /// `start` with another build's `onceform` binary (a same-run before/after comparison).
+    pub fn start_bin(bin: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Process {
+        let mut cmd = Command::new(bin);
         cmd.args(args).env("RUST_LOG", "warn").stdout(Stdio::piped());
         for (k, v) in env {
             cmd.env(k, v);

@@ -2,12 +2,15 @@
 //! accept rate is fully delivered within 60 s after it ends"): one `serve` on SQLite with the
 //! embedded file CRM, mail as files and its workers inside, every other setting at its default.
 //! 16 clients accept as fast as it answers for `--burst N` seconds; then the time until every
-//! effect is SENT. Also the `serve` process's CPU time per effect while it only drains.
+//! effect is SENT. Also the `serve` process's CPU time per effect while it only drains. Then
+//! the screening burst (`screening`).
 
 use std::time::{Duration, Instant};
 
+use diesel::prelude::*;
+use onceform::db::schema::duplicate_pairs;
 use onceform::db::{DbError, Pool, Store};
-use onceform::domain::EffectState;
+use onceform::domain::{EffectState, PairStatus};
 use onceform::with_conn;
 
 use crate::common::Db;
@@ -77,4 +80,65 @@ pub fn run(rt: &tokio::runtime::Runtime, opts: &Options) {
         if ok { "OK" } else { "FAILED" }
     );
     assert!(ok, "the burst run's consistency check failed");
+}
+
+/// The duplicate screener through a burst (issue 22: "every pair is scored within 60 s of the
+/// burst's end"): the default configuration as above, `--burst N` seconds of accepts of which
+/// every fourth repeats the visitor of 401 requests before; then the time until no pair is
+/// left unscored (`screening`). On each backend.
+pub fn screening(rt: &tokio::runtime::Runtime, opts: &Options, backend: &str) {
+    let db = Db::new(backend);
+    let (crm, mail) = (db.dir.join("crm"), db.dir.join("mail"));
+    let (path, config) = db.config(&format!(
+        "[crm]\nadapter = \"file\"\ndir = {:?}\n\n[smtp]\nmail_dir = {:?}",
+        crm.display().to_string(),
+        mail.display().to_string()
+    ));
+    let pool = Pool::connect(&config.database).unwrap();
+    let server = crate::serve(&path);
+    let tally = rt.block_on(traffic::run(&[server.address()], Scenario::Repeats, CLIENTS, opts.burst));
+    let burst_end = Instant::now();
+    let count = |screening: bool| -> i64 {
+        with_conn!(&pool, |c| {
+            let q = duplicate_pairs::table.into_boxed();
+            let q = if screening {
+                q.filter(duplicate_pairs::status.eq(PairStatus::Screening.as_str()))
+            } else {
+                q
+            };
+            q.count().get_result::<i64>(c).map_err(DbError::from)
+        })
+        .unwrap()
+    };
+    let unscored_at_end = count(true);
+    let limit = Duration::from_secs_f64(TARGET_SECONDS * 5.0);
+    while count(true) > 0 && burst_end.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let scored_after = burst_end.elapsed().as_secs_f64();
+    let (pairs, left) = (count(false), count(true));
+    let statuses: Vec<(String, i64)> = with_conn!(&pool, |c| {
+        duplicate_pairs::table
+            .group_by(duplicate_pairs::status)
+            .select((duplicate_pairs::status, diesel::dsl::count_star()))
+            .load(c)
+            .map_err(DbError::from)
+    })
+    .unwrap();
+    drop(server);
+    let statuses: Vec<String> = statuses.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    // The screener keeps the pairs it opens or lists apart and drops the rest.
+    let met = if left == 0 && scored_after <= TARGET_SECONDS && pairs > 0 { "yes" } else { "**no**" };
+    println!(
+        "| {backend} | burst: accept for {} s, a repeat in every four, default configuration | {CLIENTS} | {:.0} | \
+         {:.2} | {:.2} | {unscored_at_end} pairs unscored at its end; every pair scored {scored_after:.1} s after it \
+         (target ≤ {TARGET_SECONDS:.0} s); {} accepts left {} | {met} |",
+        opts.burst,
+        tally.rate,
+        tally.p50_ms,
+        tally.p99_ms,
+        tally.created,
+        statuses.join(", ")
+    );
+    assert_eq!(tally.unexpected, 0, "the screening burst had unexpected answers");
 }

@@ -15,7 +15,7 @@ use onceform::with_conn;
 use crate::common::{form_effects, Db};
 use crate::hooks;
 use crate::traffic::{self, Scenario, Tally};
-use crate::{in_process, pgbench, serve, wrk, Options};
+use crate::{in_process, pgbench, serve, serve_bin, wrk, Options};
 
 pub struct Row {
     what: String,
@@ -66,9 +66,26 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         ratio,
         met,
     };
-    // Accept first, on the fresh database: no ANALYZE has run yet.
+    // Accept first, on the fresh database: no ANALYZE has run yet. With `--baseline`, the
+    // other build's `serve` on a fresh database of its own runs the same traffic after each
+    // of this build's rows (interleaved, so both see the same state of the machine).
+    let baseline = opts.baseline.as_deref().map(|bin| {
+        let db = Db::new(backend);
+        let (path, _) = db.config(&hooks::with_source("[worker]\nenabled = false"));
+        let server = serve_bin(bin, &path);
+        (db, server)
+    });
+    let base = |clients: usize| {
+        let (_, server) = baseline.as_ref()?;
+        let t = rt.block_on(traffic::run(&[server.address()], Scenario::Accept, clients, secs));
+        assert_eq!(t.unexpected, 0, "{backend} baseline: unexpected answers");
+        Some(t)
+    };
     let fresh16 = http(Scenario::Accept, 16);
+    let base16 = base(16);
     let fresh64 = http(Scenario::Accept, 64);
+    let base64 = base(64);
+    drop(baseline);
     let (unique16, label) = if db.is_pg() {
         pool_batch(&pool, "ANALYZE");
         (http(Scenario::Accept, 16), "accept after ANALYZE")
@@ -126,6 +143,14 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             let r = fresh.rate / baseline.rate;
             let text = format!("{r:.2} × a transaction per accept (target ≥ 0.8)");
             rows.push(row("accept (group commit)", clients, fresh, text, Some(r >= 0.8)));
+        }
+    }
+    for (clients, fresh, base) in [(16, &fresh16, &base16), (64, &fresh64, &base64)] {
+        if let Some(b) = base {
+            rows.push(row("accept, fresh database: the baseline build", clients, b, String::new(), None));
+            let r = fresh.rate / b.rate;
+            let text = format!("{r:.2} × the baseline build (target ≥ 0.9)");
+            rows.push(row("accept, fresh database: this build", clients, fresh, text, Some(r >= 0.9)));
         }
     }
     let r = same16.rate / unique16.rate;

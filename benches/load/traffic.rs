@@ -21,6 +21,9 @@ pub enum Scenario {
     /// Every request a new operation, all from one email address (a bot): 201, and each
     /// one a repeat for the duplicate detector.
     SameEmail,
+    /// Every request a new operation; every fourth from the visitor of 401 requests before
+    /// (same email and name, a new message): 201, and a pair for the duplicate detector.
+    Repeats,
 }
 
 impl Scenario {
@@ -33,6 +36,7 @@ impl Scenario {
             Scenario::Mixed => "mixed",
             Scenario::Conflict => "conflict",
             Scenario::SameEmail => "same email",
+            Scenario::Repeats => "a repeat in every four",
         }
     }
 }
@@ -77,6 +81,7 @@ fn new_key() -> String {
 
 struct Shared {
     same_email: bool,
+    repeats: bool,
     client: reqwest::Client,
     addrs: Vec<String>,
     next: AtomicUsize,
@@ -88,10 +93,15 @@ struct Shared {
 impl Shared {
     /// Sends one submission; returns its latency in µs after checking the status.
     async fn send(&self, key: &str, message: &str, ok: &[u16]) -> u64 {
-        let addr = &self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()];
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let addr = &self.addrs[n % self.addrs.len()];
         let mut body = body(key, message);
         if self.same_email {
             body["email"] = "one.bot@example.com".into();
+        }
+        if self.repeats {
+            let visitor = if n % 4 == 3 && n >= 401 { n - 401 } else { n };
+            body["email"] = format!("visitor-{visitor}@example.com").into();
         }
         let started = Instant::now();
         let resp = self
@@ -146,6 +156,7 @@ pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: 
 pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, stop: Stop) -> Tally {
     let shared = Arc::new(Shared {
         same_email: scenario == Scenario::SameEmail,
+        repeats: scenario == Scenario::Repeats,
         client: reqwest::Client::builder().pool_max_idle_per_host(clients * 2).build().unwrap(),
         addrs: addrs.to_vec(),
         next: AtomicUsize::new(0),
@@ -170,7 +181,9 @@ pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, sto
         async move {
             let old = existing.get(i % existing.len().max(1)).cloned().unwrap_or_default();
             match scenario {
-                Scenario::Accept | Scenario::SameEmail => vec![shared.send(&new_key(), "Load", &[201]).await],
+                Scenario::Accept | Scenario::SameEmail | Scenario::Repeats => {
+                    vec![shared.send(&new_key(), "Load", &[201]).await]
+                }
                 Scenario::Replay => vec![shared.send(&old, "Load", &[200]).await],
                 Scenario::Conflict => vec![shared.send(&old, "Changed", &[409]).await],
                 Scenario::Mixed if (i / clients) % 100 == 99 => {
