@@ -85,7 +85,6 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let base16 = base(16);
     let fresh64 = http(Scenario::Accept, 64);
     let base64 = base(64);
-    drop(baseline);
     let (unique16, label) = if db.is_pg() {
         pool_batch(&pool, "ANALYZE");
         (http(Scenario::Accept, 16), "accept after ANALYZE")
@@ -96,6 +95,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let replay32 = http(Scenario::Replay, 32);
     let wrk32 = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs));
     let mut hooks_sent = hooks::Sent::default();
+    let mut base_hooks = Vec::new();
     let hooks16: Vec<(hooks::Mode, Tally)> = hooks::Mode::ALL
         .into_iter()
         .filter(|_| opts.hooks)
@@ -103,9 +103,15 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             let run = rt.block_on(hooks::run(&addrs[0], mode, 16, secs));
             assert_eq!(run.tally.unexpected, 0, "{backend} {}: unexpected answers", mode.name());
             hooks_sent.add(&run);
+            if let Some((_, server)) = &baseline {
+                let b = rt.block_on(hooks::run(&server.address(), mode, 16, secs));
+                assert_eq!(b.tally.unexpected, 0, "{backend} baseline {}: unexpected answers", mode.name());
+                base_hooks.push(b.tally);
+            }
             (mode, run.tally)
         })
         .collect();
+    drop(baseline);
     if let Some(w) = &wrk32 {
         accepted += w.created;
     }
@@ -163,9 +169,14 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         let (text, met) = p99(w);
         rows.push(row("replay (wrk)", 32, w, text, met));
     }
-    for (mode, t) in &hooks16 {
+    for (i, (mode, t)) in hooks16.iter().enumerate() {
         let text = format!("{:.2} × accept at 16 clients", t.rate / unique16.rate);
         rows.push(row(mode.name(), 16, t, text, None));
+        if let Some(b) = base_hooks.get(i) {
+            let what = format!("{}: the baseline build", mode.name());
+            let text = format!("p99 {:.2} ms here, {:.2} ms in the baseline build", t.p99_ms, b.p99_ms);
+            rows.push(row(&what, 16, b, text, None));
+        }
     }
     for r in &rows {
         print(backend, r);

@@ -41,6 +41,8 @@ pub struct Acceptor {
     cache: Arc<ReplayCache>,
     deliveries: DeliveryLog,
     screener: Screener,
+    /// Where other write transactions of this process go (the same group-commit writer).
+    writes: Writes,
     /// First acceptances so far (PostgreSQL), up to the young-database check.
     created: Arc<AtomicUsize>,
 }
@@ -77,9 +79,16 @@ impl Acceptor {
         };
         let deliveries = DeliveryLog::start(delivery_sink(&pool, writer.clone()))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
-        let screener = Screener::start(config, Writes { pool: pool.clone(), writer })?;
+        let writes = Writes { pool: pool.clone(), writer };
+        let screener = Screener::start(config, writes.clone())?;
         let created = Arc::new(AtomicUsize::new(0));
-        Ok(Acceptor { pool, path, cache, deliveries, screener, created })
+        Ok(Acceptor { pool, path, cache, deliveries, screener, writes, created })
+    }
+
+    /// Write transactions committed with the accepts: on SQLite, in the group-commit writer's
+    /// batches (the inbound webhook endpoint stores its events this way).
+    pub fn writes(&self) -> &Writes {
+        &self.writes
     }
 
     /// Retries of these (form, operation ID)s are no longer answered from memory (erasure).

@@ -15,7 +15,7 @@ use actix_web::web;
 use crate::accept::Acceptor;
 use crate::admin::accounts::LoginThrottle;
 use crate::config::Config;
-use crate::db::Pool;
+use crate::db::{Pool, Writes};
 use crate::deliveries::DeliveryLog;
 use crate::effects::Registry;
 use crate::hooks::Hooks;
@@ -31,6 +31,8 @@ pub struct Application {
     pool: Pool,
     /// For the webhook spool's replay (`when_store_down = "spool"`).
     hooks: Hooks,
+    /// The acceptor's write path, which the spool's replay shares.
+    writes: Writes,
 }
 
 impl Application {
@@ -42,6 +44,7 @@ impl Application {
         let acceptor = Acceptor::start(config.clone(), pool.clone())?;
         SpamGuard::warn_missing_secrets(&config);
         let deliveries = acceptor.deliveries().clone();
+        let writes = acceptor.writes().clone();
         // `/metrics`' database figures, refreshed at most every few seconds.
         let cache_for = std::time::Duration::from_millis(config.server.metrics_cache_ms);
         let metrics_cache = web::Data::new(MetricsCache::new(cache_for));
@@ -66,7 +69,7 @@ impl Application {
                 .configure(crate::hooks::routes);
         };
         let server = crate::http::server(listener, &config, mount)?;
-        Ok(Application { port, server, deliveries, pool, hooks: spool })
+        Ok(Application { port, server, deliveries, pool, hooks: spool, writes })
     }
 
     pub fn port(&self) -> u16 {
@@ -84,7 +87,7 @@ impl Application {
     pub async fn run(self) -> std::io::Result<()> {
         let sweeper = tokio::spawn(crate::admin::lifecycle::sweep_periodically(self.pool.clone()));
         let spool =
-            tokio::spawn(crate::hooks::replay_spool_periodically(self.hooks.clone(), self.pool.clone()));
+            tokio::spawn(crate::hooks::replay_spool_periodically(self.hooks.clone(), self.writes.clone()));
         let served = self.server.await;
         sweeper.abort();
         spool.abort();

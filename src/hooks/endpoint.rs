@@ -18,11 +18,10 @@ use super::Source;
 use crate::app::state::AppState;
 use crate::clock::now;
 use crate::db::hooks::{Delivery, HookStore, Quarantined};
-use crate::db::{DbError, Store};
+use crate::db::{DbError, Writes};
 use crate::domain::{InboundOutcome, QuarantineStatus};
 use crate::hooks::Hooks;
 use crate::http::problem::{Problem, ProblemKind};
-use crate::with_conn;
 
 /// How long a sender may take to send its body.
 const READ_DEADLINE: Duration = Duration::from_secs(10);
@@ -94,14 +93,11 @@ async fn receive(
         Ok(c) => c,
         Err(e) => return refused(source, e),
     };
-    let pool = state.pool.clone();
+    let writes = state.acceptor.writes().clone();
     let name = source.name.clone();
     let config = source.config.clone();
     let spooled = checked.clone();
-    let stored = web::block(move || {
-        with_conn!(&pool, |c| c.write_tx(|c| store_delivery(c, &name, &config, &checked)))
-    })
-    .await;
+    let stored = web::block(move || writes.run(move |c| store_delivery(c, &name, &config, &checked))).await;
     let resp = match stored {
         Ok(Ok(outcome)) => answer(source, &outcome),
         Ok(Err(e)) => store_down(source, &hooks, spooled, e).await,
@@ -241,19 +237,18 @@ async fn store_down(source: &Source, hooks: &Hooks, checked: Checked, e: DbError
 }
 
 /// Replays the spool into the store while `serve` runs: at start, then every second.
-pub async fn replay_spool_periodically(hooks: Hooks, pool: crate::db::Pool) {
+pub async fn replay_spool_periodically(hooks: Hooks, writes: Writes) {
     let Some(spool) = hooks.spool().cloned() else { return };
     loop {
-        let (spool, hooks, pool) = (spool.clone(), hooks.clone(), pool.clone());
+        let (spool, hooks, writes) = (spool.clone(), hooks.clone(), writes.clone());
         let replayed = web::block(move || {
             spool.replay(|r| {
                 let Some(source) = hooks.source(&r.source) else {
                     tracing::error!(source = %r.source, "spooled delivery of a source no longer configured: dropped");
                     return Ok(());
                 };
-                let checked = r.checked();
-                with_conn!(&pool, |c| c.write_tx(|c| store_delivery(c, &r.source, &source.config, &checked)))
-                    .map(|_| ())
+                let (checked, name, config) = (r.checked(), r.source.clone(), source.config.clone());
+                writes.run(move |c| store_delivery(c, &name, &config, &checked)).map(|_| ())
             })
         })
         .await;
