@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::config::FormConfig;
 use crate::db::duplicates::DuplicateStore;
-use crate::db::models::{NewEffect, Submission};
+use crate::db::models::{NewConflict, NewDelivery, NewEffect, Submission};
 use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::{DbError, Store};
 use crate::deliveries::{Channel, DeliveryOutcome};
@@ -103,22 +103,45 @@ fn run<C: Store + DuplicateStore + RecipientCapStore>(c: &mut C, plan: &Plan) ->
             received_at: sub.received_at,
         }));
     }
-    let existing = c.find_submission(&sub.form, &sub.operation_id)?;
-    let outcome = match existing {
-        None if plan.expired() => Outcome::Expired { operation_id: sub.operation_id.clone() },
-        None => Outcome::InProgress { operation_id: sub.operation_id.clone() },
-        Some(s) if plan.same_content(&s) => Outcome::Replayed(receipt(s)),
-        Some(s) => {
-            let mut conflict = plan.conflict_with(&s.id);
-            if s.content_purged_at.is_some() {
-                conflict.fields_json = None; // a tombstone's conflicts keep no content either
+    let taken = Taken::by(plan, c.find_submission(&sub.form, &sub.operation_id)?);
+    if let Some(conflict) = &taken.conflict {
+        c.record_conflict(conflict)?;
+    }
+    c.insert_deliveries(&[taken.delivery(plan)])?;
+    Ok(taken.outcome)
+}
+
+/// A key that was taken when this request tried to claim it (both backends): what answers,
+/// and the conflict to record when the holder's content differs.
+struct Taken {
+    outcome: Outcome,
+    conflict: Option<NewConflict>,
+}
+
+impl Taken {
+    /// Decides by `holder`, the submission that holds the key (`None`: not readable yet, or
+    /// an expired key with nothing stored).
+    fn by(plan: &Plan, holder: Option<Submission>) -> Taken {
+        let operation_id = plan.submission.operation_id.clone();
+        let (outcome, conflict) = match holder {
+            None if plan.expired() => (Outcome::Expired { operation_id }, None),
+            None => (Outcome::InProgress { operation_id }, None),
+            Some(s) if plan.same_content(&s) => (Outcome::Replayed(receipt(s)), None),
+            Some(s) => {
+                let mut conflict = plan.conflict_with(&s.id);
+                if s.content_purged_at.is_some() {
+                    conflict.fields_json = None; // a tombstone's conflicts keep no content either
+                }
+                (Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }, Some(conflict))
             }
-            c.record_conflict(&conflict)?;
-            Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
-        }
-    };
-    c.insert_deliveries(&[plan.delivery(delivery_outcome(&outcome), submission_id(&outcome))])?;
-    Ok(outcome)
+        };
+        Taken { outcome, conflict }
+    }
+
+    /// This request's delivery row.
+    fn delivery(&self, plan: &Plan) -> NewDelivery {
+        plan.delivery(delivery_outcome(&self.outcome), submission_id(&self.outcome))
+    }
 }
 
 fn receipt(s: Submission) -> Receipt {

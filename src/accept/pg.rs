@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::plan::Plan;
 use super::recipient_cap;
-use super::{receipt, run, Outcome, Receipt};
+use super::{run, Outcome, Receipt, Taken};
 use crate::db::claim_pg::{self, Claim};
 use crate::db::{DbConnection, DbError, Store};
 use crate::deliveries::{DeliveryLog, DeliveryOutcome};
@@ -65,26 +65,16 @@ pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &DeliveryLog) ->
         };
         return Ok(Done { outcome: Outcome::Created(r), linked: claimed.linked });
     }
-    let outcome = match claim_pg::holder(pg, &sub.form, &sub.operation_id)? {
-        Some(s) if plan.same_content(&s) => {
-            log.record(plan.delivery(DeliveryOutcome::Replayed, Some(&s.id)));
-            Outcome::Replayed(receipt(s))
-        }
-        Some(s) => {
-            let mut conflict = plan.conflict_with(&s.id);
-            if s.content_purged_at.is_some() {
-                conflict.fields_json = None; // a tombstone's conflicts keep no content either
-            }
-            c.transaction(|c| {
-                c.record_conflict(&conflict)?;
-                c.insert_deliveries(&[plan.delivery(DeliveryOutcome::Conflict, Some(&s.id))])
-            })?;
-            Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }
-        }
-        None => {
-            log.record(plan.delivery(DeliveryOutcome::InProgress, None));
-            Outcome::InProgress { operation_id: sub.operation_id.clone() }
-        }
-    };
+    let taken = Taken::by(plan, claim_pg::holder(pg, &sub.form, &sub.operation_id)?);
+    match &taken.conflict {
+        // A conflict and its delivery row in one transaction; a replay's or an in-flight
+        // answer's row goes to the log.
+        Some(conflict) => c.transaction(|c| {
+            c.record_conflict(conflict)?;
+            c.insert_deliveries(&[taken.delivery(plan)])
+        })?,
+        None => log.record(taken.delivery(plan)),
+    }
+    let outcome = taken.outcome;
     Ok(Done { outcome, linked: false })
 }
