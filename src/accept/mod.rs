@@ -1,6 +1,7 @@
-//! The accept use case: one transaction claims (form, operation ID) through the unique
-//! constraint and writes the submission, one record per side effect and the delivery.
-//! A second request with the same key reads what the first one committed.
+//! The accept use case: `Acceptor::submit` (`submit.rs`) validates, screens and accepts; one
+//! transaction claims (form, operation ID) through the unique constraint and writes the
+//! submission, one record per side effect and the delivery. A second request with the same
+//! key reads what the first one committed.
 
 mod acceptor;
 mod cache;
@@ -8,6 +9,7 @@ pub mod import;
 mod pg;
 mod plan;
 mod recipient_cap;
+mod submit;
 
 use std::sync::Arc;
 
@@ -20,6 +22,7 @@ use crate::deliveries::{Channel, DeliveryOutcome};
 use crate::domain::{NormalisedFields, OperationId, SubmissionId};
 use crate::duplicates;
 pub use acceptor::Acceptor;
+pub use submit::{SubmitError, SubmitRequest};
 
 use plan::Plan;
 pub use plan::ResultBody;

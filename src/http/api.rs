@@ -9,10 +9,10 @@ use serde_json::json;
 use super::body::{is_json, media_type, parse_json, read_limited};
 use super::problem::{Problem, ProblemKind};
 use super::submit::{
-    accept_screened, check_rate, db_problem, outcome_problem, record_refusal, resolve_key, Gate, Refusal,
+    check_rate, db_problem, outcome_problem, record_refusal, resolve_key, run_submit, Gate, Refusal,
 };
 use super::{RateLimiter, TrustedProxies};
-use crate::accept::Outcome;
+use crate::accept::{Outcome, SubmitRequest};
 use crate::app::state::AppState;
 use crate::clock::now;
 use crate::config::FormConfig;
@@ -88,9 +88,16 @@ async fn submit_json(
     let mut screening = Screening::take(form, &mut raw, false, gate.proxies.client_of(req));
     screening.locale =
         form.visitor_locale(req.headers().get("Accept-Language").and_then(|v| v.to_str().ok()));
-    let outcome = accept_screened(state, form_name, form, Channel::Api, key.clone(), &raw, &screening)
-        .await
-        .map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;
+    let request = SubmitRequest {
+        form_name,
+        form,
+        channel: Channel::Api,
+        operation_id: key.clone(),
+        raw: &raw,
+        screening: &screening,
+    };
+    let outcome =
+        run_submit(state, request).await.map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;
     Ok(match outcome {
         Outcome::Created(r) => HttpResponse::Created()
             .insert_header(("Location", location(form_name, &r.operation_id)))

@@ -10,11 +10,9 @@ use super::pages::{
     accept_language, not_found, problem_page, with_language, FormPage, IndexPage, ReceiptPage,
 };
 use super::problem::{Problem, ProblemKind};
-use super::submit::{
-    accept_screened, check_rate, outcome_problem, record_refusal, resolve_key, Gate, Refusal,
-};
+use super::submit::{check_rate, outcome_problem, record_refusal, resolve_key, run_submit, Gate, Refusal};
 use super::{RateLimiter, TrustedProxies};
-use crate::accept::Outcome;
+use crate::accept::{Outcome, SubmitRequest};
 use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::deliveries::Channel;
@@ -152,7 +150,15 @@ async fn post_fields(
     let mut raw = super::journey::with_header(req, raw);
     let mut screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
     screening.locale = form.visitor_locale(accept_language(req.headers()));
-    match accept_screened(state, form_name, form, Channel::Html, key.clone(), &raw, &screening).await {
+    let request = SubmitRequest {
+        form_name,
+        form,
+        channel: Channel::Html,
+        operation_id: key.clone(),
+        raw: &raw,
+        screening: &screening,
+    };
+    match run_submit(state, request).await {
         Ok(outcome) => Ok(outcome),
         Err(problem) => Err(Refusal { problem, key, raw }),
     }

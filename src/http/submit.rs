@@ -1,19 +1,15 @@
 //! What both submit endpoints (JSON and HTML) share: rate limit, key, validation, accept.
 
-use std::sync::Arc;
-
 use actix_web::http::header::HeaderValue;
-use actix_web::{web, HttpRequest};
+use actix_web::HttpRequest;
 
 use super::problem::{Problem, ProblemKind};
 use super::{RateLimiter, TrustedProxies};
-use crate::accept::{Intake, Outcome};
+use crate::accept::{Outcome, SubmitError, SubmitRequest};
 use crate::app::state::AppState;
 use crate::config::FormConfig;
 use crate::db::DbError;
-use crate::deliveries::Channel;
-use crate::domain::{normalise, raw_digest, OperationId, RawFields};
-use crate::spam::Screening;
+use crate::domain::{OperationId, RawFields};
 
 /// The rate limiter and whose `X-Forwarded-For` names the client: what a submit endpoint
 /// needs besides [`AppState`].
@@ -68,53 +64,12 @@ pub fn resolve_key(
     }
 }
 
-/// Validates `raw`, screens it for spam (fill time, captcha: outside any transaction, and
-/// only for what is not a retry answered from memory), and runs the accept transaction.
-pub async fn accept_screened(
-    state: &AppState,
-    form_name: &str,
-    form: &Arc<FormConfig>,
-    channel: Channel,
-    operation_id: Option<OperationId>,
-    raw: &RawFields,
-    screening: &Screening,
-) -> Result<Outcome, Problem> {
-    // A retry repeated byte for byte is answered before it is normalised again.
-    let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw));
-    let repeated = operation_id
-        .as_ref()
-        .zip(raw_digest.as_ref())
-        .and_then(|(op, digest)| state.acceptor.replay_same_request(form_name, form, op, digest, channel));
-    if let Some(outcome) = repeated {
-        return Ok(outcome);
-    }
-    let mut fields = normalise(&**form, raw).map_err(Problem::invalid_fields)?;
-    fields.locale = screening.locale.map(crate::i18n::Locale::tag);
-    let remembered = operation_id.as_ref().zip(raw_digest.as_ref()).and_then(|(op, digest)| {
-        state.acceptor.replay_from_memory(form_name, form, op, &fields, digest, channel)
-    });
-    if let Some(outcome) = remembered {
-        return Ok(outcome);
-    }
-    if fields.spam_reason().is_none() {
-        let verdict = state.spam.screen(form_name, form, screening, operation_id.as_ref()).await;
-        fields.spam_reason = verdict.map(|r| r.as_str());
-    }
-    let intake =
-        Intake { form_name: form_name.to_string(), form: form.clone(), operation_id, channel, fields };
-    let acceptor = state.acceptor.clone();
-    let result = web::block(move || acceptor.accept(intake)).await;
-    match result {
-        Ok(Ok(outcome)) => {
-            if let Outcome::Created(r) = &outcome {
-                // Ties this request's ID to the submission the workers' lines name.
-                tracing::info!(submission = %r.submission_id, "accepted");
-            }
-            Ok(outcome)
-        }
-        Ok(Err(e)) => Err(db_problem(e)),
-        Err(_) => Err(Problem::unavailable()),
-    }
+/// Runs the submit use case (`Acceptor::submit`) and says what went wrong as a problem.
+pub async fn run_submit(state: &AppState, request: SubmitRequest<'_>) -> Result<Outcome, Problem> {
+    state.acceptor.submit(&state.spam, request).await.map_err(|e| match e {
+        SubmitError::Invalid(errors) => Problem::invalid_fields(errors),
+        SubmitError::Store(e) => db_problem(e),
+    })
 }
 
 /// A database error as the client sees it: 503 when it may pass, an opaque 500 otherwise.
