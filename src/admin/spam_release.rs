@@ -3,7 +3,6 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use diesel::prelude::*;
 use serde::Deserialize;
 
 use crate::admin::audit;
@@ -12,8 +11,8 @@ use crate::admin::{blocking, db_failure, done, refused};
 use crate::app::state::AppState;
 use crate::clock::now;
 use crate::config::FormConfig;
+use crate::db::admin::spam::SpamStore;
 use crate::db::models::NewEffect;
-use crate::db::schema::submissions;
 use crate::db::{DbError, Store};
 use crate::domain::{EffectId, EffectState};
 use crate::with_conn;
@@ -82,23 +81,14 @@ async fn release(
     let note = form.note.trim().to_string();
     let n = blocking(move || {
         with_conn!(&pool, |c| Ok(c.write_tx(|c| {
-            let found: Option<(String, bool, Option<String>)> = submissions::table
-                .filter(submissions::id.eq(&sid))
-                .select((submissions::form, submissions::spam, submissions::fields_json))
-                .first(c)
-                .optional()?;
-            let Some((form_name, spam, fields)) = found else { return Err(ReleaseError::NotFound) };
-            let Some(form) = config.form(&form_name).filter(|_| spam) else {
+            let Some(found) = c.spam_candidate(&sid)? else { return Err(ReleaseError::NotFound) };
+            let Some(form) = config.form(&found.form).filter(|_| found.spam) else {
                 return Err(ReleaseError::NotSpam);
             };
-            let released = diesel::update(submissions::table)
-                .filter(submissions::id.eq(&sid).and(submissions::spam.eq(true)))
-                .set((submissions::spam.eq(false), submissions::spam_reason.eq(None::<String>)))
-                .execute(c)?;
-            if released == 0 {
+            if !c.release_spam(&sid)? {
                 return Err(ReleaseError::NotSpam);
             }
-            let effects = effects_for(&sid, form, fields.as_deref());
+            let effects = effects_for(&sid, form, found.fields_json.as_deref());
             c.insert_effects(&effects)?;
             audit::record(c, &user, "submission.release", ("submission", &sid), Some(&note))?;
             Ok(effects.len())

@@ -122,7 +122,7 @@ pub trait HookStore: Store {
     fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>>;
     fn hook_stats(&mut self) -> QueryResult<HookStats>;
     /// Retention's `content`: the bodies of these events and of their conflicts go (the
-    /// anchor rows' content goes with `lifecycle::purge::tombstone`).
+    /// anchor rows' content goes with `db::purge::tombstone`).
     fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()>;
     /// Retention's `keys`: these events and every inbound row naming them.
     fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()>;

@@ -7,7 +7,6 @@
 //! (duplicate or not) is left as it is: every decision is kept.
 
 use chrono::{Duration, NaiveDateTime};
-use diesel::prelude::*;
 
 use super::canonical::Contact;
 use super::{link_keys, parse, pending_pair, screened_forms};
@@ -15,7 +14,7 @@ use crate::config::Config;
 use crate::db::admin::effects::EffectAdminStore;
 use crate::db::duplicates::{DuplicateStore, Lookup, SCREENING};
 use crate::db::models::NewSubmission;
-use crate::db::schema::{duplicate_pairs, submissions};
+use crate::db::rescreen::{RescreenPage, RescreenStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::{Channel, PairStatus, SubmissionId};
 use crate::with_conn;
@@ -84,7 +83,7 @@ impl std::fmt::Display for RescreenReport {
     }
 }
 
-type Row = (String, String, Option<String>, NaiveDateTime, String, bool);
+type Row = crate::db::rescreen::RescreenRow;
 
 /// Screens again the stored submissions of `form` (else every configured form) received
 /// at or after `since`.
@@ -103,34 +102,8 @@ pub fn rescreen(
     let mut after: Option<(NaiveDateTime, String)> = None;
     let mut ids = Vec::new();
     loop {
-        let batch: Vec<Row> = with_conn!(pool, |c| {
-            let mut q = submissions::table
-                .filter(submissions::form.eq_any(&forms))
-                .filter(submissions::spam.eq(false))
-                .filter(submissions::content_purged_at.is_null())
-                .order((submissions::received_at, submissions::id))
-                .limit(BATCH)
-                .select((
-                    submissions::id,
-                    submissions::form,
-                    submissions::fields_json,
-                    submissions::received_at,
-                    submissions::fingerprint,
-                    submissions::keyless,
-                ))
-                .into_boxed();
-            if let Some(since) = since {
-                q = q.filter(submissions::received_at.ge(since));
-            }
-            if let Some((t, id)) = &after {
-                q = q.filter(
-                    submissions::received_at
-                        .gt(*t)
-                        .or(submissions::received_at.eq(*t).and(submissions::id.gt(id))),
-                );
-            }
-            q.load(c).map_err(DbError::from)
-        })?;
+        let page = RescreenPage { forms: &forms, since, after: after.as_ref(), limit: BATCH };
+        let batch: Vec<Row> = with_conn!(pool, |c| c.rescreen_page(&page).map_err(DbError::from))?;
         let Some(last) = batch.last() else { break };
         after = Some((last.3, last.0.clone()));
         let (screened, decided) =
@@ -141,11 +114,7 @@ pub fn rescreen(
         while super::screen::screen_pending(config, pool)? > 0 {}
     }
     for chunk in ids.chunks(500) {
-        let counts: Vec<PairStatus> = with_conn!(pool, |c| duplicate_pairs::table
-            .filter(duplicate_pairs::duplicate_id.eq_any(chunk))
-            .select(duplicate_pairs::status)
-            .load(c)
-            .map_err(DbError::from))?;
+        let counts = with_conn!(pool, |c| c.pair_statuses_of(chunk).map_err(DbError::from))?;
         report.open += counts.iter().filter(|s| **s == PairStatus::Open).count();
         report.same_sender += counts.iter().filter(|s| **s == PairStatus::SameSender).count();
     }
@@ -157,35 +126,24 @@ fn again(
     c: &mut crate::db::DbConnection,
     config: &Config,
     batch: &[Row],
-) -> Result<(Vec<String>, usize), diesel::result::Error> {
+) -> diesel::QueryResult<(Vec<String>, usize)> {
     let (mut screened, mut decided) = (Vec::new(), 0);
     for (id, form_name, fields_json, received_at, fingerprint, keyless) in batch {
         let Some(form) = config.form(form_name) else { continue };
-        let is_decided = duplicate_pairs::table
-            .filter(duplicate_pairs::duplicate_id.eq(id))
-            .filter(duplicate_pairs::status.eq_any([PairStatus::Duplicate, PairStatus::NotDuplicate]))
-            .count()
-            .get_result::<i64>(c)?
-            > 0;
+        let is_decided = c.has_decided_pair(id)?;
         let fields = parse(fields_json.as_deref());
         let digests = Contact::of(form, |n| fields.get(n).map(String::as_str)).digests();
-        diesel::update(submissions::table.filter(submissions::id.eq(id)))
-            .set((
-                submissions::email_digest.eq(&digests.email),
-                submissions::phone_digest.eq(&digests.phone),
-                submissions::name_digest.eq(&digests.name),
-            ))
-            .execute(c)?;
+        c.set_contact_digests(
+            id,
+            digests.email.as_deref(),
+            digests.phone.as_deref(),
+            digests.name.as_deref(),
+        )?;
         if is_decided {
             decided += 1;
             continue;
         }
-        diesel::delete(
-            duplicate_pairs::table
-                .filter(duplicate_pairs::duplicate_id.eq(id))
-                .filter(duplicate_pairs::status.eq_any([PairStatus::Open, PairStatus::SameSender])),
-        )
-        .execute(c)?;
+        c.drop_undecided_pairs_of(id)?;
         let probe = NewSubmission {
             id: SubmissionId::from(id.clone()),
             form: form_name.clone(),
@@ -220,12 +178,7 @@ fn again(
             c.release_held_of(id, crate::clock::now())?; // no pair any more: nothing held for one
         }
         for original in candidates {
-            let decided_pair = duplicate_pairs::table
-                .filter(duplicate_pairs::original_id.eq(&original))
-                .filter(duplicate_pairs::duplicate_id.eq(id))
-                .count()
-                .get_result::<i64>(c)?
-                > 0;
+            let decided_pair = c.pair_exists(&original, id)?;
             if !decided_pair {
                 let mut pair = pending_pair(form_name, original, id.clone(), *received_at);
                 pair.status = SCREENING;

@@ -22,13 +22,13 @@ use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
 
-use super::purge::{tombstone, TotalStore};
 use crate::clock::now;
 use crate::config::hooks::HandlerKind;
 use crate::config::{Config, CrmAdapterName};
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
 use crate::db::erasure::{self, ErasedEffect, Found};
+use crate::db::purge::{tombstone, TotalStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::keyring;
 use crate::domain::FieldType;

@@ -7,14 +7,13 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
-use diesel::prelude::*;
 
 use super::csv;
 use crate::accept::import::{import_row, Imported};
 use crate::accept::Intake;
 use crate::clock::now;
 use crate::config::{Config, FormConfig};
-use crate::db::schema::duplicate_pairs;
+use crate::db::rescreen::RescreenStore;
 use crate::db::{DbError, Pool, Store};
 use crate::deliveries::Channel;
 use crate::domain::keyring::keyring;
@@ -217,11 +216,7 @@ fn import_batch(
                     Imported::AlreadyPresent => present += 1,
                 }
             }
-            let paired: Vec<String> = duplicate_pairs::table
-                .filter(duplicate_pairs::duplicate_id.eq_any(&new_ids))
-                .select(duplicate_pairs::duplicate_id)
-                .distinct()
-                .load(c)?;
+            let paired = c.paired_among(&new_ids)?;
             let counts = (new_ids.len(), present, paired.len());
             if o.dry_run {
                 return Err(Tx::DryRun(counts));

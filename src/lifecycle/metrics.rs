@@ -6,13 +6,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use chrono::{Duration, NaiveDateTime};
-use diesel::dsl::{count_star, max, min};
-use diesel::prelude::*;
-
-use crate::db::schema::{deliveries, purge_passes, purge_totals, submissions};
+use crate::db::lifecycle_stats::LifecycleStatsStore;
 use crate::db::{DbError, Pool};
 use crate::with_conn;
+use chrono::{Duration, NaiveDateTime};
 
 /// Upper bounds (seconds) of the spread histogram's buckets.
 pub const SPREAD_BUCKETS: [f64; 10] =
@@ -40,41 +37,18 @@ impl LifecycleStats {
     }
 }
 
-type Spread = (Option<String>, Option<NaiveDateTime>, Option<NaiveDateTime>);
-
 pub fn read(pool: &Pool, now: NaiveDateTime) -> Result<LifecycleStats, DbError> {
-    with_conn!(pool, |c| {
-        let purged = purge_totals::table
-            .order((purge_totals::form, purge_totals::kind))
-            .select((purge_totals::form, purge_totals::kind, purge_totals::purged_rows))
-            .load(c)?;
-        let last_pass = purge_passes::table
-            .order(purge_passes::started_at.desc())
-            .select((purge_passes::started_at, purge_passes::duration_ms))
-            .first(c)
-            .optional()?;
-        let oldest: Vec<(String, Option<NaiveDateTime>)> = submissions::table
-            .filter(submissions::content_purged_at.is_null())
-            .group_by(submissions::form)
-            .select((submissions::form, min(submissions::received_at)))
-            .load(c)?;
-        let rows: Vec<Spread> = deliveries::table
-            .filter(deliveries::received_at.ge(now - Duration::days(SPREAD_DAYS)))
-            .filter(deliveries::operation_id.is_not_null())
-            .group_by((deliveries::form, deliveries::operation_id))
-            .having(count_star().gt(1))
-            .select((deliveries::form, min(deliveries::received_at), max(deliveries::received_at)))
-            .load(c)?;
-        let mut spreads: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for (form, first, last) in rows {
-            if let (Some(form), Some(first), Some(last)) = (form, first, last) {
-                spreads.entry(form).or_default().push((last - first).num_milliseconds() as f64 / 1000.0);
-            }
+    let since = now - Duration::days(SPREAD_DAYS);
+    let rows = with_conn!(pool, |c| c.lifecycle_rows(since).map_err(DbError::from))?;
+    let mut spreads: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (form, first, last) in rows.redelivered {
+        if let (Some(form), Some(first), Some(last)) = (form, first, last) {
+            spreads.entry(form).or_default().push((last - first).num_milliseconds() as f64 / 1000.0);
         }
-        spreads.values_mut().for_each(|v| v.sort_by(f64::total_cmp));
-        let oldest_content = oldest.into_iter().filter_map(|(f, t)| t.map(|t| (f, t))).collect();
-        Ok::<_, DbError>(LifecycleStats { purged, last_pass, oldest_content, spreads })
-    })
+    }
+    spreads.values_mut().for_each(|v| v.sort_by(f64::total_cmp));
+    let oldest_content = rows.oldest.into_iter().filter_map(|(f, t)| t.map(|t| (f, t))).collect();
+    Ok(LifecycleStats { purged: rows.purged, last_pass: rows.last_pass, oldest_content, spreads })
 }
 
 /// A family of gauges or counters by form, and its twin by webhook source for the rows of

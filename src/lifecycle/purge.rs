@@ -15,19 +15,15 @@
 use std::time::Instant;
 
 use chrono::NaiveDateTime;
-use diesel::connection::SimpleConnection;
-use diesel::prelude::*;
-use uuid::Uuid;
 
 use crate::config::retention::scopes;
 use crate::config::Config;
 use crate::db::hooks::HookStore;
-use crate::db::schema::{
-    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine,
-    purge_passes, purge_totals, side_effects, submissions,
+use crate::db::purge::{
+    delete_cap_rows, delete_submissions, pick_caps, pick_content, pick_quarantined, pick_tombstones,
+    record_pass, relax_commit, tombstone, TotalStore,
 };
-use crate::db::{DbConnection, DbError, Pool, Writes, LOCK_POLL};
-use crate::domain::EffectState;
+use crate::db::{DbError, Pool, Writes, LOCK_POLL};
 
 /// The kind under which deleted confirmation-cap rows are counted (`/metrics`).
 pub const CAPS: &str = "confirmation_caps";
@@ -51,92 +47,6 @@ impl PurgeReport {
     /// Confirmation-cap rows deleted.
     pub fn caps_total(&self) -> i64 {
         self.caps.iter().map(|(_, n)| n).sum()
-    }
-}
-
-/// The submissions of `form` received before `before`, oldest first.
-#[diesel::dsl::auto_type(no_type_alias)]
-fn received_before<'a>(form: &'a str, before: NaiveDateTime, limit: i64) -> _ {
-    submissions::table
-        .filter(submissions::form.eq(form))
-        .filter(submissions::received_at.lt(before))
-        .order(submissions::received_at)
-        .limit(limit)
-        .select(submissions::id)
-}
-
-/// Up to `limit` submissions whose content is due; PostgreSQL skips rows another purge (or
-/// a conflict insert) holds.
-fn pick_content(
-    c: &mut DbConnection,
-    form: &str,
-    before: NaiveDateTime,
-    limit: i64,
-) -> QueryResult<Vec<String>> {
-    let due = received_before(form, before, limit).filter(submissions::content_purged_at.is_null());
-    match c {
-        DbConnection::Pg(pg) => due.for_no_key_update().skip_locked().load(pg),
-        DbConnection::Sqlite(sqlite) => due.load(sqlite),
-    }
-}
-
-/// Up to `limit` tombstones (or submissions) whose key is due.
-fn pick_tombstones(
-    c: &mut DbConnection,
-    form: &str,
-    before: NaiveDateTime,
-    limit: i64,
-) -> QueryResult<Vec<String>> {
-    let due = received_before(form, before, limit);
-    match c {
-        DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg),
-        DbConnection::Sqlite(sqlite) => due.load(sqlite),
-    }
-}
-
-/// Up to `limit` recipient digests of `form`'s confirmation caps last taken at or before `before`.
-fn pick_caps(
-    c: &mut DbConnection,
-    form: &str,
-    before: NaiveDateTime,
-    limit: i64,
-) -> QueryResult<Vec<String>> {
-    let due = confirmation_caps::table
-        .filter(confirmation_caps::form.eq(form))
-        .filter(confirmation_caps::last_at.le(before))
-        .limit(limit)
-        .select(confirmation_caps::email_digest);
-    match c {
-        DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg),
-        DbConnection::Sqlite(sqlite) => due.load(sqlite),
-    }
-}
-
-/// Up to `limit` of a webhook source's quarantined deliveries received before `before`.
-fn pick_quarantined(
-    c: &mut DbConnection,
-    source: &str,
-    before: NaiveDateTime,
-    limit: i64,
-) -> QueryResult<Vec<String>> {
-    let due = inbound_quarantine::table
-        .filter(inbound_quarantine::source.eq(source))
-        .filter(inbound_quarantine::received_at.lt(before))
-        .order(inbound_quarantine::received_at)
-        .limit(limit)
-        .select(inbound_quarantine::id);
-    match c {
-        DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg),
-        DbConnection::Sqlite(sqlite) => due.load(sqlite),
-    }
-}
-
-/// A purge batch need not wait for the disk: a crash loses at most the last batches, which
-/// the next pass purges again (PostgreSQL `synchronous_commit = off`).
-fn relax_commit(c: &mut DbConnection) -> QueryResult<()> {
-    match c {
-        DbConnection::Pg(pg) => pg.batch_execute("SET LOCAL synchronous_commit = off"),
-        DbConnection::Sqlite(_) => Ok(()),
     }
 }
 
@@ -231,46 +141,6 @@ pub fn purge_quarantined(
     })
 }
 
-/// Makes tombstones of `ids` (those not purged yet): the content and its copies go (an
-/// inbound event's body and its conflicts' bodies included).
-/// Returns the number of submissions purged.
-pub(crate) fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
-    let n = diesel::update(
-        submissions::table
-            .filter(submissions::id.eq_any(ids))
-            .filter(submissions::content_purged_at.is_null()),
-    )
-    .set((
-        submissions::fields_json.eq(None::<String>),
-        submissions::email_digest.eq(None::<String>),
-        submissions::phone_digest.eq(None::<String>),
-        submissions::name_digest.eq(None::<String>),
-        submissions::content_purged_at.eq(Some(now)),
-    ))
-    .execute(c)?;
-    diesel::update(conflicts::table.filter(conflicts::submission_id.eq_any(ids)))
-        .set(conflicts::fields_json.eq(None::<String>))
-        .execute(c)?;
-    c.forget_bodies(ids)?;
-    // Nothing is left to send: effects still waiting are cancelled, their records kept.
-    // The state is compared as `state || ''`, which no index serves: the batch's ids pick the
-    // rows (unique index by submission). With `state = 'PENDING'`, statistics taken before a
-    // backlog built up (workers stopped, a CRM down) made PostgreSQL walk every PENDING
-    // record through `side_effects_due` instead: 340 ms a batch at 900,000 of them.
-    diesel::update(
-        side_effects::table
-            .filter(side_effects::submission_id.eq_any(ids))
-            .filter(side_effects::state.concat("").eq(EffectState::Pending.as_str())),
-    )
-    .set((
-        side_effects::state.eq(EffectState::Cancelled),
-        side_effects::last_error.eq(Some("content purged before delivery")),
-        side_effects::updated_at.eq(now),
-    ))
-    .execute(c)?;
-    Ok(n)
-}
-
 /// One batch of tombstone deletions (after `keys`): the submission and everything naming it.
 pub fn delete_tombstones(
     writes: &Writes,
@@ -285,22 +155,7 @@ pub fn delete_tombstones(
         if ids.is_empty() {
             return Ok(0);
         }
-        let effects =
-            side_effects::table.filter(side_effects::submission_id.eq_any(&ids)).select(side_effects::id);
-        diesel::delete(effect_attempts::table.filter(effect_attempts::effect_id.eq_any(effects)))
-            .execute(c)?;
-        diesel::delete(side_effects::table.filter(side_effects::submission_id.eq_any(&ids))).execute(c)?;
-        diesel::delete(conflicts::table.filter(conflicts::submission_id.eq_any(&ids))).execute(c)?;
-        diesel::delete(duplicate_pairs::table.filter(
-            duplicate_pairs::original_id.eq_any(&ids).or(duplicate_pairs::duplicate_id.eq_any(&ids)),
-        ))
-        .execute(c)?;
-        diesel::update(submissions::table.filter(submissions::duplicate_of.eq_any(&ids)))
-            .set(submissions::duplicate_of.eq(None::<String>))
-            .execute(c)?;
-        diesel::delete(deliveries::table.filter(deliveries::submission_id.eq_any(&ids))).execute(c)?;
-        c.delete_events(&ids)?;
-        let n = diesel::delete(submissions::table.filter(submissions::id.eq_any(&ids))).execute(c)?;
+        let n = delete_submissions(c, &ids)?;
         Ok(n as i64)
     })
 }
@@ -315,13 +170,7 @@ pub fn delete_caps(writes: &Writes, form: &str, before: NaiveDateTime, batch: i6
         if digests.is_empty() {
             return Ok(0);
         }
-        let n = diesel::delete(
-            confirmation_caps::table
-                .filter(confirmation_caps::form.eq(&form))
-                .filter(confirmation_caps::email_digest.eq_any(&digests))
-                .filter(confirmation_caps::last_at.le(before)),
-        )
-        .execute(c)?;
+        let n = delete_cap_rows(c, &form, &digests, before)?;
         Ok(n as i64)
     })
 }
@@ -336,36 +185,7 @@ fn record(writes: &Writes, report: &PurgeReport, now: NaiveDateTime) -> Result<(
         for (form, n) in report.caps.iter().filter(|(_, n)| *n > 0) {
             c.add_total(form, CAPS, *n)?;
         }
-        diesel::insert_into(purge_passes::table)
-            .values((
-                purge_passes::id.eq(Uuid::now_v7().to_string()),
-                purge_passes::started_at.eq(now),
-                purge_passes::duration_ms.eq(report.duration_ms),
-                purge_passes::purged_rows.eq(report.total()),
-            ))
-            .execute(c)?;
+        record_pass(c, now, report.duration_ms, report.total())?;
         Ok(())
     })
-}
-
-/// Counts rows purged of a form by kind (`content`, `keys`, `erasure`).
-pub trait TotalStore {
-    fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()>;
-}
-
-impl TotalStore for DbConnection {
-    fn add_total(&mut self, form: &str, kind: &str, n: i64) -> QueryResult<()> {
-        self.execute_native(
-            diesel::insert_into(purge_totals::table)
-                .values((
-                    purge_totals::form.eq(form),
-                    purge_totals::kind.eq(kind),
-                    purge_totals::purged_rows.eq(n),
-                ))
-                .on_conflict((purge_totals::form, purge_totals::kind))
-                .do_update()
-                .set(purge_totals::purged_rows.eq(purge_totals::purged_rows + n)),
-        )
-        .map(|_| ())
-    }
 }

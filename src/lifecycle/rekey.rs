@@ -9,10 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use diesel::prelude::*;
-
 use crate::config::Config;
-use crate::db::schema::{conflicts, submissions};
+use crate::db::rekey::{RekeyStore, Rekeyed};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::keyring;
 use crate::with_conn;
@@ -25,23 +23,13 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
     let mut converted = (0, 0);
     loop {
         let n = with_conn!(pool, |c| c.write_tx(|c| {
-            let rows: Vec<(String, String, Option<String>)> = submissions::table
-                .filter(submissions::fields_json.is_not_null())
-                .filter(submissions::fingerprint.not_like(&current))
-                .select((submissions::id, submissions::form, submissions::fields_json))
-                .limit(BATCH)
-                .load(c)?;
+            let rows = c.stale_submissions(&current, BATCH)?;
             for (id, form, json) in &rows {
                 let json = json.as_deref().unwrap_or_default();
                 let d = contact_digests(config, form, json);
-                diesel::update(submissions::table.find(id))
-                    .set((
-                        submissions::fingerprint.eq(keyring().digest(json)),
-                        submissions::email_digest.eq(d.email),
-                        submissions::phone_digest.eq(d.phone),
-                        submissions::name_digest.eq(d.name),
-                    ))
-                    .execute(c)?;
+                let fingerprint = keyring().digest(json);
+                let (email, phone, name) = (d.email.as_deref(), d.phone.as_deref(), d.name.as_deref());
+                c.set_submission_digests(id, &Rekeyed { fingerprint: &fingerprint, email, phone, name })?;
             }
             Ok::<_, DbError>(rows.len())
         }))?;
@@ -52,26 +40,9 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
     }
     loop {
         let n = with_conn!(pool, |c| c.write_tx(|c| {
-            let rows: Vec<(String, String, Option<String>)> = conflicts::table
-                .filter(conflicts::fields_json.is_not_null())
-                .filter(conflicts::fingerprint.not_like(&current))
-                .select((conflicts::id, conflicts::submission_id, conflicts::fields_json))
-                .limit(BATCH)
-                .load(c)?;
+            let rows = c.stale_conflicts(&current, BATCH)?;
             for (id, submission_id, json) in &rows {
-                let fp = keyring().digest(json.as_deref().unwrap_or_default());
-                let twin = conflicts::table
-                    .filter(conflicts::submission_id.eq(submission_id).and(conflicts::fingerprint.eq(&fp)))
-                    .select(conflicts::id)
-                    .first::<String>(c)
-                    .optional()?;
-                match twin {
-                    // The same content already recorded under the current key: one row is enough.
-                    Some(_) => diesel::delete(conflicts::table.find(id)).execute(c)?,
-                    None => diesel::update(conflicts::table.find(id))
-                        .set(conflicts::fingerprint.eq(fp))
-                        .execute(c)?,
-                };
+                c.rekey_conflict(id, submission_id, &keyring().digest(json.as_deref().unwrap_or_default()))?;
             }
             Ok::<_, DbError>(rows.len())
         }))?;
@@ -81,14 +52,7 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
         }
     }
     // Plain digests of purged rows cannot be keyed again and are reversible: drop them.
-    with_conn!(pool, |c| diesel::update(
-        submissions::table
-            .filter(submissions::fields_json.is_null())
-            .filter(submissions::fingerprint.not_like("%:%"))
-    )
-    .set((submissions::email_digest.eq(None::<String>), submissions::phone_digest.eq(None::<String>)))
-    .execute(c)
-    .map_err(DbError::from))?;
+    with_conn!(pool, |c| c.drop_plain_digests_of_purged().map_err(DbError::from))?;
     Ok(converted)
 }
 

@@ -5,3 +5,4 @@ pub mod browse;
 pub mod effects;
 pub mod review;
 pub mod sessions;
+pub mod spam;
