@@ -68,13 +68,18 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     };
     // Accept first, on the fresh database: no ANALYZE has run yet. With `--baseline`, the
     // other build's `serve` on a fresh database of its own runs the same traffic after each
-    // of this build's rows (interleaved, so both see the same state of the machine).
-    let baseline = opts.baseline.as_deref().map(|bin| {
-        let db = Db::new(backend);
-        let (path, _) = db.config(&hooks::with_source("[worker]\nenabled = false"));
-        let server = serve_bin(bin, &path);
-        (db, server)
-    });
+    // of this build's rows (interleaved, so both see the same state of the machine); it runs
+    // only while it is measured, as PostgreSQL's 100 connections do not hold two servers'
+    // pools beside pgbench's.
+    let start_baseline = || {
+        opts.baseline.as_deref().map(|bin| {
+            let db = Db::new(backend);
+            let (path, _) = db.config(&hooks::with_source("[worker]\nenabled = false"));
+            let server = serve_bin(bin, &path);
+            (db, server)
+        })
+    };
+    let mut baseline = start_baseline();
     let base = |clients: usize| {
         let (_, server) = baseline.as_ref()?;
         let t = rt.block_on(traffic::run(&[server.address()], Scenario::Accept, clients, secs));
@@ -85,6 +90,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let base16 = base(16);
     let fresh64 = http(Scenario::Accept, 64);
     let base64 = base(64);
+    drop(baseline);
     let (unique16, label) = if db.is_pg() {
         pool_batch(&pool, "ANALYZE");
         (http(Scenario::Accept, 16), "accept after ANALYZE")
@@ -96,6 +102,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let wrk32 = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs));
     let mut hooks_sent = hooks::Sent::default();
     let mut base_hooks = Vec::new();
+    baseline = start_baseline().filter(|_| opts.hooks);
     let hooks16: Vec<(hooks::Mode, Tally)> = hooks::Mode::ALL
         .into_iter()
         .filter(|_| opts.hooks)
@@ -181,8 +188,9 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     for r in &rows {
         print(backend, r);
     }
-    drop(server);
+    // The server screens what is left before the check (its screener scores the pairs).
     check(backend, &pool, accepted);
+    drop(server);
     if opts.hooks {
         hooks::check(backend, &pool, &hooks_sent);
     }
@@ -192,8 +200,21 @@ fn pool_batch(pool: &Pool, sql: &str) {
     with_conn!(pool, |c| c.batch_execute(sql).map_err(DbError::from)).unwrap();
 }
 
-/// Submissions = operations accepted, 3 effect records each, at most one pair per submission.
+/// Submissions = operations accepted, 3 effect records each, at most one pair per submission
+/// once the screener has scored every pair (it keeps one of a submission's candidates).
 fn check(backend: &str, pool: &Pool, accepted: usize) {
+    let unscored = || -> i64 {
+        with_conn!(pool, |c| duplicate_pairs::table
+            .filter(duplicate_pairs::status.eq(onceform::domain::PairStatus::Screening.as_str()))
+            .count()
+            .get_result(c)
+            .map_err(DbError::from))
+        .unwrap()
+    };
+    let waited = std::time::Instant::now();
+    while unscored() > 0 && waited.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     let (stats, pairs, paired) = with_conn!(pool, |c| {
         let counts = |c: &mut _| -> Result<(onceform::db::Stats, i64, i64), DbError> {
             let stats = Store::stats(c)?;
