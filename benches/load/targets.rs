@@ -76,12 +76,12 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             let db = Db::new(backend);
             let (path, _) = db.config(&hooks::with_source("[worker]\nenabled = false"));
             let server = serve_bin(bin, &path);
-            (db, server)
+            (server, db) // the server stops before its database is dropped
         })
     };
     let mut baseline = start_baseline();
     let base = |clients: usize| {
-        let (_, server) = baseline.as_ref()?;
+        let (server, _) = baseline.as_ref()?;
         let t = rt.block_on(traffic::run(&[server.address()], Scenario::Accept, clients, secs));
         assert_eq!(t.unexpected, 0, "{backend} baseline: unexpected answers");
         Some(t)
@@ -110,7 +110,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             let run = rt.block_on(hooks::run(&addrs[0], mode, 16, secs));
             assert_eq!(run.tally.unexpected, 0, "{backend} {}: unexpected answers", mode.name());
             hooks_sent.add(&run);
-            if let Some((_, server)) = &baseline {
+            if let Some((server, _)) = &baseline {
                 let b = rt.block_on(hooks::run(&server.address(), mode, 16, secs));
                 assert_eq!(b.tally.unexpected, 0, "{backend} baseline {}: unexpected answers", mode.name());
                 base_hooks.push(b.tally);
@@ -227,11 +227,17 @@ fn check(backend: &str, pool: &Pool, accepted: usize) {
         counts(c)
     })
     .unwrap();
+    let statuses: Vec<(String, i64)> = with_conn!(pool, |c| duplicate_pairs::table
+        .group_by(duplicate_pairs::status)
+        .select((duplicate_pairs::status, diesel::dsl::count_star()))
+        .load(c)
+        .map_err(DbError::from))
+    .unwrap();
     let effects = form_effects(&stats);
     let ok = stats.submissions == accepted as i64 && effects == 3 * stats.submissions && pairs == paired;
     println!(
         "\ntargets' consistency ({backend}): {} submissions for {accepted} operations accepted, {} effect \
-         records, {pairs} pair rows for {paired} paired submissions: {}\n",
+         records, {pairs} pair rows ({statuses:?}) for {paired} paired submissions: {}\n",
         stats.submissions,
         effects,
         if ok { "OK" } else { "FAILED" }
