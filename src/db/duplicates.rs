@@ -97,8 +97,8 @@ pub trait DuplicateStore {
     fn candidates(&mut self, lookup: &Lookup<'_>) -> QueryResult<Vec<String>>;
     /// Stores a pair unless it exists (a pair decided "not a duplicate" is never stored again).
     fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()>;
-    /// The pairs still being screened of up to `limit` new submissions, oldest first (all
-    /// the candidates of one submission together).
+    /// The pairs still being screened of the submissions named by the `limit` oldest such
+    /// pairs (all the candidates of one submission together).
     fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>>;
     /// Stores a pair's score and status (`open` for review, `same_sender` listed apart), or
     /// removes it when `scored` is `None`; false when another screener got there first.

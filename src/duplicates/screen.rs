@@ -20,7 +20,7 @@ use crate::db::{DbConnection, DbError, Pool, Store, Writes};
 use crate::domain::PairStatus;
 use crate::with_conn;
 
-/// Submissions (each with its candidates) screened per transaction batch at most.
+/// Pending pairs a transaction batch takes (with their submissions' other pairs).
 const BATCH: i64 = 256;
 /// How often the thread looks for pairs even when nobody woke it.
 const SWEEP: Duration = Duration::from_secs(5);
@@ -62,7 +62,7 @@ fn screen_loop(rx: &mpsc::Receiver<()>, config: &Arc<Config>, writes: &Writes) {
         loop {
             let config = config.clone();
             match writes.run(move |c| screen_batch(c, &config)) {
-                Ok(n) if n as i64 == BATCH => continue,
+                Ok(batch) if batch.full => continue,
                 Ok(_) => break,
                 Err(error) => {
                     tracing::warn!(%error, "duplicate screening postponed");
@@ -73,19 +73,30 @@ fn screen_loop(rx: &mpsc::Receiver<()>, config: &Arc<Config>, writes: &Writes) {
     }
 }
 
-/// Screens up to one batch of pending pairs in one transaction; how many there were.
+/// Screens up to one batch of pending pairs in one transaction; how many submissions it
+/// screened.
 pub fn screen_pending(config: &Config, pool: &Pool) -> Result<usize, DbError> {
-    with_conn!(pool, |c| c.write_tx(|c| screen_batch(c, config)))
+    with_conn!(pool, |c| c.write_tx(|c| screen_batch(c, config))).map(|b| b.screened)
 }
 
-fn screen_batch(c: &mut DbConnection, config: &Config) -> Result<usize, DbError> {
+/// What one batch did.
+struct Batch {
+    /// Submissions screened.
+    screened: usize,
+    /// The batch took as many pairs as it may: more may be waiting.
+    full: bool,
+}
+
+fn screen_batch(c: &mut DbConnection, config: &Config) -> Result<Batch, DbError> {
     let pairs = c.unscreened(BATCH)?;
     let mut screened = 0;
     for group in pairs.chunk_by(|a, b| a.duplicate.id == b.duplicate.id) {
         finish(c, config, group)?;
         screened += 1;
     }
-    Ok(screened)
+    // `unscreened` takes the submissions of up to BATCH pairs, each with all its pairs: a
+    // batch of a few submissions with many candidates each is full too.
+    Ok(Batch { screened, full: pairs.len() as i64 >= BATCH })
 }
 
 /// Judges one submission against its candidates (`pairs`, all naming it as the later one).
