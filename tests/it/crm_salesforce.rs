@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use onceform::config::{Config, CrmAdapterName};
+use onceform::config::Config;
 
 use crate::on_both_backends;
 use crate::support::crm::Fault;
@@ -28,7 +28,7 @@ async fn app(backend: Backend, tweak: impl FnOnce(&mut Config)) -> (DeliveryApp,
     let salesforce = FakeSalesforce::start().await;
     let url = salesforce.url.clone();
     let d = spawn_delivery_app(backend, |c| {
-        wire_vendor(c, CrmAdapterName::Salesforce, &url, FIELDS);
+        wire_vendor(c, "salesforce", &url, FIELDS);
         crm_only(c);
         tweak(c);
     })

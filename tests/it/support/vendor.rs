@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Once;
 
 use diesel::prelude::*;
-use onceform::config::{Config, CrmAdapterName};
+use onceform::config::Config;
 use onceform::db::schema::{side_effects, submissions};
 use onceform::db::DbError;
 use onceform::with_conn;
@@ -25,11 +25,10 @@ pub fn set_token() {
 }
 
 /// Points the app's CRM at a vendor fake with its own field mapping.
-pub fn wire_vendor(config: &mut Config, adapter: CrmAdapterName, url: &str, fields: &[(&str, &str)]) {
+pub fn wire_vendor(config: &mut Config, adapter: &str, url: &str, fields: &[(&str, &str)]) {
     set_token();
-    config.crm.adapter = Some(adapter);
+    config.crm.adapter = Some(adapter.into());
     config.crm.url = Some(url.to_string());
-    config.crm.lookup_url = None;
     config.crm.token_env = TOKEN_ENV.into();
     let form = config.forms.get_mut("contact").unwrap();
     form.crm_fields = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
