@@ -61,6 +61,20 @@ pub async fn lead_ref(app: &super::TestApp, key: &str) -> String {
     .await
 }
 
+/// The ID of the submission stored under `key` (for its admin page).
+pub async fn submission_id(app: &super::TestApp, key: &str) -> String {
+    let key = key.to_string();
+    app.query(move |pool| {
+        with_conn!(pool, |c| submissions::table
+            .filter(submissions::operation_id.eq(&key))
+            .select(submissions::id)
+            .first::<onceform::domain::SubmissionId>(c)
+            .map(|id| id.to_string())
+            .map_err(DbError::from))
+    })
+    .await
+}
+
 /// Puts every CRM lead in `state`, due now: as a worker that died after sending leaves it
 /// (`UNKNOWN`, once its lease runs out) or as an admin's "mark not sent" does (`PENDING`).
 pub async fn force_lead_state(app: &super::TestApp, state: &str) {
