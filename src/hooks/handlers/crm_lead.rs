@@ -9,9 +9,9 @@ use crate::effects::crm::{CrmAdapter, Lead};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Outcome, Report};
 use crate::hooks::config::{HandlerConfig, HandlerRules};
 
-pub struct CrmLeadKind;
+pub struct HookLeadKind;
 
-impl HandlerRules for CrmLeadKind {
+impl HandlerRules for HookLeadKind {
     fn name(&self) -> &'static str {
         "crm_lead"
     }
@@ -22,7 +22,7 @@ impl HandlerRules for CrmLeadKind {
     }
 }
 
-impl Handler for CrmLeadKind {
+impl Handler for HookLeadKind {
     fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         Ok(Arc::new(HookLead::new(h, deps)))
     }

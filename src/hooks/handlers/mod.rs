@@ -20,8 +20,12 @@ use super::ingest::record_kind;
 use crate::effects::{Deps, Effect, Registry};
 
 /// Every handler kind, one line each: a new kind is a file beside this one and its line here.
-static HANDLERS: &[&dyn Handler] =
-    &[&forward::ForwardKind, &crm_lead::CrmLeadKind, &owner_notification::NotifyKind, &webhook::WebhookKind];
+static HANDLERS: &[&dyn Handler] = &[
+    &forward::ForwardKind,
+    &crm_lead::HookLeadKind,
+    &owner_notification::NotifyKind,
+    &webhook::HookWebhookKind,
+];
 
 /// A kind of handler: what the configuration knows of it (`HandlerRules`) and how it runs.
 pub trait Handler: HandlerRules {

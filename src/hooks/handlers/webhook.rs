@@ -13,9 +13,9 @@ use crate::effects::webhook::{url_problems, Endpoint};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Report};
 use crate::hooks::config::{HandlerConfig, HandlerRules};
 
-pub struct WebhookKind;
+pub struct HookWebhookKind;
 
-impl HandlerRules for WebhookKind {
+impl HandlerRules for HookWebhookKind {
     fn name(&self) -> &'static str {
         "webhook"
     }
@@ -34,7 +34,7 @@ impl HandlerRules for WebhookKind {
     }
 }
 
-impl Handler for WebhookKind {
+impl Handler for HookWebhookKind {
     fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         Ok(Arc::new(HookWebhook::new(h, deps)?))
     }
