@@ -294,7 +294,7 @@ fn config_file(
     let forms = &DEFAULT_CONFIG[DEFAULT_CONFIG.find("[forms.contact]").unwrap()..];
     let text = format!(
         "[database]\nurl = {url:?}\nprepared_statements = false\npool_size = 8\nacquire_timeout_ms = 1000\n\n\
-         [crm]\nurl = \"{}/leads\"\nlookup_url = {:?}\n\n[smtp]\nurl = {:?}\n\n[worker]\n{worker}\n\n{forms}",
+         [crm]\nurl = \"{}/leads\"\n\n[crm.generic]\nlookup_url = {:?}\n\n[smtp]\nurl = {:?}\n\n[worker]\n{worker}\n\n{forms}",
         crm.url,
         crm.lookup_url(),
         smtp.url

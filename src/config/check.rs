@@ -1,11 +1,11 @@
-//! The configuration's own rules: every problem in it, each named by its path (the effect
-//! kinds' rules are added by `crate::check`).
+//! The configuration's own rules: every problem in it, each named by its path (the CRM
+//! adapter's and the effect kinds' rules are added by `crate::check`).
 
 use std::collections::HashSet;
 
 use validator::{Validate, ValidationErrors};
 
-use super::{Config, CrmAdapterName, FormConfig};
+use super::{Config, FormConfig};
 use crate::domain::FieldType;
 
 /// The problems found in `config` by its own rules (`crate::check::problems` adds the
@@ -17,21 +17,6 @@ pub fn problems(config: &Config) -> Vec<String> {
     push_validation(&mut out, "worker", config.worker.validate());
     if config.worker.call_timeout_ms / 1000 >= config.worker.lease_seconds {
         out.push("worker.lease_seconds: must be longer than worker.call_timeout_ms".into());
-    }
-    let crm = &config.crm;
-    match crm.adapter() {
-        CrmAdapterName::File => {}
-        CrmAdapterName::Generic | CrmAdapterName::Hubspot | CrmAdapterName::Salesforce
-            if crm.url.is_none() =>
-        {
-            out.push("crm.url: this CRM adapter needs a URL (or ONCEFORM_CRM_URL)".into())
-        }
-        _ => {}
-    }
-    if let Some(l) = &crm.lookup_url {
-        if !l.contains("{external_ref}") {
-            out.push("crm.lookup_url: must contain {external_ref}".into());
-        }
     }
     if config.forms.is_empty() {
         out.push("forms: no form is declared".into());

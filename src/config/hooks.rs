@@ -2,57 +2,145 @@
 
 use serde::Deserialize;
 
-/// How a source's deliveries are authenticated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VerifyKind {
-    StandardWebhooks,
-    Github,
-    Stripe,
-    Wecom,
-    /// No signature (only behind a network boundary you trust).
-    None,
-}
+/// What the configuration knows of a verifier: its name in `verify = "…"`, the settings of
+/// `[hooks.NAME]` it needs, what its signature covers and how late its provider redelivers.
+/// Verifying itself is the rest of the verifier, in `hooks::verify` (which lists them and
+/// implements `Deserialize` for `Verify`).
+pub trait VerifierRules: Sync {
+    fn name(&self) -> &'static str;
 
-impl VerifyKind {
-    /// Whether `spec` takes the event ID from a header that the signature does not cover:
-    /// every header of a signed source but Standard Webhooks' `webhook-id` (GitHub's
-    /// `X-GitHub-Delivery` included: GitHub signs only the body and sends no timestamp).
-    pub fn unsigned_header(self, spec: &str) -> bool {
-        let Some(name) = spec.strip_prefix("header:") else { return false };
-        match self {
-            VerifyKind::None => false,
-            VerifyKind::StandardWebhooks => !name.eq_ignore_ascii_case("webhook-id"),
-            VerifyKind::Github | VerifyKind::Stripe | VerifyKind::Wecom => true,
-        }
+    /// check-config: what `hook` (called `at`, i.e. `hooks.NAME`) lacks for this verifier.
+    fn problems(&self, _at: &str, _hook: &HookConfig) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether deliveries are signed at all (`none`: they are not).
+    fn signs(&self) -> bool {
+        true
+    }
+
+    /// Whether the signature covers header `name` (lower-case).
+    fn signs_header(&self, _name: &str) -> bool {
+        false
+    }
+
+    /// Where the provider puts its event ID when `event_id` is not set.
+    fn default_event_id(&self) -> Option<EventIdSpec> {
+        None
     }
 
     /// How late the provider may still deliver an event again (its documented automatic
     /// retries, or how far back its "redeliver" reaches), rounded up; `None`: unknown.
-    pub fn redelivery_span(self) -> Option<(chrono::Duration, &'static str)> {
-        match self {
-            VerifyKind::Stripe => Some((chrono::Duration::days(3), "Stripe retries for up to 3 days")),
-            VerifyKind::StandardWebhooks => Some((
-                chrono::Duration::days(5),
-                "Svix-style senders retry for about 28 hours and keep an endpoint for 5 days of failures",
-            )),
-            VerifyKind::Github => Some((
-                chrono::Duration::days(3),
-                "GitHub redelivers deliveries of the past 3 days on request",
-            )),
-            VerifyKind::Wecom => Some((chrono::Duration::minutes(1), "WeCom retries 3 times within seconds")),
-            VerifyKind::None => None,
-        }
+    fn redelivery_span(&self) -> Option<(chrono::Duration, &'static str)> {
+        None
+    }
+}
+
+/// A source's verifier (`verify = "…"`), one of `hooks::verify`'s list.
+#[derive(Clone, Copy)]
+pub struct Verify(pub &'static dyn VerifierRules);
+
+impl Verify {
+    pub fn as_str(self) -> &'static str {
+        self.0.name()
     }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VerifyKind::StandardWebhooks => "standard-webhooks",
-            VerifyKind::Github => "github",
-            VerifyKind::Stripe => "stripe",
-            VerifyKind::Wecom => "wecom",
-            VerifyKind::None => "none",
+    /// Whether `spec` takes the event ID from a header that the signature does not cover
+    /// (GitHub's `X-GitHub-Delivery` included: GitHub signs only the body).
+    pub fn unsigned_header(self, spec: &EventIdSpec) -> bool {
+        match spec {
+            EventIdSpec::Header(name) => self.0.signs() && !self.0.signs_header(name),
+            EventIdSpec::Json(_) => false,
         }
+    }
+}
+
+impl std::ops::Deref for Verify {
+    type Target = dyn VerifierRules;
+    fn deref(&self) -> &Self::Target {
+        self.0
+    }
+}
+
+impl PartialEq for Verify {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl std::fmt::Debug for Verify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a delivery's event ID is read: `header:NAME` or `json:/pointer`, parsed when the
+/// configuration is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventIdSpec {
+    /// A header (its name in lower case).
+    Header(String),
+    /// A JSON pointer into the verified body (a string or a number).
+    Json(String),
+}
+
+impl EventIdSpec {
+    pub fn parse(spec: &str) -> Option<EventIdSpec> {
+        if let Some(name) = spec.strip_prefix("header:").filter(|n| !n.trim().is_empty()) {
+            return Some(EventIdSpec::Header(name.trim().to_ascii_lowercase()));
+        }
+        spec.strip_prefix("json:").filter(|p| p.starts_with('/')).map(|p| EventIdSpec::Json(p.to_string()))
+    }
+}
+
+impl std::fmt::Display for EventIdSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EventIdSpec::Header(name) => write!(f, "header:{name}"),
+            EventIdSpec::Json(pointer) => write!(f, "json:{pointer}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EventIdSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let spec = String::deserialize(d)?;
+        EventIdSpec::parse(&spec)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{spec}`: `header:NAME` or `json:/pointer`")))
+    }
+}
+
+/// What the configuration knows of a handler kind: its name in `kind = "…"` and the settings
+/// of a handler it needs. Running it is the rest of the kind, in `hooks::handlers` (which
+/// lists them and implements `Deserialize` for `HandlerKind`).
+pub trait HandlerRules: Sync {
+    fn name(&self) -> &'static str;
+
+    /// check-config: what `handler` (called `at`, i.e. `hooks.S.handlers.NAME`) lacks.
+    fn problems(&self, _at: &str, _handler: &HandlerConfig) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A handler's kind (`kind = "…"`), one of `hooks::handlers`' list.
+#[derive(Clone, Copy)]
+pub struct HandlerKind(pub &'static dyn HandlerRules);
+
+impl HandlerKind {
+    pub fn as_str(self) -> &'static str {
+        self.0.name()
+    }
+}
+
+impl PartialEq for HandlerKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl std::fmt::Debug for HandlerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -71,7 +159,7 @@ pub enum StoreDown {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookConfig {
-    pub verify: VerifyKind,
+    pub verify: Verify,
     /// The variable holding the signing secret (standard-webhooks `whsec_…`, GitHub, Stripe).
     /// Several secrets during a rotation: separated by spaces (GitHub: by new lines).
     #[serde(default)]
@@ -85,9 +173,9 @@ pub struct HookConfig {
     /// WeCom: the CorpID (or suite ID) every decrypted message must name.
     #[serde(default)]
     pub corp_id: Option<String>,
-    /// `header:NAME` or `json:/pointer`; unset: the provider's own (see `event_id`).
+    /// `header:NAME` or `json:/pointer`; unset: the provider's own (`default_event_id`).
     #[serde(default)]
-    pub event_id: Option<String>,
+    pub event_id: Option<EventIdSpec>,
     #[serde(default)]
     pub when_store_down: StoreDown,
     /// How far a signed timestamp may be from now.
@@ -101,26 +189,6 @@ pub struct HookConfig {
     /// the same windows as a form's).
     #[serde(default)]
     pub retention: super::RetentionConfig,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HandlerKind {
-    Forward,
-    CrmLead,
-    OwnerNotification,
-    Webhook,
-}
-
-impl HandlerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HandlerKind::Forward => "forward",
-            HandlerKind::CrmLead => "crm_lead",
-            HandlerKind::OwnerNotification => "owner_notification",
-            HandlerKind::Webhook => "webhook",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -181,7 +249,7 @@ impl HookConfig {
                  naturally idempotent, internal handlers"
             ));
         }
-        let Some(spec) = self.event_id.as_deref() else { return out };
+        let Some(spec) = &self.event_id else { return out };
         if !self.verify.unsigned_header(spec) {
             return out;
         }
@@ -201,51 +269,14 @@ impl HookConfig {
         if !source.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             out.push(format!("{at}: a source name may hold only letters, digits, - and _"));
         }
-        match self.verify {
-            VerifyKind::StandardWebhooks | VerifyKind::Github | VerifyKind::Stripe
-                if self.secret_env.is_none() =>
-            {
-                out.push(format!("{at}.secret_env: names the variable holding the secret"))
-            }
-            VerifyKind::Wecom
-                if self.token_env.is_none() || self.aes_key_env.is_none() || self.corp_id.is_none() =>
-            {
-                out.push(format!("{at}: wecom needs token_env, aes_key_env and corp_id"))
-            }
-            _ => {}
-        }
-        if let Some(e) = &self.event_id {
-            if !(e.starts_with("header:") || e.starts_with("json:/")) {
-                out.push(format!("{at}.event_id: `header:NAME` or `json:/pointer`"));
-            }
-        }
+        out.extend(self.verify.problems(&at, self));
         let mut seen = std::collections::HashSet::new();
         for h in &self.handlers {
             let hat = format!("{at}.handlers.{}", h.name);
             if h.name.is_empty() || h.name.contains(':') || !seen.insert(h.name.as_str()) {
                 out.push(format!("{hat}: names must be unique, non-empty and without `:`"));
             }
-            if matches!(h.kind, HandlerKind::Forward | HandlerKind::Webhook) && h.url.is_none() {
-                out.push(format!("{hat}.url: a {} handler needs a URL", h.kind.as_str()));
-            }
-            if h.kind == HandlerKind::Webhook && h.secret_env.is_none() {
-                out.push(format!(
-                    "{hat}.secret_env: a webhook handler needs the variable holding its whsec_ secret"
-                ));
-            }
-            if let Some(l) = &h.lookup_url {
-                if !l.contains("{key}") {
-                    out.push(format!("{hat}.lookup_url: must contain {{key}}"));
-                }
-            }
-            if h.kind == HandlerKind::OwnerNotification && h.notify.is_empty() {
-                out.push(format!("{hat}.notify: an owner_notification handler needs addresses"));
-            }
-            for (field, ptr) in &h.crm_fields {
-                if !ptr.is_empty() && !ptr.starts_with('/') {
-                    out.push(format!("{hat}.crm_fields.{field}: a JSON pointer starts with /"));
-                }
-            }
+            out.extend(h.kind.0.problems(&hat, h));
         }
         out
     }
@@ -293,11 +324,13 @@ mod tests {
     fn problems_name_each_missing_or_wrong_setting() {
         let parse = |t: &str| toml::from_str::<HookConfig>(t).unwrap();
         let ok = parse(
-            "verify = \"github\"\nsecret_env = \"S\"\n[[handlers]]\nname = \"a\"\nkind = \"forward\"\nurl = \"http://x\"",
+            "verify = \"github\"\nsecret_env = \"S\"\n[[handlers]]\nname = \"a\"\nkind = \"forward\"\nurl = \"https://x\"",
         );
         assert!(ok.problems("gh").is_empty());
+        let e = toml::from_str::<HookConfig>("verify = \"none\"\nevent_id = \"body:/id\"").unwrap_err();
+        assert!(e.to_string().contains("`header:NAME` or `json:/pointer`"), "{e}");
         let bad = parse(
-            "verify = \"wecom\"\nevent_id = \"body:/id\"\n\
+            "verify = \"wecom\"\n\
              [[handlers]]\nname = \"a\"\nkind = \"forward\"\nlookup_url = \"http://x/\"\n\
              [[handlers]]\nname = \"a\"\nkind = \"owner_notification\"",
         );
@@ -305,7 +338,6 @@ mod tests {
         for needle in [
             "hooks.we com: a source name",
             "wecom needs token_env, aes_key_env and corp_id",
-            "event_id: `header:NAME` or `json:/pointer`",
             "handlers.a.url: a forward handler needs a URL",
             "handlers.a.lookup_url: must contain {key}",
             "handlers.a: names must be unique",

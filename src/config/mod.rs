@@ -1,6 +1,7 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 mod check;
+pub mod crm;
 mod database_url;
 mod email;
 pub mod hooks;
@@ -23,6 +24,7 @@ use validator::Validate;
 use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema};
 
 pub use check::{problems, warnings};
+pub use crm::CrmConfig;
 pub use database_url::DatabaseUrl;
 pub use email::EmailTexts;
 pub use hooks::HookConfig;
@@ -156,47 +158,6 @@ pub struct SmtpConfig {
     pub mail_dir: String,
 }
 
-/// Where leads go; see `src/effects/crm/` for the adapters.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CrmConfig {
-    /// `file`, `generic`, `hubspot` or `salesforce`; default `generic` when `url` is set, else `file`.
-    pub adapter: Option<CrmAdapterName>,
-    /// generic: the URL leads are POSTed to; hubspot/salesforce: the API base URL.
-    pub url: Option<String>,
-    /// generic: lookup URL with `{external_ref}`; without it, unknown outcomes wait for an admin.
-    pub lookup_url: Option<String>,
-    /// The environment variable holding the API token (never logged).
-    pub token_env: String,
-    /// file: leads are written as `DIR/leads/{external_ref}.json`.
-    pub dir: String,
-    /// hubspot: the unique contact property holding the external reference.
-    pub hubspot_id_property: String,
-    /// salesforce: the Lead External ID field holding the external reference.
-    pub salesforce_external_id_field: String,
-    /// Allow `http://` CRM URLs to hosts other than loopback (else only `https://`).
-    pub allow_http: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CrmAdapterName {
-    File,
-    Generic,
-    Hubspot,
-    Salesforce,
-}
-
-impl CrmConfig {
-    pub fn adapter(&self) -> CrmAdapterName {
-        match (self.adapter, &self.url) {
-            (Some(a), _) => a,
-            (None, Some(_)) => CrmAdapterName::Generic,
-            (None, None) => CrmAdapterName::File,
-        }
-    }
-}
-
 /// The side-effect workers (inside `serve`, or alone as `onceform worker`).
 #[derive(Debug, Clone, Deserialize, Validate)]
 #[serde(deny_unknown_fields, default)]
@@ -262,9 +223,15 @@ pub struct FormConfig {
     /// Addresses that get the owner notification (Reply-To: the visitor).
     #[serde(default)]
     pub notify: Vec<String>,
-    /// CRM field name for each form field sent with the lead (default: the same names).
+    /// CRM field name for each form field sent with the lead (default: every field under its
+    /// own name, and the journey ID as `journey_id`); with a mapping, the journey ID is sent
+    /// only if `journey_id` is mapped too.
     #[serde(default)]
     pub crm_fields: BTreeMap<String, String>,
+    /// A value for a CRM field that the mapping leaves blank or unmapped (e.g. Salesforce
+    /// Lead's required `Company`): CRM field name → constant.
+    #[serde(default)]
+    pub crm_defaults: BTreeMap<String, String>,
     /// The duplicate detector: how far back it looks and what a likely duplicate does.
     #[serde(default)]
     #[validate(nested)]
@@ -539,21 +506,6 @@ impl Default for ServerConfig {
 impl Default for SmtpConfig {
     fn default() -> Self {
         Self { url: None, from: "onceform <noreply@localhost>".into(), mail_dir: "./data/mail".into() }
-    }
-}
-
-impl Default for CrmConfig {
-    fn default() -> Self {
-        Self {
-            adapter: None,
-            url: None,
-            lookup_url: None,
-            token_env: "ONCEFORM_CRM_TOKEN".into(),
-            dir: "./data/crm".into(),
-            hubspot_id_property: "onceform_ref".into(),
-            salesforce_external_id_field: "Onceform_Ref__c".into(),
-            allow_http: false,
-        }
     }
 }
 

@@ -244,6 +244,13 @@ pub fn redact_attempts(c: &mut DbConnection, ids: &[String], patterns: &[String]
         )
         .set(effect_attempts::error_class.eq(ERASED))
         .execute(c)?;
+        n += diesel::update(
+            effect_attempts::table
+                .filter(effect_attempts::effect_id.eq_any(effects()))
+                .filter(lower(effect_attempts::detail).like(p).escape('\\')),
+        )
+        .set(effect_attempts::detail.eq(ERASED))
+        .execute(c)?;
     }
     Ok(n)
 }

@@ -131,6 +131,7 @@ pub struct NewAttempt {
     pub smtp_code: Option<i32>,
     pub error_class: Option<String>,
     pub provider_ref: Option<String>,
+    pub detail: Option<String>,
 }
 
 /// The state a finished attempt or lookup moves its record to.

@@ -73,6 +73,7 @@ diesel::table! {
         smtp_code -> Nullable<Integer>,
         error_class -> Nullable<Text>,
         provider_ref -> Nullable<Text>,
+        detail -> Nullable<Text>,
     }
 }
 

@@ -1,4 +1,10 @@
 //! `crm_lead`: the submission as a lead in the CRM, with the effect's key as external reference.
+//!
+//! The form's `crm_fields` maps its fields to the CRM's; `journey_id` in that mapping names
+//! the CRM field for the visitor's journey ID, which is otherwise not sent (a vendor refuses
+//! a field its object does not have). Without a mapping every field goes under its own
+//! name, with the journey as `journey_id`. `crm_defaults` fills a CRM field the mapping
+//! leaves blank or unmapped.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,7 +22,7 @@ impl Kind for CrmLeadKind {
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
-        let unknown = form.crm_fields.keys().filter(|field| form.field(field).is_none());
+        let unknown = form.crm_fields.keys().filter(|field| *field != JOURNEY && form.field(field).is_none());
         unknown.map(|field| format!("{at}.crm_fields: `{field}` is not a field of this form")).collect()
     }
 
@@ -24,6 +30,9 @@ impl Kind for CrmLeadKind {
         Ok(Arc::new(CrmLead::new(deps.crm.clone(), deps.config.clone())))
     }
 }
+
+/// The key of `crm_fields` that names the CRM field for the journey ID.
+const JOURNEY: &str = "journey_id";
 
 pub struct CrmLead {
     crm: Arc<dyn CrmAdapter>,
@@ -35,18 +44,28 @@ impl CrmLead {
         CrmLead { crm, config }
     }
 
-    /// The form's fields under their CRM names (all fields when no mapping is configured).
+    /// The form's fields under their CRM names (see the module's notes).
     fn lead(&self, job: &Job) -> Lead {
-        let mapping = self.config.form(&job.form).map(|f| &f.crm_fields).filter(|m| !m.is_empty());
-        let mut fields: BTreeMap<String, String> = match mapping {
-            Some(m) => {
-                job.fields.iter().filter_map(|(k, v)| m.get(k).map(|to| (to.clone(), v.clone()))).collect()
-            }
-            None => job.fields.clone(),
-        };
+        let form = self.config.form(&job.form);
+        let mapping = form.map(|f| &f.crm_fields).filter(|m| !m.is_empty());
         // The journey ties the lead to the visitor's other inquiries in the CRM.
-        if let Some(journey) = &job.journey_id {
-            fields.insert("journey_id".into(), journey.clone());
+        let value = |field: &str| match (field, &job.journey_id) {
+            (JOURNEY, Some(journey)) => Some(journey.clone()),
+            _ => job.fields.get(field).cloned(),
+        };
+        let mut fields: BTreeMap<String, String> = match mapping {
+            Some(m) => m.iter().filter_map(|(from, to)| Some((to.clone(), value(from)?))).collect(),
+            None => {
+                let mut all = job.fields.clone();
+                all.extend(job.journey_id.clone().map(|j| (JOURNEY.to_string(), j)));
+                all
+            }
+        };
+        for (to, default) in form.map(|f| &f.crm_defaults).into_iter().flatten() {
+            let blank = fields.get(to).is_none_or(|v| v.trim().is_empty());
+            if blank {
+                fields.insert(to.clone(), default.clone());
+            }
         }
         Lead { external_ref: job.effect_key.clone(), fields }
     }

@@ -24,6 +24,10 @@ pub struct Report {
     pub smtp_code: Option<u16>,
     /// A short machine-readable class (`timeout`, `http_500`, `smtp_550`, …); no PII.
     pub error_class: Option<String>,
+    /// What the vendor said of a refusal: its error message or the start of its body
+    /// (`http::excerpt`: bounded, one line). It may name what the visitor typed, so erasure
+    /// clears it with the rest of the person's records.
+    pub detail: Option<String>,
 }
 
 impl Report {
@@ -33,11 +37,24 @@ impl Report {
             http_status: None,
             smtp_code: None,
             error_class: None,
+            detail: None,
         }
     }
 
     pub fn failed(outcome: Outcome, error_class: impl Into<String>) -> Report {
-        Report { outcome, http_status: None, smtp_code: None, error_class: Some(error_class.into()) }
+        Report {
+            outcome,
+            http_status: None,
+            smtp_code: None,
+            error_class: Some(error_class.into()),
+            detail: None,
+        }
+    }
+
+    /// With the vendor's words (see `detail`).
+    pub fn with_detail(mut self, detail: Option<String>) -> Report {
+        self.detail = detail;
+        self
     }
 
     pub fn with_http(mut self, status: u16) -> Report {

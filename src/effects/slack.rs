@@ -67,7 +67,7 @@ impl Kind for SlackKind {
                 .ok()
                 .filter(|u| !u.is_empty())
                 .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {} is not set", s.url_env))?;
-            super::crm::url_policy::check(&at, &url, false).map_err(|_| {
+            super::http::url_policy::check(&at, &url, false).map_err(|_| {
                 anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
             })?;
             let link = format!("{}/admin/submissions/", s.admin_url.trim_end_matches('/'));
@@ -129,7 +129,7 @@ impl Effect for Slack {
             };
             let sent =
                 self.client.post(&target.url).json(&json!({ "text": target.message(job) })).send().await;
-            match answered(sent, ServerErrors::DidNotAct) {
+            match answered(sent, ServerErrors::DidNotAct).await {
                 Ok(resp) => Report::sent(job.effect_key.clone()).with_http(resp.status().as_u16()),
                 Err(report) => report,
             }

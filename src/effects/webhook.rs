@@ -76,7 +76,7 @@ fn webhook_id(effect_key: &str) -> String {
 /// What is wrong with a receiver's URL (`at` names the setting): not `https://` (`http://`
 /// only to loopback), or a private address unless `allow_private`.
 pub fn url_problems(at: &str, url: &str, allow_private: bool) -> Vec<String> {
-    let mut out: Vec<String> = super::crm::url_policy::check(at, url, false).err().into_iter().collect();
+    let mut out: Vec<String> = super::http::url_policy::check(at, url, false).err().into_iter().collect();
     if private_host(url) && !allow_private {
         out.push(format!("{at}: a private address; set allow_private = true if the receiver is yours"));
     }
@@ -206,7 +206,7 @@ impl Endpoint {
         if self.idempotency_key {
             req = req.header("idempotency-key", &id);
         }
-        match answered(req.body(body).send().await, ServerErrors::MayHaveActed) {
+        match answered(req.body(body).send().await, ServerErrors::MayHaveActed).await {
             Ok(resp) => Report::sent(id).with_http(resp.status().as_u16()),
             Err(report) => report,
         }

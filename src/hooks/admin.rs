@@ -9,6 +9,7 @@ use askama::Template;
 use crate::admin::guard::SessionUser;
 use crate::admin::{blocking, db_failure, Chrome, FlashQuery};
 use crate::app::state::AppState;
+use crate::db::admin::effects::{AttemptRow, EffectAdminStore};
 use crate::db::hooks::{Conflict, Delivery, Event, HookStore, Quarantined};
 use crate::db::models::Effect;
 use crate::db::{DbError, Store};
@@ -37,20 +38,9 @@ struct SourcesPage {
 async fn sources(hooks: web::Data<Hooks>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
     let sources = hooks
         .sources()
-        .map(|s| (s.name.clone(), verify_name(s.config.verify), s.config.handlers.len()))
+        .map(|s| (s.name.clone(), s.config.verify.as_str(), s.config.handlers.len()))
         .collect();
     html(StatusCode::OK, &SourcesPage { chrome: Chrome::new(&user, "inbound", q.flash.as_deref()), sources })
-}
-
-fn verify_name(v: super::config::VerifyKind) -> &'static str {
-    use super::config::VerifyKind as V;
-    match v {
-        V::StandardWebhooks => "standard-webhooks",
-        V::Github => "github",
-        V::Stripe => "stripe",
-        V::Wecom => "wecom",
-        V::None => "none",
-    }
 }
 
 /// One event as listed: its row and each handler record.
@@ -135,7 +125,8 @@ struct EventPage {
     source: String,
     event: Event,
     deliveries: Vec<Delivery>,
-    handlers: Vec<Effect>,
+    /// Each handler record with its attempts (status, error, what the receiver answered).
+    handlers: Vec<(Effect, Vec<AttemptRow>)>,
     /// Configured handler names (a replay makes a new batch of one of them).
     names: Vec<String>,
 }
@@ -156,7 +147,12 @@ async fn event_page(
     let loaded = blocking(move || {
         with_conn!(&pool, |c| {
             let Some(event) = c.event(&id)? else { return Ok::<_, DbError>(None) };
-            Ok(Some((c.deliveries_of(&event.id)?, c.effects_of(&event.id)?, event)))
+            let mut handlers = Vec::new();
+            for effect in c.effects_of(&event.id)? {
+                let attempts = c.attempts_of(effect.id.as_str())?;
+                handlers.push((effect, attempts));
+            }
+            Ok(Some((c.deliveries_of(&event.id)?, handlers, event)))
         })
     })
     .await;

@@ -8,12 +8,11 @@ use futures_util::StreamExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
-use super::config::{StoreDown, VerifyKind};
+use super::config::StoreDown;
 use super::inbound::{check, Checked};
 use super::ingest::{ingest, Ingested, NewInbound};
 use super::spool;
-use super::verify::wecom::CallbackQuery;
-use super::verify::VerifyError;
+use super::verify::{self, CallbackQuery, VerifyError};
 use super::Source;
 use crate::app::state::AppState;
 use crate::clock::now;
@@ -89,7 +88,14 @@ async fn receive(
         .map(|q| q.into_inner())
         .unwrap_or_default();
     let unix = chrono::Utc::now().timestamp();
-    let checked = match check(&source.config, &source.secrets, req.headers(), &query, &body, unix) {
+    let delivery = verify::Delivery {
+        headers: req.headers(),
+        query: &query,
+        raw: &body,
+        now: unix,
+        tolerance: source.config.tolerance_seconds,
+    };
+    let checked = match check(source, &delivery) {
         Ok(c) => c,
         Err(e) => return refused(source, e),
     };
@@ -177,8 +183,7 @@ fn answer(source: &Source, stored: &Stored) -> HttpResponse {
         Stored::Event(Ingested::Conflict { .. }) => (HttpResponse::Ok(), "conflict"),
         Stored::Quarantined => (HttpResponse::Accepted(), "quarantined"),
     };
-    if source.config.verify == VerifyKind::Wecom {
-        // WeCom expects an empty answer (or a passive reply) within 5 s.
+    if source.verifier.answers_empty() {
         return resp.content_type("text/plain; charset=utf-8").body("");
     }
     resp.json(serde_json::json!({ "status": status }))
@@ -267,15 +272,14 @@ async fn wecom_url_check(hooks: web::Data<Hooks>, req: HttpRequest, path: web::P
     let Some(source) = hooks.source(&path) else {
         return Problem::new(ProblemKind::NotFound, "there is no webhook source with this name").response();
     };
-    let Some(keys) = source.secrets.wecom.as_ref() else {
-        return HttpResponse::MethodNotAllowed().finish();
-    };
     let query = web::Query::<CallbackQuery>::from_query(req.query_string())
         .map(|q| q.into_inner())
         .unwrap_or_default();
-    let echostr = query.echostr.clone().unwrap_or_default();
     let unix = chrono::Utc::now().timestamp();
-    match keys.open(&query, &echostr, unix, source.config.tolerance_seconds) {
+    let Some(checked) = source.keys.url_check(&query, unix, source.config.tolerance_seconds) else {
+        return HttpResponse::MethodNotAllowed().finish();
+    };
+    match checked {
         Ok(plain) => HttpResponse::Ok().content_type("text/plain; charset=utf-8").body(plain),
         Err(e) => refused(source, e),
     }

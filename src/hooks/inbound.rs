@@ -3,9 +3,9 @@
 
 use actix_web::http::header::HeaderMap;
 
-use super::config::{HookConfig, VerifyKind};
-use super::verify::wecom::{self, CallbackQuery};
-use super::verify::{github, header, standard_webhooks, stripe, Secrets, VerifyError};
+use super::config::{EventIdSpec, HookConfig};
+use super::verify::{header, BodyFormat, Delivery, Verifier, VerifyError};
+use super::Source;
 
 /// A verified delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,82 +17,65 @@ pub struct Checked {
     pub event_id: Option<String>,
 }
 
-pub fn check(
-    config: &HookConfig,
-    secrets: &Secrets,
-    headers: &HeaderMap,
-    query: &CallbackQuery,
-    raw: &[u8],
-    now: i64,
-) -> Result<Checked, VerifyError> {
-    let tol = config.tolerance_seconds;
-    let body = match config.verify {
-        VerifyKind::StandardWebhooks => {
-            standard_webhooks::verify(&secrets.keys, headers, raw, now, tol).map(|()| raw.to_vec())?
+/// Where a source's event IDs come from, decided once when the source is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventIdRule {
+    /// The configured (or the provider's) `header:` or `json:` spec.
+    Spec(EventIdSpec),
+    /// A header the signature does not cover was named: anyone holding one signed delivery
+    /// could send it again under a new ID, so the verified body, by its keyed digest, names
+    /// the event (a byte-identical body is the same event, whatever the header).
+    BodyDigest,
+    /// Only the provider's own message names it (WeCom), or nothing does.
+    Provider,
+}
+
+impl EventIdRule {
+    pub fn of(config: &HookConfig) -> EventIdRule {
+        match config.event_id.clone().or_else(|| config.verify.default_event_id()) {
+            Some(spec) if config.verify.unsigned_header(&spec) => EventIdRule::BodyDigest,
+            Some(spec) => EventIdRule::Spec(spec),
+            None => EventIdRule::Provider,
         }
-        VerifyKind::Github => github::verify(&secrets.keys, headers, raw).map(|()| raw.to_vec())?,
-        VerifyKind::Stripe => stripe::verify(&secrets.keys, headers, raw, now, tol).map(|()| raw.to_vec())?,
-        VerifyKind::Wecom => {
-            let keys = secrets.wecom.as_ref().ok_or(VerifyError::Unauthorized("not_configured"))?;
-            let outer = std::str::from_utf8(raw).map_err(|_| VerifyError::Malformed("not_utf8"))?;
-            // An unsigned body without `<Encrypt>` is refused like a bad signature.
-            let encrypted =
-                wecom::xml_field(outer, "Encrypt").ok_or(VerifyError::Unauthorized("missing_encrypt"))?;
-            keys.open(query, &encrypted, now, tol)?
+    }
+
+    fn read(&self, headers: &HeaderMap, body: &str, json: Option<&serde_json::Value>) -> Option<String> {
+        match self {
+            EventIdRule::BodyDigest => {
+                Some(format!("body:{}", crate::domain::keyring::keyring().digest(body)))
+            }
+            EventIdRule::Provider => None,
+            EventIdRule::Spec(EventIdSpec::Header(name)) => header(headers, name).map(str::to_string),
+            EventIdRule::Spec(EventIdSpec::Json(pointer)) => match json.and_then(|j| j.pointer(pointer)) {
+                Some(serde_json::Value::String(s)) => Some(s.clone()),
+                Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            },
         }
-        VerifyKind::None => raw.to_vec(),
-    };
+    }
+}
+
+/// Verifies and reads `delivery` as `source` says.
+pub fn check(source: &Source, delivery: &Delivery<'_>) -> Result<Checked, VerifyError> {
+    let body = source.keys.open(delivery)?;
     let body = String::from_utf8(body).map_err(|_| VerifyError::Malformed("not_utf8"))?;
-    let (content_type, event_id) = if config.verify == VerifyKind::Wecom {
-        if !body.trim_start().starts_with('<') {
-            return Err(VerifyError::Malformed("not_xml"));
+    let verifier: &dyn Verifier = source.verifier;
+    let (content_type, event_id) = match verifier.body_format() {
+        BodyFormat::Xml => {
+            if !body.trim_start().starts_with('<') {
+                return Err(VerifyError::Malformed("not_xml"));
+            }
+            let id =
+                source.event_id.read(delivery.headers, &body, None).or_else(|| verifier.own_event_id(&body));
+            ("application/xml", id)
         }
-        let id = match config.event_id.as_deref() {
-            Some(spec) if config.verify.unsigned_header(spec) => Some(body_event_id(&body)),
-            spec => event_id_by(spec, headers, None)?.or(wecom::event_id(&body)),
-        };
-        ("application/xml", id)
-    } else {
-        let json: serde_json::Value =
-            serde_json::from_str(&body).map_err(|_| VerifyError::Malformed("not_json"))?;
-        let spec = config.event_id.as_deref().or(match config.verify {
-            VerifyKind::StandardWebhooks => Some("header:webhook-id"),
-            VerifyKind::Github => Some("header:x-github-delivery"),
-            VerifyKind::Stripe => Some("json:/id"),
-            _ => None,
-        });
-        let id = match spec {
-            Some(spec) if config.verify.unsigned_header(spec) => Some(body_event_id(&body)),
-            spec => event_id_by(spec, headers, Some(&json))?,
-        };
-        ("application/json", id)
+        BodyFormat::Json => {
+            let json: serde_json::Value =
+                serde_json::from_str(&body).map_err(|_| VerifyError::Malformed("not_json"))?;
+            ("application/json", source.event_id.read(delivery.headers, &body, Some(&json)))
+        }
     };
     Ok(Checked { body, content_type, event_id: event_id.filter(|id| usable(id)) })
-}
-
-/// The event ID of a signed delivery whose ID header nobody signed: anyone holding one
-/// signed delivery could send it again under a new ID, so the verified body, by its keyed
-/// digest, names the event (a byte-identical body is the same event, whatever the header).
-fn body_event_id(body: &str) -> String {
-    format!("body:{}", crate::domain::keyring::keyring().digest(body))
-}
-
-/// `header:NAME` or `json:/pointer` (a string or a number).
-fn event_id_by(
-    spec: Option<&str>,
-    headers: &HeaderMap,
-    json: Option<&serde_json::Value>,
-) -> Result<Option<String>, VerifyError> {
-    let Some(spec) = spec else { return Ok(None) };
-    if let Some(name) = spec.strip_prefix("header:") {
-        return Ok(header(headers, name).map(str::to_string));
-    }
-    let Some(ptr) = spec.strip_prefix("json:") else { return Ok(None) };
-    Ok(match json.and_then(|j| j.pointer(ptr)) {
-        Some(serde_json::Value::String(s)) => Some(s.clone()),
-        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    })
 }
 
 /// 1–255 printable characters.

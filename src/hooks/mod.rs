@@ -18,13 +18,18 @@ use std::sync::Arc;
 
 pub use config::HookConfig;
 pub use endpoint::{replay_spool_periodically, routes};
-use verify::Secrets;
+use inbound::EventIdRule;
+use verify::{Keys, Verifier};
 
-/// One configured source with its secrets, read once at start.
+/// One configured source with its verifier and secrets, read once at start.
 pub struct Source {
     pub name: String,
     pub config: HookConfig,
-    pub secrets: Secrets,
+    pub verifier: &'static dyn Verifier,
+    /// Its secrets, and how they open a delivery. No `Debug`.
+    pub keys: Box<dyn Keys>,
+    /// Where its event IDs come from (the `event_id` spec, resolved once).
+    pub event_id: EventIdRule,
     /// Deliveries refused for a bad or stale signature (nothing of them is stored).
     pub signature_failures: AtomicU64,
     /// Time from a delivery's arrival to its answer, summed, and how many.
@@ -59,13 +64,17 @@ impl Hooks {
             .transpose()?;
         let mut sources = BTreeMap::new();
         for (name, config) in hooks {
-            let secrets = Secrets::load(config, &env).map_err(|e| anyhow::anyhow!("hooks.{name}: {e}"))?;
+            let verifier = verify::find(config.verify.as_str())
+                .ok_or_else(|| anyhow::anyhow!("hooks.{name}: unknown verifier"))?;
+            let keys = verifier.load(config, &env).map_err(|e| anyhow::anyhow!("hooks.{name}: {e}"))?;
             sources.insert(
                 name.clone(),
                 Source {
                     name: name.clone(),
                     config: config.clone(),
-                    secrets,
+                    verifier,
+                    keys,
+                    event_id: EventIdRule::of(config),
                     signature_failures: AtomicU64::new(0),
                     ingest_micros: AtomicU64::new(0),
                     ingested: AtomicU64::new(0),

@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 use crate::clock::now;
-use crate::config::hooks::HandlerKind;
-use crate::config::{Config, CrmAdapterName};
+use crate::config::Config;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
 use crate::db::erasure::{self, ErasedEffect, Found};
@@ -66,7 +65,8 @@ pub struct Files {
     pub mail_dir: Option<PathBuf>,
     pub leads_dir: Option<PathBuf>,
     /// `hook:SOURCE:HANDLER` → what the handler sends.
-    hook_kinds: Vec<(String, HandlerKind)>,
+    /// The record kind of each hook handler, and its handler kind's name.
+    hook_kinds: Vec<(String, &'static str)>,
 }
 
 /// What an effect kind writes, when it writes here.
@@ -83,27 +83,24 @@ impl Files {
             .iter()
             // The record kind of a handler's effects (`hooks::ingest::record_kind`).
             .flat_map(|(source, h)| {
-                h.handlers.iter().map(move |x| (format!("hook:{source}:{}", x.name), x.kind))
+                h.handlers.iter().map(move |x| (format!("hook:{source}:{}", x.name), x.kind.as_str()))
             })
             .collect();
         Files {
             mail_dir: config.smtp.url.is_none().then(|| PathBuf::from(&config.smtp.mail_dir)),
-            leads_dir: (config.crm.adapter() == CrmAdapterName::File)
-                .then(|| PathBuf::from(&config.crm.dir).join("leads")),
+            leads_dir: crate::effects::crm::leads_dir(&config.crm),
             hook_kinds,
         }
     }
 
     /// Where a record of `kind` went: a file here, or `None` (it left, or never sends).
     fn local(&self, kind: &str) -> Option<Local> {
+        // A hook handler writes what the form kind of its name writes.
+        let kind = self.hook_kinds.iter().find(|(k, _)| k == kind).map_or(kind, |(_, h)| *h);
         let sends = match kind {
             "confirmation_email" | "owner_notification" => Some(Local::Mail),
             "crm_lead" => Some(Local::Lead),
-            _ => match self.hook_kinds.iter().find(|(k, _)| k == kind).map(|(_, h)| *h) {
-                Some(HandlerKind::OwnerNotification) => Some(Local::Mail),
-                Some(HandlerKind::CrmLead) => Some(Local::Lead),
-                Some(HandlerKind::Forward | HandlerKind::Webhook) | None => None,
-            },
+            _ => None,
         };
         match sends {
             Some(Local::Mail) if self.mail_dir.is_some() => Some(Local::Mail),

@@ -201,8 +201,7 @@ impl Worker {
             Lookup::Absent => (None, None),
             Lookup::Failed { error_class } => (None, Some(error_class.clone())),
         };
-        let report =
-            Report { outcome: Outcome::Ambiguous, http_status: None, smtp_code: None, error_class: class };
+        let report = Report { error_class: class, ..Report::failed(Outcome::Ambiguous, "") };
         let mut attempt = attempt_row(&job.id, started, t0, lookup.label(), &report);
         attempt.provider_ref = provider_ref;
         let id = job.id.clone();
@@ -289,5 +288,6 @@ fn attempt_row(
             Outcome::Sent { provider_ref } => Some(provider_ref.clone()),
             _ => None,
         },
+        detail: r.detail.clone(),
     }
 }

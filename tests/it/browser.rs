@@ -17,7 +17,7 @@ use crate::support::{inquiry, new_key, Backend};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_reviews_a_duplicate_and_resolves_an_unknown_effect_in_a_browser() {
     // No lookup URL: an UNKNOWN lead waits for an admin.
-    let d = spawn_delivery_app(Backend::Sqlite, |c| c.crm.lookup_url = None).await;
+    let d = spawn_delivery_app(Backend::Sqlite, |c| crate::support::set_crm(c, "generic", &[])).await;
     let app = &d.app;
     d.crm.push_fault(Fault::SlowAfterCreate(Duration::from_secs(2)));
     let (first, second) = (new_key(), new_key());

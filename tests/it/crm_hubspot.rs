@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use onceform::config::{Config, CrmAdapterName};
+use onceform::config::Config;
 
 use crate::on_both_backends;
 use crate::support::crm::Fault;
@@ -30,7 +30,7 @@ async fn app(backend: Backend, tweak: impl FnOnce(&mut Config)) -> (DeliveryApp,
     let hubspot = FakeHubspot::start().await;
     let url = hubspot.url.clone();
     let d = spawn_delivery_app(backend, |c| {
-        wire_vendor(c, CrmAdapterName::Hubspot, &url, FIELDS);
+        wire_vendor(c, "hubspot", &url, FIELDS);
         crm_only(c);
         tweak(c);
     })

@@ -1,8 +1,6 @@
 //! The embedded default adapters: one file per lead under `DIR/leads/`, one `.eml` per email,
 //! each written once, leads looked up by their reference.
 
-use onceform::config::CrmAdapterName;
-
 use crate::on_both_backends;
 use crate::support::delivery::spawn_delivery_app;
 use crate::support::vendor::{force_lead_state, inquiry_from, lead_ref};
@@ -22,9 +20,9 @@ async fn leads_and_emails_are_one_file_each_and_a_repeat_after_unknown_writes_no
     let scratch = std::env::temp_dir().join(format!("onceform-files-{}", uuid::Uuid::new_v4().simple()));
     let (crm_dir, mail_dir) = (scratch.join("crm"), scratch.join("mail"));
     let d = spawn_delivery_app(backend, |c| {
-        c.crm.adapter = Some(CrmAdapterName::File);
-        (c.crm.url, c.crm.lookup_url, c.smtp.url) = (None, None, None);
-        c.crm.dir = crm_dir.display().to_string();
+        c.crm.adapter = Some("file".into());
+        (c.crm.url, c.smtp.url) = (None, None);
+        crate::support::set_crm(c, "file", &[("dir", &crm_dir.display().to_string())]);
         c.smtp.mail_dir = mail_dir.display().to_string();
     })
     .await;

@@ -53,6 +53,7 @@ mod observability;
 mod one_statement;
 mod openapi;
 mod process_exit;
+mod providers;
 mod public_hardening;
 mod schema;
 mod security_captcha;

@@ -190,7 +190,7 @@ async fn the_crm_client_follows_no_redirect(backend: Backend) {
     let redirector = redirecting_server(target_url).await;
     let d = spawn_delivery_app(backend, |c| {
         c.crm.url = Some(format!("{redirector}/leads"));
-        c.crm.lookup_url = None;
+        crate::support::set_crm(c, "generic", &[]);
     })
     .await;
     let key = new_key();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
 use onceform::admin::accounts::Role;
-use onceform::config::{Config, CrmAdapterName};
+use onceform::config::Config;
 use onceform::db::schema::{deliveries, effect_attempts, side_effects};
 use onceform::db::DbError;
 use onceform::with_conn;
@@ -98,7 +98,10 @@ async fn app_writing_files(backend: Backend, data: &Path, receiver: &Receiver) -
     let (mail, crm) = (data.join("mail"), data.join("crm"));
     let (mail_dir, crm_dir) = (mail.to_string_lossy().into_owned(), crm.to_string_lossy().into_owned());
     let toml = onceform::config::DEFAULT_CONFIG
-        .replace("dir = \"./data/crm\"", &format!("dir = '{crm_dir}'\nadapter = \"file\""))
+        .replace(
+            "[crm.file]\ndir = \"./data/crm\"",
+            &format!("[crm]\nadapter = \"file\"\n\n[crm.file]\ndir = '{crm_dir}'"),
+        )
         .replace("[smtp]\n", &format!("[smtp]\nmail_dir = '{mail_dir}'\n"))
         + PHONE_FIELD
         + &format!(
@@ -115,10 +118,9 @@ async fn app_writing_files(backend: Backend, data: &Path, receiver: &Receiver) -
             c.forms.get_mut("contact").unwrap().confirmation_window_minutes = 0;
             c.smtp.url = None;
             c.smtp.mail_dir = mail_dir;
-            c.crm.adapter = Some(CrmAdapterName::File);
+            c.crm.adapter = Some("file".into());
             c.crm.url = None;
-            c.crm.lookup_url = None;
-            c.crm.dir = crm_dir;
+            crate::support::set_crm(c, "file", &[("dir", &crm_dir)]);
         },
     )
     .await;

@@ -65,10 +65,10 @@ async fn replaying_an_unknown_inbound_handler_is_refused_while_its_outcome_is_op
 /// check-config now reads the host the client uses, for the CRM and for forward handlers.
 #[test]
 fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
-    use onceform::config::{Config, CrmAdapterName};
+    use onceform::config::Config;
     let evil = r"http://crm.evil.example\@127.0.0.1/leads";
     let mut config = Config::builtin().unwrap();
-    config.crm.adapter = Some(CrmAdapterName::Generic);
+    config.crm.adapter = Some("generic".into());
     config.crm.url = Some(evil.into());
     let problems = onceform::check::problems(&config);
     assert!(

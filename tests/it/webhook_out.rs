@@ -22,6 +22,7 @@ on_both_backends!(
     a_retry_after_a_timeout_carries_the_same_webhook_id,
     a_410_is_final_and_a_429_waits_its_retry_after,
     an_inbound_event_goes_out_signed_through_a_webhook_handler,
+    a_refused_webhook_shows_the_receivers_answer_on_the_admin_page,
 );
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -183,4 +184,25 @@ async fn an_inbound_event_goes_out_signed_through_a_webhook_handler(backend: Bac
         (Some("event.received"), Some("evt-9"))
     );
     assert_eq!(verified["body"], body);
+}
+
+/// Issue 25: an outbound webhook's attempts are shown with their status and the start of
+/// what the receiver answered (bounded, on one line, escaped).
+async fn a_refused_webhook_shows_the_receivers_answer_on_the_admin_page(backend: Backend) {
+    let receiver = Receiver::start().await;
+    receiver.push_fault(Fault::StatusBody(
+        422,
+        "{\"error\": \"<b>unknown</b> field\\n\", \"field\": \"budget\"}\r\n\r\n",
+    ));
+    let d = webhook_app(backend, &receiver, SECRET).await;
+    let key = new_key();
+    assert_eq!(d.app.submit(&key, &inquiry("Hello")).await.status(), 201);
+    d.settle(&d.worker()).await;
+    assert_eq!(d.effect(&key, "webhook").await.state, "FAILED_FINAL");
+    let admin = d.app.sign_in(onceform::admin::accounts::Role::Viewer).await;
+    let id = crate::support::vendor::submission_id(&d.app, &key).await;
+    let html = d.app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
+    assert!(html.contains("HTTP 422") && html.contains("http_422"), "{html}");
+    assert!(html.contains("&#60;b&#62;unknown&#60;/b&#62; field"), "{html}");
+    assert!(html.contains("budget") && !html.contains("<b>unknown"), "{html}");
 }

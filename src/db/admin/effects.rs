@@ -34,6 +34,8 @@ pub struct AttemptRow {
     pub smtp_code: Option<i32>,
     pub error_class: Option<String>,
     pub provider_ref: Option<String>,
+    /// What the vendor said (`effects::Report::detail`).
+    pub detail: Option<String>,
 }
 
 /// A state change an admin asks for; applied only from the listed states.
@@ -130,6 +132,7 @@ impl EffectAdminStore for DbConnection {
                 effect_attempts::smtp_code,
                 effect_attempts::error_class,
                 effect_attempts::provider_ref,
+                effect_attempts::detail,
             ))
             .load(self)
     }

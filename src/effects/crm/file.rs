@@ -12,8 +12,62 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::dir_sync::DirSync;
-use super::{Capabilities, CrmAdapter, Lead};
+use super::{own, AdapterKind, Capabilities, CrmAdapter, Lead};
+use crate::config::kind_settings::Settings;
+use crate::config::CrmConfig;
+use crate::effects::http::Secret;
+use crate::effects::kind::settings_of;
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
+
+/// `[crm.file]`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    /// Leads are written as `DIR/leads/{external_ref}.json`.
+    #[serde(default = "default_dir")]
+    dir: String,
+}
+
+fn default_dir() -> String {
+    "./data/crm".into()
+}
+
+pub struct FileKind;
+
+impl AdapterKind for FileKind {
+    fn name(&self) -> &'static str {
+        "file"
+    }
+
+    fn settings(&self, table: toml::Table) -> Result<Settings, String> {
+        settings_of::<FileSettings>(toml::Value::Table(table))
+    }
+
+    fn moved_keys(&self) -> &'static [(&'static str, &'static str)] {
+        &[("dir", "dir")]
+    }
+
+    fn problems(&self, _crm: &CrmConfig) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn build(
+        &self,
+        crm: &CrmConfig,
+        _token: Option<Secret>,
+        _timeout: std::time::Duration,
+    ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
+        Ok(Arc::new(FileCrm::new(&own::<FileSettings>(crm, self)?.dir)))
+    }
+}
+
+/// Where the `file` adapter writes its leads (`DIR/leads`), when it is the adapter in use.
+pub fn leads_dir(crm: &CrmConfig) -> Option<PathBuf> {
+    (crm.adapter_name() == FileKind.name())
+        .then(|| own::<FileSettings>(crm, &FileKind).ok())
+        .flatten()
+        .map(|s| PathBuf::from(&s.dir).join("leads"))
+}
 
 pub struct FileCrm {
     /// `DIR/leads`: one file per external reference.

@@ -1,13 +1,77 @@
 //! `generic`: POST the lead as JSON with an `Idempotency-Key`; optional lookup URL.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::url_policy::fill;
-use super::{Capabilities, CrmAdapter, Lead};
-use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
+use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use crate::config::kind_settings::Settings;
+use crate::config::CrmConfig;
+use crate::effects::http::url_policy::check_template;
+use crate::effects::http::{
+    authorize, client, fill, id_of, lookup_failed, status_error, transport_error, Secret,
+};
+use crate::effects::kind::settings_of;
 use crate::effects::{BoxFuture, Lookup, Report};
+
+/// `[crm.generic]`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenericSettings {
+    /// A `GET` URL with `{external_ref}`: 200 found, 404 absent; without it, unknown
+    /// outcomes wait for an admin.
+    #[serde(default)]
+    lookup_url: Option<String>,
+}
+
+/// The lookup URL may carry a token in its query: printed redacted.
+impl std::fmt::Debug for GenericSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self.lookup_url.as_deref().map(crate::config::redact_url);
+        f.debug_struct("GenericSettings").field("lookup_url", &url).finish()
+    }
+}
+
+pub struct GenericKind;
+
+impl AdapterKind for GenericKind {
+    fn name(&self) -> &'static str {
+        "generic"
+    }
+
+    fn settings(&self, table: toml::Table) -> Result<Settings, String> {
+        settings_of::<GenericSettings>(toml::Value::Table(table))
+    }
+
+    fn moved_keys(&self) -> &'static [(&'static str, &'static str)] {
+        &[("lookup_url", "lookup_url")]
+    }
+
+    fn problems(&self, crm: &CrmConfig) -> Vec<String> {
+        let mut out = url_problems(crm);
+        let lookup = own::<GenericSettings>(crm, self).ok().and_then(|s| s.lookup_url.clone());
+        if let Some(l) = lookup {
+            let at = "crm.generic.lookup_url";
+            if !l.contains("{external_ref}") {
+                out.push(format!("{at}: must contain {{external_ref}}"));
+            } else {
+                out.extend(check_template(at, &l, "{external_ref}", crm.allow_http).err());
+            }
+        }
+        out
+    }
+
+    fn build(
+        &self,
+        crm: &CrmConfig,
+        token: Option<Secret>,
+        timeout: Duration,
+    ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
+        let settings = own::<GenericSettings>(crm, self)?;
+        Ok(Arc::new(GenericCrm::new(url_of(crm)?, settings.lookup_url.clone(), token, timeout)?))
+    }
+}
 
 pub struct GenericCrm {
     client: reqwest::Client,
@@ -46,7 +110,7 @@ impl CrmAdapter for GenericCrm {
             };
             let status = resp.status();
             if !status.is_success() {
-                return status_error(&resp);
+                return status_error(resp).await;
             }
             let body: serde_json::Value = resp.json().await.unwrap_or_default();
             Report::sent(id_of(&body, "id").unwrap_or_else(|| lead.external_ref.clone()))

@@ -7,14 +7,67 @@
 //! `BatchInputSimplePublicObjectBatchInputUpsert` in, `BatchResponseSimplePublicUpsertObject`
 //! (200) or `…WithErrors` (207) out, `Error` on failure.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::url_policy::encode_segment;
-use super::{Capabilities, CrmAdapter, Lead};
-use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
+use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use crate::config::kind_settings::Settings;
+use crate::config::CrmConfig;
+use crate::effects::http::{
+    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, status_report,
+    transport_error, Secret, ServerErrors,
+};
+use crate::effects::kind::settings_of;
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
+
+/// `[crm.hubspot]`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HubspotSettings {
+    /// A unique contact property that holds the external reference.
+    #[serde(default = "default_id_property")]
+    id_property: String,
+}
+
+fn default_id_property() -> String {
+    "onceform_ref".into()
+}
+
+pub struct HubspotKind;
+
+impl AdapterKind for HubspotKind {
+    fn name(&self) -> &'static str {
+        "hubspot"
+    }
+
+    fn settings(&self, table: toml::Table) -> Result<Settings, String> {
+        settings_of::<HubspotSettings>(toml::Value::Table(table))
+    }
+
+    fn moved_keys(&self) -> &'static [(&'static str, &'static str)] {
+        &[("hubspot_id_property", "id_property")]
+    }
+
+    fn problems(&self, crm: &CrmConfig) -> Vec<String> {
+        let mut out = url_problems(crm);
+        if own::<HubspotSettings>(crm, self).is_ok_and(|s| s.id_property.trim().is_empty()) {
+            out.push("crm.hubspot.id_property: names the unique contact property".into());
+        }
+        out
+    }
+
+    fn build(
+        &self,
+        crm: &CrmConfig,
+        token: Option<Secret>,
+        timeout: Duration,
+    ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
+        let settings = own::<HubspotSettings>(crm, self)?;
+        Ok(Arc::new(Hubspot::new(url_of(crm)?, settings.id_property.clone(), token, timeout)?))
+    }
+}
 
 pub struct Hubspot {
     client: reqwest::Client,
@@ -57,10 +110,21 @@ fn batch_outcome(body: &Value, status: u16) -> Report {
     match body["errors"].as_array().and_then(|e| e.first()) {
         Some(error) => error_outcome(error, error["status"].as_str().and_then(|s| s.parse().ok()))
             .unwrap_or_else(|| Report::failed(Outcome::Permanent, "hubspot_batch_error"))
-            .with_http(status),
+            .with_http(status)
+            .with_detail(error_message(error)),
         // A success without a result: whether it took effect is unclear; an upsert may be resent.
         None => Report::failed(Outcome::Ambiguous, "hubspot_no_result").with_http(status),
     }
+}
+
+/// An `Error` body's words for the attempts log: `CATEGORY: message`.
+fn error_message(error: &Value) -> Option<String> {
+    let message = error["message"].as_str()?;
+    let text = match error["category"].as_str() {
+        Some(category) => format!("{category}: {message}"),
+        None => message.to_string(),
+    };
+    excerpt(text.as_bytes())
 }
 
 /// What an `Error` / `StandardError` body says, where it says more than its status: another
@@ -97,15 +161,15 @@ impl CrmAdapter for Hubspot {
                     Err(_) => Report::failed(Outcome::Ambiguous, "hubspot_body").with_http(status),
                 };
             }
-            let refused = status_error(&resp);
-            if status != 409 {
-                return refused;
+            let refused = status_report(&resp, ServerErrors::MayHaveActed);
+            let head = read_head(resp).await;
+            let body: Value = serde_json::from_slice(&head).unwrap_or_default();
+            if status == 409 {
+                if let Some(report) = error_outcome(&body, None) {
+                    return report.with_http(status);
+                }
             }
-            let body: Value = resp.json().await.unwrap_or_default();
-            match error_outcome(&body, None) {
-                Some(report) => report.with_http(status),
-                None => refused,
-            }
+            refused.with_detail(error_message(&body).or_else(|| excerpt(&head)))
         })
     }
 
@@ -229,10 +293,13 @@ mod tests {
         let body = r#"{"status":"COMPLETE","results":[],"numErrors":1,"errors":[{"status":"error",
             "category":"VALIDATION_ERROR","message":"bad","context":{},"errors":[],"links":{}}],
             "startedAt":"2026-12-01T00:00:00Z","completedAt":"2026-12-01T00:00:00Z"}"#;
-        let want = Report::failed(Outcome::Permanent, "hubspot_batch_error").with_http(207);
+        let said = Some("VALIDATION_ERROR: bad".to_string());
+        let want = Report::failed(Outcome::Permanent, "hubspot_batch_error")
+            .with_http(207)
+            .with_detail(said.clone());
         assert_eq!(upsert("207 Multi-Status", body).await.0, want);
         let busy = body.replace(r#""status":"error""#, r#""status":"503""#);
-        let want = Report::failed(Outcome::Ambiguous, "hubspot_503").with_http(207);
+        let want = Report::failed(Outcome::Ambiguous, "hubspot_503").with_http(207).with_detail(said);
         assert_eq!(upsert("207 Multi-Status", &busy).await.0, want);
     }
 
@@ -245,7 +312,9 @@ mod tests {
     #[tokio::test]
     async fn validation_error_400_is_permanent() {
         let body = r#"{"status":"error","message":"Property values were not valid","correlationId":"c","category":"VALIDATION_ERROR"}"#;
-        let want = Report::failed(Outcome::Permanent, "http_400").with_http(400);
+        let want = Report::failed(Outcome::Permanent, "http_400")
+            .with_http(400)
+            .with_detail(Some("VALIDATION_ERROR: Property values were not valid".into()));
         assert_eq!(upsert("400 Bad Request", body).await.0, want);
     }
 

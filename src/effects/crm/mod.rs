@@ -1,20 +1,33 @@
 //! CRM adapters: where a lead goes, and whether it can be looked up by its external reference.
+//!
+//! Adding an adapter: a file here with a unit struct implementing `AdapterKind` (its name,
+//! its `[crm.NAME]` table, its check-config rules, its mapping checks against the vendor,
+//! and the constructor of its `CrmAdapter`), then one line in `ADAPTERS`. `generic.rs` is a
+//! small example.
 
 mod dir_sync;
 mod file;
 mod generic;
 mod hubspot;
 mod salesforce;
-pub mod url_policy;
+mod settings;
 
-pub use file::{file_name as lead_file_name, safe_name};
+pub use file::{file_name as lead_file_name, leads_dir, safe_name};
+pub use settings::set_table;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{http, BoxFuture, Lookup, Report};
-use crate::config::{CrmAdapterName, CrmConfig};
+use super::http::{self, Secret};
+use super::{BoxFuture, Lookup, Report};
+use crate::config::kind_settings::Settings;
+use crate::config::{CrmConfig, FormConfig};
+
+/// Every CRM adapter, one line each: a new adapter is a file beside this one (see
+/// `AdapterKind`) and its line here.
+static ADAPTERS: &[&dyn AdapterKind] =
+    &[&file::FileKind, &generic::GenericKind, &hubspot::HubspotKind, &salesforce::SalesforceKind];
 
 /// A lead as sent: the effect's key as external reference, the mapped fields.
 #[derive(Debug, Clone)]
@@ -31,32 +44,135 @@ pub struct Capabilities {
     pub lookup: bool,
 }
 
+/// A connected CRM: creates leads and looks them up.
 pub trait CrmAdapter: Send + Sync {
     fn capabilities(&self) -> Capabilities;
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report>;
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup>;
 }
 
+/// A kind of CRM: its name in `[crm] adapter`, its own table, its rules, its constructor.
+pub trait AdapterKind: Sync {
+    /// Its name in `[crm] adapter` and of its table `[crm.NAME]`.
+    fn name(&self) -> &'static str;
+
+    /// Its table `[crm.NAME]`, parsed (an empty table when the file has none).
+    fn settings(&self, table: toml::Table) -> Result<Settings, String>;
+
+    /// Keys that earlier releases had flat in `[crm]` and that now live in its table:
+    /// (the flat key, its name in the table). They are still read, with a warning.
+    fn moved_keys(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    /// check-config: the problems of `[crm]` and its table, when it is the adapter in use.
+    fn problems(&self, crm: &CrmConfig) -> Vec<String>;
+
+    /// check-config: what it warns about `form` (called `at`, i.e. `forms.NAME`), a form
+    /// with `crm_lead`: its mapping held against the vendor's fields (lengths, required ones).
+    fn mapping_warnings(&self, _at: &str, _form: &FormConfig) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The adapter, built from `[crm]` and its table; `token`: the value of `token_env`.
+    fn build(
+        &self,
+        crm: &CrmConfig,
+        token: Option<Secret>,
+        timeout: Duration,
+    ) -> anyhow::Result<Arc<dyn CrmAdapter>>;
+}
+
+/// The registered adapter named `name`.
+pub fn find(name: &str) -> Option<&'static dyn AdapterKind> {
+    ADAPTERS.iter().copied().find(|a| a.name() == name)
+}
+
+fn names() -> String {
+    ADAPTERS.iter().map(|a| format!("`{}`", a.name())).collect::<Vec<_>>().join(", ")
+}
+
+/// `name`'s settings: its parsed table, or its defaults.
+fn settings_of(crm: &CrmConfig, kind: &dyn AdapterKind) -> Result<Settings, String> {
+    match crm.tables.get(kind.name()) {
+        Some(parsed) => Ok(parsed.clone()),
+        None => kind.settings(toml::Table::new()),
+    }
+}
+
+/// The configured adapter's own settings, typed (its defaults when its table is absent).
+fn own<T: Send + Sync + 'static>(crm: &CrmConfig, kind: &dyn AdapterKind) -> anyhow::Result<Arc<T>> {
+    let settings = settings_of(crm, kind).map_err(|e| anyhow::anyhow!("crm.{}: {e}", kind.name()))?;
+    settings.downcast::<T>().map_err(|_| anyhow::anyhow!("crm.{}: settings of another type", kind.name()))
+}
+
 /// The adapter the configuration names; the token is read from `token_env` here, once.
 pub fn adapter(config: &CrmConfig, timeout: Duration) -> anyhow::Result<Arc<dyn CrmAdapter>> {
-    let token = std::env::var(&config.token_env).ok().filter(|t| !t.is_empty()).map(http::Secret);
-    if config.adapter() != CrmAdapterName::File {
-        url_policy::check_config(config).map_err(anyhow::Error::msg)?;
+    let kind = find(config.adapter_name())
+        .ok_or_else(|| anyhow::anyhow!("crm.adapter: unknown adapter `{}`", config.adapter_name()))?;
+    if let Some(problem) = kind.problems(config).into_iter().next() {
+        anyhow::bail!(problem);
     }
-    let url = || config.url.clone().ok_or_else(|| anyhow::anyhow!("crm.url is required for this adapter"));
-    Ok(match config.adapter() {
-        CrmAdapterName::File => Arc::new(file::FileCrm::new(&config.dir)),
-        CrmAdapterName::Generic => {
-            Arc::new(generic::GenericCrm::new(url()?, config.lookup_url.clone(), token, timeout)?)
+    let token = std::env::var(&config.token_env).ok().filter(|t| !t.is_empty()).map(Secret);
+    kind.build(config, token, timeout)
+}
+
+/// check-config: the problems of `[crm]` (the adapter in use judges its own settings).
+pub fn problems(crm: &CrmConfig) -> Vec<String> {
+    match find(crm.adapter_name()) {
+        Some(kind) => kind.problems(crm),
+        None => vec![format!(
+            "crm.adapter: unknown adapter `{}`, expected one of {}",
+            crm.adapter_name(),
+            names()
+        )],
+    }
+}
+
+/// check-config: keys that moved into an adapter's table, and each `crm_lead` form's
+/// mapping held against the adapter in use.
+pub fn warnings<'a>(
+    crm: &CrmConfig,
+    forms: impl Iterator<Item = (&'a String, &'a FormConfig)>,
+) -> Vec<String> {
+    let mut out: Vec<String> = crm
+        .moved
+        .iter()
+        .map(|(old, new)| format!("crm.{old}: moved to `{new}` (still read; write it there)"))
+        .collect();
+    let Some(kind) = find(crm.adapter_name()) else { return out };
+    for (name, form) in forms {
+        if form.effects.contains(&crate::domain::EffectKind::CRM_LEAD) {
+            out.extend(kind.mapping_warnings(&format!("forms.{name}"), form));
         }
-        CrmAdapterName::Hubspot => {
-            Arc::new(hubspot::Hubspot::new(url()?, config.hubspot_id_property.clone(), token, timeout)?)
+    }
+    out
+}
+
+/// The HTTP adapters' shared rule: a URL (`[crm] url` or `ONCEFORM_CRM_URL`) that the URL
+/// policy allows.
+fn url_problems(crm: &CrmConfig) -> Vec<String> {
+    match &crm.url {
+        None => vec!["crm.url: this CRM adapter needs a URL (or ONCEFORM_CRM_URL)".into()],
+        Some(url) => http::url_policy::check("crm.url", url, crm.allow_http).err().into_iter().collect(),
+    }
+}
+
+/// `crm.url`, or the problem that there is none (the constructors run after `problems`).
+fn url_of(crm: &CrmConfig) -> anyhow::Result<String> {
+    crm.url.clone().ok_or_else(|| anyhow::anyhow!("crm.url is required for this adapter"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_adapter_takes_an_empty_table_and_names_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in ADAPTERS {
+            assert!(seen.insert(kind.name()), "{} registered twice", kind.name());
+            assert!(kind.settings(toml::Table::new()).is_ok(), "{} has no defaults", kind.name());
         }
-        CrmAdapterName::Salesforce => Arc::new(salesforce::Salesforce::new(
-            url()?,
-            config.salesforce_external_id_field.clone(),
-            token,
-            timeout,
-        )?),
-    })
+    }
 }

@@ -4,18 +4,182 @@
 //! `PATCH /services/data/vXX.X/sobjects/Lead/{field}/{value}` whose body names neither `Id` nor
 //! the external ID field (201 created, 200 updated with `{id, success, errors, created}`,
 //! 204 before API 46.0, 300 when the value matches several records); the lookup is a `GET` of
-//! the same resource, which takes no parameters; errors are arrays of `{message, errorCode, fields}`.
+//! the same resource, which takes no parameters; errors are arrays of `{message, errorCode,
+//! fields}`, kept (bounded) in the attempts log.
+//!
+//! check-config holds each form's mapping to the Lead's standard fields ("Object Reference
+//! for Salesforce", Lead): a form field longer than its Lead field is refused by Salesforce
+//! (`STRING_TOO_LONG`), and a required field (`LastName`, `Company`) that the mapping can
+//! leave blank, without a `crm_defaults` value, is refused on create (`REQUIRED_FIELD_MISSING`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::url_policy::encode_segment;
-use super::{Capabilities, CrmAdapter, Lead};
-use crate::effects::http::{authorize, client, id_of, lookup_failed, status_error, transport_error, Secret};
+use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use crate::config::kind_settings::Settings;
+use crate::config::{CrmConfig, FormConfig};
+use crate::effects::http::{
+    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, status_report,
+    transport_error, Secret, ServerErrors,
+};
+use crate::effects::kind::settings_of;
 use crate::effects::{BoxFuture, Lookup, Outcome, Report};
 
 const API_VERSION: &str = "v59.0";
+
+/// The Lead's standard text fields and their lengths (Object Reference, Lead).
+const LEAD_FIELDS: &[(&str, usize)] = &[
+    ("Salutation", 40),
+    ("FirstName", 40),
+    ("MiddleName", 40),
+    ("LastName", 80),
+    ("Suffix", 40),
+    ("Title", 128),
+    ("Company", 255),
+    ("Email", 80),
+    ("Phone", 40),
+    ("MobilePhone", 40),
+    ("Fax", 40),
+    ("Website", 255),
+    ("Street", 255),
+    ("City", 40),
+    ("State", 80),
+    ("PostalCode", 20),
+    ("Country", 80),
+    ("Industry", 255),
+    ("LeadSource", 255),
+    ("Description", 32000),
+];
+
+/// Required on create.
+const LEAD_REQUIRED: &[&str] = &["LastName", "Company"];
+
+/// `[crm.salesforce]`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SalesforceSettings {
+    /// The Lead's External ID field (e.g. `Onceform_Ref__c`) that holds the external reference.
+    #[serde(default = "default_external_id_field")]
+    external_id_field: String,
+}
+
+fn default_external_id_field() -> String {
+    "Onceform_Ref__c".into()
+}
+
+pub struct SalesforceKind;
+
+impl AdapterKind for SalesforceKind {
+    fn name(&self) -> &'static str {
+        "salesforce"
+    }
+
+    fn settings(&self, table: toml::Table) -> Result<Settings, String> {
+        settings_of::<SalesforceSettings>(toml::Value::Table(table))
+    }
+
+    fn moved_keys(&self) -> &'static [(&'static str, &'static str)] {
+        &[("salesforce_external_id_field", "external_id_field")]
+    }
+
+    fn problems(&self, crm: &CrmConfig) -> Vec<String> {
+        let mut out = url_problems(crm);
+        if own::<SalesforceSettings>(crm, self).is_ok_and(|s| s.external_id_field.trim().is_empty()) {
+            out.push("crm.salesforce.external_id_field: names the Lead's External ID field".into());
+        }
+        out
+    }
+
+    fn mapping_warnings(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        mapping_warnings(at, form)
+    }
+
+    fn build(
+        &self,
+        crm: &CrmConfig,
+        token: Option<Secret>,
+        timeout: Duration,
+    ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
+        let settings = own::<SalesforceSettings>(crm, self)?;
+        Ok(Arc::new(Salesforce::new(url_of(crm)?, settings.external_id_field.clone(), token, timeout)?))
+    }
+}
+
+/// A Lead standard field and its length (field names are case-insensitive).
+fn lead_length(field: &str) -> Option<(&'static str, usize)> {
+    LEAD_FIELDS.iter().copied().find(|(name, _)| name.eq_ignore_ascii_case(field))
+}
+
+/// check-config: `form`'s mapping against the Lead (see the module's notes).
+fn mapping_warnings(at: &str, form: &FormConfig) -> Vec<String> {
+    if form.crm_fields.is_empty() {
+        return vec![format!(
+            "{at}.crm_fields: none, so every field goes under its own name, which a Lead does not \
+             have (Salesforce refuses it: INVALID_FIELD); map each field to a Lead field"
+        )];
+    }
+    let mut out = Vec::new();
+    for (name, to) in &form.crm_fields {
+        let (Some(field), Some((lead_field, length))) = (form.field(name), lead_length(to)) else { continue };
+        let max = field.max_length();
+        if max > length {
+            out.push(format!(
+                "{at}.fields ({name}): up to {max} characters, but Lead.{lead_field} holds {length}; \
+                 Salesforce refuses a longer value (STRING_TOO_LONG): set max_length = {length}"
+            ));
+        }
+    }
+    for (key, value) in &form.crm_defaults {
+        if let Some((lead_field, length)) = lead_length(key).filter(|(_, l)| value.chars().count() > *l) {
+            out.push(format!("{at}.crm_defaults.{key}: longer than Lead.{lead_field}'s {length} characters"));
+        }
+    }
+    for required in LEAD_REQUIRED {
+        let defaulted =
+            form.crm_defaults.iter().any(|(k, v)| k.eq_ignore_ascii_case(required) && !v.trim().is_empty());
+        let from: Vec<&String> = form
+            .crm_fields
+            .iter()
+            .filter(|(_, to)| to.eq_ignore_ascii_case(required))
+            .map(|(f, _)| f)
+            .collect();
+        if defaulted || from.iter().any(|f| form.field(f).is_some_and(|f| f.required)) {
+            continue;
+        }
+        let why = match from.first() {
+            Some(f) => format!("the optional field `{f}` can leave it blank"),
+            None => "no field is mapped to it".to_string(),
+        };
+        out.push(format!(
+            "{at}.crm_fields: Lead.{required} is required and {why}, so Salesforce would refuse \
+             such a lead (REQUIRED_FIELD_MISSING); set crm_defaults.{required} (used when it is blank)"
+        ));
+    }
+    out
+}
+
+/// Salesforce's error array as one line: `CODE: message (fields: A, B); …`.
+fn error_messages(body: &Value) -> Option<String> {
+    let lines: Vec<String> = body
+        .as_array()?
+        .iter()
+        .filter_map(|e| {
+            let code = e["errorCode"].as_str().unwrap_or("ERROR");
+            let message = e["message"].as_str()?;
+            let fields: Vec<&str> = e["fields"]
+                .as_array()
+                .map(|f| f.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            Some(match fields.is_empty() {
+                true => format!("{code}: {message}"),
+                false => format!("{code}: {message} (fields: {})", fields.join(", ")),
+            })
+        })
+        .collect();
+    excerpt(lines.join("; ").as_bytes())
+}
 
 pub struct Salesforce {
     client: reqwest::Client,
@@ -77,15 +241,19 @@ impl CrmAdapter for Salesforce {
                     Report::sent(id_of(&body, "id").unwrap_or_else(|| lead.external_ref.clone())).with_http(s)
                 }
                 300 => Report::failed(Outcome::Permanent, "external_id_ambiguous").with_http(status),
-                400 => {
-                    let refused = status_error(&resp);
-                    let body: Value = resp.json().await.unwrap_or_default();
-                    if !duplicates_detected(&body) {
-                        return refused;
+                _ => {
+                    let refused = status_report(&resp, ServerErrors::MayHaveActed);
+                    let head = read_head(resp).await;
+                    let body: Value = serde_json::from_slice(&head).unwrap_or_default();
+                    // Salesforce's error array, else whatever stood in the body (a proxy's page).
+                    let detail = if body.is_array() { error_messages(&body) } else { excerpt(&head) };
+                    if status == 400 && duplicates_detected(&body) {
+                        return Report::failed(Outcome::Permanent, "duplicate_rule")
+                            .with_http(status)
+                            .with_detail(detail);
                     }
-                    Report::failed(Outcome::Permanent, "duplicate_rule").with_http(status)
+                    refused.with_detail(detail)
                 }
-                _ => status_error(&resp),
             }
         })
     }
@@ -153,7 +321,9 @@ mod tests {
     async fn duplicates_detected_is_permanent_duplicate_rule() {
         let body =
             r#"[{"message":"Use one of these records?","errorCode":"DUPLICATES_DETECTED","fields":[]}]"#;
-        let want = Report::failed(Outcome::Permanent, "duplicate_rule").with_http(400);
+        let want = Report::failed(Outcome::Permanent, "duplicate_rule")
+            .with_http(400)
+            .with_detail(Some("DUPLICATES_DETECTED: Use one of these records?".into()));
         assert_eq!(upsert("400 Bad Request", "", body).await, want);
     }
 
@@ -165,8 +335,9 @@ mod tests {
 
     #[tokio::test]
     async fn server_error_500_is_ambiguous() {
-        let report = upsert("500 Internal Server Error", "", "[]").await;
-        assert_eq!(report, Report::failed(Outcome::Ambiguous, "http_500").with_http(500));
+        let report = upsert("500 Internal Server Error", "", "not json\r\n").await;
+        let said = Some("not json".to_string());
+        assert_eq!(report, Report::failed(Outcome::Ambiguous, "http_500").with_http(500).with_detail(said));
     }
 
     #[tokio::test]

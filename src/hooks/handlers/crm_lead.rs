@@ -4,10 +4,29 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::Deps;
+use super::{Deps, Handler};
 use crate::effects::crm::{CrmAdapter, Lead};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Outcome, Report};
-use crate::hooks::config::HandlerConfig;
+use crate::hooks::config::{HandlerConfig, HandlerRules};
+
+pub struct HookLeadKind;
+
+impl HandlerRules for HookLeadKind {
+    fn name(&self) -> &'static str {
+        "crm_lead"
+    }
+
+    fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
+        let bad = h.crm_fields.iter().filter(|(_, ptr)| !ptr.is_empty() && !ptr.starts_with('/'));
+        bad.map(|(field, _)| format!("{at}.crm_fields.{field}: a JSON pointer starts with /")).collect()
+    }
+}
+
+impl Handler for HookLeadKind {
+    fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        Ok(Arc::new(HookLead::new(h, deps)))
+    }
+}
 
 pub struct HookLead {
     crm: Arc<dyn CrmAdapter>,

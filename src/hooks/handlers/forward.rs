@@ -4,11 +4,42 @@
 use reqwest::header::CONTENT_TYPE;
 use reqwest::StatusCode;
 
-use super::Deps;
-use crate::effects::crm::url_policy::{self, fill};
-use crate::effects::http::{client, lookup_failed, status_error, transport_error};
+use std::sync::Arc;
+
+use super::{needs_url, Deps, Handler};
+use crate::effects::http::url_policy::{check, check_template};
+use crate::effects::http::{client, fill, lookup_failed, status_error, transport_error};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Report};
-use crate::hooks::config::HandlerConfig;
+use crate::hooks::config::{HandlerConfig, HandlerRules};
+
+pub struct ForwardKind;
+
+impl HandlerRules for ForwardKind {
+    /// `url` and `lookup_url` as the URL policy allows (`allow_http`: `http://` beyond loopback).
+    fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
+        let mut out = needs_url(at, h);
+        out.extend(h.url.as_ref().and_then(|u| check(&format!("{at}.url"), u, h.allow_http).err()));
+        if let Some(l) = &h.lookup_url {
+            match l.contains("{key}") {
+                false => out.push(format!("{at}.lookup_url: must contain {{key}}")),
+                true => {
+                    out.extend(check_template(&format!("{at}.lookup_url"), l, "{key}", h.allow_http).err())
+                }
+            }
+        }
+        out
+    }
+
+    fn name(&self) -> &'static str {
+        "forward"
+    }
+}
+
+impl Handler for ForwardKind {
+    fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        Ok(Arc::new(Forward::new(h, deps)?))
+    }
+}
 
 pub struct Forward {
     client: reqwest::Client,
@@ -19,7 +50,9 @@ pub struct Forward {
 impl Forward {
     pub fn new(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Forward> {
         let url = h.url.clone().ok_or_else(|| anyhow::anyhow!("a forward handler needs a url"))?;
-        url_policy::check_handler(h, "").map_err(anyhow::Error::msg)?;
+        if let Some(problem) = ForwardKind.problems("", h).into_iter().next() {
+            anyhow::bail!(problem.trim_start_matches('.').to_string());
+        }
         Ok(Forward { client: client(deps.timeout)?, url, lookup_url: h.lookup_url.clone() })
     }
 }
@@ -50,7 +83,7 @@ impl Effect for Forward {
                 Ok(resp) if resp.status().is_success() => {
                     Report::sent(job.effect_key.clone()).with_http(resp.status().as_u16())
                 }
-                Ok(resp) => status_error(&resp),
+                Ok(resp) => status_error(resp).await,
             }
         })
     }

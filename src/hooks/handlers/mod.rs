@@ -1,5 +1,9 @@
 //! Handler kinds for inbound events, registered with the workers under
-//! `hook:SOURCE:HANDLER`. A new kind is one file here and one line in `build`.
+//! `hook:SOURCE:HANDLER`.
+//!
+//! Adding a kind: a file here with a unit struct implementing `HandlerRules` (its name and
+//! the handler settings it needs, see `config::hooks`) and `Handler` (the `Effect` that runs
+//! it), then one line in `HANDLERS`. `owner_notification.rs` is a small example.
 
 mod crm_lead;
 mod forward;
@@ -8,17 +12,54 @@ mod webhook;
 
 use std::sync::Arc;
 
-use super::config::{HandlerConfig, HandlerKind};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+use super::config::{HandlerConfig, HandlerKind, HandlerRules};
 use super::ingest::record_kind;
 use crate::effects::{Deps, Effect, Registry};
 
-fn build(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-    Ok(match h.kind {
-        HandlerKind::Forward => Arc::new(forward::Forward::new(h, deps)?),
-        HandlerKind::CrmLead => Arc::new(crm_lead::HookLead::new(h, deps)),
-        HandlerKind::OwnerNotification => Arc::new(owner_notification::Notify::new(h, deps)),
-        HandlerKind::Webhook => Arc::new(webhook::HookWebhook::new(h, deps)?),
-    })
+/// Every handler kind, one line each: a new kind is a file beside this one and its line here.
+static HANDLERS: &[&dyn Handler] = &[
+    &forward::ForwardKind,
+    &crm_lead::HookLeadKind,
+    &owner_notification::NotifyKind,
+    &webhook::HookWebhookKind,
+];
+
+/// A kind of handler: what the configuration knows of it (`HandlerRules`) and how it runs.
+pub trait Handler: HandlerRules {
+    /// The effect that runs handler `h`'s records, with what the form kinds get.
+    fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>>;
+}
+
+/// The registered kind named `name`.
+pub fn find(name: &str) -> Option<&'static dyn Handler> {
+    HANDLERS.iter().copied().find(|k| k.name() == name)
+}
+
+impl<'de> Deserialize<'de> for HandlerKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        match find(&name) {
+            Some(kind) => Ok(HandlerKind(kind)),
+            None => {
+                let names: Vec<String> = HANDLERS.iter().map(|k| format!("`{}`", k.name())).collect();
+                Err(de::Error::custom(format!(
+                    "unknown handler kind `{name}`, expected one of {}",
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// check-config: a kind that POSTs somewhere needs `url`.
+fn needs_url(at: &str, h: &HandlerConfig) -> Vec<String> {
+    match h.url {
+        None => vec![format!("{at}.url: a {} handler needs a URL", h.kind.as_str())],
+        Some(_) => Vec::new(),
+    }
 }
 
 /// Registers every configured handler of every source, with what the form effect kinds
@@ -26,8 +67,10 @@ fn build(h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> 
 pub fn register(registry: &mut Registry, deps: &Deps<'_>) -> anyhow::Result<()> {
     for (source, hook) in &deps.config.hooks {
         for h in &hook.handlers {
-            let effect =
-                build(h, deps).map_err(|e| anyhow::anyhow!("hooks.{source}.handlers.{}: {e}", h.name))?;
+            let kind = find(h.kind.as_str()).ok_or_else(|| anyhow::anyhow!("unknown handler kind"))?;
+            let effect = kind
+                .effect(h, deps)
+                .map_err(|e| anyhow::anyhow!("hooks.{source}.handlers.{}: {e}", h.name))?;
             registry.register_as(record_kind(source, &h.name), effect);
         }
     }

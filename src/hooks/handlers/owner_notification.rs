@@ -6,9 +6,30 @@ use std::sync::Arc;
 use crate::effects::mail::template::Rendered;
 use crate::effects::mail::{Envelope, Mailer};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Report};
-use crate::hooks::config::HandlerConfig;
+use crate::hooks::config::{HandlerConfig, HandlerRules};
 
-use super::Deps;
+use super::{Deps, Handler};
+
+pub struct NotifyKind;
+
+impl HandlerRules for NotifyKind {
+    fn name(&self) -> &'static str {
+        "owner_notification"
+    }
+
+    fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
+        match h.notify.is_empty() {
+            true => vec![format!("{at}.notify: an owner_notification handler needs addresses")],
+            false => Vec::new(),
+        }
+    }
+}
+
+impl Handler for NotifyKind {
+    fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        Ok(Arc::new(Notify::new(h, deps)))
+    }
+}
 
 /// How much of the body goes into the message.
 const EXCERPT: usize = 2000;

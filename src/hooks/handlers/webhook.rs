@@ -4,13 +4,41 @@
 //! event for the receiver, which deduplicates by it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::json;
 
-use super::Deps;
-use crate::effects::webhook::Endpoint;
+use super::{needs_url, Deps, Handler};
+use crate::effects::webhook::{url_problems, Endpoint};
 use crate::effects::{BoxFuture, Effect, Job, Lookup, Report};
-use crate::hooks::config::HandlerConfig;
+use crate::hooks::config::{HandlerConfig, HandlerRules};
+
+pub struct HookWebhookKind;
+
+impl HandlerRules for HookWebhookKind {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
+        let mut out = needs_url(at, h);
+        if let Some(url) = &h.url {
+            out.extend(url_problems(&format!("{at}.url"), url, false));
+        }
+        if h.secret_env.is_none() {
+            out.push(format!(
+                "{at}.secret_env: a webhook handler needs the variable holding its whsec_ secret"
+            ));
+        }
+        out
+    }
+}
+
+impl Handler for HookWebhookKind {
+    fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        Ok(Arc::new(HookWebhook::new(h, deps)?))
+    }
+}
 
 pub struct HookWebhook {
     endpoint: Endpoint,

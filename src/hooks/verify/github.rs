@@ -3,7 +3,43 @@
 
 use actix_web::http::header::HeaderMap;
 
-use super::{header, hex, hex_decode, hmac_sha256, same, VerifyError};
+use super::{
+    header, hex, hex_decode, hmac_sha256, needs_secret_env, same, var, Keys, Secrets, Verifier, VerifyError,
+};
+use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
+
+pub struct Github;
+
+impl VerifierRules for Github {
+    fn name(&self) -> &'static str {
+        "github"
+    }
+
+    fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
+        needs_secret_env(at, hook)
+    }
+
+    fn default_event_id(&self) -> Option<EventIdSpec> {
+        Some(EventIdSpec::Header("x-github-delivery".into()))
+    }
+
+    fn redelivery_span(&self) -> Option<(chrono::Duration, &'static str)> {
+        Some((chrono::Duration::days(3), "GitHub redelivers deliveries of the past 3 days on request"))
+    }
+}
+
+impl Verifier for Github {
+    /// A GitHub secret may hold spaces: one secret per line.
+    fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
+        let raw = var(env, &hook.secret_env)?;
+        let keys =
+            raw.lines().map(str::trim).filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect();
+        Ok(Box::new(Secrets {
+            keys,
+            verify: |keys: &[Vec<u8>], d: &super::Delivery<'_>| verify(keys, d.headers, d.raw),
+        }))
+    }
+}
 
 pub fn verify(keys: &[Vec<u8>], headers: &HeaderMap, body: &[u8]) -> Result<(), VerifyError> {
     let sig = header(headers, "x-hub-signature-256").ok_or(VerifyError::Unauthorized("missing_headers"))?;

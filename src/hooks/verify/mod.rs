@@ -1,17 +1,31 @@
 //! Signature verification per provider. Every comparison of a signature is constant-time;
 //! a failure names its reason for the log and metrics, never the secret.
+//!
+//! Adding a provider: a file here with a unit struct implementing `VerifierRules` (its name,
+//! the settings it needs, what its signature covers, its redelivery span; see
+//! `config::hooks`) and `Verifier` (reading its secrets into `Keys`, which open a delivery),
+//! then one line in `VERIFIERS`, and its section in docs/webhooks/. `github.rs` is a small
+//! example.
 
 pub mod github;
+mod none;
 pub mod standard_webhooks;
 pub mod stripe;
 pub mod wecom;
 
 use actix_web::http::header::HeaderMap;
 use hmac::{Hmac, Mac};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use super::config::{HookConfig, VerifyKind};
+pub use self::wecom::CallbackQuery;
+use super::config::{HookConfig, VerifierRules, Verify};
+
+/// Every verifier, one line each: a new provider is a file beside this one and its line here.
+static VERIFIERS: &[&dyn Verifier] =
+    &[&standard_webhooks::StandardWebhooks, &github::Github, &stripe::Stripe, &wecom::Wecom, &none::Unsigned];
 
 /// Why a delivery was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,56 +36,110 @@ pub enum VerifyError {
     Malformed(&'static str),
 }
 
-/// The secrets of one source, read from the environment once at start.
-#[derive(Clone, Default)]
-pub struct Secrets {
-    /// Signing keys (several while a secret is being rotated).
-    pub keys: Vec<Vec<u8>>,
-    /// WeCom only.
-    pub wecom: Option<wecom::WecomKeys>,
+/// What a verified body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFormat {
+    Json,
+    /// WeCom's decrypted message.
+    Xml,
 }
 
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secrets(***)")
+/// One POSTed delivery, as its verifier sees it.
+pub struct Delivery<'a> {
+    pub headers: &'a HeaderMap,
+    pub query: &'a CallbackQuery,
+    pub raw: &'a [u8],
+    /// Unix seconds.
+    pub now: i64,
+    /// How far a signed timestamp may be from `now`.
+    pub tolerance: u64,
+}
+
+/// A provider's way of verifying deliveries (`config::hooks::VerifierRules` says what the
+/// configuration knows of it).
+pub trait Verifier: VerifierRules {
+    /// Reads the secrets `hook` names from `env`; an error names the variable, never its value.
+    fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String>;
+
+    /// What its verified bodies are.
+    fn body_format(&self) -> BodyFormat {
+        BodyFormat::Json
+    }
+
+    /// The event ID the provider's own message names, when no `event_id` spec found one.
+    fn own_event_id(&self, _body: &str) -> Option<String> {
+        None
+    }
+
+    /// The provider expects an empty `text/plain` answer rather than JSON (WeCom).
+    fn answers_empty(&self) -> bool {
+        false
     }
 }
 
-impl Secrets {
-    /// Reads the variables `config` names; an error names the variable, never its value.
-    pub fn load(config: &HookConfig, env: impl Fn(&str) -> Option<String>) -> Result<Secrets, String> {
-        let var = |name: &Option<String>| -> Result<String, String> {
-            let name = name.as_deref().ok_or("no variable named")?;
-            env(name).filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("{name} is not set"))
-        };
-        Ok(match config.verify {
-            VerifyKind::None => Secrets::default(),
-            VerifyKind::StandardWebhooks => {
-                let raw = var(&config.secret_env)?;
-                let keys = raw
-                    .split_whitespace()
-                    .map(standard_webhooks::decode_secret)
-                    .collect::<Result<Vec<_>, _>>()?;
-                Secrets { keys, wecom: None }
+/// A source's secrets, read once at start, and how they open a delivery. No `Debug`.
+pub trait Keys: Send + Sync {
+    /// The verified body (WeCom: decrypted).
+    fn open(&self, delivery: &Delivery<'_>) -> Result<Vec<u8>, VerifyError>;
+
+    /// The provider's URL check by `GET` (WeCom's `echostr`); `None`: it has none (405).
+    fn url_check(
+        &self,
+        _query: &CallbackQuery,
+        _now: i64,
+        _tolerance: u64,
+    ) -> Option<Result<Vec<u8>, VerifyError>> {
+        None
+    }
+}
+
+/// The registered verifier named `name`.
+pub fn find(name: &str) -> Option<&'static dyn Verifier> {
+    VERIFIERS.iter().copied().find(|v| v.name() == name)
+}
+
+impl<'de> Deserialize<'de> for Verify {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        match find(&name) {
+            Some(v) => Ok(Verify(v)),
+            None => {
+                let names: Vec<String> = VERIFIERS.iter().map(|v| format!("`{}`", v.name())).collect();
+                Err(de::Error::custom(format!(
+                    "unknown verifier `{name}`, expected one of {}",
+                    names.join(", ")
+                )))
             }
-            VerifyKind::Stripe => {
-                let raw = var(&config.secret_env)?;
-                Secrets { keys: raw.split_whitespace().map(|s| s.as_bytes().to_vec()).collect(), wecom: None }
-            }
-            // A GitHub secret may hold spaces: one secret per line.
-            VerifyKind::Github => {
-                let raw = var(&config.secret_env)?;
-                let keys =
-                    raw.lines().map(str::trim).filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec());
-                Secrets { keys: keys.collect(), wecom: None }
-            }
-            VerifyKind::Wecom => {
-                let token = var(&config.token_env)?;
-                let aes = var(&config.aes_key_env)?;
-                let corp_id = config.corp_id.clone().ok_or("corp_id is not set")?;
-                Secrets { keys: Vec::new(), wecom: Some(wecom::WecomKeys::new(&token, &aes, &corp_id)?) }
-            }
-        })
+        }
+    }
+}
+
+/// The value of the variable `name` names, set and not blank.
+pub fn var(env: &dyn Fn(&str) -> Option<String>, name: &Option<String>) -> Result<String, String> {
+    let name = name.as_deref().ok_or("no variable named")?;
+    env(name).filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("{name} is not set"))
+}
+
+/// check-config: a verifier that signs with one secret needs `secret_env`.
+pub fn needs_secret_env(at: &str, hook: &HookConfig) -> Vec<String> {
+    match hook.secret_env {
+        None => vec![format!("{at}.secret_env: names the variable holding the secret")],
+        Some(_) => Vec::new(),
+    }
+}
+
+/// Signing keys (several while a secret is being rotated), for the HMAC verifiers.
+pub struct Secrets<F> {
+    pub keys: Vec<Vec<u8>>,
+    pub verify: F,
+}
+
+impl<F> Keys for Secrets<F>
+where
+    F: Fn(&[Vec<u8>], &Delivery<'_>) -> Result<(), VerifyError> + Send + Sync,
+{
+    fn open(&self, d: &Delivery<'_>) -> Result<Vec<u8>, VerifyError> {
+        (self.verify)(&self.keys, d).map(|()| d.raw.to_vec())
     }
 }
 

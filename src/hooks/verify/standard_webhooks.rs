@@ -6,9 +6,52 @@ use actix_web::http::header::HeaderMap;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
-use super::{fresh, header, hmac_sha256, same, VerifyError};
+use super::{
+    fresh, header, hmac_sha256, needs_secret_env, same, var, Delivery, Keys, Secrets, Verifier, VerifyError,
+};
+use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 /// Signing and the `whsec_` secret format are shared with the outbound `webhook` effect.
 pub use crate::effects::webhook::{decode_secret, sign};
+
+pub struct StandardWebhooks;
+
+impl VerifierRules for StandardWebhooks {
+    fn name(&self) -> &'static str {
+        "standard-webhooks"
+    }
+
+    fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
+        needs_secret_env(at, hook)
+    }
+
+    /// `webhook-id` is part of the signed content.
+    fn signs_header(&self, name: &str) -> bool {
+        name == "webhook-id"
+    }
+
+    fn default_event_id(&self) -> Option<EventIdSpec> {
+        Some(EventIdSpec::Header("webhook-id".into()))
+    }
+
+    fn redelivery_span(&self) -> Option<(chrono::Duration, &'static str)> {
+        Some((
+            chrono::Duration::days(5),
+            "Svix-style senders retry for about 28 hours and keep an endpoint for 5 days of failures",
+        ))
+    }
+}
+
+impl Verifier for StandardWebhooks {
+    /// `whsec_…` secrets, space-separated.
+    fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
+        let raw = var(env, &hook.secret_env)?;
+        let keys = raw.split_whitespace().map(decode_secret).collect::<Result<Vec<_>, _>>()?;
+        Ok(Box::new(Secrets {
+            keys,
+            verify: |keys: &[Vec<u8>], d: &Delivery<'_>| verify(keys, d.headers, d.raw, d.now, d.tolerance),
+        }))
+    }
+}
 
 pub fn verify(
     keys: &[Vec<u8>],

@@ -3,7 +3,42 @@
 
 use actix_web::http::header::HeaderMap;
 
-use super::{fresh, header, hex, hex_decode, hmac_sha256, same, VerifyError};
+use super::{
+    fresh, header, hex, hex_decode, hmac_sha256, needs_secret_env, same, var, Delivery, Keys, Secrets,
+    Verifier, VerifyError,
+};
+use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
+
+pub struct Stripe;
+
+impl VerifierRules for Stripe {
+    fn name(&self) -> &'static str {
+        "stripe"
+    }
+
+    fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
+        needs_secret_env(at, hook)
+    }
+
+    fn default_event_id(&self) -> Option<EventIdSpec> {
+        Some(EventIdSpec::Json("/id".into()))
+    }
+
+    fn redelivery_span(&self) -> Option<(chrono::Duration, &'static str)> {
+        Some((chrono::Duration::days(3), "Stripe retries for up to 3 days"))
+    }
+}
+
+impl Verifier for Stripe {
+    fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
+        let raw = var(env, &hook.secret_env)?;
+        let keys = raw.split_whitespace().map(|s| s.as_bytes().to_vec()).collect();
+        Ok(Box::new(Secrets {
+            keys,
+            verify: |keys: &[Vec<u8>], d: &Delivery<'_>| verify(keys, d.headers, d.raw, d.now, d.tolerance),
+        }))
+    }
+}
 
 pub fn verify(
     keys: &[Vec<u8>],

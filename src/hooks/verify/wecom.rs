@@ -10,7 +10,70 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STAN
 use base64::Engine;
 use sha1::{Digest, Sha1};
 
-use super::{fresh, hex, hex_decode, same, VerifyError};
+use super::{fresh, hex, hex_decode, same, var, BodyFormat, Delivery, Keys, Verifier, VerifyError};
+use crate::config::hooks::{HookConfig, VerifierRules};
+
+pub struct Wecom;
+
+impl VerifierRules for Wecom {
+    fn name(&self) -> &'static str {
+        "wecom"
+    }
+
+    fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
+        if hook.token_env.is_none() || hook.aes_key_env.is_none() || hook.corp_id.is_none() {
+            return vec![format!("{at}: wecom needs token_env, aes_key_env and corp_id")];
+        }
+        Vec::new()
+    }
+
+    fn redelivery_span(&self) -> Option<(chrono::Duration, &'static str)> {
+        Some((chrono::Duration::minutes(1), "WeCom retries 3 times within seconds"))
+    }
+}
+
+impl Verifier for Wecom {
+    fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
+        let token = var(env, &hook.token_env)?;
+        let aes = var(env, &hook.aes_key_env)?;
+        let corp_id = hook.corp_id.clone().ok_or("corp_id is not set")?;
+        Ok(Box::new(WecomKeys::new(&token, &aes, &corp_id)?))
+    }
+
+    fn body_format(&self) -> BodyFormat {
+        BodyFormat::Xml
+    }
+
+    /// `MsgId`, else `FromUserName:CreateTime:Event`.
+    fn own_event_id(&self, body: &str) -> Option<String> {
+        event_id(body)
+    }
+
+    /// WeCom expects an empty answer (or a passive reply) within 5 s.
+    fn answers_empty(&self) -> bool {
+        true
+    }
+}
+
+impl Keys for WecomKeys {
+    /// An unsigned body without `<Encrypt>` is refused like a bad signature.
+    fn open(&self, d: &Delivery<'_>) -> Result<Vec<u8>, VerifyError> {
+        let outer = std::str::from_utf8(d.raw).map_err(|_| VerifyError::Malformed("not_utf8"))?;
+        let encrypted = xml_field(outer, "Encrypt").ok_or(VerifyError::Unauthorized("missing_encrypt"))?;
+        WecomKeys::open(self, d.query, &encrypted, d.now, d.tolerance)
+    }
+
+    /// The decrypted `echostr`.
+    fn url_check(
+        &self,
+        query: &CallbackQuery,
+        now: i64,
+        tolerance: u64,
+    ) -> Option<Result<Vec<u8>, VerifyError>> {
+        let echostr = query.echostr.clone().unwrap_or_default();
+        Some(WecomKeys::open(self, query, &echostr, now, tolerance))
+    }
+}
 
 /// EncodingAESKeys are 43 characters whose last one may carry stray bits.
 const LENIENT: GeneralPurpose =

@@ -13,7 +13,7 @@ use onceform::worker::Worker;
 use super::crm::FakeCrm;
 use super::smtp::SmtpSink;
 use super::{spawn_app_with, Backend, TestApp};
-use onceform::config::{Config, CrmAdapterName};
+use onceform::config::Config;
 
 pub struct DeliveryApp {
     pub app: TestApp,
@@ -23,9 +23,9 @@ pub struct DeliveryApp {
 
 /// Fast timings for tests: 300 ms calls, 20 ms backoff and reconciliation delays.
 pub fn wire(config: &mut Config, crm: &FakeCrm, smtp: &SmtpSink) {
-    config.crm.adapter = Some(CrmAdapterName::Generic);
+    config.crm.adapter = Some("generic".into());
     config.crm.url = Some(format!("{}/leads", crm.url));
-    config.crm.lookup_url = Some(crm.lookup_url());
+    super::set_crm(config, "generic", &[("lookup_url", &crm.lookup_url())]);
     config.smtp.url = Some(smtp.url.clone());
     let w = &mut config.worker;
     w.call_timeout_ms = 300;

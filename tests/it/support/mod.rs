@@ -174,8 +174,15 @@ pub fn test_config(db_url: &str) -> Config {
     config.server.secret_file = at("secret");
     config.server.initial_password_file = at("initial-admin-password");
     config.smtp.mail_dir = at("mail");
-    config.crm.dir = at("crm");
+    set_crm(&mut config, "file", &[("dir", &at("crm"))]);
     config
+}
+
+/// `[crm.NAME]` given in code: adapter `name`'s table with these string settings (the
+/// adapter parses it as it would the file's).
+pub fn set_crm(config: &mut Config, name: &str, settings: &[(&str, &str)]) {
+    let table = settings.iter().map(|(k, v)| (k.to_string(), toml::Value::String(v.to_string()))).collect();
+    onceform::effects::crm::set_table(&mut config.crm, name, table).unwrap();
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {

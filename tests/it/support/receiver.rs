@@ -17,6 +17,8 @@ pub enum Fault {
     Status(u16),
     /// Answers this status with `Retry-After: seconds`, without acting.
     StatusRetryAfter(u16, u64),
+    /// Answers this status with this body, without acting.
+    StatusBody(u16, &'static str),
 }
 
 #[derive(Debug, Default)]
@@ -123,19 +125,23 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<Inner>>) {
                     let mut s = state.lock().unwrap();
                     s.requests.push((headers, String::from_utf8_lossy(&body).into_owned()));
                     let fault = s.faults.pop_front();
-                    if !matches!(fault, Some(Fault::Status(_) | Fault::StatusRetryAfter(..))) {
+                    if !matches!(
+                        fault,
+                        Some(Fault::Status(_) | Fault::StatusRetryAfter(..) | Fault::StatusBody(..))
+                    ) {
                         s.calls.push((key, String::from_utf8_lossy(&body).into_owned()));
                     }
                     fault
                 };
                 match fault {
-                    None => (200, None),
+                    None => (200, None, "{}"),
                     Some(Fault::SlowAfterAct(d)) => {
                         tokio::time::sleep(d).await;
-                        (200, None)
+                        (200, None, "{}")
                     }
-                    Some(Fault::Status(s)) => (s, None),
-                    Some(Fault::StatusRetryAfter(s, seconds)) => (s, Some(seconds)),
+                    Some(Fault::Status(s)) => (s, None, "{}"),
+                    Some(Fault::StatusRetryAfter(s, seconds)) => (s, Some(seconds), "{}"),
+                    Some(Fault::StatusBody(s, body)) => (s, None, body),
                 }
             }
             ("GET", Some(rest)) if rest.starts_with('/') => {
@@ -143,17 +149,18 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<Inner>>) {
                 let mut s = state.lock().unwrap();
                 s.lookups += 1;
                 if s.calls.iter().any(|(k, _)| *k == key) {
-                    (200, None)
+                    (200, None, "{}")
                 } else {
-                    (404, None)
+                    (404, None, "{}")
                 }
             }
-            _ => (404, None),
+            _ => (404, None, "{}"),
         };
-        let (status, retry_after) = status;
+        let (status, retry_after, answer) = status;
         let retry_after = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
         let response = format!(
-            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{retry_after}content-length: 2\r\n\r\n{{}}"
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{retry_after}content-length: {}\r\n\r\n{answer}",
+            answer.len()
         );
         if reader.get_mut().write_all(response.as_bytes()).await.is_err() {
             return;

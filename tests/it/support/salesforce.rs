@@ -15,7 +15,10 @@
 //!   `INVALID_SESSION_ID` ("Status Codes and Error Responses").
 //! - [errors] "Status Codes and Error Responses": errors are arrays; `JSON_PARSER_ERROR` for
 //!   a body that is not JSON, `INVALID_FIELD` for a field the object does not have.
-//! - [lead] Object Reference, Lead: `LastName` and `Company` are required on create.
+//! - [lead] Object Reference, Lead: `LastName` and `Company` are required on create (a
+//!   blank value is a missing one: `REQUIRED_FIELD_MISSING`); each text field has a length
+//!   (`LastName` 80, `Email` 80, `Company` 255, …) and a longer value is a 400
+//!   `STRING_TOO_LONG` "Last Name: data value too large: … (max length=80)".
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -26,17 +29,19 @@ use tokio::net::TcpListener;
 use super::crm::Fault;
 use super::vendor::{serve, Reply, Request, TOKEN};
 
-/// The org's Lead fields; `Onceform_Ref__c` is the custom External ID field (unique).
-const FIELDS: &[&str] = &[
-    "Id",
-    "FirstName",
-    "LastName",
-    "Company",
-    "Email",
-    "Phone",
-    "Description",
-    "LeadSource",
-    "Onceform_Ref__c",
+/// The org's Lead fields, their labels and lengths (0: not a text field); `Onceform_Ref__c`
+/// is the custom External ID field (unique), `Journey__c` a custom text field.
+const FIELDS: &[(&str, &str, usize)] = &[
+    ("Id", "Lead ID", 0),
+    ("FirstName", "First Name", 40),
+    ("LastName", "Last Name", 80),
+    ("Company", "Company", 255),
+    ("Email", "Email", 80),
+    ("Phone", "Phone", 40),
+    ("Description", "Description", 32000),
+    ("LeadSource", "Lead Source", 255),
+    ("Onceform_Ref__c", "Onceform Ref", 255),
+    ("Journey__c", "Journey", 255),
 ];
 const EXTERNAL_IDS: &[&str] = &["Onceform_Ref__c"];
 const REQUIRED: &[&str] = &["LastName", "Company"];
@@ -186,7 +191,8 @@ fn validate(body: &[u8], external_field: &str) -> Result<BTreeMap<String, String
     let object = body.as_object().ok_or_else(parse)?;
     let mut fields = BTreeMap::new();
     for (name, value) in object {
-        let Some(known) = FIELDS.iter().find(|f| f.eq_ignore_ascii_case(name)) else {
+        let Some((known, label, length)) = FIELDS.iter().find(|(f, _, _)| f.eq_ignore_ascii_case(name))
+        else {
             let message = format!("No such column '{name}' on sobject of type Lead");
             return Err((format!("field {name}"), "INVALID_FIELD", message, vec![name.clone()]));
         };
@@ -195,6 +201,10 @@ fn validate(body: &[u8], external_field: &str) -> Result<BTreeMap<String, String
             return Err((format!("body names {known}"), "INVALID_FIELD", message, vec![known.to_string()]));
         }
         match value {
+            Value::String(s) if *length > 0 && s.chars().count() > *length => {
+                let message = format!("{label}: data value too large: {s} (max length={length})");
+                return Err((format!("length {known}"), "STRING_TOO_LONG", message, vec![known.to_string()]));
+            }
             Value::String(s) => {
                 fields.insert(known.to_string(), s.clone());
             }
@@ -219,7 +229,8 @@ fn apply(state: &Arc<Mutex<Inner>>, field: &str, value: &str, fields: BTreeMap<S
         Some(i) => (i, false),
         None => {
             // [lead] required fields on create.
-            let missing: Vec<&str> = REQUIRED.iter().copied().filter(|f| !fields.contains_key(*f)).collect();
+            let blank = |f: &str| fields.get(f).is_none_or(|v| v.trim().is_empty());
+            let missing: Vec<&str> = REQUIRED.iter().copied().filter(|f| blank(f)).collect();
             if !missing.is_empty() {
                 drop(s);
                 let message = format!("Required fields are missing: [{}]", missing.join(", "));

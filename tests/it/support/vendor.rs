@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Once;
 
 use diesel::prelude::*;
-use onceform::config::{Config, CrmAdapterName};
+use onceform::config::Config;
 use onceform::db::schema::{side_effects, submissions};
 use onceform::db::DbError;
 use onceform::with_conn;
@@ -25,11 +25,10 @@ pub fn set_token() {
 }
 
 /// Points the app's CRM at a vendor fake with its own field mapping.
-pub fn wire_vendor(config: &mut Config, adapter: CrmAdapterName, url: &str, fields: &[(&str, &str)]) {
+pub fn wire_vendor(config: &mut Config, adapter: &str, url: &str, fields: &[(&str, &str)]) {
     set_token();
-    config.crm.adapter = Some(adapter);
+    config.crm.adapter = Some(adapter.into());
     config.crm.url = Some(url.to_string());
-    config.crm.lookup_url = None;
     config.crm.token_env = TOKEN_ENV.into();
     let form = config.forms.get_mut("contact").unwrap();
     form.crm_fields = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -57,6 +56,20 @@ pub async fn lead_ref(app: &super::TestApp, key: &str) -> String {
             .filter(side_effects::kind.eq("crm_lead"))
             .select(side_effects::effect_key)
             .first::<String>(c)
+            .map_err(DbError::from))
+    })
+    .await
+}
+
+/// The ID of the submission stored under `key` (for its admin page).
+pub async fn submission_id(app: &super::TestApp, key: &str) -> String {
+    let key = key.to_string();
+    app.query(move |pool| {
+        with_conn!(pool, |c| submissions::table
+            .filter(submissions::operation_id.eq(&key))
+            .select(submissions::id)
+            .first::<onceform::domain::SubmissionId>(c)
+            .map(|id| id.to_string())
             .map_err(DbError::from))
     })
     .await

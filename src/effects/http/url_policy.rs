@@ -3,8 +3,8 @@
 //! request goes to: `https://`, and `http://` only to loopback unless the operator allows it
 //! (`[crm] allow_http = true`, a handler's `allow_http = true`). A lead or an event carries
 //! personal data and the request the API token; neither should cross a network in clear text
-//! by accident. The CRM's URLs, Slack's webhook and the inbound `forward` handlers' URLs all
-//! go through `check`.
+//! by accident. The CRM adapters' URLs, Slack's and the outbound webhooks' URLs and the
+//! inbound `forward` handlers' URLs all go through `check`.
 //!
 //! A value put into a URL (an external reference, a handler key) goes through
 //! `encode_segment`: everything but RFC 3986 unreserved characters is percent-encoded, so it
@@ -14,9 +14,6 @@ use std::net::IpAddr;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use url::{Host, Url};
-
-use crate::config::hooks::{HandlerConfig, HandlerKind, HookConfig};
-use crate::config::CrmConfig;
 
 /// Everything but `A–Z a–z 0–9 - . _ ~` is encoded.
 const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
@@ -33,17 +30,6 @@ pub fn encode_segment(s: &str) -> Option<String> {
 /// `template` with `placeholder` replaced by the encoded `value` (`None` as `encode_segment`).
 pub fn fill(template: &str, placeholder: &str, value: &str) -> Option<String> {
     Some(template.replace(placeholder, &encode_segment(value)?))
-}
-
-/// Checks `crm.url` and `crm.lookup_url` (when set).
-pub fn check_config(crm: &CrmConfig) -> Result<(), String> {
-    if let Some(url) = &crm.url {
-        check("crm.url", url, crm.allow_http)?;
-    }
-    if let Some(url) = &crm.lookup_url {
-        check_template("crm.lookup_url", url, "{external_ref}", crm.allow_http)?;
-    }
-    Ok(())
 }
 
 /// Checks one configured URL; the message names the setting.
@@ -76,29 +62,6 @@ pub fn check_template(
         (Ok(a), Ok(b)) if a == b => Ok(()),
         _ => Err(format!("{setting}: {placeholder} may stand in the path or query only")),
     }
-}
-
-/// A `forward` handler's `url` and `lookup_url`; `at` prefixes the setting's name.
-pub fn check_handler(h: &HandlerConfig, at: &str) -> Result<(), String> {
-    handler_problems(h, at).into_iter().next().map_or(Ok(()), Err)
-}
-
-fn handler_problems(h: &HandlerConfig, at: &str) -> Vec<String> {
-    let url = h.url.as_ref().and_then(|u| check(&format!("{at}url"), u, h.allow_http).err());
-    let lookup = h
-        .lookup_url
-        .as_ref()
-        .and_then(|u| check_template(&format!("{at}lookup_url"), u, "{key}", h.allow_http).err());
-    url.into_iter().chain(lookup).collect()
-}
-
-/// check-config: the problems of a source's forward handlers' URLs, each named by its path.
-pub fn forward_problems(source: &str, hook: &HookConfig) -> Vec<String> {
-    hook.handlers
-        .iter()
-        .filter(|h| h.kind == HandlerKind::Forward)
-        .flat_map(|h| handler_problems(h, &format!("hooks.{source}.handlers.{}.", h.name)))
-        .collect()
 }
 
 fn is_loopback(host: Option<Host<&str>>) -> bool {

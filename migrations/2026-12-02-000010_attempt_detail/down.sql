@@ -1,0 +1,1 @@
+ALTER TABLE effect_attempts DROP COLUMN detail;

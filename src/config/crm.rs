@@ -1,0 +1,56 @@
+//! `[crm]`: where leads go. The settings every adapter shares live here; each adapter's own
+//! table (`[crm.file]`, `[crm.generic]`, `[crm.hubspot]`, `[crm.salesforce]`) is parsed by
+//! the adapter itself when the config is read (`src/effects/crm/`, which also implements
+//! `Deserialize` for this type, as `effects` does for `KindSettings`).
+
+use std::any::Any;
+use std::collections::BTreeMap;
+
+use super::kind_settings::Settings;
+
+/// Where leads go; see `src/effects/crm/` for the adapters.
+#[derive(Clone)]
+pub struct CrmConfig {
+    /// A registered adapter's name; unset: `generic` when `url` is set, else `file`.
+    pub adapter: Option<String>,
+    /// The HTTP adapters' URL (generic: where leads are POSTed; hubspot/salesforce: the API base).
+    pub url: Option<String>,
+    /// The environment variable holding the API token (never logged).
+    pub token_env: String,
+    /// Allow `http://` CRM URLs to hosts other than loopback (else only `https://`).
+    pub allow_http: bool,
+    /// Each adapter's own table `[crm.NAME]`, parsed by that adapter.
+    pub tables: BTreeMap<String, Settings>,
+    /// Keys of earlier releases found flat in `[crm]` and read as their adapter's: (the key,
+    /// where it lives now). check-config warns about each.
+    pub moved: Vec<(String, String)>,
+}
+
+impl CrmConfig {
+    /// The configured adapter's name.
+    pub fn adapter_name(&self) -> &str {
+        match (&self.adapter, &self.url) {
+            (Some(a), _) => a,
+            (None, Some(_)) => "generic",
+            (None, None) => "file",
+        }
+    }
+
+    /// Adapter `name`'s table, parsed (`None`: not given; the adapter takes its defaults).
+    pub fn table<T: Any>(&self, name: &str) -> Option<&T> {
+        self.tables.get(name)?.downcast_ref()
+    }
+}
+
+impl Default for CrmConfig {
+    fn default() -> Self {
+        Self {
+            adapter: None,
+            url: None,
+            token_env: "ONCEFORM_CRM_TOKEN".into(),
+            allow_http: false,
+            tables: BTreeMap::new(),
+            moved: Vec::new(),
+        }
+    }
+}
