@@ -120,11 +120,11 @@ pub fn excerpt(bytes: &[u8]) -> Option<String> {
             continue;
         }
         if out.len() + c.len_utf8() > EXCERPT_BYTES {
-            let cut = out.trim_end().len();
-            out.truncate(cut.min(EXCERPT_BYTES - '…'.len_utf8()));
-            while !out.is_char_boundary(out.len()) {
-                out.pop();
+            let mut cut = out.trim_end().len().min(EXCERPT_BYTES - '…'.len_utf8());
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
             }
+            out.truncate(cut);
             out.push('…');
             return Some(out);
         }
