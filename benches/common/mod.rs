@@ -51,7 +51,15 @@ impl Db {
     /// Writes a configuration file: the demo forms, this database, `extra` TOML sections.
     pub fn config(&self, extra: &str) -> (std::path::PathBuf, Config) {
         let forms = &DEFAULT_CONFIG[DEFAULT_CONFIG.find("[forms.contact]").unwrap()..];
-        let text = format!("[database]\nurl = {:?}\n\n{extra}\n\n{forms}", self.url);
+        // Everything the server writes goes to this run's directory, never the checkout's ./data.
+        let at = |name: &str| self.dir.join(name).display().to_string();
+        let server = format!(
+            "[server]\nsecret_file = {:?}\ninitial_password_file = {:?}\nspool_dir = {:?}",
+            at("secret"),
+            at("initial-admin-password"),
+            at("spool")
+        );
+        let text = format!("[database]\nurl = {:?}\n\n{server}\n\n{extra}\n\n{forms}", self.url);
         let path = self.dir.join(format!("onceform-{}.toml", uuid::Uuid::new_v4().simple()));
         std::fs::write(&path, text).unwrap();
         let parsed = onceform::check::load(Some(&path), |_| None).unwrap();
