@@ -61,8 +61,8 @@ use diesel::connection::SimpleConnection;
 use onceform::accept::{Acceptor, Intake};
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Store};
-use onceform::deliveries::Channel;
 use onceform::domain::{normalise, OperationId};
+use onceform::request_log::Channel;
 use onceform::with_conn;
 use traffic::{Scenario, Tally};
 
@@ -377,17 +377,12 @@ fn in_process(
         for _ in 0..clients {
             let (done, failed, accept) = (done.clone(), failed.clone(), &accept);
             s.spawn(move || {
-                let form = Arc::new(config.form("contact").unwrap().clone());
+                let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
                 while Instant::now() < until {
                     let fields = normalise(&*form, &inquiry("Ceiling")).unwrap();
                     let op = Some(OperationId::generate());
-                    let intake = Intake {
-                        form_name: "contact".into(),
-                        form: form.clone(),
-                        operation_id: op,
-                        channel: Channel::Api,
-                        fields,
-                    };
+                    let intake =
+                        Intake { form: form.clone(), operation_id: op, channel: Channel::Api, fields };
                     if accept(intake) {
                         done.fetch_add(1, Ordering::Relaxed);
                     } else {

@@ -17,7 +17,7 @@ LAYERS=(
   "domain"
   "config"
   "db"
-  "deliveries spam duplicates"
+  "request_log spam duplicates"
   "accept status effects worker lifecycle alert_rules check"
   "app::state render"
   "http"

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::admin::account_changes;
 use crate::admin::accounts::{self, Role};
-use crate::admin::lifecycle;
 use crate::app::Application;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
@@ -211,17 +211,18 @@ pub fn run(args: Args) -> Result<(), Exit> {
             let config = load(&args)?;
             let password = read_password(password_env.as_deref())?;
             let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
-            let target = lifecycle::Target::Email(email);
-            let done = lifecycle::set_password(&pool, target, &password, &lifecycle::Actor::CommandLine)
-                .map_err(Exit::failure)?;
+            let target = account_changes::Target::Email(email);
+            let done =
+                account_changes::set_password(&pool, target, &password, &account_changes::Actor::CommandLine)
+                    .map_err(Exit::failure)?;
             println!("password set for {}; {} session(s) ended", done.email, done.sessions_ended);
             Ok(())
         }
         Command::DisableUser { ref email } => {
             let config = load(&args)?;
             let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
-            let target = lifecycle::Target::Email(email);
-            let done = lifecycle::disable_user(&pool, target, &lifecycle::Actor::CommandLine)
+            let target = account_changes::Target::Email(email);
+            let done = account_changes::disable_user(&pool, target, &account_changes::Actor::CommandLine)
                 .map_err(Exit::failure)?;
             println!("disabled {}; {} session(s) ended", done.email, done.sessions_ended);
             Ok(())

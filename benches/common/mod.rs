@@ -11,8 +11,8 @@ use diesel::connection::SimpleConnection;
 use onceform::accept::{Acceptor, Intake};
 use onceform::config::{Config, DEFAULT_CONFIG};
 use onceform::db::Pool;
-use onceform::deliveries::Channel;
 use onceform::domain::{normalise, OperationId};
+use onceform::request_log::Channel;
 
 pub fn pg_admin() -> String {
     std::env::var("ONCEFORM_TEST_PG_URL")
@@ -167,12 +167,11 @@ pub fn inquiry(message: &str) -> Vec<(String, String)> {
 
 /// Accepts `n` submissions through the accept transaction.
 pub fn seed(pool: &Pool, config: &Config, n: usize) {
-    let form = std::sync::Arc::new(config.form("contact").unwrap().clone());
+    let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
     let acceptor = Acceptor::one_transaction_each(config.clone().into(), pool.clone()).unwrap();
     for i in 0..n {
         let fields = normalise(&*form, &inquiry(&format!("Inquiry {i}"))).unwrap();
         let intake = Intake {
-            form_name: "contact".into(),
             form: form.clone(),
             operation_id: Some(OperationId::generate()),
             channel: Channel::Api,

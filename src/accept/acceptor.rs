@@ -1,6 +1,6 @@
 //! The accept service: the accept transaction plus what makes it fast without weakening it.
 //! - Retries of committed operations are answered from memory (`ReplayCache`), else from a
-//!   plain read; their delivery rows are queued on the `DeliveryLog`.
+//!   plain read; their delivery rows are queued on the `RequestLog`.
 //! - On SQLite, write transactions go through the group-commit writer: one fsync per batch
 //!   of concurrent accepts, each in its own savepoint, each answered after the commit.
 //! - On PostgreSQL, a first acceptance is one statement (`pg`); retries read after it.
@@ -12,12 +12,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::cache::{Entry, ReplayCache};
-use super::{committed, in_progress_on_lock_timeout, pg, run, Intake, Outcome, Plan, Receipt};
-use crate::config::{Config, FormConfig};
+use super::transaction::{committed, in_progress_on_lock_timeout, run};
+use super::{pg, Intake, Outcome, Plan, Receipt};
+use crate::config::{Config, Form};
 use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store, Writes};
-use crate::deliveries::{self, Channel, DeliveryLog, DeliveryOutcome};
 use crate::domain::{fingerprint, NormalisedFields, OperationId};
 use crate::duplicates::Screener;
+use crate::request_log::{self, Channel, DeliveryOutcome, RequestLog};
 use crate::with_conn;
 
 /// How a first acceptance reaches the database.
@@ -39,7 +40,7 @@ pub struct Acceptor {
     pool: Pool,
     path: Path,
     cache: Arc<ReplayCache>,
-    deliveries: DeliveryLog,
+    deliveries: RequestLog,
     screener: Screener,
     /// Where other write transactions of this process go (the same group-commit writer).
     writes: Writes,
@@ -77,7 +78,7 @@ impl Acceptor {
             Path::GroupCommit(writer) => Some(writer.clone()),
             Path::OneStatement | Path::Transaction => None,
         };
-        let deliveries = DeliveryLog::start(delivery_sink(&pool, writer.clone()))?;
+        let deliveries = RequestLog::start(delivery_sink(&pool, writer.clone()))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
         let writes = Writes { pool: pool.clone(), writer };
         let screener = Screener::start(config, writes.clone())?;
@@ -98,7 +99,7 @@ impl Acceptor {
         }
     }
 
-    pub fn deliveries(&self) -> &DeliveryLog {
+    pub fn deliveries(&self) -> &RequestLog {
         &self.deliveries
     }
 
@@ -106,17 +107,16 @@ impl Acceptor {
     /// key's entry has seen a request with exactly these raw fields (`domain::raw_digest`).
     pub fn replay_same_request(
         &self,
-        form_name: &str,
-        form: &FormConfig,
+        form: &Form,
         operation_id: &OperationId,
         raw: &[u8; 32],
         channel: Channel,
     ) -> Option<Outcome> {
-        let entry = self.cache.get(form_name, operation_id.as_str())?;
+        let entry = self.cache.get(form.name(), operation_id.as_str())?;
         if entry.raw.get() != Some(raw) {
             return None;
         }
-        self.replayed_from(&entry, form_name, form, operation_id, channel)
+        self.replayed_from(&entry, form, operation_id, channel)
     }
 
     /// A retry answered from memory: the stored result when this key's committed content
@@ -124,26 +124,24 @@ impl Acceptor {
     /// to the database.
     pub fn replay_from_memory(
         &self,
-        form_name: &str,
-        form: &FormConfig,
+        form: &Form,
         operation_id: &OperationId,
         fields: &NormalisedFields,
         raw: &[u8; 32],
         channel: Channel,
     ) -> Option<Outcome> {
-        let entry = self.cache.get(form_name, operation_id.as_str())?;
+        let entry = self.cache.get(form.name(), operation_id.as_str())?;
         if entry.fingerprint != fingerprint(fields) {
             return None;
         }
         let _ = entry.raw.set(*raw);
-        self.replayed_from(&entry, form_name, form, operation_id, channel)
+        self.replayed_from(&entry, form, operation_id, channel)
     }
 
     fn replayed_from(
         &self,
         entry: &Entry,
-        form_name: &str,
-        form: &FormConfig,
+        form: &Form,
         operation_id: &OperationId,
         channel: Channel,
     ) -> Option<Outcome> {
@@ -154,8 +152,8 @@ impl Acceptor {
             return None;
         }
         let outcome = DeliveryOutcome::Replayed;
-        let row = deliveries::row(
-            form_name,
+        let row = request_log::row(
+            form.name(),
             operation_id.as_str(),
             Some(&receipt.submission_id),
             channel,
@@ -242,7 +240,7 @@ impl Acceptor {
 
 /// Where the log's batches go: into the SQLite writer's next batch (no competing writer),
 /// or a transaction of their own that does not wait for the disk.
-fn delivery_sink(pool: &Pool, writer: Option<SqliteWriter>) -> deliveries::log::Sink {
+fn delivery_sink(pool: &Pool, writer: Option<SqliteWriter>) -> request_log::queue::Sink {
     match writer {
         Some(writer) => Box::new(move |rows| {
             let rows = rows.to_vec();

@@ -8,8 +8,8 @@ use super::{Intake, Plan};
 use crate::db::duplicates::DuplicateStore;
 use crate::db::models::NewEffect;
 use crate::db::Store;
-use crate::deliveries::Channel;
 use crate::duplicates;
+use crate::request_log::Channel;
 
 /// What became of one row.
 #[derive(Debug, Clone, PartialEq, Eq)]

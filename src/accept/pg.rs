@@ -8,11 +8,12 @@ use uuid::Uuid;
 
 use super::plan::Plan;
 use super::recipient_cap;
-use super::{run, Outcome, Receipt, Taken};
+use super::transaction::{run, Taken};
+use super::{Outcome, Receipt};
 use crate::db::claim_pg::{self, Claim};
 use crate::db::{DbConnection, DbError, Store};
-use crate::deliveries::{DeliveryLog, DeliveryOutcome};
 use crate::duplicates;
+use crate::request_log::{DeliveryOutcome, RequestLog};
 
 /// What `accept_pg` did besides its outcome.
 pub(super) struct Done {
@@ -23,7 +24,7 @@ pub(super) struct Done {
 
 /// Accepts `plan` on `c` exactly once per (form, operation ID); the delivery rows of
 /// replays and in-flight answers go to `log`. `Acceptor::accept` is the way in.
-pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &DeliveryLog) -> Result<Done, DbError> {
+pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &RequestLog) -> Result<Done, DbError> {
     let form = &*plan.form;
     // An expired issued ID is never claimed again: what is stored answers (`run`), else 410.
     if plan.expired() {

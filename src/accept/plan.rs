@@ -1,21 +1,19 @@
 //! Everything the accept transaction writes, computed before it starts.
 
-use std::sync::Arc;
-
 use chrono::{Duration, NaiveDateTime};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::Intake;
-use crate::config::FormConfig;
+use crate::config::Form;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
-use crate::deliveries::{self, Channel, DeliveryOutcome};
 use crate::domain::keyring::keyring;
 use crate::domain::{
     fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
 };
 use crate::effects;
 use crate::format::rfc3339;
+use crate::request_log::{self, Channel, DeliveryOutcome};
 
 /// The result body of an acceptance and of every replay (CONTRACT "Submitting").
 #[derive(Debug, Serialize)]
@@ -37,7 +35,7 @@ pub struct EffectSummary {
 
 pub(super) struct Plan {
     /// The form the submission is for.
-    pub form: Arc<FormConfig>,
+    pub form: Form,
     pub submission: NewSubmission,
     pub effects: Vec<NewEffect>,
     /// The result body with the confirmation CANCELLED (recipient cap), if there is one.
@@ -94,7 +92,7 @@ impl Plan {
             let body = ResultBody {
                 submission_id: &id,
                 operation_id: operation_id.as_str(),
-                form: &intake.form_name,
+                form: intake.form.name(),
                 status: "accepted",
                 received_at: rfc3339(now),
                 operation_expires_at: rfc3339(expires),
@@ -110,7 +108,7 @@ impl Plan {
             crate::duplicates::canonical::Contact::of(form, |name| intake.fields.get(name)).digests();
         let submission = NewSubmission {
             id: id.clone(),
-            form: intake.form_name.clone(),
+            form: intake.form.name().to_string(),
             operation_id: operation_id.as_str().into(),
             fingerprint: fingerprint(&intake.fields),
             fields_json: Some(intake.fields.to_json()),
@@ -161,6 +159,6 @@ impl Plan {
 
     pub fn delivery(&self, outcome: DeliveryOutcome, submission_id: Option<&SubmissionId>) -> NewDelivery {
         let sub = &self.submission;
-        deliveries::row(&sub.form, &sub.operation_id, submission_id, self.channel, outcome, self.now)
+        request_log::row(&sub.form, &sub.operation_id, submission_id, self.channel, outcome, self.now)
     }
 }

@@ -3,13 +3,11 @@
 //! the same content answered from memory, spam screening (fill time, captcha: outside any
 //! transaction, only for what is not such a retry) and the accept transaction.
 
-use std::sync::Arc;
-
 use super::{Acceptor, Intake, Outcome};
-use crate::config::FormConfig;
+use crate::config::Form;
 use crate::db::DbError;
-use crate::deliveries::Channel;
 use crate::domain::{normalise, raw_digest, FieldErrors, OperationId, RawFields};
+use crate::request_log::Channel;
 use crate::spam::{Screening, SpamGuard};
 
 /// Why a submission was not accepted.
@@ -23,8 +21,7 @@ pub enum SubmitError {
 
 /// One request to submit to a form, as the web layer parsed it.
 pub struct SubmitRequest<'a> {
-    pub form_name: &'a str,
-    pub form: &'a Arc<FormConfig>,
+    pub form: &'a Form,
     pub channel: Channel,
     /// `None` for a keyless post.
     pub operation_id: Option<OperationId>,
@@ -35,27 +32,26 @@ pub struct SubmitRequest<'a> {
 impl Acceptor {
     /// Submits `s` exactly once per (form, operation ID), screened for spam by `spam`.
     pub async fn submit(&self, spam: &SpamGuard, s: SubmitRequest<'_>) -> Result<Outcome, SubmitError> {
-        let SubmitRequest { form_name, form, channel, operation_id, raw, screening } = s;
+        let SubmitRequest { form, channel, operation_id, raw, screening } = s;
         let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw));
         let keyed = operation_id.as_ref().zip(raw_digest.as_ref());
         if let Some(outcome) =
-            keyed.and_then(|(op, digest)| self.replay_same_request(form_name, form, op, digest, channel))
+            keyed.and_then(|(op, digest)| self.replay_same_request(form, op, digest, channel))
         {
             return Ok(outcome);
         }
         let mut fields = normalise(&**form, raw).map_err(SubmitError::Invalid)?;
         fields.locale = screening.locale.map(crate::i18n::Locale::tag);
-        if let Some(outcome) = keyed
-            .and_then(|(op, digest)| self.replay_from_memory(form_name, form, op, &fields, digest, channel))
+        if let Some(outcome) =
+            keyed.and_then(|(op, digest)| self.replay_from_memory(form, op, &fields, digest, channel))
         {
             return Ok(outcome);
         }
         if fields.spam_reason().is_none() {
-            let verdict = spam.screen(form_name, form, screening, operation_id.as_ref()).await;
+            let verdict = spam.screen(form, screening, operation_id.as_ref()).await;
             fields.spam_reason = verdict.map(|r| r.as_str());
         }
-        let intake =
-            Intake { form_name: form_name.to_string(), form: form.clone(), operation_id, channel, fields };
+        let intake = Intake { form: form.clone(), operation_id, channel, fields };
         let acceptor = self.clone();
         let outcome = tokio::task::spawn_blocking(move || acceptor.accept(intake))
             .await

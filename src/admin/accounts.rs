@@ -1,6 +1,9 @@
 //! Admin accounts: argon2id password hashes, sessions (only a hash of the cookie's token is
 //! stored), login throttling, and the first-run bootstrap.
 
+use std::io::Write;
+use std::path::Path;
+
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
@@ -98,7 +101,7 @@ pub fn bootstrap(pool: &Pool, password_file: &std::path::Path) -> anyhow::Result
         Err(e) if e.to_string().contains("exists already") => return Ok(None),
         Err(e) => return Err(e),
     }
-    super::lifecycle::write_owner_only(password_file, &format!("admin@localhost\n{password}\n"))?;
+    write_owner_only(password_file, &format!("admin@localhost\n{password}\n"))?;
     Ok(Some(password_file.to_path_buf()))
 }
 
@@ -147,6 +150,26 @@ const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Q2p0w1y8uKzT3n2c9m7kq8b0yX4VQ1c2H6xq9Zr1T0E";
 
 pub use super::throttle::LoginThrottle;
+
+/// Writes `text` to a new file at `path` readable and writable by its owner only (0600).
+pub fn write_owner_only(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
+    // Written under a fresh name, then renamed over `path`: a file left from before (or
+    // planted with wider permissions) is replaced, never reused, and two processes starting
+    // at once cannot trip over each other.
+    let temp = path.with_extension(format!("tmp-{}", Uuid::new_v4().simple()));
+    let fail = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp).map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)?;
+    std::fs::rename(&temp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        fail(e)
+    })
+}
 
 #[cfg(test)]
 mod tests {

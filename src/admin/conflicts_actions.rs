@@ -1,8 +1,6 @@
 //! What an admin does with an open conflict: dismiss it, or accept the conflicting content as
 //! a new inquiry (its own submission, operation ID and side-effect records).
 
-use std::sync::Arc;
-
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -14,12 +12,12 @@ use crate::admin::flash::Flash;
 use crate::admin::guard::{AdminAction, CsrfForm, SessionUser};
 use crate::admin::{blocking, db_failure, done, refused};
 use crate::app::state::AppState;
-use crate::config::FormConfig;
+use crate::config::Form;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
-use crate::deliveries::Channel;
 use crate::domain::{normalise, ConflictStatus, OperationId, RawFields, SubmissionId};
 use crate::format::reference;
+use crate::request_log::Channel;
 use crate::with_conn;
 
 #[derive(Deserialize)]
@@ -183,7 +181,7 @@ pub enum AcceptAsNewError {
 fn accept_content(
     acceptor: &Acceptor,
     row: &ConflictRow,
-    form: Arc<FormConfig>,
+    form: Form,
 ) -> Result<SubmissionId, AcceptAsNewError> {
     let raw: RawFields = fields_of(row.fields_json.as_deref()).into_iter().collect();
     let fields = normalise(&*form, &raw).map_err(|errors| {
@@ -192,13 +190,7 @@ fn accept_content(
     })?;
     let operation_id = OperationId::parse(&accepted_operation_id(&row.id))
         .map_err(|e| AcceptAsNewError::NoOperationId(e.to_string()))?;
-    let intake = Intake {
-        form_name: row.form.clone(),
-        form,
-        operation_id: Some(operation_id),
-        channel: Channel::Api,
-        fields,
-    };
+    let intake = Intake { form, operation_id: Some(operation_id), channel: Channel::Api, fields };
     match acceptor.accept(intake)? {
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),
         Outcome::Conflict { .. } => Err(AcceptAsNewError::OtherContent),

@@ -9,9 +9,9 @@ use actix_web::http::StatusCode;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
 use serde::de::DeserializeOwned;
 
+use super::account_changes::idle_since;
 use super::accounts::Role;
 use super::cookies::CookiePolicy;
-use super::lifecycle::idle_since;
 use crate::app::state::AppState;
 use crate::clock::now;
 use crate::db::admin::sessions::{LiveSession, SessionStore};

@@ -1,6 +1,7 @@
 //! The admin pages under `/admin`: every page needs a session, every state-changing
 //! request an admin and the session's CSRF token, and every action writes an audit row.
 
+pub mod account_changes;
 pub mod accounts;
 pub mod audit;
 mod audit_page;
@@ -14,7 +15,6 @@ mod filters;
 pub mod flash;
 pub mod guard;
 mod import_page;
-pub mod lifecycle;
 mod login;
 mod read_audit;
 mod row_view;

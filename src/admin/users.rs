@@ -7,11 +7,11 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
+use super::account_changes::{self, Actor, ChangeError, Changed, Target};
 use super::accounts::{start_session, LoginThrottle};
 use super::cookies::CookiePolicy;
 use super::flash::Flash;
 use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
-use super::lifecycle::{self, Actor, ChangeError, Changed, Target};
 use super::{blocking, db_failure, done, Chrome, FlashQuery};
 use crate::app::state::AppState;
 use crate::db::admin::accounts::AccountStore;
@@ -88,9 +88,10 @@ async fn set_password(
 ) -> HttpResponse {
     let AdminAction { user, form } = action;
     let pool = state.pool.clone();
-    let changed =
-        web::block(move || lifecycle::set_password(&pool, Target::Id(&id), &form.password, &actor(&user)))
-            .await;
+    let changed = web::block(move || {
+        account_changes::set_password(&pool, Target::Id(&id), &form.password, &actor(&user))
+    })
+    .await;
     after_change(changed, "user_password_set")
 }
 
@@ -104,7 +105,8 @@ async fn disable(
         return super::refused("You cannot disable your own account; ask another admin.");
     }
     let pool = state.pool.clone();
-    let changed = web::block(move || lifecycle::disable_user(&pool, Target::Id(&id), &actor(&user))).await;
+    let changed =
+        web::block(move || account_changes::disable_user(&pool, Target::Id(&id), &actor(&user))).await;
     after_change(changed, "user_disabled")
 }
 
@@ -197,7 +199,7 @@ async fn own_change(
         if !verifier.verify(&form.current, &stored.password_hash) {
             return Err(OwnPasswordError::WrongCurrent);
         }
-        match lifecycle::set_password(&app.pool, Target::Id(&who.id), &form.password, &actor(&who)) {
+        match account_changes::set_password(&app.pool, Target::Id(&who.id), &form.password, &actor(&who)) {
             Ok(_) => Ok(start_session(&app.pool, &who.id)?),
             Err(ChangeError::Invalid(_)) => Err(OwnPasswordError::TooShort),
             Err(ChangeError::NoSuchUser(_)) => Err(OwnPasswordError::NoAccount),

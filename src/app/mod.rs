@@ -16,10 +16,10 @@ use crate::accept::Acceptor;
 use crate::admin::accounts::LoginThrottle;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
-use crate::deliveries::DeliveryLog;
 use crate::effects::Registry;
 use crate::hooks::Hooks;
 use crate::http::{MetricsCache, RateLimiter};
+use crate::request_log::RequestLog;
 use crate::spam::SpamGuard;
 pub use state::AppState;
 
@@ -27,7 +27,7 @@ pub use state::AppState;
 pub struct Application {
     port: u16,
     server: Server,
-    deliveries: DeliveryLog,
+    deliveries: RequestLog,
     pool: Pool,
     /// For the webhook spool's replay (`when_store_down = "spool"`).
     hooks: Hooks,
@@ -77,7 +77,7 @@ impl Application {
     }
 
     /// The queue of delivery rows written in the background (tests flush it before counting).
-    pub fn deliveries(&self) -> DeliveryLog {
+    pub fn deliveries(&self) -> RequestLog {
         self.deliveries.clone()
     }
 
@@ -85,7 +85,7 @@ impl Application {
     /// delivery rows.
     /// Expired admin sessions are swept meanwhile, and the webhook spool is replayed.
     pub async fn run(self) -> std::io::Result<()> {
-        let sweeper = tokio::spawn(crate::admin::lifecycle::sweep_periodically(self.pool.clone()));
+        let sweeper = tokio::spawn(crate::admin::account_changes::sweep_periodically(self.pool.clone()));
         let spool =
             tokio::spawn(crate::hooks::replay_spool_periodically(self.hooks.clone(), self.writes.clone()));
         let served = self.server.await;

@@ -7,15 +7,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::accept::Acceptor;
-use crate::config::{Config, FormConfig};
+use crate::config::{Config, Form};
 use crate::db::Pool;
-use crate::deliveries::RefusedCounts;
+use crate::request_log::RefusedCounts;
 use crate::spam::SpamGuard;
 
 pub struct AppState {
     pub config: Arc<Config>,
     /// `config.forms`, each shared with the threads that accept its submissions.
-    pub forms: BTreeMap<String, Arc<FormConfig>>,
+    pub forms: BTreeMap<String, Form>,
     pub pool: Pool,
     pub acceptor: Acceptor,
     /// Fill-time stamps and captcha checks (see `crate::spam`).
@@ -26,13 +26,14 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(config: Arc<Config>, pool: Pool, acceptor: Acceptor, spam: SpamGuard) -> AppState {
-        let forms = config.forms.iter().map(|(name, form)| (name.clone(), Arc::new(form.clone()))).collect();
+        let forms =
+            config.forms.iter().map(|(name, form)| (name.clone(), Form::new(name, form.clone()))).collect();
         let refused = RefusedCounts::new(config.forms.keys());
         AppState { config, forms, pool, acceptor, spam, refused }
     }
 
     /// The form named `name`, if it is configured.
-    pub fn form(&self, name: &str) -> Option<&Arc<FormConfig>> {
+    pub fn form(&self, name: &str) -> Option<&Form> {
         self.forms.get(name)
     }
 }

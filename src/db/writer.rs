@@ -209,7 +209,7 @@ mod tests {
     use super::*;
     use crate::config::DatabaseConfig;
     use crate::db::{Pool, Store};
-    use crate::deliveries::{self, Channel, DeliveryOutcome};
+    use crate::request_log::{self, Channel, DeliveryOutcome};
 
     fn sqlite_pool(dir: &std::path::Path) -> ConnPool {
         let url = crate::db::DatabaseUrl::Sqlite(dir.join("writer.db"));
@@ -221,7 +221,7 @@ mod tests {
 
     fn delivery(n: usize) -> crate::db::models::NewDelivery {
         let now = crate::clock::now();
-        deliveries::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Created, now)
+        request_log::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Created, now)
     }
 
     #[test]

@@ -115,7 +115,7 @@ text_enum! {
 
 text_enum! {
     /// What one delivery came to (`deliveries.outcome`). Requests refused before the accept
-    /// transaction are counters, not rows (`deliveries::refused`).
+    /// transaction are counters, not rows (`request_log::refused`).
     DeliveryOutcome {
         Created = "created",
         Replayed = "replayed",

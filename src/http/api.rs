@@ -1,7 +1,5 @@
 //! The JSON API: operation issuance, submit, status.
 
-use std::sync::Arc;
-
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::Duration;
 use serde_json::json;
@@ -15,10 +13,10 @@ use super::{RateLimiter, TrustedProxies};
 use crate::accept::{Outcome, SubmitRequest};
 use crate::app::state::AppState;
 use crate::clock::now;
-use crate::config::FormConfig;
-use crate::deliveries::Channel;
+use crate::config::Form;
 use crate::domain::OperationId;
 use crate::format::rfc3339;
+use crate::request_log::Channel;
 use crate::spam::Screening;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -57,7 +55,7 @@ async fn submit(
         }
     };
     let gate = Gate { limiter: &limiter, proxies: &proxies };
-    match submit_json(&state, &gate, &form, f, &req, payload).await {
+    match submit_json(&state, &gate, f, &req, payload).await {
         Ok(response) => response,
         Err(Refusal { problem, .. }) => {
             record_refusal(&state, Some(&form), &problem);
@@ -70,12 +68,11 @@ async fn submit(
 async fn submit_json(
     state: &AppState,
     gate: &Gate<'_>,
-    form_name: &str,
-    form: &Arc<FormConfig>,
+    form: &Form,
     req: &HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Refusal> {
-    check_rate(gate, form_name, form, req)?;
+    check_rate(gate, form, req)?;
     if !is_json(media_type(req.headers()).as_deref()) {
         return Err(
             Problem::new(ProblemKind::UnsupportedMediaType, "send Content-Type: application/json").into()
@@ -89,7 +86,6 @@ async fn submit_json(
     screening.locale =
         form.visitor_locale(req.headers().get("Accept-Language").and_then(|v| v.to_str().ok()));
     let request = SubmitRequest {
-        form_name,
         form,
         channel: Channel::Api,
         operation_id: key.clone(),
@@ -100,11 +96,11 @@ async fn submit_json(
         run_submit(state, request).await.map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;
     Ok(match outcome {
         Outcome::Created(r) => HttpResponse::Created()
-            .insert_header(("Location", location(form_name, &r.operation_id)))
+            .insert_header(("Location", location(form.name(), &r.operation_id)))
             .content_type("application/json")
             .body(r.body),
         Outcome::Replayed(r) => HttpResponse::Ok()
-            .insert_header(("Location", location(form_name, &r.operation_id)))
+            .insert_header(("Location", location(form.name(), &r.operation_id)))
             .insert_header(("Idempotent-Replayed", "true"))
             .content_type("application/json")
             .body(r.body),

@@ -1,7 +1,5 @@
 //! The HTML form pages: the form, its post, and the receipt.
 
-use std::sync::Arc;
-
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -14,12 +12,12 @@ use super::submit::{check_rate, outcome_problem, record_refusal, resolve_key, ru
 use super::{RateLimiter, TrustedProxies};
 use crate::accept::{Outcome, SubmitRequest};
 use crate::app::state::AppState;
-use crate::config::FormConfig;
-use crate::deliveries::Channel;
+use crate::config::{Form, FormConfig};
 use crate::domain::{FieldErrors, OperationId};
 use crate::format::reference;
 use crate::i18n::{negotiate, Locale};
 use crate::render::html;
+use crate::request_log::Channel;
 use crate::spam::Screening;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -49,7 +47,7 @@ async fn show_form(state: web::Data<AppState>, form: web::Path<String>, req: Htt
         &state,
         StatusCode::OK,
         f,
-        FormPage::new(&form, f, locale, op.as_str(), &Vec::new(), &FieldErrors::default()),
+        FormPage::new(f, locale, op.as_str(), &Vec::new(), &FieldErrors::default()),
     )
 }
 
@@ -84,7 +82,7 @@ async fn post_form(
     };
     let locale = f.locale_for(accept_language(req.headers()));
     let gate = Gate { limiter: &limiter, proxies: &proxies };
-    let result = post_fields(&state, &gate, &form, f, &req, payload).await;
+    let result = post_fields(&state, &gate, f, &req, payload).await;
     let Refusal { problem, key, raw } = match result {
         Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
             if let Some(thanks) = &f.redirect {
@@ -111,7 +109,7 @@ async fn post_form(
                 &state,
                 StatusCode::UNPROCESSABLE_ENTITY,
                 f,
-                FormPage::new(&form, f, locale, op.as_str(), &raw, errors),
+                FormPage::new(f, locale, op.as_str(), &raw, errors),
             )
         }
         _ => problem_page(&problem, Some(&form), locale),
@@ -121,12 +119,11 @@ async fn post_form(
 async fn post_fields(
     state: &AppState,
     gate: &Gate<'_>,
-    form_name: &str,
-    form: &Arc<FormConfig>,
+    form: &Form,
     req: &HttpRequest,
     payload: web::Payload,
 ) -> Result<Outcome, Refusal> {
-    check_rate(gate, form_name, form, req)?;
+    check_rate(gate, form, req)?;
     let raw = match media_type(req.headers()).as_deref() {
         Some("application/x-www-form-urlencoded") => {
             parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?
@@ -151,7 +148,6 @@ async fn post_fields(
     let mut screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
     screening.locale = form.visitor_locale(accept_language(req.headers()));
     let request = SubmitRequest {
-        form_name,
         form,
         channel: Channel::Html,
         operation_id: key.clone(),

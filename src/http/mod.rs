@@ -24,7 +24,6 @@ mod static_sites;
 mod submit;
 
 use std::net::TcpListener;
-use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::dev::{Server, Service};
@@ -34,7 +33,7 @@ use futures_util::FutureExt;
 use tracing::Instrument;
 
 use crate::app::state::AppState;
-use crate::config::{Config, FormConfig};
+use crate::config::{Config, Form};
 pub use client_ip::{client_bucket, TrustedProxies};
 use connections::{with_body_deadline, ConnectionLimits};
 pub use metrics_access::{admits_bearer, MetricsCache};
@@ -52,7 +51,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 /// The form named in the request, or 404.
-fn form<'a>(state: &'a AppState, name: &str) -> Result<&'a Arc<FormConfig>, problem::Problem> {
+fn form<'a>(state: &'a AppState, name: &str) -> Result<&'a Form, problem::Problem> {
     state.form(name).ok_or_else(|| {
         problem::Problem::new(problem::ProblemKind::NotFound, "there is no form with this name")
     })

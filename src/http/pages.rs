@@ -7,7 +7,7 @@ use actix_web::HttpResponse;
 use askama::Template;
 
 use super::problem::{Problem, ProblemKind};
-use crate::config::FormConfig;
+use crate::config::Form;
 use crate::domain::FieldType;
 use crate::domain::{FieldErrors, RawFields};
 use crate::i18n::{Arg, Locale};
@@ -86,8 +86,7 @@ pub struct MessagePage<'a> {
 impl<'a> FormPage<'a> {
     /// The form in `locale`, empty or refilled with what the visitor sent and the messages for it.
     pub fn new(
-        name: &'a str,
-        form: &'a FormConfig,
+        form: &'a Form,
         locale: Locale,
         operation_id: &'a str,
         raw: &RawFields,
@@ -130,7 +129,7 @@ impl<'a> FormPage<'a> {
             locale,
             title: form.title_in(locale),
             intro: form.intro_in(locale),
-            form_name: name,
+            form_name: form.name(),
             operation_id,
             honeypot: &form.honeypot,
             stamp: String::new(),

@@ -7,7 +7,7 @@ use super::problem::{Problem, ProblemKind};
 use super::{RateLimiter, TrustedProxies};
 use crate::accept::{Outcome, SubmitError, SubmitRequest};
 use crate::app::state::AppState;
-use crate::config::FormConfig;
+use crate::config::Form;
 use crate::db::DbError;
 use crate::domain::{OperationId, RawFields};
 
@@ -19,16 +19,11 @@ pub struct Gate<'a> {
 }
 
 /// Takes a token from the bucket of the request's client (see [`super::TrustedProxies`]).
-pub fn check_rate(
-    gate: &Gate<'_>,
-    form_name: &str,
-    form: &FormConfig,
-    req: &HttpRequest,
-) -> Result<(), Problem> {
+pub fn check_rate(gate: &Gate<'_>, form: &Form, req: &HttpRequest) -> Result<(), Problem> {
     let Some(ip) = gate.proxies.client_of(req) else {
         return Ok(());
     };
-    gate.limiter.check(form_name, ip, form.rate_limit).map_err(|seconds| {
+    gate.limiter.check(form.name(), ip, form.rate_limit).map_err(|seconds| {
         Problem::new(
             ProblemKind::RateLimited,
             format!("too many submissions from this client; retry in {seconds} s"),
@@ -134,7 +129,7 @@ impl From<Problem> for Refusal {
 }
 
 /// Counts a request refused before the accept transaction (which records its own
-/// deliveries): a counter by form and reason, never a row (see `deliveries::refused`).
+/// deliveries): a counter by form and reason, never a row (see `request_log::refused`).
 /// `form` is `None` when the path names no configured form.
 pub fn record_refusal(state: &AppState, form: Option<&str>, problem: &Problem) {
     if problem.kind != ProblemKind::Unavailable {

@@ -4,20 +4,18 @@
 //! the file. Its key is a keyed digest of (source, `source_id` or the row's content and time),
 //! so a re-run imports nothing new. Rejected rows are listed by line; no row is half-imported.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
 use super::csv;
 use crate::accept::import::{import_row, Imported};
 use crate::accept::Intake;
 use crate::clock::now;
-use crate::config::{Config, FormConfig};
+use crate::config::{Config, Form};
 use crate::db::rescreen::RescreenStore;
 use crate::db::{DbError, Pool, Store};
-use crate::deliveries::Channel;
 use crate::domain::keyring::keyring;
 use crate::domain::{normalise, OperationId, RawFields};
+use crate::request_log::Channel;
 use crate::with_conn;
 
 /// The admin export's own columns (`admin::submissions_csv`), ignored so that an export
@@ -103,7 +101,7 @@ pub fn import(
         }
     }
     let batch = if o.dry_run { rows.len().max(1) } else { BATCH };
-    let form = Arc::new(form.clone());
+    let form = Form::new(o.form, form.clone());
     for chunk in rows.chunks(batch) {
         let (imported, present, paired) = import_batch(pool, &form, chunk, o)?;
         report.imported += imported;
@@ -189,7 +187,7 @@ impl From<diesel::result::Error> for Tx {
 /// (imported, already present, paired) of one batch, in one transaction.
 fn import_batch(
     pool: &Pool,
-    form: &Arc<FormConfig>,
+    form: &Form,
     rows: &[Row],
     o: &ImportOptions<'_>,
 ) -> Result<(usize, usize, usize), DbError> {
@@ -197,20 +195,15 @@ fn import_batch(
         let result = c.write_tx(|c| {
             let (mut new_ids, mut present) = (Vec::new(), 0);
             for row in rows {
-                let Ok(fields) = normalise(&**form, &row.raw) else { continue };
+                let Ok(fields) = normalise(form.config(), &row.raw) else { continue };
                 let identity = match &row.source_id {
                     Some(id) => format!("{}\nid\n{id}", o.source),
                     None => format!("{}\nrow\n{}\n{}", o.source, fields.to_json(), row.received_at),
                 };
                 let digest = keyring().digest(&identity);
                 let key = OperationId::imported(digest.split_once(':').map_or(digest.as_str(), |(_, h)| h));
-                let intake = Intake {
-                    form_name: o.form.to_string(),
-                    form: form.clone(),
-                    operation_id: Some(key),
-                    channel: Channel::Api,
-                    fields,
-                };
+                let intake =
+                    Intake { form: form.clone(), operation_id: Some(key), channel: Channel::Api, fields };
                 match import_row(c, intake, row.received_at, o.with_effects)? {
                     Imported::New(id) => new_ids.push(id),
                     Imported::AlreadyPresent => present += 1,

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use used::{Claim, UsedAnswers};
 
 use crate::config::proxies::client_bucket;
-use crate::config::{CaptchaProvider, FormConfig};
+use crate::config::{CaptchaProvider, Form, FormConfig};
 use crate::domain::{OperationId, RawFields};
 use crate::secret::Secret;
 
@@ -142,14 +142,14 @@ impl SpamGuard {
     /// a captcha call is bounded by the form's `captcha.timeout_ms`.
     pub async fn screen(
         &self,
-        form_name: &str,
-        form: &FormConfig,
+        form: &Form,
         s: &Screening,
         operation_id: Option<&OperationId>,
     ) -> Option<SpamReason> {
         if let (Some(st), true) = (&s.stamp, form.min_fill_seconds > 0) {
             let min = u64::from(form.min_fill_seconds);
-            if let Err(reason) = stamp::check(&self.secret, form_name, st, min, crate::clock::unix_seconds())
+            if let Err(reason) =
+                stamp::check(&self.secret, form.name(), st, min, crate::clock::unix_seconds())
             {
                 return Some(reason);
             }

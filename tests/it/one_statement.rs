@@ -12,20 +12,20 @@ use onceform::accept::{Acceptor, Intake, Outcome};
 use onceform::config::{Config, DuplicatePolicy};
 use onceform::db::schema::{deliveries, duplicate_pairs, side_effects};
 use onceform::db::{establish_pg, DbConnection, Pool, Store};
-use onceform::deliveries::Channel;
 use onceform::domain::{normalise, OperationId};
+use onceform::request_log::Channel;
 
 use crate::support::{test_config, Backend, TestDb};
 
 fn intake(config: &Config, key: &str, email: &str, message: &str) -> Intake {
-    let form = Arc::new(config.form("contact").unwrap().clone());
+    let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
     let raw = [("name", "Ada"), ("email", email), ("topic", "Sales"), ("message", message)]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let fields = normalise(&*form, &raw).unwrap();
     let operation_id = Some(OperationId::parse(&format!("one-statement-{key}")).unwrap());
-    Intake { form_name: "contact".into(), form, operation_id, channel: Channel::Api, fields }
+    Intake { form, operation_id, channel: Channel::Api, fields }
 }
 
 thread_local! {

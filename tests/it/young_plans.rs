@@ -14,13 +14,13 @@ use onceform::accept::{Acceptor, Intake, Outcome};
 use onceform::config::Config;
 use onceform::db::young_pg::ANALYZE_AFTER;
 use onceform::db::{establish_pg, Pool};
-use onceform::deliveries::Channel;
 use onceform::domain::{normalise, OperationId};
+use onceform::request_log::Channel;
 
 use crate::support::{test_config, Backend, TestDb};
 
 fn intake(config: &Config, n: usize) -> Intake {
-    let form = Arc::new(config.form("contact").unwrap().clone());
+    let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
     let raw = [
         ("name", "Ada".to_string()),
         ("email", format!("visitor{n}@example.com")),
@@ -32,7 +32,7 @@ fn intake(config: &Config, n: usize) -> Intake {
     .collect();
     let fields = normalise(&*form, &raw).unwrap();
     let operation_id = Some(OperationId::parse(&format!("young-plans-{n:08}")).unwrap());
-    Intake { form_name: "contact".into(), form, operation_id, channel: Channel::Api, fields }
+    Intake { form, operation_id, channel: Channel::Api, fields }
 }
 
 #[derive(QueryableByName)]

@@ -26,7 +26,7 @@ use diesel::prelude::*;
 use onceform::app::Application;
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Stats, Store};
-use onceform::deliveries::DeliveryLog;
+use onceform::request_log::RequestLog;
 use onceform::with_conn;
 use serde_json::{json, Value};
 
@@ -147,7 +147,7 @@ pub struct TestApp {
     pub pool: Pool,
     pub config: Arc<Config>,
     /// The app's queue of delivery rows written in the background.
-    pub deliveries: DeliveryLog,
+    pub deliveries: RequestLog,
     /// Dropped with the app: the database goes away after the test.
     _db: TestDb,
 }
@@ -349,7 +349,7 @@ pub fn problem_type(body: &Value) -> &str {
 pub async fn seed(pool: &Pool, config: &Config, n: usize) {
     let (pool, config) = (pool.clone(), config.clone());
     tokio::task::spawn_blocking(move || {
-        let form = std::sync::Arc::new(config.form("contact").unwrap().clone());
+        let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
         let acceptor = onceform::accept::Acceptor::one_transaction_each(config.into(), pool).unwrap();
         for i in 0..n {
             let mut body = inquiry(&format!("Inquiry number {i}"));
@@ -362,9 +362,8 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
                 .collect();
             let fields = onceform::domain::normalise(&*form, &raw).unwrap();
             let operation_id = Some(onceform::domain::OperationId::generate());
-            let channel = onceform::deliveries::Channel::Api;
-            let (form_name, form) = ("contact".to_string(), form.clone());
-            let intake = onceform::accept::Intake { form_name, form, operation_id, channel, fields };
+            let channel = onceform::request_log::Channel::Api;
+            let intake = onceform::accept::Intake { form: form.clone(), operation_id, channel, fields };
             acceptor.accept(intake).unwrap();
         }
     })

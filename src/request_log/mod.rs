@@ -1,14 +1,16 @@
-//! Deliveries: every HTTP request to a submit endpoint, counted apart from submissions. The
-//! requests the accept transaction saw are rows ([`log`]); those refused before it are
-//! counters ([`refused`]).
+//! The request log: every HTTP request to a submit endpoint (a *delivery*, in the admin's
+//! and the metrics' words; table `deliveries`), counted apart from submissions. It is not
+//! about delivering side effects (that is `worker`). The requests the accept transaction saw
+//! are rows (written at once, or queued by [`queue`]); those refused before it are counters
+//! ([`refused`]).
 
 use chrono::NaiveDateTime;
 use uuid::Uuid;
 
-pub mod log;
+pub mod queue;
 pub mod refused;
 
-pub use log::DeliveryLog;
+pub use queue::RequestLog;
 pub use refused::RefusedCounts;
 
 use crate::db::models::NewDelivery;

@@ -36,20 +36,20 @@ enum Msg {
 /// The handle of the writer thread; the thread writes what is queued and ends when the
 /// last handle is dropped.
 #[derive(Clone)]
-pub struct DeliveryLog {
+pub struct RequestLog {
     queue: SyncSender<Msg>,
     dropped: Arc<AtomicU64>,
 }
 
-impl DeliveryLog {
-    pub fn start(sink: Sink) -> std::io::Result<DeliveryLog> {
+impl RequestLog {
+    pub fn start(sink: Sink) -> std::io::Result<RequestLog> {
         let (queue, rx) = mpsc::sync_channel(CAPACITY);
         let dropped = Arc::new(AtomicU64::new(0));
         let lost = dropped.clone();
         std::thread::Builder::new()
             .name("delivery-log".into())
             .spawn(move || write_loop(sink, &rx, &lost))?;
-        Ok(DeliveryLog { queue, dropped })
+        Ok(RequestLog { queue, dropped })
     }
 
     /// Queues `row` without waiting.
@@ -124,11 +124,11 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::deliveries::{self, Channel, DeliveryOutcome};
+    use crate::request_log::{self, Channel, DeliveryOutcome};
 
     fn row(n: usize) -> NewDelivery {
         let now = crate::clock::now();
-        deliveries::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Replayed, now)
+        request_log::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Replayed, now)
     }
 
     /// A sink that keeps the batch sizes it was given, takes 10 ms a batch (a transaction)
@@ -148,7 +148,7 @@ mod tests {
     #[tokio::test]
     async fn rows_are_written_in_batches_and_flush_waits_for_them() {
         let batches = Arc::new(Mutex::new(Vec::new()));
-        let log = DeliveryLog::start(sink(batches.clone(), 0)).unwrap();
+        let log = RequestLog::start(sink(batches.clone(), 0)).unwrap();
         for n in 0..5000 {
             log.record(row(n));
         }
@@ -162,7 +162,7 @@ mod tests {
     #[tokio::test]
     async fn rows_wait_out_an_unavailable_database() {
         let batches = Arc::new(Mutex::new(Vec::new()));
-        let log = DeliveryLog::start(sink(batches.clone(), 1)).unwrap();
+        let log = RequestLog::start(sink(batches.clone(), 1)).unwrap();
         log.record(row(1));
         log.flush().await;
         assert_eq!(*batches.lock().unwrap(), vec![1], "written on the second attempt");

@@ -1,9 +1,7 @@
-//! Account lifecycle: setting a password and disabling a user (each ends every session of
-//! that user in the same transaction, with its audit row), the sweep of expired sessions,
-//! and the owner-only file of the first-start password.
+//! Changes to an account: setting a password and disabling a user (each ends every session of
+//! that user in the same transaction, with its audit row), and the sweep of expired
+//! sessions.
 
-use std::io::Write;
-use std::path::Path;
 use std::time::Duration;
 
 use chrono::NaiveDateTime;
@@ -148,24 +146,4 @@ pub async fn sweep_periodically(pool: Pool) {
             Err(_) => {}
         }
     }
-}
-
-/// Writes `text` to a new file at `path` readable and writable by its owner only (0600).
-pub fn write_owner_only(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    }
-    // Written under a fresh name, then renamed over `path`: a file left from before (or
-    // planted with wider permissions) is replaced, never reused, and two processes starting
-    // at once cannot trip over each other.
-    let temp = path.with_extension(format!("tmp-{}", Uuid::new_v4().simple()));
-    let fail = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
-    let mut file =
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp).map_err(fail)?;
-    file.write_all(text.as_bytes()).map_err(fail)?;
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        fail(e)
-    })
 }
