@@ -48,43 +48,18 @@ pub struct EmailData {
     pub signature: Option<String>,
 }
 
-macro_rules! email_template {
-    ($name:ident, $path:literal) => {
-        #[derive(Template)]
-        #[template(path = $path)]
-        #[allow(dead_code)] // each template reads the fields it shows
-        struct $name<'a> {
-            locale: Locale,
-            form_title: &'a str,
-            reference: &'a str,
-            name: &'a str,
-            received_at: &'a str,
-            fields: &'a [Field],
-            intro: Option<&'a str>,
-            signature: Option<&'a str>,
-        }
-
-        impl<'a> $name<'a> {
-            fn of(d: &'a EmailData) -> Self {
-                $name {
-                    locale: d.locale,
-                    form_title: &d.form_title,
-                    reference: &d.reference,
-                    name: &d.name,
-                    received_at: &d.received_at,
-                    fields: &d.fields,
-                    intro: d.intro.as_deref(),
-                    signature: d.signature.as_deref(),
-                }
-            }
-        }
-    };
+/// The four parts of the two emails, one template each, all reading one `EmailData`.
+#[derive(Template)]
+enum EmailView<'a> {
+    #[template(path = "email/confirmation.txt")]
+    ConfirmationText { email: &'a EmailData },
+    #[template(path = "email/confirmation.html")]
+    ConfirmationHtml { email: &'a EmailData },
+    #[template(path = "email/owner_notification.txt")]
+    OwnerText { email: &'a EmailData },
+    #[template(path = "email/owner_notification.html")]
+    OwnerHtml { email: &'a EmailData },
 }
-
-email_template!(ConfirmationText, "email/confirmation.txt");
-email_template!(ConfirmationHtml, "email/confirmation.html");
-email_template!(OwnerText, "email/owner_notification.txt");
-email_template!(OwnerHtml, "email/owner_notification.html");
 
 /// The confirmation to the visitor.
 pub fn confirmation(d: &EmailData) -> Result<Rendered, askama::Error> {
@@ -93,8 +68,8 @@ pub fn confirmation(d: &EmailData) -> Result<Rendered, askama::Error> {
     Ok(Rendered {
         language: d.locale,
         subject: with_reference(d, &lead),
-        text: ConfirmationText::of(d).render()?,
-        html: ConfirmationHtml::of(d).render()?,
+        text: EmailView::ConfirmationText { email: d }.render()?,
+        html: EmailView::ConfirmationHtml { email: d }.render()?,
     })
 }
 
@@ -104,8 +79,8 @@ pub fn owner_notification(d: &EmailData) -> Result<Rendered, askama::Error> {
     Ok(Rendered {
         language: d.locale,
         subject: with_reference(d, &lead),
-        text: OwnerText::of(d).render()?,
-        html: OwnerHtml::of(d).render()?,
+        text: EmailView::OwnerText { email: d }.render()?,
+        html: EmailView::OwnerHtml { email: d }.render()?,
     })
 }
 
