@@ -52,6 +52,17 @@ field-given-twice = { $label } was given more than once
 field-control-characters = { $label } contains control characters
 field-invisible-characters = { $label } contains invisible characters (bidirectional overrides or zero-width spaces)
 field-invalid-journey = { $label } must be 1 to 128 characters of A-Z a-z 0-9 _ - . :
+field-not-a-boolean = { $label } must be ticked or not
+field-consent-required = Please agree to { $label }
+field-not-a-number = { $label } must be a number
+field-below-minimum = { $label } must be at least { $limit }
+field-above-maximum = { $label } must be at most { $limit }
+field-off-step = { $label } must be in steps of { $limit }
+field-invalid-date = { $label } must be a date (YYYY-MM-DD)
+field-too-early = { $label } must be on or after { $limit }
+field-too-late = { $label } must be on or before { $limit }
+field-invalid-url = { $label } must be a web address starting with http:// or https://
+field-too-many-fields = { $label } is one field too many (this form keeps at most { $max })
 list-separator = {", "}
 
 ## Emails

@@ -51,6 +51,17 @@ field-given-twice = 「{ $label }」が二回以上送信されました
 field-control-characters = 「{ $label }」に制御文字が含まれています
 field-invisible-characters = 「{ $label }」に目に見えない文字（双方向制御文字やゼロ幅スペース）が含まれています
 field-invalid-journey = 「{ $label }」は A-Z a-z 0-9 _ - . : のみの 1～128 文字で指定してください
+field-not-a-boolean = 「{ $label }」はチェックするか、しないかで答えてください
+field-consent-required = 「{ $label }」に同意してください
+field-not-a-number = 「{ $label }」は数値で入力してください
+field-below-minimum = 「{ $label }」は { $limit } 以上にしてください
+field-above-maximum = 「{ $label }」は { $limit } 以下にしてください
+field-off-step = 「{ $label }」は { $limit } 刻みで入力してください
+field-invalid-date = 「{ $label }」は日付（YYYY-MM-DD）で入力してください
+field-too-early = 「{ $label }」は { $limit } 以降にしてください
+field-too-late = 「{ $label }」は { $limit } 以前にしてください
+field-invalid-url = 「{ $label }」は http:// または https:// で始まる URL を入力してください
+field-too-many-fields = 「{ $label }」はこのフォームが保存できる項目数（最大 { $max }）を超えています
 list-separator = 、
 
 ## Emails

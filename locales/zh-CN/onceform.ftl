@@ -51,6 +51,17 @@ field-given-twice = “{ $label }”重复提交了不止一次
 field-control-characters = “{ $label }”包含控制字符
 field-invisible-characters = “{ $label }”包含不可见字符（双向控制字符或零宽空格）
 field-invalid-journey = “{ $label }”只能由 1 到 128 个 A-Z a-z 0-9 _ - . : 字符组成
+field-not-a-boolean = “{ $label }”只能勾选或不勾选
+field-consent-required = 请同意“{ $label }”
+field-not-a-number = “{ $label }”必须是数字
+field-below-minimum = “{ $label }”不得小于 { $limit }
+field-above-maximum = “{ $label }”不得大于 { $limit }
+field-off-step = “{ $label }”必须以 { $limit } 为间隔
+field-invalid-date = “{ $label }”必须是日期（YYYY-MM-DD）
+field-too-early = “{ $label }”不得早于 { $limit }
+field-too-late = “{ $label }”不得晚于 { $limit }
+field-invalid-url = “{ $label }”必须是以 http:// 或 https:// 开头的网址
+field-too-many-fields = “{ $label }”超出此表单可保存的字段数（最多 { $max } 个）
 list-separator = 、
 
 ## Emails

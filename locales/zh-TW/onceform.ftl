@@ -51,6 +51,17 @@ field-given-twice = 「{ $label }」重複送出了不只一次
 field-control-characters = 「{ $label }」含有控制字元
 field-invisible-characters = 「{ $label }」含有看不見的字元（雙向控制字元或零寬空格）
 field-invalid-journey = 「{ $label }」只能由 1 到 128 個 A-Z a-z 0-9 _ - . : 字元組成
+field-not-a-boolean = 「{ $label }」只能勾選或不勾選
+field-consent-required = 請同意「{ $label }」
+field-not-a-number = 「{ $label }」必須是數字
+field-below-minimum = 「{ $label }」不得小於 { $limit }
+field-above-maximum = 「{ $label }」不得大於 { $limit }
+field-off-step = 「{ $label }」必須以 { $limit } 為間隔
+field-invalid-date = 「{ $label }」必須是日期（YYYY-MM-DD）
+field-too-early = 「{ $label }」不得早於 { $limit }
+field-too-late = 「{ $label }」不得晚於 { $limit }
+field-invalid-url = 「{ $label }」必須是以 http:// 或 https:// 開頭的網址
+field-too-many-fields = 「{ $label }」超出此表單可保存的欄位數（最多 { $max } 個）
 list-separator = 、
 
 ## Emails

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use validator::{Validate, ValidationErrors};
 
 use super::{Config, FormConfig};
-use crate::domain::FieldType;
+use crate::domain::{Bound, FieldConfig, FieldType};
 
 /// The problems found in `config` by its own rules (`crate::check::problems` adds the
 /// effect kinds').
@@ -90,12 +90,7 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
         if !seen.insert(field.name.as_str()) {
             out.push(format!("{at}.name: declared twice"));
         }
-        match (field.kind, field.options.is_empty()) {
-            (FieldType::Select, true) => out.push(format!("{at}.options: a select needs options")),
-            (FieldType::Select, false) => {}
-            (_, false) => out.push(format!("{at}.options: only a select takes options")),
-            (_, true) => {}
-        }
+        field_type_problems(out, &at, field);
     }
     let mut kinds = HashSet::new();
     for kind in &form.effects {
@@ -105,6 +100,57 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
     }
     super::spam::form_problems(out, &at, form);
     super::locale::form_problems(out, &at, form);
+}
+
+/// The keys each field type takes, and their values.
+fn field_type_problems(out: &mut Vec<String>, at: &str, field: &FieldConfig) {
+    let kind = field.kind.as_str();
+    match (field.has_options(), field.options.is_empty()) {
+        (true, true) => out.push(format!("{at}.options: a {kind} field needs options")),
+        (false, false) => {
+            out.push(format!("{at}.options: only select, radio, checkboxes and multiselect take options"))
+        }
+        _ => {}
+    }
+    if field.options.iter().any(|o| o.contains(['\n', '\r']) || o.trim() != o || o.is_empty()) {
+        out.push(format!("{at}.options: an option is one line of text without leading or trailing spaces"));
+    }
+    let bounded = matches!(field.kind, FieldType::Number | FieldType::Date);
+    for (key, bound) in [("min", &field.min), ("max", &field.max)] {
+        match (field.kind, bound) {
+            (_, None)
+            | (FieldType::Number, Some(Bound::Number(_)))
+            | (FieldType::Date, Some(Bound::Day(_))) => {}
+            (FieldType::Number, Some(_)) => {
+                out.push(format!("{at}.{key}: a number field's bound is a number"))
+            }
+            (FieldType::Date, Some(_)) => {
+                out.push(format!("{at}.{key}: a date field's bound is a day, YYYY-MM-DD"))
+            }
+            _ if !bounded => out.push(format!("{at}.{key}: only number and date fields take {key}")),
+            _ => {}
+        }
+    }
+    match (field.kind, field.step) {
+        (FieldType::Number, Some(step)) if !(step > 0.0 && step.is_finite()) => {
+            out.push(format!("{at}.step: a step is a number above 0"))
+        }
+        (FieldType::Number, _) | (_, None) => {}
+        (_, Some(_)) => out.push(format!("{at}.step: only a number field takes a step")),
+    }
+    match (field.kind, &field.version) {
+        (FieldType::Consent, None) => out.push(format!(
+            "{at}.version: a consent field needs the version of the text agreed to (stored with each submission)"
+        )),
+        (FieldType::Consent, Some(_)) | (_, None) => {}
+        (_, Some(_)) => out.push(format!("{at}.version: only a consent field takes a version")),
+    }
+    if field.kind == FieldType::Consent && field.label.is_none() {
+        out.push(format!("{at}.label: a consent field's label is the text the visitor agrees to"));
+    }
+    if field.value.is_some() && field.kind != FieldType::Hidden {
+        out.push(format!("{at}.value: only a hidden field takes a value"));
+    }
 }
 
 fn push_validation(out: &mut Vec<String>, at: &str, result: Result<(), ValidationErrors>) {

@@ -22,7 +22,7 @@ use std::path::Path;
 use serde::Deserialize;
 use validator::Validate;
 
-use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema};
+use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema, Undeclared};
 
 pub use check::{problems, warnings};
 pub use crm::CrmConfig;
@@ -216,6 +216,9 @@ pub struct FormConfig {
     /// Volatile fields accepted but never stored nor fingerprinted (captcha tokens).
     #[serde(default = "default_ignore_fields")]
     pub ignore_fields: Vec<String>,
+    /// What a field the form does not declare gets: `reject` (422) or `keep` (stored as text).
+    #[serde(default)]
+    pub undeclared_fields: Undeclared,
     #[serde(default = "default_max_body_bytes")]
     #[validate(range(min = 256, max = 10485760))]
     pub max_body_bytes: usize,
@@ -478,7 +481,12 @@ impl FormConfig {
 /// The part of a form that says what a valid submission is.
 impl<'a> From<&'a FormConfig> for FormSchema<'a> {
     fn from(form: &'a FormConfig) -> FormSchema<'a> {
-        FormSchema { fields: &form.fields, honeypot: &form.honeypot, ignore_fields: &form.ignore_fields }
+        FormSchema {
+            fields: &form.fields,
+            honeypot: &form.honeypot,
+            ignore_fields: &form.ignore_fields,
+            undeclared: form.undeclared_fields,
+        }
     }
 }
 

@@ -22,6 +22,32 @@ pub enum FieldError {
     ControlCharacters,
     InvisibleCharacters,
     InvalidJourneyId,
+    /// A check box answered with something other than ticked or not.
+    NotABoolean,
+    /// A consent box left unticked.
+    ConsentRequired,
+    NotANumber,
+    BelowMinimum {
+        min: String,
+    },
+    AboveMaximum {
+        max: String,
+    },
+    OffStep {
+        step: String,
+    },
+    InvalidDate,
+    TooEarly {
+        min: String,
+    },
+    TooLate {
+        max: String,
+    },
+    InvalidUrl,
+    /// More undeclared fields than a `keep` form stores.
+    TooManyFields {
+        max: usize,
+    },
 }
 
 /// Every code a 422 can carry: the ones in use, then those reserved for file fields.
@@ -36,6 +62,17 @@ pub const FIELD_ERROR_CODES: &[&str] = &[
     "control_characters",
     "invisible_characters",
     "invalid_journey_id",
+    "not_a_boolean",
+    "consent_required",
+    "not_a_number",
+    "below_minimum",
+    "above_maximum",
+    "off_step",
+    "invalid_date",
+    "too_early",
+    "too_late",
+    "invalid_url",
+    "too_many_fields",
     "invalid_file_type",
     "file_too_large",
     "too_many_files",
@@ -55,6 +92,17 @@ impl FieldError {
             FieldError::ControlCharacters => "control_characters",
             FieldError::InvisibleCharacters => "invisible_characters",
             FieldError::InvalidJourneyId => "invalid_journey_id",
+            FieldError::NotABoolean => "not_a_boolean",
+            FieldError::ConsentRequired => "consent_required",
+            FieldError::NotANumber => "not_a_number",
+            FieldError::BelowMinimum { .. } => "below_minimum",
+            FieldError::AboveMaximum { .. } => "above_maximum",
+            FieldError::OffStep { .. } => "off_step",
+            FieldError::InvalidDate => "invalid_date",
+            FieldError::TooEarly { .. } => "too_early",
+            FieldError::TooLate { .. } => "too_late",
+            FieldError::InvalidUrl => "invalid_url",
+            FieldError::TooManyFields { .. } => "too_many_fields",
         }
     }
 
@@ -72,15 +120,41 @@ impl FieldError {
             FieldError::ControlCharacters => "field-control-characters",
             FieldError::InvisibleCharacters => "field-invisible-characters",
             FieldError::InvalidJourneyId => "field-invalid-journey",
+            FieldError::NotABoolean => "field-not-a-boolean",
+            FieldError::ConsentRequired => "field-consent-required",
+            FieldError::NotANumber => "field-not-a-number",
+            FieldError::BelowMinimum { .. } => "field-below-minimum",
+            FieldError::AboveMaximum { .. } => "field-above-maximum",
+            FieldError::OffStep { .. } => "field-off-step",
+            FieldError::InvalidDate => "field-invalid-date",
+            FieldError::TooEarly { .. } => "field-too-early",
+            FieldError::TooLate { .. } => "field-too-late",
+            FieldError::InvalidUrl => "field-invalid-url",
+            FieldError::TooManyFields { .. } => "field-too-many-fields",
         };
         let max = match self {
-            FieldError::TooLong { max } => i64::try_from(*max).unwrap_or(i64::MAX),
+            FieldError::TooLong { max } | FieldError::TooManyFields { max } => {
+                i64::try_from(*max).unwrap_or(i64::MAX)
+            }
             _ => 0,
+        };
+        let limit = match self {
+            FieldError::BelowMinimum { min: l }
+            | FieldError::AboveMaximum { max: l }
+            | FieldError::OffStep { step: l }
+            | FieldError::TooEarly { min: l }
+            | FieldError::TooLate { max: l } => l.as_str(),
+            _ => "",
         };
         let options = locale.list(options);
         locale.format(
             key,
-            &[("label", Arg::Str(label)), ("max", Arg::Num(max)), ("options", Arg::Str(&options))],
+            &[
+                ("label", Arg::Str(label)),
+                ("max", Arg::Num(max)),
+                ("options", Arg::Str(&options)),
+                ("limit", Arg::Str(limit)),
+            ],
         )
     }
 }
@@ -101,6 +175,19 @@ impl fmt::Display for FieldError {
                 f.write_str("contains invisible characters (bidirectional overrides or zero-width spaces)")
             }
             FieldError::InvalidJourneyId => f.write_str("must be 1 to 128 characters of A-Z a-z 0-9 _ - . :"),
+            FieldError::NotABoolean => f.write_str("must be ticked or not (true or false)"),
+            FieldError::ConsentRequired => f.write_str("must be agreed to"),
+            FieldError::NotANumber => f.write_str("is not a number"),
+            FieldError::BelowMinimum { min } => write!(f, "must be at least {min}"),
+            FieldError::AboveMaximum { max } => write!(f, "must be at most {max}"),
+            FieldError::OffStep { step } => write!(f, "must be in steps of {step}"),
+            FieldError::InvalidDate => f.write_str("is not a date (YYYY-MM-DD)"),
+            FieldError::TooEarly { min } => write!(f, "must be on or after {min}"),
+            FieldError::TooLate { max } => write!(f, "must be on or before {max}"),
+            FieldError::InvalidUrl => f.write_str("is not a web address (http or https)"),
+            FieldError::TooManyFields { max } => {
+                write!(f, "is one field more than the {max} this form keeps")
+            }
         }
     }
 }
@@ -123,12 +210,23 @@ mod tests {
             (FieldError::ControlCharacters, "control_characters"),
             (FieldError::InvisibleCharacters, "invisible_characters"),
             (FieldError::InvalidJourneyId, "invalid_journey_id"),
+            (FieldError::NotABoolean, "not_a_boolean"),
+            (FieldError::ConsentRequired, "consent_required"),
+            (FieldError::NotANumber, "not_a_number"),
+            (FieldError::BelowMinimum { min: "1".into() }, "below_minimum"),
+            (FieldError::AboveMaximum { max: "1".into() }, "above_maximum"),
+            (FieldError::OffStep { step: "1".into() }, "off_step"),
+            (FieldError::InvalidDate, "invalid_date"),
+            (FieldError::TooEarly { min: "2026-01-01".into() }, "too_early"),
+            (FieldError::TooLate { max: "2026-01-01".into() }, "too_late"),
+            (FieldError::InvalidUrl, "invalid_url"),
+            (FieldError::TooManyFields { max: 20 }, "too_many_fields"),
         ];
         for (error, code) in &all {
             assert_eq!(error.code(), *code);
             assert!(FIELD_ERROR_CODES.contains(code));
         }
-        assert_eq!(&FIELD_ERROR_CODES[10..], ["invalid_file_type", "file_too_large", "too_many_files"]);
+        assert_eq!(&FIELD_ERROR_CODES[21..], ["invalid_file_type", "file_too_large", "too_many_files"]);
     }
 
     #[test]

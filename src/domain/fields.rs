@@ -7,7 +7,7 @@ use unicode_normalization::UnicodeNormalization;
 use validator::ValidateEmail;
 
 use super::field_error::FieldError;
-use super::form::{FieldConfig, FieldType, FormSchema};
+use super::form::{Bound, FieldConfig, FieldType, FormSchema, Undeclared};
 
 /// Name/value pairs as received (JSON object members or form pairs), in order.
 pub type RawFields = Vec<(String, String)>;
@@ -81,6 +81,11 @@ impl FieldErrors {
     }
 }
 
+/// Undeclared fields a `undeclared_fields = "keep"` form stores at most, and their bounds.
+pub const MAX_UNDECLARED: usize = 20;
+pub const MAX_UNDECLARED_NAME: usize = 64;
+pub const MAX_UNDECLARED_VALUE: usize = 2000;
+
 /// Checks `raw` against the form's declaration and returns the normalised values.
 /// `operation_id`, the honeypot and ignored (volatile) fields are not part of the result.
 pub fn normalise<'a>(
@@ -89,7 +94,8 @@ pub fn normalise<'a>(
 ) -> Result<NormalisedFields, FieldErrors> {
     let form = form.into();
     let mut errors = FieldErrors::default();
-    let mut given: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut given: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut undeclared: BTreeMap<&str, &str> = BTreeMap::new();
     let mut honeypot_hit = false;
     let mut journey_id = None;
     for (name, value) in raw {
@@ -105,35 +111,216 @@ pub fn normalise<'a>(
         }
         if !form.honeypot.is_empty() && *name == form.honeypot {
             honeypot_hit |= !value.trim().is_empty();
-        } else if form.field(name).is_none() {
-            errors.add(name, FieldError::UnknownField);
-        } else if given.insert(name, value).is_some() {
-            errors.add(name, FieldError::GivenTwice);
+            continue;
+        }
+        match form.field(name) {
+            None if form.undeclared == Undeclared::Keep => {
+                if let Err(e) = keep_undeclared(&mut undeclared, name, value) {
+                    errors.add(name, e);
+                }
+            }
+            None => errors.add(name, FieldError::UnknownField),
+            Some(f) => {
+                let values = given.entry(name).or_default();
+                if !values.is_empty() && !f.takes_several() {
+                    errors.add(name, FieldError::GivenTwice);
+                }
+                values.push(value);
+            }
         }
     }
     let mut values = BTreeMap::new();
     for field in form.fields {
-        let sent = given.get(field.name.as_str()).copied();
-        if let Some(Err(message)) = sent.map(|v| check_sent(field, v)) {
+        let sent = given.get(field.name.as_str()).map(Vec::as_slice).unwrap_or_default();
+        if let Some(Err(message)) = sent.iter().map(|v| check_sent(field, v)).find(Result::is_err) {
             errors.add(&field.name, message);
             continue;
         }
-        let value = sent.map(|v| normalise_value(field.kind, v));
-        match value.filter(|v| !v.is_empty()) {
-            None if field.required => errors.add(&field.name, FieldError::Required),
-            None => {}
-            Some(v) => match check_value(field, &v) {
-                Ok(()) => {
-                    values.insert(field.name.clone(), v);
-                }
-                Err(message) => errors.add(&field.name, message),
-            },
+        match answer(field, sent) {
+            Ok(None) if field.kind == FieldType::Consent => {
+                errors.add(&field.name, FieldError::ConsentRequired)
+            }
+            Ok(None) if field.required => errors.add(&field.name, FieldError::Required),
+            Ok(None) => {}
+            Ok(Some(v)) => {
+                values.insert(field.name.clone(), v);
+            }
+            Err(message) => errors.add(&field.name, message),
         }
+    }
+    for (name, value) in undeclared {
+        values.insert(name.to_string(), value.to_string());
     }
     if errors.is_empty() {
         Ok(NormalisedFields { values, honeypot_hit, spam_reason: None, journey_id, locale: None })
     } else {
         Err(errors)
+    }
+}
+
+/// An undeclared field a `keep` form stores: as text, bounded in number and size.
+fn keep_undeclared<'r>(
+    kept: &mut BTreeMap<&'r str, &'r str>,
+    name: &'r str,
+    value: &'r str,
+) -> Result<(), FieldError> {
+    if kept.contains_key(name) {
+        return Err(FieldError::GivenTwice);
+    }
+    if kept.len() >= MAX_UNDECLARED {
+        return Err(FieldError::TooManyFields { max: MAX_UNDECLARED });
+    }
+    let bad_name = name.is_empty()
+        || name.chars().count() > MAX_UNDECLARED_NAME
+        || name.chars().any(|c| c.is_control() || super::invisible::is_invisible(c));
+    if bad_name {
+        return Err(FieldError::UnknownField);
+    }
+    if value.chars().filter(|&c| c != '\r').count() > MAX_UNDECLARED_VALUE {
+        return Err(FieldError::TooLong { max: MAX_UNDECLARED_VALUE });
+    }
+    if value
+        .chars()
+        .any(|c| (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || super::invisible::is_invisible(c))
+    {
+        return Err(FieldError::ControlCharacters);
+    }
+    if !value.trim().is_empty() {
+        kept.insert(name, value);
+    }
+    Ok(())
+}
+
+/// The field's normalised answer from what was sent for it (`None`: not answered).
+fn answer(field: &FieldConfig, sent: &[&str]) -> Result<Option<String>, FieldError> {
+    if field.takes_several() {
+        let mut chosen = Vec::new();
+        for v in sent {
+            let v = normalise_value(field.kind, v);
+            if v.is_empty() {
+                continue; // the empty marker a form sends so that "none ticked" is explicit
+            }
+            if !field.options.contains(&v) {
+                return Err(FieldError::NotAnOption { options: field.options.clone() });
+            }
+            chosen.push(v);
+        }
+        // In the options' order, each once: a reordered answer is the same content.
+        let answer: Vec<&str> =
+            field.options.iter().filter(|o| chosen.contains(o)).map(String::as_str).collect();
+        return Ok((!answer.is_empty()).then(|| answer.join(SEVERAL)));
+    }
+    let Some(v) = sent.first().map(|v| normalise_value(field.kind, v)).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    check_value(field, &v)?;
+    Ok(match field.kind {
+        FieldType::Checkbox | FieldType::Consent => match boolean(&v) {
+            Some(true) if field.kind == FieldType::Consent => Some(consent_value(field)),
+            Some(true) => Some("true".into()),
+            Some(false) => None,
+            None => return Err(FieldError::NotABoolean),
+        },
+        FieldType::Number => Some(number(field, &v)?),
+        FieldType::Date => Some(date(field, &v)?),
+        FieldType::Url => Some(web_address(&v)?),
+        _ => Some(v),
+    })
+}
+
+/// How several chosen options are stored in one value (an option never holds a line break).
+pub const SEVERAL: &str = "\n";
+
+/// What a ticked consent box stores: the version of the text agreed to.
+fn consent_value(field: &FieldConfig) -> String {
+    field.version.clone().unwrap_or_else(|| "1".into())
+}
+
+/// A check box's answer: browsers send `on`, JSON clients `true`/`false`.
+fn boolean(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" | "yes" => Some(true),
+        "off" | "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// A decimal number in its shortest form (`+01.50` → `1.5`), within the field's bounds.
+fn number(field: &FieldConfig, v: &str) -> Result<String, FieldError> {
+    let v = super::width::fold_width(v);
+    let (negative, digits) = match v.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, v.strip_prefix('+').unwrap_or(&v)),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let well_formed = !int.is_empty()
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.bytes().all(|b| b.is_ascii_digit())
+        && (frac.is_empty() || !digits.ends_with('.'))
+        && int.len() + frac.len() <= 30;
+    if !well_formed {
+        return Err(FieldError::NotANumber);
+    }
+    let int = int.trim_start_matches('0');
+    let frac = frac.trim_end_matches('0');
+    let body = match (int.is_empty(), frac.is_empty()) {
+        (true, true) => "0".to_string(),
+        (false, true) => int.to_string(),
+        (true, false) => format!("0.{frac}"),
+        (false, false) => format!("{int}.{frac}"),
+    };
+    let shortest = if negative && body != "0" { format!("-{body}") } else { body };
+    let value: f64 = shortest.parse().map_err(|_| FieldError::NotANumber)?;
+    if let Some(Bound::Number(min)) = field.min {
+        if value < min {
+            return Err(FieldError::BelowMinimum { min: shown(min) });
+        }
+    }
+    if let Some(Bound::Number(max)) = field.max {
+        if value > max {
+            return Err(FieldError::AboveMaximum { max: shown(max) });
+        }
+    }
+    if let Some(step) = field.step.filter(|s| *s > 0.0) {
+        let base = match field.min {
+            Some(Bound::Number(min)) => min,
+            _ => 0.0,
+        };
+        let steps = (value - base) / step;
+        if (steps - steps.round()).abs() > 1e-9 * steps.abs().max(1.0) {
+            return Err(FieldError::OffStep { step: shown(step) });
+        }
+    }
+    Ok(shortest)
+}
+
+/// A bound as a visitor reads it: `10`, not `10.0`.
+fn shown(n: f64) -> String {
+    format!("{n}")
+}
+
+/// A day `YYYY-MM-DD`, within the field's bounds.
+fn date(field: &FieldConfig, v: &str) -> Result<String, FieldError> {
+    let d = super::form::day(&super::width::fold_width(v)).ok_or(FieldError::InvalidDate)?;
+    if let Some(Bound::Day(min)) = field.min {
+        if d < min {
+            return Err(FieldError::TooEarly { min: min.to_string() });
+        }
+    }
+    if let Some(Bound::Day(max)) = field.max {
+        if d > max {
+            return Err(FieldError::TooLate { max: max.to_string() });
+        }
+    }
+    Ok(d.format("%Y-%m-%d").to_string())
+}
+
+/// An `http` or `https` address with a host, in its normal form (lower-case host, `/` path).
+fn web_address(v: &str) -> Result<String, FieldError> {
+    let url = url::Url::parse(v).map_err(|_| FieldError::InvalidUrl)?;
+    match (url.scheme(), url.host_str()) {
+        ("http" | "https", Some(host)) if !host.is_empty() => Ok(url.to_string()),
+        _ => Err(FieldError::InvalidUrl),
     }
 }
 
@@ -172,7 +359,17 @@ pub fn normalise_value(kind: FieldType, raw: &str) -> String {
                 _ => digits,
             }
         }
-        FieldType::Text | FieldType::Select => collapse_spaces(&nfc),
+        FieldType::Text
+        | FieldType::Select
+        | FieldType::Radio
+        | FieldType::Checkboxes
+        | FieldType::Multiselect
+        | FieldType::Checkbox
+        | FieldType::Consent
+        | FieldType::Number
+        | FieldType::Date
+        | FieldType::Url
+        | FieldType::Hidden => collapse_spaces(&nfc),
     }
 }
 
@@ -211,7 +408,7 @@ fn check_value(field: &FieldConfig, v: &str) -> Result<(), FieldError> {
         FieldType::Phone if !is_phone(&normalise_value(FieldType::Phone, &super::width::fold_width(v))) => {
             Err(FieldError::InvalidPhone)
         }
-        FieldType::Select if !field.options.iter().any(|o| o == v) => {
+        FieldType::Select | FieldType::Radio if !field.options.iter().any(|o| o == v) => {
             Err(FieldError::NotAnOption { options: field.options.clone() })
         }
         _ => Ok(()),
@@ -338,9 +535,7 @@ mod tests {
                 name: "phone".into(),
                 label: None,
                 kind: FieldType::Phone,
-                required: false,
-                max_length: None,
-                options: vec![]
+                ..FieldConfig::default()
             },
             &normalise_value(FieldType::Phone, "０９１２－３４５－６７８"),
         )

@@ -38,7 +38,12 @@ required = true
 });
 
 fn contact() -> FormSchema<'static> {
-    FormSchema { fields: &FIELDS, honeypot: "", ignore_fields: &[] }
+    FormSchema {
+        fields: &FIELDS,
+        honeypot: "",
+        ignore_fields: &[],
+        undeclared: crate::domain::Undeclared::Reject,
+    }
 }
 
 fn raw(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

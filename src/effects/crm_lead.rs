@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::crm::{CrmAdapter, Lead};
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Report};
 use crate::config::{Config, FormConfig};
-use crate::domain::EffectKind;
+use crate::domain::{EffectKind, SEVERAL};
 
 pub struct CrmLeadKind;
 
@@ -49,14 +49,20 @@ impl CrmLead {
         let form = self.config.form(&job.form);
         let mapping = form.map(|f| &f.crm_fields).filter(|m| !m.is_empty());
         // The journey ties the lead to the visitor's other inquiries in the CRM.
+        // Several chosen options go as CRMs take a multi-select: `a;b` (HubSpot, Salesforce).
+        let several = |field: &str, v: &String| match form.and_then(|f| f.field(field)) {
+            Some(f) if f.takes_several() => v.replace(SEVERAL, ";"),
+            _ => v.clone(),
+        };
         let value = |field: &str| match (field, &job.journey_id) {
             (JOURNEY, Some(journey)) => Some(journey.clone()),
-            _ => job.fields.get(field).cloned(),
+            _ => job.fields.get(field).map(|v| several(field, v)),
         };
         let mut fields: BTreeMap<String, String> = match mapping {
             Some(m) => m.iter().filter_map(|(from, to)| Some((to.clone(), value(from)?))).collect(),
             None => {
-                let mut all = job.fields.clone();
+                let mut all: BTreeMap<String, String> =
+                    job.fields.iter().map(|(k, v)| (k.clone(), several(k, v))).collect();
                 all.extend(job.journey_id.clone().map(|j| (JOURNEY.to_string(), j)));
                 all
             }

@@ -79,7 +79,7 @@ async fn submit_json(
         );
     }
     let bytes = read_limited(req, payload, form.max_body_bytes).await?;
-    let (body_key, raw) = parse_json(&bytes)?;
+    let (body_key, raw) = parse_json(&bytes, form)?;
     let mut raw = super::journey::with_header(req, raw);
     let key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
     let mut screening = Screening::take(form, &mut raw, false, gate.proxies.client_of(req));

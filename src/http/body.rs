@@ -9,7 +9,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::problem::{Problem, ProblemKind};
-use crate::domain::RawFields;
+use crate::config::FormConfig;
+use crate::domain::{FieldType, RawFields};
 
 /// The body's media type, lower-cased, without parameters.
 pub fn media_type(headers: &HeaderMap) -> Option<String> {
@@ -91,7 +92,7 @@ impl<'de> Deserialize<'de> for Members {
 
 /// A JSON object of field names to strings (or null, meaning absent); `operation_id` is
 /// returned apart. Repeated and unknown names are left for validation to report.
-pub fn parse_json(bytes: &[u8]) -> Result<(Option<String>, RawFields), Problem> {
+pub fn parse_json(bytes: &[u8], form: &FormConfig) -> Result<(Option<String>, RawFields), Problem> {
     let text = std::str::from_utf8(bytes).map_err(|_| malformed("the body is not valid UTF-8"))?;
     if text.trim().is_empty() {
         return Err(malformed("the body is empty; send a JSON object of field names to strings"));
@@ -100,6 +101,8 @@ pub fn parse_json(bytes: &[u8]) -> Result<(Option<String>, RawFields), Problem> 
     let mut operation_id = None;
     let mut fields = Vec::with_capacity(members.len());
     for (name, value) in members {
+        let field = form.field(&name);
+        let wrong = |what: &str| malformed(format!("field `{}` must be {what}", clip(&name)));
         match (name.as_str(), value) {
             ("operation_id", Value::String(s)) if operation_id.is_none() => operation_id = Some(s),
             ("operation_id", Value::Null) => {}
@@ -107,7 +110,30 @@ pub fn parse_json(bytes: &[u8]) -> Result<(Option<String>, RawFields), Problem> 
             ("operation_id", _) => return Err(malformed("`operation_id` must be a string")),
             (_, Value::String(s)) => fields.push((name, s)),
             (_, Value::Null) => fields.push((name, String::new())),
-            (_, _) => return Err(malformed(format!("field `{}` must be a string", clip(&name)))),
+            // A check box answers true or false; a number field takes a JSON number.
+            (_, Value::Bool(b)) if field.is_some_and(|f| f.is_boolean()) => {
+                fields.push((name, b.to_string()))
+            }
+            (_, Value::Number(n)) if field.is_some_and(|f| f.kind == FieldType::Number) => {
+                fields.push((name, n.to_string()))
+            }
+            // Several options: an array of strings, one pair each (as a browser repeats the name).
+            (_, Value::Array(items)) if field.is_some_and(|f| f.takes_several()) => {
+                for item in items {
+                    match item {
+                        Value::String(s) => fields.push((name.clone(), s)),
+                        _ => return Err(wrong("an array of strings")),
+                    }
+                }
+            }
+            (_, _) => {
+                return Err(match field.map(|f| f.kind) {
+                    Some(FieldType::Checkbox | FieldType::Consent) => wrong("true, false or a string"),
+                    Some(FieldType::Number) => wrong("a number or a string"),
+                    Some(FieldType::Checkboxes | FieldType::Multiselect) => wrong("an array of strings"),
+                    _ => wrong("a string"),
+                })
+            }
         }
     }
     Ok((operation_id, fields))
@@ -191,16 +217,21 @@ fn clip(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn contact() -> FormConfig {
+        crate::config::Config::builtin().unwrap().forms["contact"].clone()
+    }
+
     #[test]
     fn json_objects_of_strings_only() {
         let (op, f) =
-            parse_json(br#"{"operation_id":"abcdefghijklmnop","name":"Ada","company":null}"#).unwrap();
+            parse_json(br#"{"operation_id":"abcdefghijklmnop","name":"Ada","company":null}"#, &contact())
+                .unwrap();
         assert_eq!(op.as_deref(), Some("abcdefghijklmnop"));
         assert_eq!(f, vec![("name".to_string(), "Ada".to_string()), ("company".to_string(), String::new())]);
-        let (_, dup) = parse_json(br#"{"name":"A","name":"B"}"#).unwrap();
+        let (_, dup) = parse_json(br#"{"name":"A","name":"B"}"#, &contact()).unwrap();
         assert_eq!(dup.len(), 2, "repeated names are kept for validation to refuse");
         for bad in [&b"[]"[..], b"{\"name\":1}", b"{", b"", b"\xff", b"{\"operation_id\":5}"] {
-            assert_eq!(parse_json(bad).unwrap_err().kind, ProblemKind::MalformedBody);
+            assert_eq!(parse_json(bad, &contact()).unwrap_err().kind, ProblemKind::MalformedBody);
         }
     }
 

@@ -8,7 +8,7 @@ use askama::Template;
 
 use super::problem::{Problem, ProblemKind};
 use crate::config::Form;
-use crate::domain::FieldType;
+use crate::domain::{Bound, FieldType};
 use crate::domain::{FieldErrors, RawFields};
 use crate::i18n::{Arg, Locale};
 use crate::render::html;
@@ -46,11 +46,18 @@ pub struct FormPage<'a> {
 pub struct FieldView {
     pub name: String,
     pub label: String,
-    /// The input type (`text`, `email`, `tel`) or `textarea` / `select`.
+    /// The input type (`text`, `email`, `tel`, `number`, `date`, `url`, `hidden`,
+    /// `checkbox`) or `textarea` / `select` / `multiselect` / `radio` / `checkboxes`.
     pub kind: &'static str,
     pub required: bool,
     pub max_length: usize,
     pub value: String,
+    /// number and date: the `min`, `max` and `step` attributes (empty: none).
+    pub min: String,
+    pub max: String,
+    pub step: String,
+    /// checkbox and consent: ticked.
+    pub checked: bool,
     pub options: Vec<OptionView>,
     /// Messages that name the field by its label, in the page's locale.
     pub errors: Vec<String>,
@@ -93,12 +100,21 @@ impl<'a> FormPage<'a> {
         errors: &FieldErrors,
     ) -> Self {
         let value_of = |n: &str| raw.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default();
+        let chosen = |n: &str, o: &str| raw.iter().any(|(k, v)| k == n && v == o);
+        let bound = |b: &Option<Bound>| match b {
+            Some(Bound::Number(n)) => format!("{n}"),
+            Some(Bound::Day(d)) => d.to_string(),
+            None => String::new(),
+        };
         let mut messages = form.error_messages(errors, locale);
         let fields = form
             .fields
             .iter()
             .map(|f| {
-                let value = value_of(&f.name);
+                let value = match (f.kind, value_of(&f.name)) {
+                    (FieldType::Hidden, v) if v.is_empty() => f.value.clone().unwrap_or_default(),
+                    (_, v) => v,
+                };
                 FieldView {
                     kind: match f.kind {
                         FieldType::Text => "text",
@@ -106,19 +122,36 @@ impl<'a> FormPage<'a> {
                         FieldType::Phone => "tel",
                         FieldType::Textarea => "textarea",
                         FieldType::Select => "select",
+                        FieldType::Radio => "radio",
+                        FieldType::Checkboxes => "checkboxes",
+                        FieldType::Multiselect => "multiselect",
+                        FieldType::Checkbox | FieldType::Consent => "checkbox",
+                        FieldType::Number => "number",
+                        FieldType::Date => "date",
+                        FieldType::Url => "url",
+                        FieldType::Hidden => "hidden",
                     },
+                    min: bound(&f.min),
+                    max: bound(&f.max),
+                    step: match (f.kind, f.step) {
+                        (_, Some(step)) => format!("{step}"),
+                        // Without a step a browser would take whole numbers only.
+                        (FieldType::Number, None) => "any".into(),
+                        _ => String::new(),
+                    },
+                    checked: f.is_boolean() && matches!(value.as_str(), "on" | "true" | "1" | "yes"),
+                    required: f.required || f.kind == FieldType::Consent,
                     options: f
                         .options
                         .iter()
                         .map(|o| OptionView {
-                            selected: *o == value,
+                            selected: chosen(&f.name, o),
                             label: form.option_in(f, o, locale).to_string(),
                             value: o.clone(),
                         })
                         .collect(),
                     name: f.name.clone(),
                     label: form.label_in(f, locale).to_string(),
-                    required: f.required,
                     max_length: f.max_length(),
                     errors: messages.remove(&f.name).unwrap_or_default(),
                     value,

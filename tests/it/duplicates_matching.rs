@@ -35,9 +35,7 @@ fn with_phone(config: &mut Config, group: bool) {
         name: "phone".into(),
         label: Some("Phone".into()),
         kind: FieldType::Phone,
-        required: false,
-        max_length: None,
-        options: Vec::new(),
+        ..FieldConfig::default()
     });
     contact.default_region = Some("TW".into());
     contact.duplicates.other_regions = vec!["US".into()];

@@ -21,6 +21,7 @@ mod embed_browser;
 mod failover;
 mod failover_config;
 mod failover_cut;
+mod field_types;
 mod file_adapters;
 mod headers;
 mod hooks;

@@ -26,15 +26,20 @@ pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
 pub fn data(form: &FormConfig, job: &Job, with_fields: bool, locale: Locale) -> EmailData {
     let texts = form.email_in(locale);
     let fields = match with_fields {
-        true => form
-            .fields
-            .iter()
-            .filter_map(|f| {
+        true => {
+            let declared = form.fields.iter().filter_map(|f| {
                 job.fields
                     .get(&f.name)
                     .map(|v| Field { label: form.label_in(f, locale).into(), value: v.clone() })
-            })
-            .collect(),
+            });
+            // `undeclared_fields = "keep"`: what else the form sent, under its own name.
+            let kept = job
+                .fields
+                .iter()
+                .filter(|(name, _)| form.field(name).is_none())
+                .map(|(name, v)| Field { label: name.clone(), value: v.clone() });
+            declared.chain(kept).collect()
+        }
         false => Vec::new(),
     };
     let name = job.fields.get("name").filter(|_| with_fields).map(|n| name_line(n));

@@ -47,7 +47,60 @@ pub fn field_schema(field: &FieldConfig) -> Value {
             "pattern": format!("^{PHONE_SEPARATORS}*\\+?({PHONE_SEPARATORS}*[0-9]){{7,15}}{PHONE_SEPARATORS}*$"),
             "description": "7 to 15 digits, optionally after a `+`; spaces (U+3000 too), ( ) - . / are ignored"
         }),
-        FieldType::Text | FieldType::Textarea => {
+        FieldType::Radio => {
+            let mut options: Vec<Value> = field.options.iter().map(|o| json!(o)).collect();
+            if !field.required {
+                options.push(json!(""));
+            }
+            json!({"type": "string", "enum": options})
+        }
+        FieldType::Checkboxes | FieldType::Multiselect => {
+            let one = json!({"type": "string", "enum": field.options});
+            let min_items = usize::from(field.required);
+            json!({"anyOf": [{"type": "array", "items": one, "minItems": min_items}, one],
+                   "description": "any of the options, each once (the order does not matter)"})
+        }
+        FieldType::Checkbox | FieldType::Consent => {
+            let ticked = ["on", "true", "1", "yes"];
+            let values: Vec<&str> = match field.kind == FieldType::Consent || field.required {
+                true => ticked.to_vec(),
+                false => ticked.iter().chain(&["off", "false", "0", "no", ""]).copied().collect(),
+            };
+            let boolean = match field.kind == FieldType::Consent || field.required {
+                true => json!({"type": "boolean", "enum": [true]}),
+                false => json!({"type": "boolean"}),
+            };
+            let description = match &field.version {
+                Some(v) => {
+                    format!("ticked: `true` (or `on`, as a browser sends it); stores consent version {v}")
+                }
+                None => "ticked: `true` (or `on`, as a browser sends it)".to_string(),
+            };
+            json!({"anyOf": [boolean, {"type": "string", "enum": values}], "description": description})
+        }
+        FieldType::Number => {
+            let mut n = json!({"type": "number"});
+            let mut text =
+                json!({"type": "string", "pattern": "^[+-]?[0-9]+(\\.[0-9]+)?$", "maxLength": max});
+            for (key, bound) in [("minimum", &field.min), ("maximum", &field.max)] {
+                if let Some(crate::domain::Bound::Number(b)) = bound {
+                    n[key] = json!(b);
+                }
+            }
+            if let Some(step) = field.step {
+                n["multipleOf"] = json!(step);
+            }
+            text["description"] = json!("a decimal number, as a browser sends it");
+            json!({"anyOf": [n, text], "description": "a number within the field's minimum, maximum and step"})
+        }
+        FieldType::Date => json!({
+            "type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+            "description": bounds_description(field)
+        }),
+        FieldType::Url => {
+            json!({"type": "string", "format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://", "maxLength": max})
+        }
+        FieldType::Text | FieldType::Textarea | FieldType::Hidden => {
             let pattern = if field.required {
                 format!("^[^{NO_CONTROLS}]*[^\\s{NO_CONTROLS}][^{NO_CONTROLS}]*$")
             } else {
@@ -74,6 +127,20 @@ pub fn field_schema(field: &FieldConfig) -> Value {
     s
 }
 
+/// A date field's bounds in words (JSON Schema has no bounds for dates).
+fn bounds_description(field: &FieldConfig) -> String {
+    let day = |b: &Option<crate::domain::Bound>| match b {
+        Some(crate::domain::Bound::Day(d)) => Some(d.to_string()),
+        _ => None,
+    };
+    match (day(&field.min), day(&field.max)) {
+        (Some(a), Some(b)) => format!("a day, YYYY-MM-DD, from {a} to {b}"),
+        (Some(a), None) => format!("a day, YYYY-MM-DD, on or after {a}"),
+        (None, Some(b)) => format!("a day, YYYY-MM-DD, on or before {b}"),
+        (None, None) => "a day, YYYY-MM-DD".to_string(),
+    }
+}
+
 /// The fields of a form as a JSON object schema; `extra` adds non-field members (HTML: the
 /// operation ID).
 pub fn fields_schema(form: &FormConfig, nullable: bool, extra: &[(&str, Value)]) -> Value {
@@ -92,7 +159,15 @@ pub fn fields_schema(form: &FormConfig, nullable: bool, extra: &[(&str, Value)])
     for (name, schema) in extra {
         properties.insert((*name).to_string(), schema.clone());
     }
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+    let additional = match form.undeclared_fields {
+        crate::domain::Undeclared::Reject => json!(false),
+        crate::domain::Undeclared::Keep => json!({
+            "type": "string",
+            "maxLength": crate::domain::MAX_UNDECLARED_VALUE,
+            "description": "undeclared_fields = keep: other fields are stored as text (at most 20)"
+        }),
+    };
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": additional})
 }
 
 fn example(form: &FormConfig) -> Value {
@@ -101,8 +176,25 @@ fn example(form: &FormConfig) -> Value {
         let v = match f.kind {
             FieldType::Email => "ada@example.com".to_string(),
             FieldType::Phone => "+41441234567".to_string(),
-            FieldType::Select => f.options.first().cloned().unwrap_or_default(),
-            FieldType::Text | FieldType::Textarea => "Ada".to_string(),
+            FieldType::Select | FieldType::Radio => f.options.first().cloned().unwrap_or_default(),
+            FieldType::Checkboxes | FieldType::Multiselect => {
+                obj.insert(f.name.clone(), json!(f.options.first().into_iter().collect::<Vec<_>>()));
+                continue;
+            }
+            FieldType::Checkbox | FieldType::Consent => {
+                obj.insert(f.name.clone(), json!(true));
+                continue;
+            }
+            FieldType::Number => match f.min {
+                Some(crate::domain::Bound::Number(min)) => format!("{min}"),
+                _ => "1".to_string(),
+            },
+            FieldType::Date => match f.min {
+                Some(crate::domain::Bound::Day(min)) => min.to_string(),
+                _ => "2026-01-15".to_string(),
+            },
+            FieldType::Url => "https://example.com/".to_string(),
+            FieldType::Text | FieldType::Textarea | FieldType::Hidden => "Ada".to_string(),
         };
         obj.insert(f.name.clone(), json!(v));
     }
