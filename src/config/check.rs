@@ -106,7 +106,7 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
 fn field_type_problems(out: &mut Vec<String>, at: &str, field: &FieldConfig) {
     let kind = field.kind.as_str();
     match (field.has_options(), field.options.is_empty()) {
-        (true, true) => out.push(format!("{at}.options: a {kind} field needs options")),
+        (true, true) => out.push(format!("{at}.options: a {kind} needs options")),
         (false, false) => {
             out.push(format!("{at}.options: only select, radio, checkboxes and multiselect take options"))
         }

@@ -210,6 +210,7 @@ mod tests {
             ("form", Arg::Str("F")),
             ("max", Arg::Num(5)),
             ("options", Arg::Str("a")),
+            ("limit", Arg::Str("10")),
             ("seconds", Arg::Num(3)),
             ("name", Arg::Str("N")),
             ("subject", Arg::Str("S")),
