@@ -5,8 +5,13 @@
 //! different fingerprint (a conflict, which must be recorded), goes to the database.
 //! Bounded: two generations of at most half the capacity each; a hit in the old one moves
 //! the entry to the new one, and when the new one is full the old one is dropped.
+//!
+//! Beyond the entries, the cache remembers (as 8-byte keyed hashes, also in two bounded
+//! generations) which keys this process saw committed: a retry whose entry has left the
+//! memory is then answered by a plain read, without the claim statement's write.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 use std::mem;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -22,7 +27,15 @@ pub struct Entry {
 pub struct ReplayCache {
     half: usize,
     generations: Mutex<Generations>,
+    /// Hashes of the keys committed through this process, keyed per process (SipHash with a
+    /// random key), so that a visitor cannot aim collisions; a false hit costs one read.
+    seen: Mutex<[HashSet<u64>; 2]>,
+    hasher: RandomState,
 }
+
+/// Committed keys remembered per generation beyond the entries (8 bytes each, two
+/// generations: about 20 MB at most).
+const SEEN_HALF: usize = 1 << 20;
 
 #[derive(Default)]
 struct Generations {
@@ -33,7 +46,32 @@ struct Generations {
 impl ReplayCache {
     /// A cache of about `capacity` entries; 0 turns it off.
     pub fn new(capacity: usize) -> ReplayCache {
-        ReplayCache { half: capacity / 2, generations: Mutex::default() }
+        ReplayCache {
+            half: capacity / 2,
+            generations: Mutex::default(),
+            seen: Mutex::default(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    /// Whether this process saw (form, operation ID) committed, though its entry may have
+    /// left the memory (a false `true` is possible, and costs one read).
+    pub fn seen(&self, form: &str, operation_id: &str) -> bool {
+        if self.half == 0 {
+            return false;
+        }
+        let hash = self.hasher.hash_one((form, operation_id));
+        let seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        seen.iter().any(|generation| generation.contains(&hash))
+    }
+
+    fn remember(&self, form: &str, operation_id: &str) {
+        let hash = self.hasher.hash_one((form, operation_id));
+        let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        seen[0].insert(hash);
+        if seen[0].len() >= SEEN_HALF {
+            seen[1] = mem::take(&mut seen[0]);
+        }
     }
 
     pub fn get(&self, form: &str, operation_id: &str) -> Option<Arc<Entry>> {
@@ -55,6 +93,7 @@ impl ReplayCache {
         if self.half == 0 {
             return;
         }
+        self.remember(form, &receipt.operation_id);
         let key = key(form, &receipt.operation_id);
         let mut g = self.generations.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         self.insert(&mut g, key, Arc::new(Entry { fingerprint, receipt, raw: OnceLock::new() }));
@@ -124,6 +163,18 @@ mod tests {
         cache.forget("f", "a");
         cache.forget("f", "b");
         assert!(cache.get("f", "a").is_none() && cache.get("f", "b").is_none());
+    }
+
+    #[test]
+    fn keys_are_remembered_after_their_entries_are_gone() {
+        let cache = ReplayCache::new(4);
+        cache.put("f", "fp".into(), receipt("a"));
+        for i in 0..10 {
+            cache.put("f", "fp".into(), receipt(&i.to_string()));
+        }
+        assert!(cache.get("f", "a").is_none(), "the entry is gone");
+        assert!(cache.seen("f", "a"), "the key is remembered");
+        assert!(!cache.seen("g", "a") && !cache.seen("f", "never"));
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod alert_rules;
 mod api_docs;
 mod browser;
 mod cli;
+mod cold_replays;
 mod concurrency;
 mod connections;
 mod crm_hubspot;
