@@ -8,9 +8,9 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Nullable, Text, Timestamp};
 
 use super::models::{JobRow, NewAttempt, Transition};
-use super::schema::{effect_attempts, side_effects, submissions};
+use super::schema::{effect_attempts, inbound_events, side_effects, submissions};
 use super::{DbConnection, Store};
-use crate::domain::{AttemptOutcome, EffectState};
+use crate::domain::{AttemptOutcome, EffectState, RecordKind};
 
 const PENDING: EffectState = EffectState::Pending;
 const SENDING: EffectState = EffectState::Sending;
@@ -38,7 +38,7 @@ pub trait Queue: Store {
     /// `next_attempt_at` to `retry_at` so that no other process looks them up meanwhile.
     fn take_unknown_due(
         &mut self,
-        kinds: &[&str],
+        kinds: &[RecordKind],
         now: NaiveDateTime,
         retry_at: NaiveDateTime,
         limit: i64,
@@ -75,10 +75,11 @@ struct Updated {
     id: String,
 }
 
-/// Loads claimed records joined with their submissions.
+/// Loads claimed records joined with their owners (a submission or an inbound event).
 fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> {
     side_effects::table
-        .inner_join(submissions::table)
+        .left_join(submissions::table)
+        .left_join(inbound_events::table)
         .filter(side_effects::id.eq_any(ids))
         .select((
             side_effects::id,
@@ -87,12 +88,24 @@ fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> 
             side_effects::effect_key,
             side_effects::state,
             side_effects::attempts,
-            side_effects::submission_id,
-            submissions::form,
-            submissions::fields_json,
-            submissions::received_at,
-            submissions::journey_id,
-            submissions::locale,
+            (
+                submissions::id,
+                submissions::form,
+                submissions::fields_json,
+                submissions::received_at,
+                submissions::journey_id,
+                submissions::locale,
+            )
+                .nullable(),
+            (
+                inbound_events::id,
+                inbound_events::source,
+                inbound_events::event_id,
+                inbound_events::body,
+                inbound_events::content_type,
+                inbound_events::first_received_at,
+            )
+                .nullable(),
         ))
         .order(side_effects::next_attempt_at)
         .load(c)
@@ -165,7 +178,7 @@ impl Queue for DbConnection {
 
     fn take_unknown_due(
         &mut self,
-        kinds: &[&str],
+        kinds: &[RecordKind],
         now: NaiveDateTime,
         retry_at: NaiveDateTime,
         limit: i64,
