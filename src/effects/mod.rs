@@ -89,7 +89,15 @@ impl Job {
         {
             (Some(s), _) => {
                 let fields = match s.fields_json.as_deref() {
-                    Some(j) => serde_json::from_str(j).unwrap_or_default(),
+                    Some(j) => serde_json::from_str(j).map_err(|e| {
+                        // Where, not what: serde's message may quote the content.
+                        format!(
+                            "the submission's stored fields do not parse ({:?} error at line {}, column {})",
+                            e.classify(),
+                            e.line(),
+                            e.column()
+                        )
+                    })?,
                     None => BTreeMap::new(),
                 };
                 (s.id, s.form, fields, s.received_at, s.journey_id, s.locale)
@@ -184,6 +192,44 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::models::OwningSubmission;
+    use crate::domain::EffectState;
+
+    fn row(fields_json: Option<&str>) -> JobRow {
+        JobRow {
+            id: "e-1".into(),
+            kind: EffectKind::CRM_LEAD.into(),
+            batch: 0,
+            effect_key: "s-1:crm_lead:0".into(),
+            state: EffectState::Sending,
+            attempts: 1,
+            submission: Some(OwningSubmission {
+                id: "s-1".into(),
+                form: "contact".into(),
+                fields_json: fields_json.map(str::to_string),
+                received_at: chrono::NaiveDateTime::default(),
+                journey_id: None,
+                locale: None,
+            }),
+            event: None,
+        }
+    }
+
+    #[test]
+    fn a_job_whose_fields_do_not_parse_is_an_error_not_an_empty_lead() {
+        let job = Job::from_row(row(Some(r#"{"name":"Ada"}"#))).unwrap();
+        assert_eq!(job.fields.get("name").map(String::as_str), Some("Ada"));
+        let err = Job::from_row(row(Some(r#"{"name":"Ada""#))).unwrap_err();
+        assert!(err.contains("do not parse"), "{err}");
+        assert!(!err.contains("Ada"), "the reason holds no content: {err}");
+        let err = Job::from_row(row(Some(r#"{"name":"Grace","age":36}"#))).unwrap_err();
+        assert!(!err.contains("36"), "the reason holds no content: {err}");
+        assert!(Job::from_row(row(Some(r#"["Ada"]"#))).is_err(), "not a map of fields");
+        let purged = Job::from_row(row(None)).unwrap();
+        assert!(purged.fields.is_empty(), "purged content is no error (the worker cancels it)");
+        let orphan = JobRow { submission: None, ..row(None) };
+        assert!(Job::from_row(orphan).is_err());
+    }
 
     #[test]
     fn text_forms_round_trip() {
