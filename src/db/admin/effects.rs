@@ -7,6 +7,7 @@ use crate::db::hooks::{HookStore, NewEventEffect};
 use crate::db::models::NewEffect;
 use crate::db::schema::{effect_attempts, inbound_events, side_effects, submissions};
 use crate::db::DbConnection;
+use crate::domain::transitions::Move;
 use crate::domain::{AttemptOutcome, EffectId, EffectState, RecordKind, SubmissionId};
 
 #[derive(Debug, Clone, Queryable)]
@@ -44,7 +45,8 @@ pub struct AttemptRow {
     pub detail: Option<String>,
 }
 
-/// A state change an admin asks for; applied only from the listed states.
+/// A state change an admin asks for; applied only from the listed states, and only when
+/// the state machine allows each (`domain::transitions`).
 #[derive(Debug, Clone)]
 pub struct EffectChange<'a> {
     pub from: &'a [EffectState],
@@ -198,13 +200,12 @@ impl EffectAdminStore for DbConnection {
         change: &EffectChange<'_>,
         now: NaiveDateTime,
     ) -> QueryResult<bool> {
+        let mv = Move::new(change.from, change.to).map_err(crate::db::queue::refused)?;
         let n = diesel::update(
-            side_effects::table
-                .filter(side_effects::id.eq(id))
-                .filter(side_effects::state.eq_any(change.from)),
+            side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq_any(mv.from())),
         )
         .set((
-            side_effects::state.eq(change.to),
+            side_effects::state.eq(mv.to()),
             side_effects::provider_ref.eq(&change.provider_ref),
             side_effects::last_error.eq(&change.last_error),
             side_effects::next_attempt_at.eq(change.next_attempt_at),
@@ -280,13 +281,14 @@ impl EffectAdminStore for DbConnection {
         note: &str,
         now: NaiveDateTime,
     ) -> QueryResult<usize> {
+        let mv = Move::CANCEL_PENDING;
         diesel::update(
             side_effects::table
                 .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::state.eq(EffectState::Pending)),
+                .filter(side_effects::state.eq_any(mv.from())),
         )
         .set((
-            side_effects::state.eq(EffectState::Cancelled),
+            side_effects::state.eq(mv.to()),
             side_effects::held.eq(false),
             side_effects::last_error.eq(note),
             side_effects::updated_at.eq(now),
