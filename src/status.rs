@@ -42,7 +42,7 @@ pub fn status(pool: &Pool, form: &str, operation_id: &str) -> Result<Option<Stat
             effects: effects
                 .into_iter()
                 .map(|e| EffectStatus {
-                    kind: e.kind,
+                    kind: e.kind.to_string(),
                     batch: e.batch,
                     state: e.state,
                     attempts: e.attempts,

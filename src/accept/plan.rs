@@ -74,7 +74,7 @@ impl Plan {
             .map(|kind| NewEffect {
                 id: EffectId::generate(),
                 submission_id: id.clone(),
-                kind: kind.as_str().into(),
+                kind: (*kind).into(),
                 batch: 0,
                 effect_key: format!("{id}:{}:0", kind.as_str()),
                 state: EffectState::Pending,

@@ -14,7 +14,7 @@ use crate::domain::EffectKind;
 pub(super) fn window<'p>(form: &FormConfig, plan: &'p Plan) -> Option<(NaiveDateTime, &'p str)> {
     let applies = form.confirmation_window_minutes > 0
         && plan.submission.email_digest.is_some()
-        && plan.effects.iter().any(|e| e.kind == EffectKind::CONFIRMATION_EMAIL.as_str());
+        && plan.effects.iter().any(|e| e.kind == EffectKind::CONFIRMATION_EMAIL);
     let since = plan.now() - Duration::minutes(i64::from(form.confirmation_window_minutes));
     plan.capped_body.as_deref().filter(|_| applies).map(|body| (since, body))
 }
@@ -28,7 +28,7 @@ pub(super) fn apply<C: RecipientCapStore>(
     plan: &Plan,
 ) -> Result<Option<String>, DbError> {
     let sub = &plan.submission;
-    let confirmation = plan.effects.iter().find(|e| e.kind == EffectKind::CONFIRMATION_EMAIL.as_str());
+    let confirmation = plan.effects.iter().find(|e| e.kind == EffectKind::CONFIRMATION_EMAIL);
     let (Some((since, body)), Some(digest), Some(effect)) =
         (window(form, plan), sub.email_digest.as_deref(), confirmation)
     else {

@@ -47,7 +47,7 @@ impl From<EffectRow> for EffectView {
             id: e.id,
             submission_id: e.submission_id,
             form: e.form,
-            kind: e.kind,
+            kind: e.kind.to_string(),
             batch: e.batch,
             state: e.state,
             held: e.held,

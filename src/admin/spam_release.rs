@@ -111,7 +111,7 @@ fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>
         .map(|kind| NewEffect {
             id: EffectId::generate(),
             submission_id: submission_id.into(),
-            kind: kind.as_str().into(),
+            kind: (*kind).into(),
             batch: 0,
             effect_key: format!("{submission_id}:{}:0", kind.as_str()),
             state: EffectState::Pending,

@@ -95,7 +95,8 @@ impl Default for PurgeConfig {
 
 /// What one set of retention windows applies to.
 pub struct Scope<'a> {
-    /// The `form` of its rows in `submissions` (a webhook source's: its events' anchor rows).
+    /// The name its purged rows are counted under: the form's, a webhook source's
+    /// `RecordKind::source_scope`.
     pub form: String,
     /// Where it is configured, for messages: `forms.NAME` or `hooks.NAME`.
     pub at: String,
@@ -113,7 +114,7 @@ pub fn scopes(config: &Config) -> Vec<Scope<'_>> {
         hook_source: None,
     });
     let hooks = config.hooks.iter().map(|(name, hook)| Scope {
-        form: crate::domain::anchor_form(name),
+        form: crate::domain::RecordKind::source_scope(name),
         at: format!("hooks.{name}"),
         retention: &hook.retention,
         hook_source: Some(name.as_str()),

@@ -12,7 +12,7 @@ use crate::db::schema::{
     inbound_events, inbound_quarantine, side_effects, submissions,
 };
 use crate::db::DbConnection;
-use crate::domain::{EffectState, QuarantineStatus};
+use crate::domain::{EffectState, QuarantineStatus, RecordKind};
 
 diesel::define_sql_function! {
     /// SQL `lower(text)`, the same on both backends.
@@ -33,8 +33,8 @@ pub fn submissions_of(c: &mut DbConnection, email: &[String], phone: &[String]) 
         .load(c)
 }
 
-/// Inbound events whose body holds any of `patterns` (a scan), with their anchor rows' (form,
-/// operation ID) (the anchor row's ID is the event's).
+/// Inbound events whose body holds any of `patterns` (a scan), as (event row, source scope,
+/// event ID).
 pub fn events_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResult<Vec<Found>> {
     let mut out: Vec<Found> = Vec::new();
     for p in patterns {
@@ -44,7 +44,7 @@ pub fn events_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResult<
             .load(c)?;
         for (id, source, event_id) in rows {
             if !out.iter().any(|(known, _, _)| *known == id) {
-                out.push((id, crate::domain::anchor_form(&source), event_id));
+                out.push((id, RecordKind::source_scope(&source), event_id));
             }
         }
     }
@@ -127,16 +127,16 @@ pub fn forget_caps(c: &mut DbConnection, email_digests: &[String]) -> QueryResul
 /// One side-effect record of the person's submissions or events.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable)]
 pub struct ErasedEffect {
-    pub kind: String,
+    pub kind: RecordKind,
     pub effect_key: String,
     pub provider_ref: Option<String>,
     pub state: EffectState,
 }
 
-/// Every side-effect record of these submissions (and events' anchor rows).
+/// Every side-effect record of these submissions and inbound events.
 pub fn effects_of(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<ErasedEffect>> {
     side_effects::table
-        .filter(side_effects::submission_id.eq_any(ids))
+        .filter(crate::db::owned_by(ids))
         .order((side_effects::kind, side_effects::effect_key))
         .select((
             side_effects::kind,
@@ -212,20 +212,19 @@ pub fn delete_deliveries(c: &mut DbConnection, found: &[Found]) -> QueryResult<u
 /// error text holding any of `patterns` (an SMTP server echoing the address, an admin's
 /// note) becomes `ERASED`; how many texts changed.
 pub fn redact_attempts(c: &mut DbConnection, ids: &[String], patterns: &[String]) -> QueryResult<usize> {
-    let effects =
-        || side_effects::table.filter(side_effects::submission_id.eq_any(ids)).select(side_effects::id);
+    let effects = || side_effects::table.filter(crate::db::owned_by(ids)).select(side_effects::id);
     let mut n = 0;
     for p in patterns {
         n += diesel::update(
             side_effects::table
-                .filter(side_effects::submission_id.eq_any(ids))
+                .filter(crate::db::owned_by(ids))
                 .filter(lower(side_effects::provider_ref).like(p).escape('\\')),
         )
         .set(side_effects::provider_ref.eq(ERASED))
         .execute(c)?;
         n += diesel::update(
             side_effects::table
-                .filter(side_effects::submission_id.eq_any(ids))
+                .filter(crate::db::owned_by(ids))
                 .filter(lower(side_effects::last_error).like(p).escape('\\')),
         )
         .set(side_effects::last_error.eq(ERASED))

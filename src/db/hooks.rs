@@ -6,11 +6,29 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 
+use crate::db::models::Effect;
 use crate::db::schema::{
     inbound_conflicts, inbound_deliveries, inbound_events, inbound_quarantine, side_effects,
 };
 use crate::db::{DbConnection, Store};
-use crate::domain::{ConflictStatus, EffectState, InboundOutcome, QuarantineStatus};
+use crate::domain::{
+    ConflictStatus, EffectId, EffectState, HookHandler, InboundOutcome, QuarantineStatus, RecordKind,
+};
+
+/// An inbound event's side-effect record: one of its source's handlers.
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = side_effects)]
+pub struct NewEventEffect {
+    pub id: EffectId,
+    pub inbound_event_id: String,
+    pub kind: RecordKind,
+    pub batch: i32,
+    pub effect_key: String,
+    pub state: EffectState,
+    pub next_attempt_at: NaiveDateTime,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
 
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = inbound_events)]
@@ -88,8 +106,8 @@ pub struct HookStats {
     pub conflicts: Vec<(String, i64)>,
     /// (source, open quarantined deliveries)
     pub quarantined: Vec<(String, i64)>,
-    /// (kind `hook:SOURCE:HANDLER`, state, count)
-    pub handlers: Vec<(String, EffectState, i64)>,
+    /// (source and handler, state, count)
+    pub handlers: Vec<(HookHandler, EffectState, i64)>,
 }
 
 /// The redelivery spread is taken over this many most recently redelivered events.
@@ -100,6 +118,9 @@ pub trait HookStore: Store {
     fn insert_event(&mut self, row: &NewEvent) -> QueryResult<bool>;
     fn find_event(&mut self, source: &str, event_id: &str) -> QueryResult<Option<Event>>;
     fn event(&mut self, id: &str) -> QueryResult<Option<Event>>;
+    fn insert_event_effects(&mut self, rows: &[NewEventEffect]) -> QueryResult<()>;
+    /// The event's handler records.
+    fn effects_of_event(&mut self, event_row: &str) -> QueryResult<Vec<Effect>>;
     /// One more delivery of a stored event.
     fn touch_event(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<()>;
     /// One conflict row per (event, different content), counting repeats.
@@ -121,11 +142,12 @@ pub trait HookStore: Store {
     fn conflicts_of(&mut self, source: &str) -> QueryResult<Vec<(Conflict, Event)>>;
     fn open_quarantine(&mut self, source: &str) -> QueryResult<Vec<Quarantined>>;
     fn hook_stats(&mut self) -> QueryResult<HookStats>;
-    /// Retention's `content`: the bodies of these events and of their conflicts go (the
-    /// anchor rows' content goes with `db::purge::tombstone`).
-    fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()>;
-    /// Retention's `keys`: these events and every inbound row naming them.
-    fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()>;
+    /// Retention's `content`: the bodies of these events and of their conflicts go; the
+    /// events that still had one.
+    fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<usize>;
+    /// Retention's `keys`: these events and every inbound row naming them (their records
+    /// go first, `db::purge::delete_events`); the events deleted.
+    fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<usize>;
     fn delete_quarantined(&mut self, ids: &[String]) -> QueryResult<usize>;
 }
 
@@ -151,6 +173,21 @@ impl HookStore for DbConnection {
 
     fn event(&mut self, id: &str) -> QueryResult<Option<Event>> {
         inbound_events::table.find(id).select(Event::as_select()).first(self).optional()
+    }
+
+    fn insert_event_effects(&mut self, rows: &[NewEventEffect]) -> QueryResult<()> {
+        if !rows.is_empty() {
+            self.execute_native(diesel::insert_into(side_effects::table).values(rows))?;
+        }
+        Ok(())
+    }
+
+    fn effects_of_event(&mut self, event_row: &str) -> QueryResult<Vec<Effect>> {
+        side_effects::table
+            .filter(side_effects::inbound_event_id.eq(event_row))
+            .order((side_effects::kind, side_effects::batch))
+            .select(Effect::as_select())
+            .load(self)
     }
 
     fn touch_event(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<()> {
@@ -312,26 +349,37 @@ impl HookStore for DbConnection {
             .group_by(inbound_quarantine::source)
             .select((inbound_quarantine::source, count_star()))
             .load(self)?;
-        let handlers = side_effects::table
-            .filter(side_effects::kind.like("hook:%"))
+        let handlers: Vec<(RecordKind, EffectState, i64)> = side_effects::table
+            .filter(side_effects::inbound_event_id.is_not_null())
             .group_by((side_effects::kind, side_effects::state))
             .select((side_effects::kind, side_effects::state, count_star()))
             .order((side_effects::kind, side_effects::state))
             .load(self)?;
+        let handlers = handlers
+            .into_iter()
+            .filter_map(|(kind, state, n)| match kind {
+                RecordKind::Hook(h) => Some((h, state, n)),
+                RecordKind::Form(_) => None,
+            })
+            .collect();
         Ok(HookStats { deliveries, events, conflicts, quarantined, handlers })
     }
 
-    fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<()> {
-        diesel::update(inbound_events::table.filter(inbound_events::id.eq_any(event_rows)))
-            .set(inbound_events::body.eq(None::<String>))
-            .execute(self)?;
+    fn forget_bodies(&mut self, event_rows: &[String]) -> QueryResult<usize> {
+        let n = diesel::update(
+            inbound_events::table
+                .filter(inbound_events::id.eq_any(event_rows))
+                .filter(inbound_events::body.is_not_null()),
+        )
+        .set(inbound_events::body.eq(None::<String>))
+        .execute(self)?;
         diesel::update(inbound_conflicts::table.filter(inbound_conflicts::event_row_id.eq_any(event_rows)))
             .set(inbound_conflicts::body.eq(None::<String>))
             .execute(self)?;
-        Ok(())
+        Ok(n)
     }
 
-    fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<()> {
+    fn delete_events(&mut self, event_rows: &[String]) -> QueryResult<usize> {
         // The events' row locks first, then their conflicts': the order a redelivery
         // takes them in (`touch_event`, then `record_event_conflict`).
         self.forget_bodies(event_rows)?;
@@ -341,8 +389,7 @@ impl HookStore for DbConnection {
             .execute(self)?;
         diesel::delete(inbound_quarantine::table.filter(inbound_quarantine::event_row_id.eq_any(event_rows)))
             .execute(self)?;
-        diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(event_rows))).execute(self)?;
-        Ok(())
+        diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(event_rows))).execute(self)
     }
 
     fn delete_quarantined(&mut self, ids: &[String]) -> QueryResult<usize> {

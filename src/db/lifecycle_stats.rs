@@ -4,8 +4,9 @@ use chrono::NaiveDateTime;
 use diesel::dsl::{count_star, max, min};
 use diesel::prelude::*;
 
-use super::schema::{deliveries, purge_passes, purge_totals, submissions};
+use super::schema::{deliveries, inbound_events, purge_passes, purge_totals, submissions};
 use super::DbConnection;
+use crate::domain::RecordKind;
 
 /// What the lifecycle's metrics are computed from.
 #[derive(Debug, Clone, Default)]
@@ -14,7 +15,8 @@ pub struct LifecycleRows {
     pub purged: Vec<(String, String, i64)>,
     /// (started_at, duration_ms) of the last pass.
     pub last_pass: Option<(NaiveDateTime, i64)>,
-    /// (form, received_at of its oldest submission whose content is kept)
+    /// (form, received_at of its oldest submission whose content is kept), then (a webhook
+    /// source's scope, first_received_at of its oldest event whose body is kept)
     pub oldest: Vec<(String, Option<NaiveDateTime>)>,
     /// (form, first, last delivery) of each operation ID delivered more than once since then.
     pub redelivered: Vec<(Option<String>, Option<NaiveDateTime>, Option<NaiveDateTime>)>,
@@ -36,11 +38,17 @@ impl LifecycleStatsStore for DbConnection {
             .select((purge_passes::started_at, purge_passes::duration_ms))
             .first(self)
             .optional()?;
-        let oldest = submissions::table
+        let mut oldest: Vec<(String, Option<NaiveDateTime>)> = submissions::table
             .filter(submissions::content_purged_at.is_null())
             .group_by(submissions::form)
             .select((submissions::form, min(submissions::received_at)))
             .load(self)?;
+        let events: Vec<(String, Option<NaiveDateTime>)> = inbound_events::table
+            .filter(inbound_events::body.is_not_null())
+            .group_by(inbound_events::source)
+            .select((inbound_events::source, min(inbound_events::first_received_at)))
+            .load(self)?;
+        oldest.extend(events.into_iter().map(|(source, t)| (RecordKind::source_scope(&source), t)));
         let redelivered = deliveries::table
             .filter(deliveries::received_at.ge(since))
             .filter(deliveries::operation_id.is_not_null())

@@ -5,7 +5,7 @@ use diesel::prelude::*;
 
 use super::schema::{conflicts, deliveries, side_effects, submissions};
 use crate::domain::{
-    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectId, EffectState, SubmissionId,
+    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectId, EffectState, RecordKind, SubmissionId,
 };
 
 #[derive(Debug, Clone, Insertable)]
@@ -48,12 +48,13 @@ pub struct Submission {
     pub content_purged_at: Option<NaiveDateTime>,
 }
 
+/// A submission's side-effect record (an inbound event's: `hooks::NewEventEffect`).
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = side_effects)]
 pub struct NewEffect {
     pub id: EffectId,
     pub submission_id: SubmissionId,
-    pub kind: String,
+    pub kind: RecordKind,
     pub batch: i32,
     pub effect_key: String,
     pub state: EffectState,
@@ -68,7 +69,7 @@ pub struct NewEffect {
 #[diesel(table_name = side_effects)]
 pub struct Effect {
     pub id: EffectId,
-    pub kind: String,
+    pub kind: RecordKind,
     pub batch: i32,
     pub state: EffectState,
     pub attempts: i32,
@@ -102,21 +103,51 @@ pub struct NewDelivery {
     pub received_at: NaiveDateTime,
 }
 
-/// A claimed side-effect record with what its delivery needs of the submission.
+/// A claimed side-effect record with what its delivery needs of its owner: a submission,
+/// or an inbound event.
 #[derive(Debug, Clone, Queryable)]
 pub struct JobRow {
     pub id: EffectId,
-    pub kind: String,
+    pub kind: RecordKind,
     pub batch: i32,
     pub effect_key: String,
     pub state: EffectState,
     pub attempts: i32,
-    pub submission_id: SubmissionId,
+    pub submission: Option<OwningSubmission>,
+    pub event: Option<OwningEvent>,
+}
+
+impl JobRow {
+    /// Its owner's content was purged (retention, erasure): there is nothing left to send.
+    pub fn purged(&self) -> bool {
+        match (&self.submission, &self.event) {
+            (Some(s), _) => s.fields_json.is_none(),
+            (None, Some(e)) => e.body.is_none(),
+            (None, None) => false,
+        }
+    }
+}
+
+/// What a job reads of the submission owning it.
+#[derive(Debug, Clone, Queryable)]
+pub struct OwningSubmission {
+    pub id: SubmissionId,
     pub form: String,
     pub fields_json: Option<String>,
     pub received_at: NaiveDateTime,
     pub journey_id: Option<String>,
     pub locale: Option<String>,
+}
+
+/// What a job reads of the inbound event owning it (`body`: `None` once purged).
+#[derive(Debug, Clone, Queryable)]
+pub struct OwningEvent {
+    pub id: String,
+    pub source: String,
+    pub event_id: String,
+    pub body: Option<String>,
+    pub content_type: String,
+    pub received_at: NaiveDateTime,
 }
 
 #[derive(Debug, Clone, Insertable)]

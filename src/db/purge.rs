@@ -9,11 +9,11 @@ use uuid::Uuid;
 
 use super::hooks::HookStore;
 use super::schema::{
-    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_quarantine,
-    purge_passes, purge_totals, side_effects, submissions,
+    confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_events,
+    inbound_quarantine, purge_passes, purge_totals, side_effects, submissions,
 };
-use super::DbConnection;
-use crate::domain::EffectState;
+use super::{owned_by, DbConnection};
+use crate::domain::transitions::Move;
 
 /// The submissions of `form` received before `before`, oldest first.
 #[diesel::dsl::auto_type(no_type_alias)]
@@ -101,8 +101,8 @@ pub fn relax_commit(c: &mut DbConnection) -> QueryResult<()> {
     }
 }
 
-/// Makes tombstones of `ids` (those not purged yet): the content and its copies go (an
-/// inbound event's body and its conflicts' bodies included).
+/// Makes tombstones of `ids` (those not purged yet): the content and its copies go (of an
+/// inbound event among them, erased: its body and its conflicts' bodies).
 /// Returns the number of submissions purged.
 pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
     let n = diesel::update(
@@ -122,27 +122,41 @@ pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> Qu
         .set(conflicts::fields_json.eq(None::<String>))
         .execute(c)?;
     c.forget_bodies(ids)?;
-    // Nothing is left to send: effects still waiting are cancelled, their records kept.
+    cancel_pending(c, ids, now)?;
+    Ok(n)
+}
+
+/// Makes tombstones of a webhook source's events `ids` (those not purged yet): their bodies
+/// and their conflicts' go, their handlers' records still waiting are cancelled. Returns the
+/// number of events purged.
+pub fn tombstone_events(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
+    let n = c.forget_bodies(ids)?;
+    cancel_pending(c, ids, now)?;
+    Ok(n)
+}
+
+/// Nothing is left to send: the effects of these submissions or events still waiting are
+/// cancelled, their records kept.
+fn cancel_pending(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
+    let mv = Move::CANCEL_PENDING;
+    let from: Vec<&str> = mv.from().iter().map(|s| s.as_str()).collect();
     // The state is compared as `state || ''`, which no index serves: the batch's ids pick the
     // rows (unique index by submission). With `state = 'PENDING'`, statistics taken before a
     // backlog built up (workers stopped, a CRM down) made PostgreSQL walk every PENDING
     // record through `side_effects_due` instead: 340 ms a batch at 900,000 of them.
     diesel::update(
-        side_effects::table
-            .filter(side_effects::submission_id.eq_any(ids))
-            .filter(side_effects::state.concat("").eq(EffectState::Pending.as_str())),
+        side_effects::table.filter(owned_by(ids)).filter(side_effects::state.concat("").eq_any(from)),
     )
     .set((
-        side_effects::state.eq(EffectState::Cancelled),
+        side_effects::state.eq(mv.to()),
         side_effects::last_error.eq(Some("content purged before delivery")),
         side_effects::updated_at.eq(now),
     ))
-    .execute(c)?;
-    Ok(n)
+    .execute(c)
 }
 
 /// Deletes the submissions `ids` and everything naming them: effect records and their
-/// attempts, conflicts, pairs, delivery rows, inbound events. The submissions deleted.
+/// attempts, conflicts, pairs, delivery rows. The submissions deleted.
 pub fn delete_submissions(c: &mut DbConnection, ids: &[String]) -> QueryResult<i64> {
     let effects =
         side_effects::table.filter(side_effects::submission_id.eq_any(ids)).select(side_effects::id);
@@ -158,9 +172,57 @@ pub fn delete_submissions(c: &mut DbConnection, ids: &[String]) -> QueryResult<i
         .set(submissions::duplicate_of.eq(None::<String>))
         .execute(c)?;
     diesel::delete(deliveries::table.filter(deliveries::submission_id.eq_any(ids))).execute(c)?;
-    c.delete_events(ids)?;
     let n = diesel::delete(submissions::table.filter(submissions::id.eq_any(ids))).execute(c)?;
     Ok(n as i64)
+}
+
+/// Deletes the events `ids` and everything naming them: their handlers' records and their
+/// attempts, conflicts, delivery rows. The events deleted.
+pub fn delete_events(c: &mut DbConnection, ids: &[String]) -> QueryResult<i64> {
+    let effects =
+        side_effects::table.filter(side_effects::inbound_event_id.eq_any(ids)).select(side_effects::id);
+    diesel::delete(effect_attempts::table.filter(effect_attempts::effect_id.eq_any(effects))).execute(c)?;
+    diesel::delete(side_effects::table.filter(side_effects::inbound_event_id.eq_any(ids))).execute(c)?;
+    Ok(c.delete_events(ids)? as i64)
+}
+
+/// Up to `limit` of `source`'s events received before `before` whose body is kept.
+pub fn pick_event_content(
+    c: &mut DbConnection,
+    source: &str,
+    before: NaiveDateTime,
+    limit: i64,
+) -> QueryResult<Vec<String>> {
+    let due = events_received_before(source, before, limit).filter(inbound_events::body.is_not_null());
+    match c {
+        DbConnection::Pg(pg) => due.for_no_key_update().skip_locked().load(pg),
+        DbConnection::Sqlite(sqlite) => due.load(sqlite),
+    }
+}
+
+/// Up to `limit` of `source`'s events (tombstones or not) received before `before`.
+pub fn pick_events(
+    c: &mut DbConnection,
+    source: &str,
+    before: NaiveDateTime,
+    limit: i64,
+) -> QueryResult<Vec<String>> {
+    let due = events_received_before(source, before, limit);
+    match c {
+        DbConnection::Pg(pg) => due.for_update().skip_locked().load(pg),
+        DbConnection::Sqlite(sqlite) => due.load(sqlite),
+    }
+}
+
+/// The events of `source` first received before `before`, oldest first.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn events_received_before<'a>(source: &'a str, before: NaiveDateTime, limit: i64) -> _ {
+    inbound_events::table
+        .filter(inbound_events::source.eq(source))
+        .filter(inbound_events::first_received_at.lt(before))
+        .order(inbound_events::first_received_at)
+        .limit(limit)
+        .select(inbound_events::id)
 }
 
 /// Deletes `form`'s confirmation caps of `digests` still last taken at or before `before`

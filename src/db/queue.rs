@@ -8,13 +8,23 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Nullable, Text, Timestamp};
 
 use super::models::{JobRow, NewAttempt, Transition};
-use super::schema::{effect_attempts, side_effects, submissions};
+use super::schema::{effect_attempts, inbound_events, side_effects, submissions};
 use super::{DbConnection, Store};
-use crate::domain::{AttemptOutcome, EffectState};
+use crate::domain::transitions::{IllegalMove, Move};
+use crate::domain::{AttemptOutcome, EffectState, RecordKind};
 
 const PENDING: EffectState = EffectState::Pending;
-const SENDING: EffectState = EffectState::Sending;
 const UNKNOWN: EffectState = EffectState::Unknown;
+
+/// An illegal transition is refused before anything is written.
+pub(crate) fn refused(e: IllegalMove) -> diesel::result::Error {
+    diesel::result::Error::QueryBuilderError(Box::new(e))
+}
+
+/// The move recording `t` from `from`, if the state machine allows it.
+fn checked(from: &'static [EffectState], t: &Transition) -> QueryResult<Move> {
+    Move::new(from, t.state).map_err(refused)
+}
 
 /// Figures for `/metrics` about the queue.
 #[derive(Debug, Clone, Default)]
@@ -38,7 +48,7 @@ pub trait Queue: Store {
     /// `next_attempt_at` to `retry_at` so that no other process looks them up meanwhile.
     fn take_unknown_due(
         &mut self,
-        kinds: &[&str],
+        kinds: &[RecordKind],
         now: NaiveDateTime,
         retry_at: NaiveDateTime,
         limit: i64,
@@ -75,10 +85,11 @@ struct Updated {
     id: String,
 }
 
-/// Loads claimed records joined with their submissions.
+/// Loads claimed records joined with their owners (a submission or an inbound event).
 fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> {
     side_effects::table
-        .inner_join(submissions::table)
+        .left_join(submissions::table)
+        .left_join(inbound_events::table)
         .filter(side_effects::id.eq_any(ids))
         .select((
             side_effects::id,
@@ -87,12 +98,24 @@ fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> 
             side_effects::effect_key,
             side_effects::state,
             side_effects::attempts,
-            side_effects::submission_id,
-            submissions::form,
-            submissions::fields_json,
-            submissions::received_at,
-            submissions::journey_id,
-            submissions::locale,
+            (
+                submissions::id,
+                submissions::form,
+                submissions::fields_json,
+                submissions::received_at,
+                submissions::journey_id,
+                submissions::locale,
+            )
+                .nullable(),
+            (
+                inbound_events::id,
+                inbound_events::source,
+                inbound_events::event_id,
+                inbound_events::body,
+                inbound_events::content_type,
+                inbound_events::first_received_at,
+            )
+                .nullable(),
         ))
         .order(side_effects::next_attempt_at)
         .load(c)
@@ -112,9 +135,9 @@ struct Released<'a> {
 }
 
 impl<'a> Released<'a> {
-    fn new(t: &'a Transition, now: NaiveDateTime) -> Self {
+    fn new(mv: Move, t: &'a Transition, now: NaiveDateTime) -> Self {
         Released {
-            state: t.state,
+            state: mv.to(),
             next_attempt_at: t.next_attempt_at,
             provider_ref: t.provider_ref.as_deref(),
             last_error: t.last_error.as_deref(),
@@ -150,22 +173,27 @@ impl Queue for DbConnection {
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
-            diesel::update(side_effects::table.filter(side_effects::id.eq_any(&ids)))
-                .set((
-                    side_effects::state.eq(SENDING),
-                    side_effects::lease_owner.eq(owner),
-                    side_effects::lease_expires_at.eq(lease_until),
-                    side_effects::attempts.eq(side_effects::attempts + 1),
-                    side_effects::updated_at.eq(now),
-                ))
-                .execute(c)?;
+            let mv = Move::CLAIM;
+            diesel::update(
+                side_effects::table
+                    .filter(side_effects::id.eq_any(&ids))
+                    .filter(side_effects::state.eq_any(mv.from())),
+            )
+            .set((
+                side_effects::state.eq(mv.to()),
+                side_effects::lease_owner.eq(owner),
+                side_effects::lease_expires_at.eq(lease_until),
+                side_effects::attempts.eq(side_effects::attempts + 1),
+                side_effects::updated_at.eq(now),
+            ))
+            .execute(c)?;
             jobs_by_id(c, &ids)
         })
     }
 
     fn take_unknown_due(
         &mut self,
-        kinds: &[&str],
+        kinds: &[RecordKind],
         now: NaiveDateTime,
         retry_at: NaiveDateTime,
         limit: i64,
@@ -193,13 +221,14 @@ impl Queue for DbConnection {
     }
 
     fn finish(&mut self, id: &str, owner: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
+        let mv = checked(Move::AFTER_ATTEMPT, t)?;
         let n = diesel::update(
             side_effects::table
                 .filter(side_effects::id.eq(id))
                 .filter(side_effects::lease_owner.eq(owner))
-                .filter(side_effects::state.eq_any([SENDING, UNKNOWN])),
+                .filter(side_effects::state.eq_any(mv.from())),
         )
-        .set(Released::new(t, now))
+        .set(Released::new(mv, t, now))
         .execute(self)?;
         Ok(n == 1)
     }
@@ -223,6 +252,10 @@ impl Queue for DbConnection {
         if done.is_empty() {
             return Ok(Vec::new());
         }
+        for (_, t) in done {
+            checked(Move::AFTER_ATTEMPT, t)?;
+        }
+        let [sending, unknown] = *Move::AFTER_ATTEMPT;
         let updated: Vec<Updated> = diesel::sql_query(
             "UPDATE side_effects AS s SET state = u.state, next_attempt_at = u.next_attempt_at, \
              provider_ref = u.provider_ref, last_error = u.last_error, lease_owner = NULL, \
@@ -242,30 +275,32 @@ impl Queue for DbConnection {
         )
         .bind::<Timestamp, _>(now)
         .bind::<Text, _>(owner)
-        .bind::<Text, _>(SENDING.as_str())
-        .bind::<Text, _>(UNKNOWN.as_str())
+        .bind::<Text, _>(sending.as_str())
+        .bind::<Text, _>(unknown.as_str())
         .load(pg)?;
         let updated: std::collections::HashSet<String> = updated.into_iter().map(|u| u.id).collect();
         Ok(done.iter().filter(|(id, _)| !updated.contains(*id)).map(|(id, _)| id.to_string()).collect())
     }
 
     fn resolve_unknown(&mut self, id: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
+        let mv = checked(Move::AFTER_LOOKUP, t)?;
         let n = diesel::update(
-            side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq(UNKNOWN)),
+            side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq_any(mv.from())),
         )
-        .set(Released::new(t, now))
+        .set(Released::new(mv, t, now))
         .execute(self)?;
         Ok(n == 1)
     }
 
     fn expire_leases(&mut self, now: NaiveDateTime) -> QueryResult<usize> {
+        let mv = Move::LEASE_EXPIRED;
         diesel::update(
             side_effects::table
-                .filter(side_effects::state.eq(SENDING))
+                .filter(side_effects::state.eq_any(mv.from()))
                 .filter(side_effects::lease_expires_at.lt(now)),
         )
         .set((
-            side_effects::state.eq(UNKNOWN),
+            side_effects::state.eq(mv.to()),
             side_effects::next_attempt_at.eq(now),
             side_effects::last_error.eq("the lease ran out while sending (the worker stopped)"),
             side_effects::updated_at.eq(now),

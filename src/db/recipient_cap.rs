@@ -7,7 +7,7 @@ use diesel::upsert::excluded;
 
 use super::schema::{confirmation_caps, side_effects, submissions};
 use super::DbConnection;
-use crate::domain::EffectState;
+use crate::domain::transitions::Move;
 
 /// Why a capped confirmation was cancelled (`last_error`, shown in the admin).
 pub const RECIPIENT_CAP: &str = "recipient_cap";
@@ -66,14 +66,19 @@ impl RecipientCapStore for DbConnection {
         response_body: &str,
         now: NaiveDateTime,
     ) -> QueryResult<()> {
-        diesel::update(side_effects::table.filter(side_effects::id.eq(effect_id)))
-            .set((
-                side_effects::state.eq(EffectState::Cancelled),
-                side_effects::held.eq(false),
-                side_effects::last_error.eq(RECIPIENT_CAP),
-                side_effects::updated_at.eq(now),
-            ))
-            .execute(self)?;
+        let mv = Move::CANCEL_PENDING;
+        diesel::update(
+            side_effects::table
+                .filter(side_effects::id.eq(effect_id))
+                .filter(side_effects::state.eq_any(mv.from())),
+        )
+        .set((
+            side_effects::state.eq(mv.to()),
+            side_effects::held.eq(false),
+            side_effects::last_error.eq(RECIPIENT_CAP),
+            side_effects::updated_at.eq(now),
+        ))
+        .execute(self)?;
         diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
             .set(submissions::response_body.eq(response_body))
             .execute(self)?;

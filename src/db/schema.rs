@@ -160,7 +160,7 @@ diesel::table! {
 diesel::table! {
     side_effects (id) {
         id -> Text,
-        submission_id -> Text,
+        submission_id -> Nullable<Text>,
         kind -> Text,
         batch -> Integer,
         effect_key -> Text,
@@ -174,6 +174,7 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         held -> Bool,
+        inbound_event_id -> Nullable<Text>,
     }
 }
 
@@ -217,6 +218,7 @@ diesel::joinable!(conflicts -> submissions (submission_id));
 diesel::joinable!(effect_attempts -> side_effects (effect_id));
 diesel::joinable!(inbound_conflicts -> inbound_events (event_row_id));
 diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(side_effects -> inbound_events (inbound_event_id));
 diesel::joinable!(side_effects -> submissions (submission_id));
 
 diesel::allow_tables_to_appear_in_same_query!(

@@ -8,7 +8,7 @@ use diesel::upsert::excluded;
 use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use super::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use super::DbConnection;
-use crate::domain::{Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
+use crate::domain::{ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
 
 /// Row counts for `/metrics`, tests and the benchmark's consistency check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -141,11 +141,7 @@ impl Store for DbConnection {
     }
 
     fn stats(&mut self) -> QueryResult<Stats> {
-        // Inbound webhook events' anchor rows (channel `hook`) are not submissions.
-        let submissions = submissions::table
-            .filter(submissions::channel.ne(Channel::Hook))
-            .select(count_star())
-            .get_result(self)?;
+        let submissions = submissions::table.select(count_star()).get_result(self)?;
         let effects = side_effects::table
             .group_by((side_effects::kind, side_effects::state))
             .select((side_effects::kind, side_effects::state, count_star()))

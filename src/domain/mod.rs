@@ -16,8 +16,10 @@ mod invisible;
 pub use invisible::is_invisible;
 pub mod keyring;
 mod operation_id;
+mod record;
 pub mod region;
 pub mod states;
+pub mod transitions;
 mod width;
 pub use width::fold_width;
 
@@ -31,13 +33,8 @@ pub use fingerprint::{digest, fingerprint, raw_digest};
 pub use form::{day, Bound, FieldConfig, FieldType, FormSchema, Undeclared};
 pub use ids::{EffectId, SubmissionId};
 pub use operation_id::{OperationId, OperationIdError};
+pub use record::{HookHandler, RecordKind};
 pub use states::{
     AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome, PairStatus,
     QuarantineStatus, Role,
 };
-
-/// The `form` of an inbound webhook source's anchor rows in `submissions`: `hook:SOURCE`
-/// (each stored event has one, for its handlers' effect records to hang off).
-pub fn anchor_form(source: &str) -> String {
-    format!("hook:{source}")
-}

@@ -106,8 +106,6 @@ text_enum! {
     Channel {
         Api = "api",
         Html = "html",
-        /// A webhook event's anchor row.
-        Hook = "hook",
         /// `onceform import`.
         Import = "import",
     }

@@ -27,7 +27,7 @@ use chrono::NaiveDateTime;
 
 use crate::config::{Config, FormConfig};
 use crate::db::models::JobRow;
-use crate::domain::{EffectId, EffectKind, SubmissionId};
+use crate::domain::{EffectId, EffectKind, RecordKind, SubmissionId};
 pub use kind::{Deps, Kind, KindSettings, Settings};
 pub use outcome::{Lookup, Outcome, Report};
 
@@ -58,18 +58,22 @@ pub fn applies(kind: EffectKind, form: &FormConfig, filled: &dyn Fn(&str) -> boo
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// One claimed side-effect record and the submission it belongs to.
+/// One claimed side-effect record and what it reads of its owner (a submission, or an
+/// inbound event).
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: EffectId,
-    /// The record's kind as stored: an `EffectKind`, or `hook:SOURCE:HANDLER`.
-    pub kind: String,
+    pub kind: RecordKind,
     /// The effect's own key: sent as Idempotency-Key / external reference / Message-ID.
     pub effect_key: String,
     /// This attempt's number (1 for the first).
     pub attempt: i32,
+    /// The owner's ID: the submission's, or the inbound event's row ID.
     pub submission_id: SubmissionId,
+    /// The submission's form; an event's: its source's scope (`RecordKind::source_scope`).
     pub form: String,
+    /// The submission's fields; an event's: `body`, `content_type`, `source`, `event_id`.
+    /// Empty once the content was purged.
     pub fields: BTreeMap<String, String>,
     pub received_at: NaiveDateTime,
     pub journey_id: Option<String>,
@@ -78,21 +82,52 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn from_row(row: JobRow) -> Job {
-        let fields =
-            row.fields_json.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
-        Job {
+    /// The job of a claimed row; an error (a record that cannot be delivered as it is) when
+    /// it has no owner or its stored fields do not parse.
+    pub fn from_row(row: JobRow) -> Result<Job, String> {
+        let (submission_id, form, fields, received_at, journey_id, locale) = match (row.submission, row.event)
+        {
+            (Some(s), _) => {
+                let fields = match s.fields_json.as_deref() {
+                    Some(j) => serde_json::from_str(j).map_err(|e| {
+                        // Where, not what: serde's message may quote the content.
+                        format!(
+                            "the submission's stored fields do not parse ({:?} error at line {}, column {})",
+                            e.classify(),
+                            e.line(),
+                            e.column()
+                        )
+                    })?,
+                    None => BTreeMap::new(),
+                };
+                (s.id, s.form, fields, s.received_at, s.journey_id, s.locale)
+            }
+            (None, Some(e)) => {
+                let fields = match e.body {
+                    Some(body) => BTreeMap::from([
+                        ("body".to_string(), body),
+                        ("content_type".to_string(), e.content_type),
+                        ("source".to_string(), e.source.clone()),
+                        ("event_id".to_string(), e.event_id),
+                    ]),
+                    None => BTreeMap::new(),
+                };
+                (e.id.into(), RecordKind::source_scope(&e.source), fields, e.received_at, None, None)
+            }
+            (None, None) => return Err("the record has no owner".into()),
+        };
+        Ok(Job {
             kind: row.kind,
             id: row.id,
             effect_key: row.effect_key,
             attempt: row.attempts,
-            submission_id: row.submission_id,
-            form: row.form,
+            submission_id,
+            form,
             fields,
-            received_at: row.received_at,
-            journey_id: row.journey_id,
-            locale: row.locale.as_deref().and_then(crate::i18n::Locale::parse),
-        }
+            received_at,
+            journey_id,
+            locale: locale.as_deref().and_then(crate::i18n::Locale::parse),
+        })
     }
 
     /// The reference people see (receipt page, emails): the random tail of the submission ID.
@@ -113,10 +148,10 @@ pub trait Effect: Send + Sync {
 }
 
 /// The record kinds this process can deliver: the form effect kinds and each inbound
-/// webhook handler (`hook:SOURCE:HANDLER`).
+/// webhook handler.
 #[derive(Default, Clone)]
 pub struct Registry {
-    effects: BTreeMap<String, Arc<dyn Effect>>,
+    effects: BTreeMap<RecordKind, Arc<dyn Effect>>,
 }
 
 impl Registry {
@@ -134,22 +169,22 @@ impl Registry {
         let deps = Deps { config: &config, crm: &crm, mailer: &mailer, timeout };
         also(&mut registry, &deps)?;
         for kind in KINDS {
-            registry.register_as(kind.name().as_str().to_string(), kind.effect(&deps)?);
+            registry.register_as(kind.name().into(), kind.effect(&deps)?);
         }
         Ok(registry)
     }
 
     /// Registers `effect` for records of kind `kind` (inbound webhook handlers).
-    pub fn register_as(&mut self, kind: String, effect: Arc<dyn Effect>) {
+    pub fn register_as(&mut self, kind: RecordKind, effect: Arc<dyn Effect>) {
         self.effects.insert(kind, effect);
     }
 
-    pub fn get(&self, kind: &str) -> Option<Arc<dyn Effect>> {
+    pub fn get(&self, kind: &RecordKind) -> Option<Arc<dyn Effect>> {
         self.effects.get(kind).cloned()
     }
 
     /// The kinds whose UNKNOWN outcomes can be looked up.
-    pub fn reconcilable(&self) -> Vec<String> {
+    pub fn reconcilable(&self) -> Vec<RecordKind> {
         self.effects.iter().filter(|(_, e)| e.can_reconcile()).map(|(k, _)| k.clone()).collect()
     }
 }
@@ -157,6 +192,44 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::models::OwningSubmission;
+    use crate::domain::EffectState;
+
+    fn row(fields_json: Option<&str>) -> JobRow {
+        JobRow {
+            id: "e-1".into(),
+            kind: EffectKind::CRM_LEAD.into(),
+            batch: 0,
+            effect_key: "s-1:crm_lead:0".into(),
+            state: EffectState::Sending,
+            attempts: 1,
+            submission: Some(OwningSubmission {
+                id: "s-1".into(),
+                form: "contact".into(),
+                fields_json: fields_json.map(str::to_string),
+                received_at: chrono::NaiveDateTime::default(),
+                journey_id: None,
+                locale: None,
+            }),
+            event: None,
+        }
+    }
+
+    #[test]
+    fn a_job_whose_fields_do_not_parse_is_an_error_not_an_empty_lead() {
+        let job = Job::from_row(row(Some(r#"{"name":"Ada"}"#))).unwrap();
+        assert_eq!(job.fields.get("name").map(String::as_str), Some("Ada"));
+        let err = Job::from_row(row(Some(r#"{"name":"Ada""#))).unwrap_err();
+        assert!(err.contains("do not parse"), "{err}");
+        assert!(!err.contains("Ada"), "the reason holds no content: {err}");
+        let err = Job::from_row(row(Some(r#"{"name":"Grace","age":36}"#))).unwrap_err();
+        assert!(!err.contains("36"), "the reason holds no content: {err}");
+        assert!(Job::from_row(row(Some(r#"["Ada"]"#))).is_err(), "not a map of fields");
+        let purged = Job::from_row(row(None)).unwrap();
+        assert!(purged.fields.is_empty(), "purged content is no error (the worker cancels it)");
+        let orphan = JobRow { submission: None, ..row(None) };
+        assert!(Job::from_row(orphan).is_err());
+    }
 
     #[test]
     fn text_forms_round_trip() {

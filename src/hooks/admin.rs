@@ -12,7 +12,7 @@ use crate::app::state::AppState;
 use crate::db::admin::effects::{AttemptRow, EffectAdminStore};
 use crate::db::hooks::{Conflict, Delivery, Event, HookStore, Quarantined};
 use crate::db::models::Effect;
-use crate::db::{DbError, Store};
+use crate::db::DbError;
 use crate::hooks::Hooks;
 use crate::render::html;
 use crate::with_conn;
@@ -52,7 +52,7 @@ pub struct EventView {
 impl EventView {
     /// `helpdesk:to-crm` shown as `to-crm`.
     pub fn handler_name(e: &Effect) -> &str {
-        e.kind.rsplit(':').next().unwrap_or(&e.kind)
+        e.kind.short_name()
     }
 }
 
@@ -90,7 +90,7 @@ async fn source_page(
         with_conn!(&pool, |c| {
             let mut events = Vec::new();
             for event in c.recent_events(&name, 50)? {
-                let handlers = c.effects_of(&event.id)?;
+                let handlers = c.effects_of_event(&event.id)?;
                 events.push(EventView { event, handlers });
             }
             let spread =
@@ -148,7 +148,7 @@ async fn event_page(
         with_conn!(&pool, |c| {
             let Some(event) = c.event(&id)? else { return Ok::<_, DbError>(None) };
             let mut handlers = Vec::new();
-            for effect in c.effects_of(&event.id)? {
+            for effect in c.effects_of_event(&event.id)? {
                 let attempts = c.attempts_of(effect.id.as_str())?;
                 handlers.push((effect, attempts));
             }

@@ -15,8 +15,8 @@ use crate::clock::now;
 use crate::db::admin::effects::EffectAdminStore;
 use crate::db::hooks::HookStore;
 use crate::db::{DbError, Store};
-use crate::domain::QuarantineStatus;
-use crate::hooks::ingest::{handler_effect, ingest, record_kind, Ingested, NewInbound};
+use crate::domain::{QuarantineStatus, RecordKind};
+use crate::hooks::ingest::{handler_effect, ingest, Ingested, NewInbound};
 use crate::hooks::Hooks;
 use crate::with_conn;
 
@@ -178,18 +178,18 @@ pub async fn replay(
             }
             // A new batch of the handler's record (the same replay as on the Effects page);
             // a handler added after the event arrived gets its first record.
-            let kind = record_kind(&src_name, &form.handler);
+            let kind = RecordKind::hook(&src_name, &form.handler);
             // The latest batch decides, with the Effects page's rule: a record that may
             // still take effect (PENDING, SENDING, UNKNOWN) is not repeated beside it.
             let existing =
-                c.effects_of(&event.id)?.into_iter().filter(|e| e.kind == kind).max_by_key(|e| e.batch);
+                c.effects_of_event(&event.id)?.into_iter().filter(|e| e.kind == kind).max_by_key(|e| e.batch);
             let batch = match existing {
                 Some(e) => {
                     if !REPLAYABLE.contains(&e.state) {
                         return Err(InboundActionError::NotReplayable);
                     }
                     c.replay_effect(&e.id, now())?;
-                    c.effects_of(&event.id)?
+                    c.effects_of_event(&event.id)?
                         .iter()
                         .filter(|e| e.kind == kind)
                         .map(|e| e.batch)
@@ -206,7 +206,7 @@ pub async fn replay(
                         content_type: &event.content_type,
                         now: now(),
                     };
-                    c.insert_effects(&[handler_effect(&e, &event.id, &form.handler, 0)])?;
+                    c.insert_event_effects(&[handler_effect(&e, &event.id, &form.handler, 0)])?;
                     0
                 }
             };

@@ -1,15 +1,14 @@
 //! Storing one verified event: in one transaction the (source, event ID) is claimed through
-//! the unique constraint, and the event, its anchor row and one side-effect record per
-//! handler are written — or, for a known ID, the replay or conflict is recorded.
+//! the unique constraint, and the event and one side-effect record per handler (owned by
+//! the event) are written — or, for a known ID, the replay or conflict is recorded.
 
 use chrono::NaiveDateTime;
 use uuid::Uuid;
 
 use super::config::HookConfig;
-use crate::db::hooks::{Conflict, HookStore, NewEvent};
-use crate::db::models::{NewEffect, NewSubmission};
+use crate::db::hooks::{Conflict, HookStore, NewEvent, NewEventEffect};
 use crate::db::DbError;
-use crate::domain::{digest, Channel, ConflictStatus, EffectId, EffectState, InboundOutcome};
+use crate::domain::{digest, ConflictStatus, EffectId, EffectState, InboundOutcome, RecordKind};
 
 /// What became of an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,11 +49,6 @@ pub struct NewInbound<'a> {
     pub now: NaiveDateTime,
 }
 
-/// The record kind of a handler's effects: `hook:SOURCE:HANDLER`.
-pub fn record_kind(source: &str, handler: &str) -> String {
-    format!("hook:{source}:{handler}")
-}
-
 /// `{source}:{handler}:{event id}:{batch}`: the handler is in the key, so one handler
 /// finishing never marks the event done for another.
 pub fn handler_key(source: &str, handler: &str, event_id: &str, batch: i32) -> String {
@@ -75,10 +69,9 @@ pub fn ingest<C: HookStore>(c: &mut C, e: &NewInbound<'_>) -> Result<Ingested, D
         last_received_at: e.now,
     };
     if c.insert_event(&row)? {
-        c.insert_submission(&anchor(e, &row))?;
-        let effects: Vec<NewEffect> =
+        let effects: Vec<NewEventEffect> =
             e.config.handlers.iter().map(|h| handler_effect(e, &row.id, &h.name, 0)).collect();
-        c.insert_effects(&effects)?;
+        c.insert_event_effects(&effects)?;
         return Ok(Ingested::Created { event_row: row.id });
     }
     let stored = c.find_event(e.source, e.event_id)?.ok_or(DbError::LockTimeout)?;
@@ -101,47 +94,16 @@ pub fn ingest<C: HookStore>(c: &mut C, e: &NewInbound<'_>) -> Result<Ingested, D
 }
 
 /// One PENDING record for `handler` on the event, in `batch`.
-pub fn handler_effect(e: &NewInbound<'_>, event_row: &str, handler: &str, batch: i32) -> NewEffect {
-    NewEffect {
+pub fn handler_effect(e: &NewInbound<'_>, event_row: &str, handler: &str, batch: i32) -> NewEventEffect {
+    NewEventEffect {
         id: EffectId::generate(),
-        submission_id: event_row.into(),
-        kind: record_kind(e.source, handler),
+        inbound_event_id: event_row.into(),
+        kind: RecordKind::hook(e.source, handler),
         batch,
         effect_key: handler_key(e.source, handler, e.event_id, batch),
         state: EffectState::Pending,
-        held: false,
         next_attempt_at: e.now,
         created_at: e.now,
         updated_at: e.now,
-    }
-}
-
-/// The event's row in `submissions` that its handler records belong to; its fields are what
-/// the handlers read (`body`, `content_type`, `source`, `event_id`).
-fn anchor(e: &NewInbound<'_>, row: &NewEvent) -> NewSubmission {
-    let fields = serde_json::json!({
-        "body": e.body,
-        "content_type": e.content_type,
-        "source": e.source,
-        "event_id": e.event_id,
-    });
-    NewSubmission {
-        id: row.id.clone().into(),
-        form: crate::domain::anchor_form(e.source),
-        operation_id: e.event_id.into(),
-        fingerprint: row.content_hash.clone(),
-        fields_json: Some(fields.to_string()),
-        response_body: "{}".into(),
-        channel: Channel::Hook,
-        keyless: false,
-        spam: false,
-        spam_reason: None,
-        email_digest: None,
-        phone_digest: None,
-        name_digest: None,
-        received_at: e.now,
-        operation_expires_at: e.now + chrono::Duration::days(36_500),
-        journey_id: None,
-        locale: None,
     }
 }

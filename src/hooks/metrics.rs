@@ -53,8 +53,7 @@ pub fn render(out: &mut String, hooks: &Hooks, s: &HookStats) {
         writeln!(out, "# HELP onceform_hook_handler_effects Handler records by source, handler and state.");
     let _ = writeln!(out, "# TYPE onceform_hook_handler_effects gauge");
     for (kind, state, n) in &s.handlers {
-        let mut parts = kind.splitn(3, ':').skip(1);
-        let (source, handler) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let (source, handler) = (kind.source(), kind.handler());
         let _ = writeln!(
             out,
             "onceform_hook_handler_effects{{source=\"{source}\",handler=\"{handler}\",state=\"{state}\"}} {n}"

@@ -3,9 +3,8 @@
 //!
 //! - their submissions become tombstones now (as retention would make them), without their
 //!   journey ID; conflicts of them, or holding their address, lose their content;
-//! - inbound webhook events whose body holds it lose the body, with their anchor rows in
-//!   `submissions` (form `hook:SOURCE`) and their conflicts; quarantined deliveries holding
-//!   it lose theirs (an open one is discarded);
+//! - inbound webhook events whose body holds it lose the body, with their conflicts;
+//!   quarantined deliveries holding it lose theirs (an open one is discarded);
 //! - the delivery log's rows of their submissions go; attempt logs and records of their
 //!   effects that hold it (a provider's answer, an admin's note) become `[erased]`;
 //! - the files onceform itself wrote for their effects go: the file mailer's `.eml` files and
@@ -31,7 +30,7 @@ use crate::db::purge::{tombstone, TotalStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::keyring;
 use crate::domain::FieldType;
-use crate::domain::{normalise_value, EffectState};
+use crate::domain::{normalise_value, EffectState, RecordKind};
 use crate::effects::crm::lead_file_name;
 use crate::effects::mail::{eml_name, legacy_eml_name};
 use crate::with_conn;
@@ -64,9 +63,8 @@ pub type LeftReference = ErasedEffect;
 pub struct Files {
     pub mail_dir: Option<PathBuf>,
     pub leads_dir: Option<PathBuf>,
-    /// `hook:SOURCE:HANDLER` → what the handler sends.
     /// The record kind of each hook handler, and its handler kind's name.
-    hook_kinds: Vec<(String, &'static str)>,
+    hook_kinds: Vec<(RecordKind, &'static str)>,
 }
 
 /// What an effect kind writes, when it writes here.
@@ -81,9 +79,8 @@ impl Files {
         let hook_kinds = config
             .hooks
             .iter()
-            // The record kind of a handler's effects (`hooks::ingest::record_kind`).
             .flat_map(|(source, h)| {
-                h.handlers.iter().map(move |x| (format!("hook:{source}:{}", x.name), x.kind.as_str()))
+                h.handlers.iter().map(move |x| (RecordKind::hook(source, &x.name), x.kind.as_str()))
             })
             .collect();
         Files {
@@ -94,9 +91,12 @@ impl Files {
     }
 
     /// Where a record of `kind` went: a file here, or `None` (it left, or never sends).
-    fn local(&self, kind: &str) -> Option<Local> {
+    fn local(&self, kind: &RecordKind) -> Option<Local> {
         // A hook handler writes what the form kind of its name writes.
-        let kind = self.hook_kinds.iter().find(|(k, _)| k == kind).map_or(kind, |(_, h)| *h);
+        let kind = match kind {
+            RecordKind::Form(k) => Some(k.as_str()),
+            RecordKind::Hook(_) => self.hook_kinds.iter().find(|(k, _)| k == kind).map(|(_, h)| *h),
+        }?;
         let sends = match kind {
             "confirmation_email" | "owner_notification" => Some(Local::Mail),
             "crm_lead" => Some(Local::Lead),
@@ -154,7 +154,7 @@ pub struct ErasureReport {
     pub submissions: usize,
     pub conflicts: usize,
     pub pairs: usize,
-    /// Inbound events (with their anchor rows and conflicts) whose body held the person.
+    /// Inbound events (with their conflicts) whose body held the person.
     pub events: usize,
     pub inbound_conflicts: usize,
     pub quarantined: usize,
@@ -167,7 +167,8 @@ pub struct ErasureReport {
     pub file_errors: Vec<String>,
     /// What left onceform for a provider: erase these there.
     pub references: Vec<LeftReference>,
-    /// (form, operation ID) of every erased submission and event's anchor row.
+    /// (form, operation ID) of every erased submission, and (source scope, event ID) of every
+    /// erased event.
     pub keys: Vec<(String, String)>,
     pub dry_run: bool,
 }
@@ -343,6 +344,9 @@ impl ErasureReport {
                 self.submissions, self.conflicts, self.pairs
             ),
             format!(
+                // "with their anchor rows": the report's wording of earlier releases, kept
+                // (tests/it/security_erasure.rs); events have had no anchor rows since
+                // the migration record_owner.
                 "{verb}: {} inbound event(s) with their anchor rows, {} inbound conflict(s), {} quarantined delivery(ies)",
                 self.events, self.inbound_conflicts, self.quarantined
             ),

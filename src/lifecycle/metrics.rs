@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use crate::db::lifecycle_stats::LifecycleStatsStore;
 use crate::db::{DbError, Pool};
+use crate::domain::RecordKind;
 use crate::with_conn;
 use chrono::{Duration, NaiveDateTime};
 
@@ -52,7 +53,7 @@ pub fn read(pool: &Pool, now: NaiveDateTime) -> Result<LifecycleStats, DbError> 
 }
 
 /// A family of gauges or counters by form, and its twin by webhook source for the rows of
-/// sources' events (form `hook:SOURCE`): `onceform_{name}{form=…}`, `onceform_hook_{name}{source=…}`.
+/// sources' events (named by `RecordKind::source_scope`): `onceform_{name}{form=…}`, `onceform_hook_{name}{source=…}`.
 /// `help` is the forms' family's, then the sources'; `rows` are (form, more labels, value).
 fn by_form_and_source<'a>(
     out: &mut String,
@@ -70,9 +71,10 @@ fn by_form_and_source<'a>(
         let _ = writeln!(out, "# HELP {family} {}", if hooks { hook_help } else { help });
         let _ = writeln!(out, "# TYPE {family} {kind}");
         for (form, labels, value) in rows.clone() {
+            let source = RecordKind::scope_source(form);
             let label = match hooks {
-                true => form.strip_prefix("hook:"),
-                false => (!form.starts_with("hook:")).then_some(form),
+                true => source,
+                false => source.is_none().then_some(form),
             };
             if let Some(label) = label {
                 let _ = writeln!(out, "{family}{{{key}=\"{label}\"{labels}}} {value}");

@@ -1,9 +1,9 @@
 //! Retention: after a form's `content` window a submission becomes a tombstone (fields,
 //! email and phone digests, the content of its conflicts gone; key, fingerprint, result body
 //! and effect records kept); after `keys` the tombstone goes too. A webhook source's events
-//! go the same way through their anchor rows (form `hook:SOURCE`): after `content` their
+//! go the same way (counted under `RecordKind::source_scope`): after `content` their
 //! bodies and their conflicts' go and the quarantine's deliveries are deleted; after `keys`
-//! the events and their delivery rows go with the anchors. Batches of bounded size,
+//! the events go with their handlers' records and delivery rows. Batches of bounded size,
 //! each its own short transaction, so the accept path never waits for more than one; rows
 //! are claimed with `FOR NO KEY UPDATE SKIP LOCKED` (PostgreSQL) and changed only while still
 //! due, so several processes purging at once purge each row once.
@@ -20,8 +20,9 @@ use crate::config::retention::scopes;
 use crate::config::Config;
 use crate::db::hooks::HookStore;
 use crate::db::purge::{
-    delete_cap_rows, delete_submissions, pick_caps, pick_content, pick_quarantined, pick_tombstones,
-    record_pass, relax_commit, tombstone, TotalStore,
+    delete_cap_rows, delete_events, delete_submissions, pick_caps, pick_content, pick_event_content,
+    pick_events, pick_quarantined, pick_tombstones, record_pass, relax_commit, tombstone, tombstone_events,
+    TotalStore,
 };
 use crate::db::{DbError, Pool, Writes, LOCK_POLL};
 
@@ -29,7 +30,7 @@ use crate::db::{DbError, Pool, Writes, LOCK_POLL};
 pub const CAPS: &str = "confirmation_caps";
 
 /// What one pass purged: (form, kind, rows) with kind `content`, `keys` or (a webhook
-/// source's, form `hook:SOURCE`) `quarantine`; and apart, as they are not submissions, the
+/// source's, under its `RecordKind::source_scope`) `quarantine`; and apart, as they are not submissions, the
 /// confirmation-cap rows deleted by form.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PurgeReport {
@@ -59,7 +60,12 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
         let name = &scope.form;
         if let Some(content) = scope.retention.content {
             let before = now - content.duration();
-            let n = drain(writes, || purge_content(writes, name, before, now, batch), batch)?;
+            let n = match scope.hook_source {
+                Some(source) => {
+                    drain(writes, || purge_event_content(writes, source, before, now, batch), batch)?
+                }
+                None => drain(writes, || purge_content(writes, name, before, now, batch), batch)?,
+            };
             report.purged.push((name.clone(), "content", n));
             if let Some(source) = scope.hook_source {
                 let n = drain(writes, || purge_quarantined(writes, source, before, batch), batch)?;
@@ -67,7 +73,11 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
             }
         }
         if let Some(keys) = scope.retention.keys {
-            let n = drain(writes, || delete_tombstones(writes, name, now - keys.duration(), batch), batch)?;
+            let before = now - keys.duration();
+            let n = match scope.hook_source {
+                Some(source) => drain(writes, || delete_old_events(writes, source, before, batch), batch)?,
+                None => drain(writes, || delete_tombstones(writes, name, before, batch), batch)?,
+            };
             report.purged.push((name.clone(), "keys", n));
         }
         if let Some(form) = config.forms.get(name) {
@@ -119,6 +129,43 @@ pub fn purge_content(
             return Ok(0);
         }
         Ok(tombstone(c, &ids, now)? as i64)
+    })
+}
+
+/// One batch of a webhook source's event bodies purged; the events this call purged.
+pub fn purge_event_content(
+    writes: &Writes,
+    source: &str,
+    before: NaiveDateTime,
+    now: NaiveDateTime,
+    batch: i64,
+) -> Result<i64, DbError> {
+    let source = source.to_string();
+    writes.run(move |c| {
+        relax_commit(c)?;
+        let ids = pick_event_content(c, &source, before, batch)?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        Ok(tombstone_events(c, &ids, now)? as i64)
+    })
+}
+
+/// One batch of a webhook source's events deleted after `keys`, with everything naming them.
+pub fn delete_old_events(
+    writes: &Writes,
+    source: &str,
+    before: NaiveDateTime,
+    batch: i64,
+) -> Result<i64, DbError> {
+    let source = source.to_string();
+    writes.run(move |c| {
+        relax_commit(c)?;
+        let ids = pick_events(c, &source, before, batch)?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        Ok(delete_events(c, &ids)?)
     })
 }
 

@@ -143,10 +143,7 @@ impl Worker {
         let retry_at = t + chrono::Duration::milliseconds(self.config.reconcile_after_ms as i64);
         let unknown = self
             .db
-            .write(move |c| {
-                let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
-                Ok(c.take_unknown_due(&kinds, t, retry_at, limit)?)
-            })
+            .write(move |c| Ok(c.take_unknown_due(&kinds, t, retry_at, limit)?))
             .await
             .unwrap_or_default();
         join_all(unknown.iter().cloned().map(|row| self.reconcile(row))).await;
@@ -168,8 +165,12 @@ impl Worker {
         let id = row.id.clone();
         // Its submission's content was purged (retention, erasure) before it went out, e.g.
         // an UNKNOWN found absent afterwards: there is nothing left to send.
-        let purged = row.fields_json.is_none();
-        let (job, started, t0) = (Job::from_row(row), now(), Instant::now());
+        let purged = row.purged();
+        let (started, t0) = (now(), Instant::now());
+        let job = match Job::from_row(row) {
+            Ok(job) => job,
+            Err(reason) => return unreadable(id, started, t0, reason, &self.config),
+        };
         let Some(effect) = self.registry.get(&job.kind) else { return (id, unhandled(), None) };
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
         let report = match purged {
@@ -186,7 +187,14 @@ impl Worker {
     }
 
     async fn reconcile(&self, row: JobRow) {
-        let job = Job::from_row(row);
+        let id = row.id.clone();
+        let job = match Job::from_row(row) {
+            Ok(job) => job,
+            Err(reason) => {
+                // It stays UNKNOWN for an admin (the Effects page).
+                return tracing::warn!(effect = %id, %reason, "an UNKNOWN record cannot be read: not looked up");
+            }
+        };
         let Some(effect) = self.registry.get(&job.kind) else { return };
         let (started, t0) = (now(), Instant::now());
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
@@ -257,6 +265,22 @@ async fn finish(db: Db, owner: String, results: Vec<Finished>) {
 
 /// A record, its next state, and the attempt to log.
 type Finished = (EffectId, Transition, Option<NewAttempt>);
+
+/// A record that cannot be delivered as stored (no owner, fields that do not parse) fails
+/// for good, with the reason in the attempts log: it is never sent empty.
+fn unreadable(
+    id: EffectId,
+    started: NaiveDateTime,
+    t0: Instant,
+    reason: String,
+    config: &WorkerConfig,
+) -> Finished {
+    tracing::error!(effect = %id, %reason, "a claimed record cannot be read");
+    let report = Report::failed(Outcome::Permanent, "unreadable_record").with_detail(Some(reason));
+    let t = decide::after_attempt(&report, 0, false, config, now());
+    let attempt = attempt_row(&id, started, t0, report.label(), &report);
+    (id, t, Some(attempt))
+}
 
 /// A record of a kind this process cannot deliver goes back to PENDING for another process.
 fn unhandled() -> Transition {

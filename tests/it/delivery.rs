@@ -2,6 +2,11 @@
 
 use std::time::Duration;
 
+use diesel::prelude::*;
+use onceform::db::schema::submissions;
+use onceform::db::DbError;
+use onceform::with_conn;
+
 use crate::on_both_backends;
 use crate::support::crm::Fault;
 use crate::support::delivery::spawn_delivery_app;
@@ -17,6 +22,7 @@ on_both_backends!(
     an_smtp_drop_after_data_is_held_unknown_and_never_resent,
     one_kind_failing_never_blocks_another,
     smtp_4xx_is_retried_and_5xx_fails_at_once,
+    fields_that_do_not_parse_fail_the_job_instead_of_sending_it_empty,
 );
 
 async fn happy_path_delivers_one_lead_one_confirmation_one_owner_email(backend: Backend) {
@@ -225,4 +231,35 @@ async fn smtp_4xx_is_retried_and_5xx_fails_at_once(backend: Backend) {
     let mail = d.effect(&refused, "confirmation_email").await;
     assert_eq!((mail.state.as_str(), mail.attempts), ("FAILED_FINAL", 1));
     assert_eq!(d.attempts(&refused, "confirmation_email").await[0].1.as_deref(), Some("smtp_550"));
+}
+
+/// A submission whose stored fields are unreadable (written behind the application's back)
+/// is never delivered with empty fields: each of its jobs fails for good, saying why.
+async fn fields_that_do_not_parse_fail_the_job_instead_of_sending_it_empty(backend: Backend) {
+    let d = spawn_delivery_app(backend, |_| {}).await;
+    let key = new_key();
+    assert_eq!(d.app.submit(&key, &inquiry("Please call me back")).await.status(), 201);
+    let k = key.clone();
+    d.app
+        .query(move |pool| {
+            with_conn!(pool, |c| diesel::update(submissions::table.filter(submissions::operation_id.eq(&k)))
+                .set(submissions::fields_json.eq(Some("{\"name\": \"Ada")))
+                .execute(c)
+                .map_err(DbError::from))
+        })
+        .await;
+    let worker = d.worker();
+    d.settle(&worker).await;
+
+    let effects = d.effects(Some(&key)).await;
+    assert_eq!(effects.len(), 3);
+    for e in &effects {
+        assert_eq!(e.state, "FAILED_FINAL", "{e:?}");
+        assert_eq!(
+            d.attempts(&key, &e.kind).await,
+            [("permanent".to_string(), Some("unreadable_record".into()))]
+        );
+    }
+    assert!(d.crm.leads().is_empty(), "no empty lead was sent");
+    assert!(d.smtp.messages().is_empty(), "no empty email was sent");
 }

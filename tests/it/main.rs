@@ -51,6 +51,7 @@ mod limits;
 mod login_throttle;
 mod mail_hardening;
 mod malformed;
+mod migration_record_owner;
 mod observability;
 mod one_statement;
 mod openapi;

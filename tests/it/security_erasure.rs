@@ -167,7 +167,7 @@ async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Bac
             with_conn!(pool, |c| {
                 let (effect, submission): (String, String) = side_effects::table
                     .filter(side_effects::kind.eq("confirmation_email"))
-                    .select((side_effects::id, side_effects::submission_id))
+                    .select((side_effects::id, side_effects::submission_id.assume_not_null()))
                     .first(c)?;
                 diesel::insert_into(effect_attempts::table)
                     .values((

@@ -3,17 +3,24 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use crate::db::hooks::{HookStore, NewEventEffect};
 use crate::db::models::NewEffect;
-use crate::db::schema::{effect_attempts, side_effects, submissions};
+use crate::db::schema::{effect_attempts, inbound_events, side_effects, submissions};
 use crate::db::DbConnection;
-use crate::domain::{AttemptOutcome, EffectId, EffectState, SubmissionId};
+use crate::domain::transitions::Move;
+use crate::domain::{AttemptOutcome, EffectId, EffectState, RecordKind, SubmissionId};
 
 #[derive(Debug, Clone, Queryable)]
+#[diesel(check_for_backend(crate::db::MultiBackend))]
 pub struct EffectRow {
     pub id: EffectId,
+    /// The owner's ID: the submission's, or the inbound event's row ID.
+    #[diesel(deserialize_as = Owner)]
     pub submission_id: SubmissionId,
+    /// The submission's form, or the event's source's scope (`RecordKind::source_scope`).
+    #[diesel(deserialize_as = OwnerName)]
     pub form: String,
-    pub kind: String,
+    pub kind: RecordKind,
     pub batch: i32,
     pub effect_key: String,
     pub state: EffectState,
@@ -38,7 +45,8 @@ pub struct AttemptRow {
     pub detail: Option<String>,
 }
 
-/// A state change an admin asks for; applied only from the listed states.
+/// A state change an admin asks for; applied only from the listed states, and only when
+/// the state machine allows each (`domain::transitions`).
 #[derive(Debug, Clone)]
 pub struct EffectChange<'a> {
     pub from: &'a [EffectState],
@@ -48,13 +56,62 @@ pub struct EffectChange<'a> {
     pub next_attempt_at: NaiveDateTime,
 }
 
-/// Effect records with their submission's form, as `EffectRow`s.
+/// A record's owner ID as stored: (submission, inbound event), exactly one set.
+pub struct Owner(SubmissionId);
+
+impl TryFrom<(Option<String>, Option<String>)> for Owner {
+    type Error = String;
+    fn try_from(ids: (Option<String>, Option<String>)) -> Result<Self, String> {
+        ids.0.or(ids.1).map(|id| Owner(id.into())).ok_or_else(|| "a side-effect record with no owner".into())
+    }
+}
+
+impl From<Owner> for SubmissionId {
+    fn from(o: Owner) -> Self {
+        o.0
+    }
+}
+
+impl<DB: diesel::backend::Backend, ST> Queryable<ST, DB> for Owner
+where
+    (Option<String>, Option<String>): diesel::deserialize::FromStaticSqlRow<ST, DB>,
+{
+    type Row = (Option<String>, Option<String>);
+    fn build(row: Self::Row) -> diesel::deserialize::Result<Self> {
+        Ok(Owner::try_from(row)?)
+    }
+}
+
+/// An owner's name: (the submission's form, the event's source).
+pub struct OwnerName(String);
+
+impl From<OwnerName> for String {
+    fn from(o: OwnerName) -> Self {
+        o.0
+    }
+}
+
+impl<DB: diesel::backend::Backend, ST> Queryable<ST, DB> for OwnerName
+where
+    (Option<String>, Option<String>): diesel::deserialize::FromStaticSqlRow<ST, DB>,
+{
+    type Row = (Option<String>, Option<String>);
+    fn build((form, source): Self::Row) -> diesel::deserialize::Result<Self> {
+        match (form, source) {
+            (Some(form), _) => Ok(OwnerName(form)),
+            (None, Some(source)) => Ok(OwnerName(RecordKind::source_scope(&source))),
+            (None, None) => Err("a side-effect record with no owner".into()),
+        }
+    }
+}
+
+/// Effect records with their owner's name, as `EffectRow`s.
 #[diesel::dsl::auto_type(no_type_alias)]
 fn effect_rows() -> _ {
-    side_effects::table.inner_join(submissions::table).select((
+    side_effects::table.left_join(submissions::table).left_join(inbound_events::table).select((
         side_effects::id,
-        side_effects::submission_id,
-        submissions::form,
+        (side_effects::submission_id, side_effects::inbound_event_id),
+        (submissions::form.nullable(), inbound_events::source.nullable()),
         side_effects::kind,
         side_effects::batch,
         side_effects::effect_key,
@@ -143,13 +200,12 @@ impl EffectAdminStore for DbConnection {
         change: &EffectChange<'_>,
         now: NaiveDateTime,
     ) -> QueryResult<bool> {
+        let mv = Move::new(change.from, change.to).map_err(crate::db::queue::refused)?;
         let n = diesel::update(
-            side_effects::table
-                .filter(side_effects::id.eq(id))
-                .filter(side_effects::state.eq_any(change.from)),
+            side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq_any(mv.from())),
         )
         .set((
-            side_effects::state.eq(change.to),
+            side_effects::state.eq(mv.to()),
             side_effects::provider_ref.eq(&change.provider_ref),
             side_effects::last_error.eq(&change.last_error),
             side_effects::next_attempt_at.eq(change.next_attempt_at),
@@ -162,38 +218,60 @@ impl EffectAdminStore for DbConnection {
     }
 
     fn replay_effect(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<Option<String>> {
-        let Some((submission_id, kind, key)) = side_effects::table
+        let Some((submission, event, kind, key)) = side_effects::table
             .filter(side_effects::id.eq(id))
-            .select((side_effects::submission_id, side_effects::kind, side_effects::effect_key))
-            .first::<(String, String, String)>(self)
+            .select((
+                side_effects::submission_id,
+                side_effects::inbound_event_id,
+                side_effects::kind,
+                side_effects::effect_key,
+            ))
+            .first::<(Option<String>, Option<String>, RecordKind, String)>(self)
             .optional()?
         else {
             return Ok(None);
         };
+        let Some(owner) = submission.clone().or(event.clone()) else { return Ok(None) };
         let last: Option<i32> = side_effects::table
-            .filter(side_effects::submission_id.eq(&submission_id))
+            .filter(crate::db::owned_by_one(&owner))
             .filter(side_effects::kind.eq(&kind))
             .select(diesel::dsl::max(side_effects::batch))
             .first(self)?;
         let batch = last.unwrap_or(0) + 1;
         let new_id = uuid::Uuid::now_v7().to_string();
-        let row = NewEffect {
-            id: new_id.as_str().into(),
-            // Every key ends in `:{batch}` (forms and inbound webhook handlers alike).
-            effect_key: match key.rsplit_once(':') {
-                Some((prefix, _)) => format!("{prefix}:{batch}"),
-                None => format!("{submission_id}:{kind}:{batch}"),
-            },
-            submission_id: submission_id.into(),
-            kind,
-            batch,
-            state: EffectState::Pending,
-            held: false,
-            next_attempt_at: now,
-            created_at: now,
-            updated_at: now,
+        // Every key ends in `:{batch}` (forms and inbound webhook handlers alike).
+        let effect_key = match key.rsplit_once(':') {
+            Some((prefix, _)) => format!("{prefix}:{batch}"),
+            None => format!("{owner}:{kind}:{batch}"),
         };
-        diesel::insert_into(side_effects::table).values(&row).execute(self)?;
+        match (submission, event) {
+            (Some(submission_id), _) => {
+                let row = NewEffect {
+                    id: new_id.as_str().into(),
+                    effect_key,
+                    submission_id: submission_id.into(),
+                    kind,
+                    batch,
+                    state: EffectState::Pending,
+                    held: false,
+                    next_attempt_at: now,
+                    created_at: now,
+                    updated_at: now,
+                };
+                diesel::insert_into(side_effects::table).values(&row).execute(self)?;
+            }
+            (None, _) => self.insert_event_effects(&[NewEventEffect {
+                id: new_id.as_str().into(),
+                inbound_event_id: owner,
+                kind,
+                batch,
+                effect_key,
+                state: EffectState::Pending,
+                next_attempt_at: now,
+                created_at: now,
+                updated_at: now,
+            }])?,
+        }
         Ok(Some(new_id))
     }
 
@@ -203,13 +281,14 @@ impl EffectAdminStore for DbConnection {
         note: &str,
         now: NaiveDateTime,
     ) -> QueryResult<usize> {
+        let mv = Move::CANCEL_PENDING;
         diesel::update(
             side_effects::table
                 .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::state.eq(EffectState::Pending)),
+                .filter(side_effects::state.eq_any(mv.from())),
         )
         .set((
-            side_effects::state.eq(EffectState::Cancelled),
+            side_effects::state.eq(mv.to()),
             side_effects::held.eq(false),
             side_effects::last_error.eq(note),
             side_effects::updated_at.eq(now),

@@ -7,7 +7,8 @@ use diesel::prelude::*;
 
 use crate::db::schema::{conflicts, duplicate_pairs, side_effects, submissions};
 use crate::db::DbConnection;
-use crate::domain::{ConflictStatus, EffectState, PairStatus, SubmissionId};
+use crate::domain::transitions::Move;
+use crate::domain::{ConflictStatus, PairStatus, SubmissionId};
 
 /// A conflict with what its page needs of the original submission.
 #[derive(Debug, Clone, Queryable)]
@@ -262,14 +263,15 @@ impl ReviewStore for DbConnection {
         note: &str,
         now: NaiveDateTime,
     ) -> QueryResult<usize> {
+        let mv = Move::RESTORE_CANCELLED;
         diesel::update(
             side_effects::table
                 .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::state.eq(EffectState::Cancelled))
+                .filter(side_effects::state.eq_any(mv.from()))
                 .filter(side_effects::last_error.eq(note)),
         )
         .set((
-            side_effects::state.eq(EffectState::Pending),
+            side_effects::state.eq(mv.to()),
             side_effects::held.eq(true),
             side_effects::last_error.eq(None::<String>),
             side_effects::next_attempt_at.eq(now),

@@ -1,5 +1,5 @@
-//! Handler kinds for inbound events, registered with the workers under
-//! `hook:SOURCE:HANDLER`.
+//! Handler kinds for inbound events, registered with the workers under their
+//! `RecordKind::Hook` (a source and a handler).
 //!
 //! Adding a kind: a file here with a unit struct implementing `HandlerRules` (its name and
 //! the handler settings it needs, see `config::hooks`) and `Handler` (the `Effect` that runs
@@ -16,7 +16,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use super::config::{HandlerConfig, HandlerKind, HandlerRules};
-use super::ingest::record_kind;
+use crate::domain::RecordKind;
 use crate::effects::{Deps, Effect, Registry};
 
 /// Every handler kind, one line each: a new kind is a file beside this one and its line here.
@@ -71,7 +71,7 @@ pub fn register(registry: &mut Registry, deps: &Deps<'_>) -> anyhow::Result<()> 
             let effect = kind
                 .effect(h, deps)
                 .map_err(|e| anyhow::anyhow!("hooks.{source}.handlers.{}: {e}", h.name))?;
-            registry.register_as(record_kind(source, &h.name), effect);
+            registry.register_as(RecordKind::hook(source, &h.name), effect);
         }
     }
     Ok(())

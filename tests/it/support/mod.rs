@@ -333,7 +333,10 @@ impl TestApp {
         self.query(move |pool| {
             with_conn!(pool, |c| {
                 let Some(s) = c.find_submission(&form, &key)? else { return Ok(Vec::new()) };
-                Ok(c.effects_of(&s.id)?.into_iter().map(|e| (e.kind, e.state.to_string())).collect())
+                Ok(c.effects_of(&s.id)?
+                    .into_iter()
+                    .map(|e| (e.kind.to_string(), e.state.to_string()))
+                    .collect())
             })
         })
         .await

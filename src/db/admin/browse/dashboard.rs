@@ -8,7 +8,7 @@ use diesel::prelude::*;
 
 use crate::db::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use crate::db::DbConnection;
-use crate::domain::{Channel, ConflictStatus, EffectState, PairStatus};
+use crate::domain::{ConflictStatus, EffectState, PairStatus};
 
 /// Submissions and deliveries (HTTP requests) received on one UTC day.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,6 @@ pub struct Dashboard {
 pub(super) fn dashboard(c: &mut DbConnection, now: NaiveDateTime) -> QueryResult<Dashboard> {
     let subs = |c: &mut DbConnection, from: NaiveDateTime, to: NaiveDateTime| -> QueryResult<i64> {
         submissions::table
-            .filter(submissions::channel.ne(Channel::Hook))
             .filter(submissions::received_at.ge(from).and(submissions::received_at.lt(to)))
             .count()
             .get_result(c)

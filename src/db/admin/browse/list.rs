@@ -10,7 +10,7 @@ use diesel::prelude::*;
 use super::SubmissionRow;
 use crate::db::schema::{side_effects, submissions};
 use crate::db::{DbConnection, MultiBackend};
-use crate::domain::{Channel, EffectState};
+use crate::domain::EffectState;
 
 /// What the list is narrowed to; `None` means any.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,8 +69,7 @@ pub fn content_matches(fields_json: Option<&str>, term: &str) -> bool {
 
 /// `submissions` narrowed by a `SubmissionFilter`.
 fn filtered(f: &SubmissionFilter) -> submissions::BoxedQuery<'_, MultiBackend> {
-    // Inbound webhook events' anchor rows (channel `hook`) are listed under Inbound.
-    let mut q = submissions::table.filter(submissions::channel.ne(Channel::Hook)).into_boxed();
+    let mut q = submissions::table.into_boxed();
     if let Some(form) = &f.form {
         q = q.filter(submissions::form.eq(form.as_str()));
     }
@@ -90,8 +89,9 @@ fn filtered(f: &SubmissionFilter) -> submissions::BoxedQuery<'_, MultiBackend> {
         q = q.filter(submissions::keyless.eq(keyless));
     }
     if let Some(state) = &f.state {
-        let with_state =
-            side_effects::table.filter(side_effects::state.eq(*state)).select(side_effects::submission_id);
+        let with_state = side_effects::table
+            .filter(side_effects::state.eq(*state))
+            .select(side_effects::submission_id.assume_not_null());
         q = q.filter(submissions::id.eq_any(with_state));
     }
     q

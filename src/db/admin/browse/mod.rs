@@ -120,7 +120,7 @@ impl BrowseStore for DbConnection {
         let rows: Vec<(SubmissionId, String, EffectState)> = side_effects::table
             .filter(side_effects::submission_id.eq_any(ids))
             .order((side_effects::submission_id, side_effects::kind, side_effects::batch))
-            .select((side_effects::submission_id, side_effects::kind, side_effects::state))
+            .select((side_effects::submission_id.assume_not_null(), side_effects::kind, side_effects::state))
             .load(self)?;
         let mut by_submission = EffectStates::new();
         for (id, kind, state) in rows {
@@ -182,7 +182,8 @@ impl BrowseStore for DbConnection {
     fn effect_submissions(&mut self, effect_ids: &[String]) -> QueryResult<Vec<(String, String)>> {
         side_effects::table
             .filter(side_effects::id.eq_any(effect_ids))
-            .select((side_effects::id, side_effects::submission_id))
+            .filter(side_effects::submission_id.is_not_null())
+            .select((side_effects::id, side_effects::submission_id.assume_not_null()))
             .load(self)
     }
 }
