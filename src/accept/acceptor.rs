@@ -175,17 +175,24 @@ impl Acceptor {
             plan.submission.keyless,
         );
         let result = match (&self.path, &self.pool) {
-            (Path::OneStatement, Pool::Pg(_)) => {
-                with_conn!(&self.pool, |c| pg::accept_pg(c, &plan, &self.deliveries).map(|done| {
-                    if done.linked {
-                        self.screener.wake();
-                    }
-                    if matches!(done.outcome, Outcome::Created(_)) {
-                        self.count_created();
-                    }
-                    done.outcome
-                }))
-            }
+            (Path::OneStatement, Pool::Pg(_)) => with_conn!(&self.pool, |c| {
+                // A key this process saw committed, out of the replay memory: a plain read
+                // answers the retry, without the claim statement (and its lock wait).
+                let seen = !keyless && self.cache.seen(&form_name, &operation_id);
+                match seen.then(|| committed(c, &plan)).transpose() {
+                    Ok(Some(Some(receipt))) => Ok(self.replayed(&plan, receipt)),
+                    Err(e) => Err(e),
+                    Ok(_) => pg::accept_pg(c, &plan, &self.deliveries).map(|done| {
+                        if done.linked {
+                            self.screener.wake();
+                        }
+                        if matches!(done.outcome, Outcome::Created(_)) {
+                            self.count_created();
+                        }
+                        done.outcome
+                    }),
+                }
+            }),
             // On SQLite a retry not in the cache is answered from a plain read.
             (Path::GroupCommit(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
                 Some(receipt) => Ok(self.replayed(&plan, receipt)),
