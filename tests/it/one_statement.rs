@@ -101,6 +101,11 @@ impl Drop for Paused {
 fn acceptor(config: &Config) -> (Acceptor, DbConnection) {
     static WATCH: Once = Once::new();
     WATCH.call_once(|| set_default_instrumentation(watch).unwrap());
+    acceptor_of(config)
+}
+
+/// An acceptor of its own (its own replay memory) on `config`'s database.
+fn acceptor_of(config: &Config) -> (Acceptor, DbConnection) {
     let pool = Pool::connect(&config.database).unwrap();
     let acceptor = Acceptor::start(Arc::new(config.clone()), pool).unwrap();
     (acceptor, DbConnection::Pg(establish_pg(&config.database.url.to_string()).unwrap()))
@@ -178,11 +183,18 @@ fn a_retry_is_read_after_the_failed_claim_and_writes_nothing_twice() {
     else {
         panic!("not created")
     };
+    let (other, _) = acceptor_of(&config);
     statements.store(0, Ordering::SeqCst);
 
-    let replay = acceptor.accept(intake(&config, "op-1", "ada@example.com", "Original")).unwrap();
+    // A process that never saw the key (another server, or after a restart): the claim,
+    // then the read.
+    let replay = other.accept(intake(&config, "op-1", "ada@example.com", "Original")).unwrap();
     assert_eq!(replay, Outcome::Replayed(first.clone()), "the stored body, byte for byte");
     assert_eq!(statements.swap(0, Ordering::SeqCst), 2, "the claim, then the read");
+    // The process that committed it (its replay memory aside): one plain read.
+    let replay = acceptor.accept(intake(&config, "op-1", "ada@example.com", "Original")).unwrap();
+    assert_eq!(replay, Outcome::Replayed(first.clone()), "the stored body, byte for byte");
+    assert_eq!(statements.swap(0, Ordering::SeqCst), 1, "a seen key: the read alone");
 
     let conflict = acceptor.accept(intake(&config, "op-1", "ada@example.com", "Edited")).unwrap();
     assert!(
