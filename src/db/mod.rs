@@ -19,6 +19,7 @@ pub mod models;
 mod openssl_exit;
 mod prepared_pg;
 pub mod primary_pg;
+pub mod probe;
 pub mod purge;
 mod queue;
 pub mod recipient_cap;

@@ -196,3 +196,84 @@ fn check_config_refuses_keys_shorter_than_content_and_warns_below_max_retry_age(
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is not a duration like 90d"), "{}", stderr(&out));
 }
+
+#[test]
+fn admin_without_a_command_is_a_usage_error_naming_the_commands() {
+    let out = onceform(&["admin"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains("unknown admin command"), "{err}");
+    assert!(err.contains("requires a subcommand") && err.contains("create-user"), "{err}");
+}
+
+#[test]
+fn help_lists_the_commands_and_the_environment() {
+    let out = onceform(&["--help"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in ["check-config", "duplicates", "--config"] {
+        assert!(help.contains(word), "{word}: {help}");
+    }
+    for var in [
+        "ONCEFORM_CONFIG",
+        "ONCEFORM_DATABASE_URL",
+        "ONCEFORM_BIND",
+        "ONCEFORM_SECRET",
+        "ONCEFORM_SECRET_PREVIOUS",
+        "ONCEFORM_METRICS_TOKEN",
+        "ONCEFORM_SMTP_URL",
+        "ONCEFORM_CRM_URL",
+        "ONCEFORM_CRM_TOKEN",
+        "ONCEFORM_RATE_LIMIT",
+        "ONCEFORM_TRUSTED_PROXIES",
+        "ONCEFORM_LOG_FORMAT",
+        "RUST_LOG",
+    ] {
+        assert!(help.contains(var), "{var} missing from --help");
+    }
+}
+
+#[test]
+fn check_config_connects_only_when_asked() {
+    let stdout = |o: &Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let admin = crate::support::pg_admin_url();
+    let missing = format!("{}/onceform_no_such_database", admin.rsplit_once('/').unwrap().0);
+    let missing = missing.as_str();
+    let out = onceform(&["check-config"], &[("ONCEFORM_DATABASE_URL", missing)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("database (postgres): not tried; `check-config --connect`"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", missing)]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("onceform: database (postgres): cannot connect to PostgreSQL"), "{err}");
+    assert!(err.contains("onceform_no_such_database"), "{err}");
+
+    let db = TestDb::new(Backend::Postgres);
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("connected") && stdout(&out).contains("migration(s) pending"),
+        "{}",
+        stdout(&out)
+    );
+    let migrated = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+    assert!(stdout(&out).contains("database (postgres): connected, migrations applied"), "{}", stdout(&out));
+
+    let sqlite = TestDb::new(Backend::Sqlite);
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &sqlite.url)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("does not exist yet"), "{}", stdout(&out));
+    let migrated = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", &sqlite.url)]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &sqlite.url)]);
+    assert!(stdout(&out).contains("database (sqlite): connected, migrations applied"), "{}", stdout(&out));
+}
