@@ -102,6 +102,7 @@ fn processes_started_at_once_on_a_fresh_sqlite_file_all_migrate() {
             .map(|_| {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
                 cmd.arg("migrate")
+                    .current_dir(crate::support::own_dir())
                     .env_remove("ONCEFORM_CONFIG")
                     .env("ONCEFORM_DATABASE_URL", &db.url)
                     .env("RUST_LOG", "off")
