@@ -4,6 +4,7 @@ mod check;
 pub mod crm;
 mod database_url;
 mod email;
+mod file_errors;
 pub mod hooks;
 pub mod kind_settings;
 pub mod locale;
@@ -398,9 +399,14 @@ impl Config {
         }
     }
 
-    /// Parses TOML text; the message names the line and the problem.
+    /// Parses TOML text; the message names each problem's line (every unknown key, with
+    /// the valid key it resembles, then the first other problem), `; `-separated.
     pub fn parse(text: &str) -> Result<Config, String> {
-        let mut config: Config = toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))?;
+        let keys_of = |table: &str| match table.split('.').collect::<Vec<_>>()[..] {
+            ["forms", _] => FormConfig::KEYS,
+            _ => &[],
+        };
+        let mut config: Config = file_errors::from_toml(text, keys_of).map_err(|p| p.join("; "))?;
         config.link_duplicate_groups();
         Ok(config)
     }
@@ -464,6 +470,39 @@ impl Config {
 }
 
 impl FormConfig {
+    /// The keys of a form's own table (its effect kinds' tables, `[forms.F.slack]`, come
+    /// beside them): for "did you mean" on a misspelt one, and the reference's test.
+    pub const KEYS: &'static [&'static str] = &[
+        "title",
+        "intro",
+        "fields",
+        "effects",
+        "allow_keyless_html",
+        "allow_keyless_api",
+        "honeypot",
+        "ignore_fields",
+        "max_body_bytes",
+        "rate_limit",
+        "notify",
+        "crm_fields",
+        "crm_defaults",
+        "duplicates",
+        "default_region",
+        "operation_ttl_days",
+        "confirmation_echo",
+        "confirmation_window_minutes",
+        "email",
+        "allowed_origins",
+        "redirect",
+        "min_fill_seconds",
+        "captcha",
+        "locale",
+        "locales",
+        "time_zone",
+        "texts",
+        "retention",
+    ];
+
     pub fn field(&self, name: &str) -> Option<&FieldConfig> {
         FormSchema::from(self).field(name)
     }

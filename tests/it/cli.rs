@@ -278,3 +278,23 @@ fn check_config_connects_only_when_asked() {
     let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &sqlite.url)]);
     assert!(stdout(&out).contains("database (sqlite): connected, migrations applied"), "{}", stdout(&out));
 }
+
+#[test]
+fn every_misspelt_key_is_named_at_its_own_line_with_the_key_it_resembles() {
+    let text =
+        "[server]\nbind = '127.0.0.1:0'\nbody_timout_ms = 5000\n\n[forms.contact]\ntitle = 'Contact'\n\
+                min_fil_seconds = 3\n[[forms.contact.fields]]\nname = 'email'\ntyp = 'email'\n";
+    let typo = temp_file("typos.toml", text);
+    let out = onceform(&["check-config", "--config", typo.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for problem in [
+        "line 3: server: unknown field `body_timout_ms` (did you mean `body_timeout_ms`?)",
+        "line 7: forms.contact: unknown field `min_fil_seconds` (did you mean `min_fill_seconds`?)",
+        "line 10: forms.contact.fields: unknown field `typ` (did you mean `type`?)",
+    ] {
+        assert!(err.contains(problem), "{problem}: {err}");
+    }
+    assert!(!err.contains("TOML parse error") && !err.contains(" | "), "no squashed snippet: {err}");
+}
