@@ -11,6 +11,7 @@ mod api_docs;
 mod browser;
 mod cli;
 mod concurrency;
+mod config_reference;
 mod connections;
 mod crm_hubspot;
 mod crm_salesforce;
