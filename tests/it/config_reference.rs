@@ -114,7 +114,6 @@ fn the_reference_names_every_key_the_configuration_accepts_and_no_other() {
         compare(doc, &accepted(header));
     }
     compare("[forms.NAME]", &FormConfig::KEYS.iter().map(|k| k.to_string()).collect());
-    drop(compare);
     let known: BTreeSet<&str> = TABLES.iter().map(|(d, _)| *d).chain(["[forms.NAME]"]).collect();
     for table in documented.keys().filter(|t| t.starts_with('[')) {
         if !known.contains(table.as_str()) {
