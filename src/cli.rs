@@ -283,7 +283,7 @@ fn run_admin(command: AdminCommand, config: &Config) -> Result<(), Exit> {
 /// `check-config [--connect]`: the problems refuse the configuration (in `load`), the
 /// warnings are printed; the database is tried only when asked, within `CONNECT_DEADLINE`.
 fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
-    for warning in crate::check::warnings(config) {
+    for warning in crate::check_config::warnings(config) {
         eprintln!("warning: {warning}");
     }
     let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
@@ -316,7 +316,7 @@ fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
 const CONNECT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn load(args: &Args) -> Result<Config, Exit> {
-    crate::check::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
+    crate::check_config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 mod alerts;
-mod check;
 pub mod crm;
 mod database;
 mod database_url;
@@ -17,6 +16,7 @@ pub mod parsed;
 pub mod proxies;
 mod redact;
 pub mod retention;
+mod rules;
 mod server;
 mod smtp;
 mod spam;
@@ -28,7 +28,6 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub use alerts::AlertsConfig;
-pub use check::{problems, warnings};
 pub use crm::CrmConfig;
 pub use database::DatabaseConfig;
 pub use database_url::DatabaseUrl;
@@ -42,6 +41,7 @@ pub use metrics_token::MetricsToken;
 pub use proxies::TrustedProxies;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
+pub use rules::{problems, warnings};
 pub use server::ServerConfig;
 pub use smtp::SmtpConfig;
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
@@ -86,7 +86,7 @@ pub enum ConfigError {
 
 impl Config {
     /// Reads `path` (or the built-in default), applies `env` overrides and checks the result
-    /// with `check` (`crate::check::load` checks it with every rule).
+    /// with `check` (`crate::check_config::load` checks it with every rule).
     pub fn load(
         path: Option<&Path>,
         env: impl Fn(&str) -> Option<String>,
@@ -206,6 +206,6 @@ mod tests {
             c.server.trusted_proxies,
             parsed::trusted_proxies(&["10.0.0.1".into(), "10.1.0.0/16".into()]).unwrap()
         );
-        assert!(crate::check::problems(&c).is_empty(), "{:?}", crate::check::problems(&c));
+        assert!(crate::check_config::problems(&c).is_empty(), "{:?}", crate::check_config::problems(&c));
     }
 }

@@ -56,7 +56,7 @@ async fn effect_states(config: &Config) -> Vec<(String, String, i64)> {
 }
 
 fn parsed(path: &std::path::Path) -> Config {
-    onceform::check::load(Some(path), |_| None).unwrap()
+    onceform::check_config::load(Some(path), |_| None).unwrap()
 }
 
 crate::on_both_backends!(
