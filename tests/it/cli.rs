@@ -298,3 +298,30 @@ fn every_misspelt_key_is_named_at_its_own_line_with_the_key_it_resembles() {
     }
     assert!(!err.contains("TOML parse error") && !err.contains(" | "), "no squashed snippet: {err}");
 }
+
+/// No test writes into the checkout's ./data: every `onceform` a test spawns is given a
+/// working directory of its own (in-process servers get their paths from `test_config`).
+#[test]
+fn every_spawned_onceform_runs_in_a_directory_of_its_own() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut files = vec![root];
+    let mut unplaced = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.contains(concat!("CARGO_BIN_EXE_", "onceform")) && line.contains("Command::new") {
+                // The statement and those right after it, up to a blank line or the function's end.
+                let window = lines[i..].iter().take_while(|l| !l.trim().is_empty() && !l.starts_with('}'));
+                if !window.take(20).any(|l| l.contains("current_dir")) {
+                    unplaced.push(format!("{}:{}", path.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(unplaced.is_empty(), "spawned without current_dir: {unplaced:?}");
+}
