@@ -16,7 +16,6 @@
 #          standardwebhooks          (into target/test-tools/venv: verifies outbound webhooks)
 #   npm:   altcha-lib                (into target/test-tools/npm: solutions the captcha tests post)
 #   cargo: cargo-nextest
-#          diesel_cli with bundled SQLite (the check that src/db/schema.rs matches the migrations)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -73,10 +72,6 @@ fi
 
 # cargo-nextest runs the tests (one process per test).
 command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
-# diesel's CLI prints the schema the test `schema_rs_matches_the_migrations` compares with
-# src/db/schema.rs; SQLite built from source, so no system library is needed (a few minutes).
-command -v diesel >/dev/null 2>&1 ||
-  cargo install --locked diesel_cli --no-default-features --features sqlite-bundled
 
 # PostgreSQL on 127.0.0.1:5432: start it if it is installed but down.
 if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then

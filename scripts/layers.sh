@@ -18,7 +18,7 @@ LAYERS=(
   "config"
   "db"
   "request_log spam duplicates"
-  "accept status effects worker lifecycle alert_rules check"
+  "accept status effects worker lifecycle alert_rules check_config"
   "app::state render"
   "http"
   "admin"

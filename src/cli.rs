@@ -1,62 +1,158 @@
-//! The command line: `serve` (default), `migrate`, `check-config`.
+//! The command line (parsed by `clap`): `serve` (the default), `worker`, `migrate`,
+//! `check-config`, `alert-rules`, `admin …`, `purge`, `erase`, `import`, `duplicates rescreen`.
+//! Each command loads the configuration and hands over to its use case; `serve` and
+//! `worker` are wired in `app::startup`.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use tokio::sync::watch;
+use chrono::NaiveDateTime;
+use clap::{Parser, Subcommand};
 
 use crate::admin::account_changes;
 use crate::admin::accounts::{self, Role};
-use crate::app::Application;
+use crate::app::startup;
 use crate::config::Config;
-use crate::db::{Pool, Writes};
-use crate::worker::Worker;
+use crate::db::probe::Probe;
+use crate::db::Pool;
+use crate::lifecycle::commands::LifecycleCommand;
 
-pub const USAGE: &str =
-    "usage: onceform [--config PATH] [serve | worker | migrate | check-config | alert-rules | admin ...
-                  | purge | erase ... | import ... | duplicates rescreen ...]
+/// What `--help` adds below the commands: the environment the process reads.
+const ENVIRONMENT: &str = "\
+Environment (docs/CONFIGURATION.md has every setting):
+  ONCEFORM_CONFIG           the configuration file (as --config)
+  ONCEFORM_DATABASE_URL     database.url: sqlite://PATH, a plain path, or postgres://…
+  ONCEFORM_BIND             server.bind (:0 picks a free port)
+  ONCEFORM_SECRET           the server secret: signs fill-time stamps and captcha challenges and
+                            keys the stored digests (else generated once into ./data/secret);
+                            ONCEFORM_SECRET_PREVIOUS: the one before a rotation
+  ONCEFORM_METRICS_TOKEN    /metrics then needs `Authorization: Bearer TOKEN`
+  ONCEFORM_SMTP_URL         smtp.url (unset: .eml files)
+  ONCEFORM_CRM_URL          crm.url (unset: the file adapter)
+  ONCEFORM_CRM_TOKEN        the CRM API token (the variable crm.token_env names)
+  ONCEFORM_RATE_LIMIT=off   turns the per-client rate limits off (load tests)
+  ONCEFORM_TRUSTED_PROXIES  comma-separated proxies whose X-Forwarded-For names the client
+  ONCEFORM_LOG_FORMAT=json  one JSON object per log line
+  RUST_LOG                  log filter (default info,actix_server=warn)";
 
-  serve         HTTP server and side-effect workers (the default)
-  worker        side-effect workers only
-  admin create-user --email E [--role admin|viewer] [--password-env VAR]
-                an admin account; the password is read from stdin unless VAR names it
-  admin set-password --email E [--password-env VAR]
-                a new password (stdin unless VAR names it); ends all of E's sessions
-  admin disable-user --email E
-                no more sign-ins for E; ends all of E's sessions
-  migrate       apply pending database migrations and exit
-  check-config  validate the configuration and exit
-  alert-rules   print the Prometheus alert rules with [alerts] owner and runbook_url
-  --version     print the version
-  purge         run retention once, print what it purged
-  erase --email E | --phone P [--dry-run]
-                erase one person's content now; lists the references that left
-  import --form F FILE.csv [--source NAME] [--encoding big5|gb18030] [--dry-run] [--with-effects]
-                bring in historic submissions
-  duplicates rescreen [--form F] [--since DATE]
-                screen stored submissions again with the current rules; keeps admin decisions
+#[derive(Debug, Parser)]
+#[command(
+    name = "onceform",
+    version,
+    about = "Self-hosted form-submission backend: each logical submission takes effect exactly once.",
+    after_help = ENVIRONMENT
+)]
+struct Cli {
+    /// The configuration file (or ONCEFORM_CONFIG); without one, a demo `contact` form on
+    /// SQLite at ./data/onceform.db.
+    #[arg(long, value_name = "PATH", global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
 
-  --config PATH  configuration file (or ONCEFORM_CONFIG); without one, a demo `contact`
-                 form on SQLite at ./data/onceform.db
-Environment: ONCEFORM_DATABASE_URL, ONCEFORM_BIND, ONCEFORM_SMTP_URL, ONCEFORM_CRM_URL,
-             ONCEFORM_RATE_LIMIT=off, ONCEFORM_TRUSTED_PROXIES=10.0.0.1,10.1.0.0/16, RUST_LOG,
-             ONCEFORM_LOG_FORMAT=json";
-
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Command {
+    /// HTTP server and side-effect workers (the default).
     Serve,
+    /// Side-effect workers only.
     Worker,
+    /// Apply pending database migrations and exit.
     Migrate,
-    CheckConfig,
+    /// Validate the configuration and exit.
+    CheckConfig {
+        /// Also connect to the database (with a deadline) and report whether it answers.
+        #[arg(long)]
+        connect: bool,
+    },
+    /// Print the Prometheus alert rules with [alerts] owner and runbook_url.
     AlertRules,
-    CreateUser { email: String, role: Role, password_env: Option<String> },
-    SetPassword { email: String, password_env: Option<String> },
-    DisableUser { email: String },
-    Lifecycle(crate::lifecycle::commands::LifecycleCommand),
-    Rescreen(crate::duplicates::rescreen::RescreenArgs),
-    Help,
-    Version,
+    /// Admin accounts.
+    #[command(subcommand, arg_required_else_help = false)]
+    Admin(AdminCommand),
+    /// Run retention once, print what it purged.
+    Purge,
+    /// Erase one person's content now; lists the references that left.
+    #[command(group = clap::ArgGroup::new("person").required(true).args(["email", "phone"]))]
+    Erase {
+        #[arg(long, value_name = "E")]
+        email: Option<String>,
+        #[arg(long, value_name = "P")]
+        phone: Option<String>,
+        /// List what would be erased, erase nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Bring in historic submissions from a CSV file.
+    Import {
+        #[arg(long, value_name = "F")]
+        form: String,
+        #[arg(value_name = "FILE.csv")]
+        file: PathBuf,
+        /// Where the rows came from (shown in the admin).
+        #[arg(long, value_name = "NAME", default_value = "import")]
+        source: String,
+        /// The file's encoding when it is not UTF-8 or UTF-16 with a BOM.
+        #[arg(long, value_name = "big5|gb18030", value_parser = encoding)]
+        encoding: Option<String>,
+        #[arg(long)]
+        dry_run: bool,
+        /// Create the form's side effects for the imported rows too.
+        #[arg(long)]
+        with_effects: bool,
+    },
+    /// Duplicate detection.
+    #[command(subcommand, arg_required_else_help = false)]
+    Duplicates(DuplicatesCommand),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum AdminCommand {
+    /// An admin account; the password is read from stdin unless --password-env names it.
+    CreateUser {
+        #[arg(long, value_name = "E")]
+        email: String,
+        #[arg(long, value_name = "admin|viewer", default_value = "admin", value_parser = role)]
+        role: Role,
+        /// The environment variable holding the password.
+        #[arg(long, value_name = "VAR")]
+        password_env: Option<String>,
+    },
+    /// A new password (stdin unless --password-env names it); ends all of E's sessions.
+    SetPassword {
+        #[arg(long, value_name = "E")]
+        email: String,
+        #[arg(long, value_name = "VAR")]
+        password_env: Option<String>,
+    },
+    /// No more sign-ins for E; ends all of E's sessions.
+    DisableUser {
+        #[arg(long, value_name = "E")]
+        email: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum DuplicatesCommand {
+    /// Screen stored submissions again with the current rules; keeps admin decisions.
+    Rescreen {
+        #[arg(long, value_name = "F")]
+        form: Option<String>,
+        /// YYYY-MM-DD (UTC midnight) or RFC 3339.
+        #[arg(long, value_name = "DATE", value_parser = since)]
+        since: Option<NaiveDateTime>,
+    },
+}
+
+fn role(v: &str) -> Result<Role, String> {
+    Role::parse(v).ok_or_else(|| format!("unknown role `{v}`"))
+}
+
+fn encoding(v: &str) -> Result<String, String> {
+    crate::lifecycle::csv::encoding_named(v).map(|_| v.to_string())
+}
+
+fn since(v: &str) -> Result<NaiveDateTime, String> {
+    crate::duplicates::rescreen::parse_since(v)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,96 +161,44 @@ pub struct Args {
     pub config: Option<PathBuf>,
 }
 
-/// A failure and the exit code it ends the process with.
+/// How the process ends when it does not end well, or when it only printed (`--help`).
 #[derive(Debug)]
 pub struct Exit {
+    /// 0: `message` is what was asked for (help, version), for stdout; 2: a usage error;
+    /// 1: the command failed.
     pub code: i32,
     pub message: String,
 }
 
 impl Exit {
-    fn usage(message: String) -> Exit {
-        Exit { code: 2, message: format!("{message} (see `onceform --help`)") }
-    }
-
     fn failure(e: impl std::fmt::Display) -> Exit {
         Exit { code: 1, message: e.to_string() }
+    }
+
+    /// clap's error in one line (its first lines, before the usage), or its help text.
+    fn from_clap(e: clap::Error) -> Exit {
+        let text = e.render().to_string();
+        if !e.use_stderr() {
+            return Exit { code: 0, message: text };
+        }
+        let lines: Vec<&str> = text
+            .lines()
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let message = lines.join(" ");
+        let message = message.strip_prefix("error: ").unwrap_or(&message);
+        Exit { code: 2, message: format!("{message} (see `onceform --help`)") }
     }
 }
 
 /// Parses the arguments after the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
-    let mut command = None;
-    let mut config = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let set = |slot: &mut Option<Command>, c: Command| match slot.replace(c) {
-            Some(_) => Err(Exit::usage(format!("unexpected argument `{arg}`"))),
-            None => Ok(()),
-        };
-        match arg.as_str() {
-            "-h" | "--help" | "help" => set(&mut command, Command::Help)?,
-            "-V" | "--version" => set(&mut command, Command::Version)?,
-            "serve" => set(&mut command, Command::Serve)?,
-            "worker" => set(&mut command, Command::Worker)?,
-            "migrate" => set(&mut command, Command::Migrate)?,
-            "check-config" => set(&mut command, Command::CheckConfig)?,
-            "alert-rules" => set(&mut command, Command::AlertRules)?,
-            "admin" => {
-                let c = parse_admin(&mut args)?;
-                set(&mut command, c)?
-            }
-            "purge" | "erase" | "import" => {
-                let c = crate::lifecycle::commands::parse(&arg, &mut args).map_err(Exit::usage)?;
-                set(&mut command, Command::Lifecycle(c))?
-            }
-            "duplicates" => {
-                let c = crate::duplicates::rescreen::parse_args(&mut args).map_err(Exit::usage)?;
-                set(&mut command, Command::Rescreen(c))?
-            }
-            "--config" => match args.next() {
-                Some(path) => config = Some(PathBuf::from(path)),
-                None => return Err(Exit::usage("--config needs a path".into())),
-            },
-            a if a.starts_with("--config=") => config = Some(PathBuf::from(&a["--config=".len()..])),
-            a if a.starts_with('-') => return Err(Exit::usage(format!("unknown flag `{a}`"))),
-            a => return Err(Exit::usage(format!("unknown command `{a}`"))),
-        }
-    }
-    let config = config.or_else(|| std::env::var_os("ONCEFORM_CONFIG").map(PathBuf::from));
-    Ok(Args { command: command.unwrap_or(Command::Serve), config })
-}
-
-/// `admin create-user --email E [--role R] [--password-env VAR]`,
-/// `admin set-password --email E [--password-env VAR]`, `admin disable-user --email E`.
-fn parse_admin(args: &mut impl Iterator<Item = String>) -> Result<Command, Exit> {
-    let sub = args.next().unwrap_or_default();
-    let flags: &[&str] = match sub.as_str() {
-        "create-user" => &["--email", "--role", "--password-env"],
-        "set-password" => &["--email", "--password-env"],
-        "disable-user" => &["--email"],
-        other => return Err(Exit::usage(format!("unknown admin command `{other}`"))),
-    };
-    let (mut email, mut role, mut password_env) = (None, Role::Admin, None);
-    while let Some(flag) = args.next() {
-        if !flags.contains(&flag.as_str()) {
-            return Err(Exit::usage(format!("unknown flag `{flag}` for admin {sub}")));
-        }
-        let value = args.next().ok_or_else(|| Exit::usage(format!("{flag} needs a value")))?;
-        match flag.as_str() {
-            "--email" => email = Some(value),
-            "--role" => {
-                role = Role::parse(&value).ok_or_else(|| Exit::usage(format!("unknown role `{value}`")))?
-            }
-            _ => password_env = Some(value),
-        }
-    }
-    let email = email.ok_or_else(|| Exit::usage(format!("admin {sub} needs --email")))?;
-    Ok(match sub.as_str() {
-        "create-user" => Command::CreateUser { email, role, password_env },
-        "set-password" => Command::SetPassword { email, password_env },
-        _ => Command::DisableUser { email },
-    })
+    let argv = std::iter::once("onceform".to_string()).chain(args);
+    let cli = Cli::try_parse_from(argv).map_err(Exit::from_clap)?;
+    let config = cli.config.or_else(|| std::env::var_os("ONCEFORM_CONFIG").map(PathBuf::from));
+    Ok(Args { command: cli.command.unwrap_or(Command::Serve), config })
 }
 
 /// The password from `$VAR`, else one line of stdin.
@@ -171,188 +215,109 @@ fn read_password(password_env: Option<&str>) -> Result<String, Exit> {
 
 /// Runs a parsed command to completion.
 pub fn run(args: Args) -> Result<(), Exit> {
+    let config = load(&args)?;
     match args.command {
-        Command::Help => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        Command::Version => {
-            println!("onceform {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
-        }
-        Command::CheckConfig => {
-            let config = load(&args)?;
-            for warning in crate::check::warnings(&config) {
-                eprintln!("warning: {warning}");
-            }
-            let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
-            println!("configuration OK: {} form(s): {}", names.len(), names.join(", "));
-            Ok(())
-        }
+        Command::CheckConfig { connect } => check_config(&config, connect),
         Command::AlertRules => {
-            print!("{}", crate::alert_rules::render(&load(&args)?.alerts));
+            print!("{}", crate::alert_rules::render(&config.alerts));
             Ok(())
         }
         Command::Migrate => {
-            let config = load(&args)?;
             let url = crate::db::migrate(&config.database).map_err(Exit::failure)?;
             println!("migrations applied ({})", url.backend());
             Ok(())
         }
-        Command::CreateUser { ref email, role, ref password_env } => {
-            let config = load(&args)?;
-            let password = read_password(password_env.as_deref())?;
-            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
-            accounts::create_user(&pool, email, &password, role).map_err(Exit::failure)?;
-            println!("created {} user {}", role.as_str(), email.trim().to_lowercase());
-            Ok(())
+        Command::Admin(admin) => run_admin(admin, &config),
+        Command::Purge => run_lifecycle(LifecycleCommand::Purge, &config),
+        Command::Erase { email, phone, dry_run } => {
+            run_lifecycle(LifecycleCommand::Erase { email, phone, dry_run }, &config)
         }
-        Command::SetPassword { ref email, ref password_env } => {
-            let config = load(&args)?;
-            let password = read_password(password_env.as_deref())?;
-            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
-            let target = account_changes::Target::Email(email);
-            let done =
-                account_changes::set_password(&pool, target, &password, &account_changes::Actor::CommandLine)
-                    .map_err(Exit::failure)?;
-            println!("password set for {}; {} session(s) ended", done.email, done.sessions_ended);
-            Ok(())
+        Command::Import { form, file, source, encoding, dry_run, with_effects } => {
+            let import = LifecycleCommand::Import { form, file, source, dry_run, with_effects, encoding };
+            run_lifecycle(import, &config)
         }
-        Command::DisableUser { ref email } => {
-            let config = load(&args)?;
-            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
-            let target = account_changes::Target::Email(email);
-            let done = account_changes::disable_user(&pool, target, &account_changes::Actor::CommandLine)
-                .map_err(Exit::failure)?;
-            println!("disabled {}; {} session(s) ended", done.email, done.sessions_ended);
-            Ok(())
-        }
-        Command::Lifecycle(ref c) => crate::lifecycle::commands::run(c, &load(&args)?).map_err(Exit::failure),
-        Command::Rescreen(ref r) => {
-            let config = load(&args)?;
-            let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
-            let report = crate::duplicates::rescreen::rescreen(&config, &pool, r.form.as_deref(), r.since)
+        Command::Duplicates(DuplicatesCommand::Rescreen { form, since }) => {
+            let pool = startup::open_store(&config).map_err(Exit::failure)?;
+            let report = crate::duplicates::rescreen::rescreen(&config, &pool, form.as_deref(), since)
                 .map_err(Exit::failure)?;
             println!("{report}");
             Ok(())
         }
-        Command::Serve => serve(load(&args)?),
-        Command::Worker => worker(load(&args)?),
+        Command::Serve => startup::serve(config).map_err(Exit::failure),
+        Command::Worker => startup::worker(config).map_err(Exit::failure),
     }
 }
 
-fn load(args: &Args) -> Result<Config, Exit> {
-    crate::check::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
+fn run_lifecycle(command: LifecycleCommand, config: &Config) -> Result<(), Exit> {
+    let pool = startup::open_store(config).map_err(Exit::failure)?;
+    crate::lifecycle::commands::run(&command, config, &pool).map_err(Exit::failure)
 }
 
-fn serve(config: Config) -> Result<(), Exit> {
-    let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
-    let config = Arc::new(config);
-    let (stop, stopped) = watch::channel(false);
-    let workers = match config.worker.enabled {
-        true => Some(spawn_worker(&config, &pool, stopped)?),
-        false => None,
-    };
-    let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
-    let first_admin = accounts::bootstrap(&pool, &password_file).map_err(Exit::failure)?;
-    // On SQLite the retention pass's batches queue on the accepts' writer (no race for the lock).
-    let writes = Writes::shared(&pool, &config.database).map_err(Exit::failure)?;
-    let purging = crate::lifecycle::schedule::spawn(&config, writes, stop.subscribe());
-    let served = actix_web::rt::System::new().block_on(async move {
-        let app = Application::build(config.clone(), pool).map_err(Exit::failure)?;
-        let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
-        // Not println!: a closed stdout must not take the server down.
-        let mut out = std::io::stdout();
-        let _ = writeln!(out, "onceform listening on {base}");
-        if let Some(form) = config.forms.keys().next() {
-            let _ = writeln!(out, "open {base}/f/{form} for the {form} form, {base}/admin for the admin");
+fn run_admin(command: AdminCommand, config: &Config) -> Result<(), Exit> {
+    match command {
+        AdminCommand::CreateUser { email, role, password_env } => {
+            let password = read_password(password_env.as_deref())?;
+            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+            accounts::create_user(&pool, &email, &password, role).map_err(Exit::failure)?;
+            println!("created {} user {}", role.as_str(), email.trim().to_lowercase());
         }
-        if let Some(path) = first_admin {
-            let _ = writeln!(
-                out,
-                "no admin account existed: created admin@localhost; its password is in {} (readable by \
-                 this user only); the first sign-in asks for a new one",
-                path.display()
-            );
+        AdminCommand::SetPassword { email, password_env } => {
+            let password = read_password(password_env.as_deref())?;
+            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+            let target = account_changes::Target::Email(&email);
+            let done =
+                account_changes::set_password(&pool, target, &password, &account_changes::Actor::CommandLine)
+                    .map_err(Exit::failure)?;
+            println!("password set for {}; {} session(s) ended", done.email, done.sessions_ended);
         }
-        let _ = out.flush();
-        tracing::info!(database = %pool_label(&config), "serving");
-        app.run().await.map_err(Exit::failure)
-    });
-    // The HTTP server has stopped (SIGINT/SIGTERM): let the workers finish their pass.
-    let _ = stop.send(true);
-    if let Some(handle) = workers {
-        let _ = handle.join();
+        AdminCommand::DisableUser { email } => {
+            let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+            let target = account_changes::Target::Email(&email);
+            let done = account_changes::disable_user(&pool, target, &account_changes::Actor::CommandLine)
+                .map_err(Exit::failure)?;
+            println!("disabled {}; {} session(s) ended", done.email, done.sessions_ended);
+        }
     }
-    if let Some(handle) = purging {
-        let _ = handle.join();
-    }
-    served
-}
-
-/// A runtime for the workers, and the workers built inside it (the SMTP pool needs one).
-fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> Result<(tokio::runtime::Runtime, Worker), Exit> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Exit::failure)?;
-    let registry = {
-        let _entered = rt.enter();
-        crate::app::registry(config.clone()).map_err(Exit::failure)?
-    };
-    // SQLite: the transactions go through this process's group-commit writer, shared with
-    // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
-    let writes = Writes::shared(pool, &config.database).map_err(Exit::failure)?;
-    Ok((rt, Worker::new(writes, registry, config.worker.clone())))
-}
-
-/// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.
-fn spawn_worker(
-    config: &Arc<Config>,
-    pool: &Pool,
-    stopped: watch::Receiver<bool>,
-) -> Result<std::thread::JoinHandle<()>, Exit> {
-    let (rt, worker) = worker_runtime(config, pool)?;
-    Ok(std::thread::spawn(move || rt.block_on(worker.run(stopped))))
-}
-
-/// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
-fn worker(config: Config) -> Result<(), Exit> {
-    let pool = crate::lifecycle::connect(&config).map_err(Exit::failure)?;
-    let (rt, worker) = worker_runtime(&Arc::new(config), &pool)?;
-    rt.block_on(async move {
-        let (stop, stopped) = watch::channel(false);
-        tokio::spawn(async move {
-            shutdown_signal().await;
-            let _ = stop.send(true);
-        });
-        let mut out = std::io::stdout();
-        let _ = writeln!(out, "onceform worker {} running", worker.owner());
-        let _ = out.flush();
-        worker.run(stopped).await;
-    });
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+/// `check-config [--connect]`: the problems refuse the configuration (in `load`), the
+/// warnings are printed; the database is tried only when asked, within `CONNECT_DEADLINE`.
+fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
+    for warning in crate::check_config::warnings(config) {
+        eprintln!("warning: {warning}");
     }
+    let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
+    println!("configuration OK: {} form(s): {}", names.len(), names.join(", "));
+    let backend = config.database.url.backend();
+    if !connect {
+        println!("database ({backend}): not tried; `check-config --connect` connects to it");
+        return Ok(());
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let database = config.database.clone();
+    // A thread of its own: a host that drops packets would hold the connect far longer.
+    std::thread::spawn(move || tx.send(crate::db::probe::probe(&database)));
+    let secs = CONNECT_DEADLINE.as_secs();
+    match rx.recv_timeout(CONNECT_DEADLINE) {
+        Ok(Ok(Probe::Answered { pending: 0 })) => println!("database ({backend}): connected, migrations applied"),
+        Ok(Ok(Probe::Answered { pending })) => println!(
+            "database ({backend}): connected, {pending} migration(s) pending (`onceform migrate` or the next start applies them)"
+        ),
+        Ok(Ok(Probe::NoFileYet)) => println!(
+            "database ({backend}): the file does not exist yet; `onceform migrate` or the first start creates it"
+        ),
+        Ok(Err(e)) => return Err(Exit::failure(format!("database ({backend}): {e}"))),
+        Err(_) => return Err(Exit::failure(format!("database ({backend}): no answer within {secs} s"))),
+    }
+    Ok(())
 }
 
-/// The database in logs: the backend only, never the URL (it may hold a password).
-fn pool_label(config: &Config) -> &'static str {
-    config.database.url.backend()
+/// How long `check-config --connect` waits for the database.
+const CONNECT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn load(args: &Args) -> Result<Config, Exit> {
+    crate::check_config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
 }
 
 #[cfg(test)]
@@ -367,16 +332,60 @@ mod tests {
     fn serve_is_the_default() {
         assert_eq!(p(&[]).unwrap().command, Command::Serve);
         let a = p(&["--config", "x.toml", "check-config"]).unwrap();
-        assert_eq!((a.command, a.config), (Command::CheckConfig, Some(PathBuf::from("x.toml"))));
+        assert_eq!(
+            (a.command, a.config),
+            (Command::CheckConfig { connect: false }, Some(PathBuf::from("x.toml")))
+        );
         assert_eq!(p(&["migrate", "--config=y.toml"]).unwrap().config, Some(PathBuf::from("y.toml")));
     }
 
     #[test]
     fn bad_flags_are_usage_errors() {
-        for bad in [&["--bogus"][..], &["frobnicate"], &["--config"], &["serve", "migrate"]] {
+        for bad in [&["--bogus"][..], &["frobnicate"], &["--config"], &["serve", "migrate"], &["admin"]] {
             let e = p(bad).unwrap_err();
             assert_eq!(e.code, 2, "{bad:?}");
-            assert!(!e.message.contains('\n'));
+            assert!(!e.message.contains('\n'), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn the_lifecycle_commands_take_their_flags_in_any_order() {
+        let a = p(&["import", "--form", "contact", "old.csv", "--source", "excel", "--dry-run"]).unwrap();
+        assert_eq!(
+            a.command,
+            Command::Import {
+                form: "contact".into(),
+                file: "old.csv".into(),
+                source: "excel".into(),
+                encoding: None,
+                dry_run: true,
+                with_effects: false,
+            }
+        );
+        let a = p(&["purge", "--config", "onceform.toml"]).unwrap();
+        assert_eq!((a.command, a.config), (Command::Purge, Some(PathBuf::from("onceform.toml"))));
+        assert!(p(&["import", "--form", "contact", "x.csv", "--encoding", "latin9"])
+            .unwrap_err()
+            .message
+            .contains("unknown encoding `latin9`"));
+        for bad in [&["erase"][..], &["erase", "--email", "a@b", "--phone", "1"], &["import", "x.csv"]] {
+            assert_eq!(p(bad).unwrap_err().code, 2, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn rescreen_takes_a_form_and_a_date() {
+        let parsed = p(&["duplicates", "rescreen", "--form", "contact", "--since", "2026-11-01"]).unwrap();
+        let Command::Duplicates(DuplicatesCommand::Rescreen { form, since }) = parsed.command else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(form.as_deref(), Some("contact"));
+        assert_eq!(since.map(|t| t.to_string()).as_deref(), Some("2026-11-01 00:00:00"));
+        assert!(p(&["duplicates", "rescreen", "--since", "yesterday"])
+            .unwrap_err()
+            .message
+            .contains("not a date"));
+        assert!(p(&["duplicates", "rescreen", "--all"]).unwrap_err().message.contains("--all"));
+        assert!(p(&["duplicates", "frob"]).unwrap_err().message.contains("frob"));
     }
 }

@@ -5,7 +5,7 @@ pub mod accept;
 pub mod admin;
 pub mod alert_rules;
 pub mod app;
-pub mod check;
+pub mod check_config;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -6,8 +6,13 @@ fn main() {
         std::process::exit(2);
     }
     let result = onceform::cli::parse(std::env::args().skip(1)).and_then(onceform::cli::run);
-    if let Err(exit) = result {
-        eprintln!("onceform: {}", exit.message);
-        std::process::exit(exit.code);
+    match result {
+        Ok(()) => {}
+        // `--help`, `--version`: what was asked for, on stdout.
+        Err(exit) if exit.code == 0 => print!("{}", exit.message),
+        Err(exit) => {
+            eprintln!("onceform: {}", exit.message);
+            std::process::exit(exit.code);
+        }
     }
 }

@@ -62,7 +62,7 @@ impl Db {
         let text = format!("[database]\nurl = {:?}\n\n{server}\n\n{extra}\n\n{forms}", self.url);
         let path = self.dir.join(format!("onceform-{}.toml", uuid::Uuid::new_v4().simple()));
         std::fs::write(&path, text).unwrap();
-        let parsed = onceform::check::load(Some(&path), |_| None).unwrap();
+        let parsed = onceform::check_config::load(Some(&path), |_| None).unwrap();
         (path, parsed)
     }
 }

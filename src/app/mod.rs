@@ -1,9 +1,11 @@
 //! The application: builds the state, mounts the public surface (`http`), the admin
 //! (`admin`) and the inbound webhooks (`hooks`) on one listener, and runs them; builds the
-//! workers' `registry` of effect kinds and webhook handlers. Only `cli`
-//! (and the tests) import this module, except `app::state`, which sits below every area.
+//! workers' `registry` of effect kinds and webhook handlers; `startup` wires `serve` and
+//! `worker`. Only `cli` (and the tests) import this module, except `app::state`, which sits
+//! below every area.
 
 mod metrics;
+pub mod startup;
 pub mod state;
 
 use std::net::TcpListener;

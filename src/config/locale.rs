@@ -204,7 +204,11 @@ options = { topic = { Sales = "業務洽詢" } }
     fn texts_fall_back_to_the_first_locale_and_messages_use_labels() {
         let config = Config::parse(FORM).unwrap();
         let form = &config.forms["contact"];
-        assert!(crate::check::problems(&config).is_empty(), "{:?}", crate::check::problems(&config));
+        assert!(
+            crate::check_config::problems(&config).is_empty(),
+            "{:?}",
+            crate::check_config::problems(&config)
+        );
         assert_eq!(form.locale_for(Some("zh-TW,zh;q=0.9,en;q=0.5")), Locale::ZhTw);
         assert_eq!(form.locale_for(Some("de-CH,de;q=0.9")), Locale::En, "not offered: the first locale");
         assert_eq!(form.locale_for(Some("zh-CN")), Locale::ZhTw, "the nearest by language");
@@ -228,11 +232,13 @@ options = { topic = { Sales = "業務洽詢" } }
         assert!(Config::parse(&FORM.replace("Asia/Taipei", "Asia/Taipeh")).unwrap_err().contains("IANA"));
         let c = Config::parse(&FORM.replace("labels = { topic", "labels = { colour")).unwrap();
         assert!(
-            crate::check::problems(&c).iter().any(|p| p.contains("`colour` is not a field")),
+            crate::check_config::problems(&c).iter().any(|p| p.contains("`colour` is not a field")),
             "{:?}",
-            crate::check::problems(&c)
+            crate::check_config::problems(&c)
         );
         let c = Config::parse(&FORM.replace("locale = \"auto\"", "locale = \"zh-CN\"")).unwrap();
-        assert!(crate::check::problems(&c).iter().any(|p| p.contains("does not list the form's locale")));
+        assert!(crate::check_config::problems(&c)
+            .iter()
+            .any(|p| p.contains("does not list the form's locale")));
     }
 }

@@ -20,6 +20,7 @@ mod openssl_exit;
 mod owner;
 mod prepared_pg;
 pub mod primary_pg;
+pub mod probe;
 pub mod purge;
 mod queue;
 pub mod recipient_cap;

@@ -19,37 +19,8 @@ use crate::db::{DbError, Pool, Store};
 use crate::domain::{Channel, PairStatus, SubmissionId};
 use crate::with_conn;
 
-/// `duplicates rescreen [--form F] [--since DATE]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RescreenArgs {
-    pub form: Option<String>,
-    pub since: Option<NaiveDateTime>,
-}
-
-/// Parses what follows `duplicates`.
-pub fn parse_args(args: &mut impl Iterator<Item = String>) -> Result<RescreenArgs, String> {
-    match args.next().as_deref() {
-        Some("rescreen") => {}
-        Some(other) => return Err(format!("unknown duplicates command `{other}`")),
-        None => return Err("duplicates needs a command: rescreen".into()),
-    }
-    let mut parsed = RescreenArgs::default();
-    while let Some(flag) = args.next() {
-        let value = match flag.as_str() {
-            "--form" | "--since" => args.next().ok_or_else(|| format!("{flag} needs a value"))?,
-            other => return Err(format!("unknown flag `{other}` for duplicates rescreen")),
-        };
-        if flag == "--form" {
-            parsed.form = Some(value);
-        } else {
-            parsed.since = Some(parse_since(&value)?);
-        }
-    }
-    Ok(parsed)
-}
-
 /// `YYYY-MM-DD` (UTC midnight) or RFC 3339.
-fn parse_since(v: &str) -> Result<NaiveDateTime, String> {
+pub fn parse_since(v: &str) -> Result<NaiveDateTime, String> {
     chrono::DateTime::parse_from_rfc3339(v)
         .map(|t| t.naive_utc())
         .or_else(|_| {
@@ -187,24 +158,4 @@ fn again(
         }
     }
     Ok((screened, decided))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(a: &[&str]) -> Result<RescreenArgs, String> {
-        parse_args(&mut a.iter().map(|s| s.to_string()))
-    }
-
-    #[test]
-    fn the_command_takes_a_form_and_a_date() {
-        let parsed = args(&["rescreen", "--form", "contact", "--since", "2026-11-01"]).unwrap();
-        assert_eq!(parsed.form.as_deref(), Some("contact"));
-        assert_eq!(parsed.since.map(|t| t.to_string()).as_deref(), Some("2026-11-01 00:00:00"));
-        assert_eq!(args(&["rescreen"]).unwrap(), RescreenArgs::default());
-        assert!(args(&["rescreen", "--since", "yesterday"]).unwrap_err().contains("not a date"));
-        assert!(args(&["rescreen", "--all"]).unwrap_err().contains("unknown flag"));
-        assert!(args(&["frob"]).unwrap_err().contains("unknown duplicates command"));
-    }
 }

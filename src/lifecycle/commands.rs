@@ -1,11 +1,11 @@
-//! The lifecycle subcommands: `purge`, `erase`, `import`.
+//! The lifecycle subcommands: `purge`, `erase`, `import` (parsed by `cli`).
 
 use std::path::PathBuf;
 
 use super::{erase, import, purge};
 use crate::clock::now;
 use crate::config::Config;
-use crate::db::Writes;
+use crate::db::{Pool, Writes};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifecycleCommand {
@@ -25,66 +25,8 @@ pub enum LifecycleCommand {
     },
 }
 
-/// Parses the arguments after `purge`, `erase` or `import`.
-pub fn parse(command: &str, args: &mut impl Iterator<Item = String>) -> Result<LifecycleCommand, String> {
-    let mut rest: Vec<String> = args.collect();
-    let flag = |rest: &mut Vec<String>, name: &str| match rest.iter().position(|a| a == name) {
-        Some(i) => {
-            rest.remove(i);
-            true
-        }
-        None => false,
-    };
-    let value = |rest: &mut Vec<String>, name: &str| -> Result<Option<String>, String> {
-        match rest.iter().position(|a| a == name) {
-            Some(i) if i + 1 < rest.len() => {
-                let v = rest.remove(i + 1);
-                rest.remove(i);
-                Ok(Some(v))
-            }
-            Some(_) => Err(format!("{name} needs a value")),
-            None => Ok(None),
-        }
-    };
-    // `--config` may follow the command: leave it for the caller's parser.
-    let config = value(&mut rest, "--config")?;
-    let parsed = match command {
-        "purge" => LifecycleCommand::Purge,
-        "erase" => {
-            let dry_run = flag(&mut rest, "--dry-run");
-            let (email, phone) = (value(&mut rest, "--email")?, value(&mut rest, "--phone")?);
-            if email.is_some() == phone.is_some() {
-                return Err("erase needs one of --email E or --phone P".into());
-            }
-            LifecycleCommand::Erase { email, phone, dry_run }
-        }
-        _ => {
-            let dry_run = flag(&mut rest, "--dry-run");
-            let with_effects = flag(&mut rest, "--with-effects");
-            let form = value(&mut rest, "--form")?.ok_or("import needs --form F")?;
-            let source = value(&mut rest, "--source")?.unwrap_or_else(|| "import".into());
-            let encoding = value(&mut rest, "--encoding")?;
-            if let Some(e) = &encoding {
-                super::csv::encoding_named(e)?;
-            }
-            let file = match rest.iter().position(|a| !a.starts_with('-')) {
-                Some(i) => PathBuf::from(rest.remove(i)),
-                None => return Err("import needs a CSV file".into()),
-            };
-            LifecycleCommand::Import { form, file, source, dry_run, with_effects, encoding }
-        }
-    };
-    if let Some(unknown) = rest.first() {
-        return Err(format!("unexpected argument `{unknown}`"));
-    }
-    if let Some(c) = config {
-        std::env::set_var("ONCEFORM_CONFIG", c);
-    }
-    Ok(parsed)
-}
-
-pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
-    let pool = super::connect(config)?;
+/// Runs a parsed lifecycle command on the store `cli` opened (`app::startup::open_store`).
+pub fn run(command: &LifecycleCommand, config: &Config, pool: &Pool) -> anyhow::Result<()> {
     match command {
         LifecycleCommand::Purge => {
             let report = purge::run_pass(&Writes::pooled(pool.clone()), config, now())?;
@@ -109,7 +51,7 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
                 (None, None) => anyhow::bail!("erase needs --email or --phone"),
             };
             let files = erase::Files::of(config);
-            let report = erase::erase(&pool, &files, &person, *dry_run, &erase::Actor::cli())?;
+            let report = erase::erase(pool, &files, &person, *dry_run, &erase::Actor::cli())?;
             for line in report.lines() {
                 println!("{line}");
             }
@@ -127,7 +69,7 @@ pub fn run(command: &LifecycleCommand, config: &Config) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let options =
                 import::ImportOptions { form, source, dry_run: *dry_run, with_effects: *with_effects };
-            for line in import::import(&pool, config, &text, &options)?.lines() {
+            for line in import::import(pool, config, &text, &options)?.lines() {
                 println!("{line}");
             }
             Ok(())

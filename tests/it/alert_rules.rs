@@ -65,6 +65,7 @@ fn onceform_alert_rules_writes_the_configured_owner_and_promtool_accepts_it() {
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_onceform"))
         .args(["--config", config.to_str().unwrap(), "alert-rules"])
+        .current_dir(&dir)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

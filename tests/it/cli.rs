@@ -102,6 +102,7 @@ fn processes_started_at_once_on_a_fresh_sqlite_file_all_migrate() {
             .map(|_| {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_onceform"));
                 cmd.arg("migrate")
+                    .current_dir(crate::support::own_dir())
                     .env_remove("ONCEFORM_CONFIG")
                     .env("ONCEFORM_DATABASE_URL", &db.url)
                     .env("RUST_LOG", "off")
@@ -195,4 +196,132 @@ fn check_config_refuses_keys_shorter_than_content_and_warns_below_max_retry_age(
     let out = onceform(&["check-config", "--config", typo.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is not a duration like 90d"), "{}", stderr(&out));
+}
+
+#[test]
+fn admin_without_a_command_is_a_usage_error_naming_the_commands() {
+    let out = onceform(&["admin"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains("unknown admin command"), "{err}");
+    assert!(err.contains("requires a subcommand") && err.contains("create-user"), "{err}");
+}
+
+#[test]
+fn help_lists_the_commands_and_the_environment() {
+    let out = onceform(&["--help"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in ["check-config", "duplicates", "--config"] {
+        assert!(help.contains(word), "{word}: {help}");
+    }
+    for var in [
+        "ONCEFORM_CONFIG",
+        "ONCEFORM_DATABASE_URL",
+        "ONCEFORM_BIND",
+        "ONCEFORM_SECRET",
+        "ONCEFORM_SECRET_PREVIOUS",
+        "ONCEFORM_METRICS_TOKEN",
+        "ONCEFORM_SMTP_URL",
+        "ONCEFORM_CRM_URL",
+        "ONCEFORM_CRM_TOKEN",
+        "ONCEFORM_RATE_LIMIT",
+        "ONCEFORM_TRUSTED_PROXIES",
+        "ONCEFORM_LOG_FORMAT",
+        "RUST_LOG",
+    ] {
+        assert!(help.contains(var), "{var} missing from --help");
+    }
+}
+
+#[test]
+fn check_config_connects_only_when_asked() {
+    let stdout = |o: &Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let admin = crate::support::pg_admin_url();
+    let missing = format!("{}/onceform_no_such_database", admin.rsplit_once('/').unwrap().0);
+    let missing = missing.as_str();
+    let out = onceform(&["check-config"], &[("ONCEFORM_DATABASE_URL", missing)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("database (postgres): not tried; `check-config --connect`"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", missing)]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("onceform: database (postgres): cannot connect to PostgreSQL"), "{err}");
+    assert!(err.contains("onceform_no_such_database"), "{err}");
+
+    let db = TestDb::new(Backend::Postgres);
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("connected") && stdout(&out).contains("migration(s) pending"),
+        "{}",
+        stdout(&out)
+    );
+    let migrated = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &db.url)]);
+    assert!(stdout(&out).contains("database (postgres): connected, migrations applied"), "{}", stdout(&out));
+
+    let sqlite = TestDb::new(Backend::Sqlite);
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &sqlite.url)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("does not exist yet"), "{}", stdout(&out));
+    let migrated = onceform(&["migrate"], &[("ONCEFORM_DATABASE_URL", &sqlite.url)]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let out = onceform(&["check-config", "--connect"], &[("ONCEFORM_DATABASE_URL", &sqlite.url)]);
+    assert!(stdout(&out).contains("database (sqlite): connected, migrations applied"), "{}", stdout(&out));
+}
+
+#[test]
+fn every_misspelt_key_is_named_at_its_own_line_with_the_key_it_resembles() {
+    let text =
+        "[server]\nbind = '127.0.0.1:0'\nbody_timout_ms = 5000\n\n[forms.contact]\ntitle = 'Contact'\n\
+                min_fil_seconds = 3\n[[forms.contact.fields]]\nname = 'email'\ntyp = 'email'\n";
+    let typo = temp_file("typos.toml", text);
+    let out = onceform(&["check-config", "--config", typo.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for problem in [
+        "line 3: server: unknown field `body_timout_ms` (did you mean `body_timeout_ms`?)",
+        "line 7: forms.contact: unknown field `min_fil_seconds` (did you mean `min_fill_seconds`?)",
+        "line 10: forms.contact.fields: unknown field `typ` (did you mean `type`?)",
+    ] {
+        assert!(err.contains(problem), "{problem}: {err}");
+    }
+    assert!(!err.contains("TOML parse error") && !err.contains(" | "), "no squashed snippet: {err}");
+}
+
+/// No test writes into the checkout's ./data: every `onceform` a test spawns is given a
+/// working directory of its own (in-process servers get their paths from `test_config`).
+#[test]
+fn every_spawned_onceform_runs_in_a_directory_of_its_own() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut files = vec![root];
+    let mut unplaced = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.contains(concat!("CARGO_BIN_EXE_", "onceform")) && line.contains("Command::new") {
+                // The statement and those right after it, up to a blank line or the function's end.
+                let window = lines[i..].iter().take_while(|l| !l.trim().is_empty() && !l.starts_with('}'));
+                if !window.take(20).any(|l| l.contains("current_dir")) {
+                    unplaced.push(format!("{}:{}", path.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(unplaced.is_empty(), "spawned without current_dir: {unplaced:?}");
 }

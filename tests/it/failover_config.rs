@@ -7,6 +7,7 @@ use std::process::Command;
 fn check_config(url: &str) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_onceform"))
         .arg("check-config")
+        .current_dir(crate::support::own_dir())
         .env_remove("ONCEFORM_CONFIG")
         .env("ONCEFORM_DATABASE_URL", url)
         .env("RUST_LOG", "off")

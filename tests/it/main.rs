@@ -12,6 +12,7 @@ mod browser;
 mod cli;
 mod cold_replays;
 mod concurrency;
+mod config_reference;
 mod connections;
 mod crm_hubspot;
 mod crm_salesforce;

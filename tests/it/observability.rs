@@ -9,11 +9,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{inquiry, new_key, Backend, TestDb};
+use crate::support::{inquiry, new_key, own_dir, Backend, TestDb};
 
 #[test]
 fn version_prints_the_package_version() {
-    let out = Command::new(env!("CARGO_BIN_EXE_onceform")).arg("--version").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_onceform"))
+        .arg("--version")
+        .current_dir(own_dir())
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8(out.stdout).unwrap().trim(),
@@ -25,6 +29,7 @@ fn version_prints_the_package_version() {
 fn an_unknown_log_format_is_one_line_and_exit_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_onceform"))
         .arg("check-config")
+        .current_dir(own_dir())
         .env("ONCEFORM_LOG_FORMAT", "xml")
         .output()
         .unwrap();

@@ -70,7 +70,7 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
     let mut config = Config::builtin().unwrap();
     config.crm.adapter = Some("generic".into());
     config.crm.url = Some(evil.into());
-    let problems = onceform::check::problems(&config);
+    let problems = onceform::check_config::problems(&config);
     assert!(
         problems.iter().any(|p| p.starts_with("crm.url:") && p.contains("crm.evil.example")),
         "{problems:?}"
@@ -82,7 +82,7 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
          url = '{evil}'\nlookup_url = 'https://{{key}}.evil.example/'\n"
     );
     config.hooks.insert("helpdesk".into(), hook(&source));
-    let problems = onceform::check::problems(&config);
+    let problems = onceform::check_config::problems(&config);
     assert!(problems.iter().any(|p| p.starts_with("hooks.helpdesk.handlers.fwd.url:")), "{problems:?}");
     assert!(
         problems.iter().any(|p| p.starts_with("hooks.helpdesk.handlers.fwd.lookup_url:")),
@@ -95,7 +95,11 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
         "verify = \"none\"\nevent_id = \"json:/id\"\n[[handlers]]\nname = \"fwd\"\nkind = \"forward\"\n\
                 url = \"http://127.0.0.1:9/x\"\nlookup_url = \"https://hooks.example.com/x/{key}\"\n";
     config.hooks.insert("helpdesk".into(), hook(fine));
-    assert!(onceform::check::problems(&config).is_empty(), "{:?}", onceform::check::problems(&config));
+    assert!(
+        onceform::check_config::problems(&config).is_empty(),
+        "{:?}",
+        onceform::check_config::problems(&config)
+    );
 }
 
 /// Issue 21: a name holding CRLF was folded into the confirmation's greeting ("Hello Eve Bcc:

@@ -41,7 +41,7 @@ async fn webhook_app(backend: Backend, receiver: &Receiver, secrets: &str) -> De
             receiver.events_url()
         );
     let parsed = Config::parse(&text).unwrap();
-    assert_eq!(onceform::check::problems(&parsed), Vec::<String>::new());
+    assert_eq!(onceform::check_config::problems(&parsed), Vec::<String>::new());
     spawn_delivery_app(backend, |c| c.forms = parsed.forms).await
 }
 

@@ -109,7 +109,7 @@ mod tests {
                 ("salesforce_external_id_field".to_string(), "crm.salesforce.external_id_field".to_string()),
             ]
         );
-        let w = crate::check::warnings(&c).join("\n");
+        let w = crate::check_config::warnings(&c).join("\n");
         assert!(w.contains("crm.hubspot_id_property: moved to `crm.hubspot.id_property`"), "{w}");
     }
 

@@ -155,6 +155,14 @@ pub struct TestApp {
 /// The server secret of the tests (pass it as `ONCEFORM_SECRET` to a child `onceform`).
 pub const TEST_SECRET: &str = "onceform integration-test secret";
 
+/// A fresh directory of its own for a spawned `onceform` (its working directory): whatever
+/// it writes under ./data stays out of the checkout.
+pub fn own_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("onceform-run-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// The demo configuration, rate limits off, on a fresh database of `backend`.
 pub fn test_config(db_url: &str) -> Config {
     use onceform::domain::keyring::{install, Keyring};

@@ -1,7 +1,7 @@
-//! `check-config`: every problem in a configuration, each named by its path: the
-//! configuration's own rules (`config::problems`, which ask each webhook source's verifier
-//! and handler kinds theirs), the CRM adapter's (`effects::crm`) and each effect kind's
-//! (`effects`).
+//! The `check-config` use case (`onceform check-config`, and every start): every problem in
+//! a configuration, each named by its path: the configuration's own rules
+//! (`config::problems`, in `config/rules.rs`, which ask each webhook source's verifier and
+//! handler kinds theirs), the CRM adapter's (`effects::crm`) and each effect kind's (`effects`).
 
 use std::path::Path;
 

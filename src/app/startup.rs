@@ -1,0 +1,138 @@
+//! Start-up: what `serve` and `worker` build before they run, and the store every command
+//! that touches data opens first. `serve` builds the state and the listener
+//! (`Application::build`) beside the workers and the retention schedule, then runs until
+//! SIGINT or SIGTERM.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::Application;
+use crate::admin::accounts;
+use crate::config::Config;
+use crate::db::{Pool, Writes};
+use crate::domain::keyring::{self, Keyring};
+use crate::worker::Worker;
+
+/// What `serve`, `worker` and the data commands do first: install the keyring (the server
+/// secret from `ONCEFORM_SECRET`, else `server.secret_file`), connect and migrate, and key
+/// any stored digests that are not keyed with the current secret yet.
+pub fn open_store(config: &Config) -> anyhow::Result<Pool> {
+    keyring::install(Keyring::from_env(&config.server.secret_file)?);
+    let pool = Pool::connect(&config.database)?;
+    let (submissions, conflicts) = crate::lifecycle::rekey::rekey(&pool, config)
+        .map_err(|e| anyhow::anyhow!("keying stored digests: {e}"))?;
+    if submissions + conflicts > 0 {
+        tracing::info!(submissions, conflicts, "stored digests keyed with the current secret");
+    }
+    Ok(pool)
+}
+
+/// `onceform serve`: the HTTP server, with the workers (unless `worker.enabled = false`)
+/// and the retention schedule beside it, until SIGINT or SIGTERM.
+pub fn serve(config: Config) -> anyhow::Result<()> {
+    let pool = open_store(&config)?;
+    let config = Arc::new(config);
+    let (stop, stopped) = watch::channel(false);
+    let workers = match config.worker.enabled {
+        true => Some(spawn_worker(&config, &pool, stopped)?),
+        false => None,
+    };
+    let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
+    let first_admin = accounts::bootstrap(&pool, &password_file)?;
+    // On SQLite the retention pass's batches queue on the accepts' writer (no race for the lock).
+    let writes = Writes::shared(&pool, &config.database)?;
+    let purging = crate::lifecycle::schedule::spawn(&config, writes, stop.subscribe());
+    let served = actix_web::rt::System::new().block_on(async move {
+        let app = Application::build(config.clone(), pool)?;
+        let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
+        announce(&config, &base, first_admin.as_deref());
+        tracing::info!(database = config.database.url.backend(), "serving");
+        app.run().await.map_err(anyhow::Error::from)
+    });
+    // The HTTP server has stopped (SIGINT/SIGTERM): let the workers finish their pass.
+    let _ = stop.send(true);
+    if let Some(handle) = workers {
+        let _ = handle.join();
+    }
+    if let Some(handle) = purging {
+        let _ = handle.join();
+    }
+    served
+}
+
+/// Where the server listens, the first form, and where a first admin's password was written.
+fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) {
+    // Not println!: a closed stdout must not take the server down.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "onceform listening on {base}");
+    if let Some(form) = config.forms.keys().next() {
+        let _ = writeln!(out, "open {base}/f/{form} for the {form} form, {base}/admin for the admin");
+    }
+    if let Some(path) = first_admin {
+        let _ = writeln!(
+            out,
+            "no admin account existed: created admin@localhost; its password is in {} (readable by \
+             this user only); the first sign-in asks for a new one",
+            path.display()
+        );
+    }
+    let _ = out.flush();
+}
+
+/// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
+pub fn worker(config: Config) -> anyhow::Result<()> {
+    let pool = open_store(&config)?;
+    let (rt, worker) = worker_runtime(&Arc::new(config), &pool)?;
+    rt.block_on(async move {
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "onceform worker {} running", worker.owner());
+        let _ = out.flush();
+        worker.run(stopped).await;
+    });
+    Ok(())
+}
+
+/// A runtime for the workers, and the workers built inside it (the SMTP pool needs one).
+fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> anyhow::Result<(tokio::runtime::Runtime, Worker)> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let registry = {
+        let _entered = rt.enter();
+        super::registry(config.clone())?
+    };
+    // SQLite: the transactions go through this process's group-commit writer, shared with
+    // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
+    let writes = Writes::shared(pool, &config.database)?;
+    Ok((rt, Worker::new(writes, registry, config.worker.clone())))
+}
+
+/// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.
+fn spawn_worker(
+    config: &Arc<Config>,
+    pool: &Pool,
+    stopped: watch::Receiver<bool>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let (rt, worker) = worker_runtime(config, pool)?;
+    Ok(std::thread::spawn(move || rt.block_on(worker.run(stopped))))
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

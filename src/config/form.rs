@@ -1,0 +1,211 @@
+//! `[forms.NAME]`: one form, its own settings and its per-client rate limit (the larger
+//! sub-tables have files of their own: duplicates, email, retention, locale, spam).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use validator::Validate;
+
+use super::{
+    spam, CaptchaConfig, DuplicateConfig, EmailTexts, FormTexts, KindSettings, LocaleChoice, RetentionConfig,
+};
+use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema, Undeclared};
+
+/// Unknown keys are refused by `settings`, which takes only the tables of effect kinds.
+#[derive(Debug, Clone, Deserialize, Validate)]
+pub struct FormConfig {
+    /// Required: a missing title is an empty one, refused by the check (it is read after
+    /// unknown keys, so that a misspelt `title` is named as such).
+    #[serde(default)]
+    #[validate(length(min = 1, max = 200))]
+    pub title: String,
+    #[serde(default)]
+    pub intro: Option<String>,
+    #[serde(default)]
+    pub fields: Vec<FieldConfig>,
+    #[serde(default)]
+    pub effects: Vec<EffectKind>,
+    /// Accept plain HTML posts without an `operation_id` (screened as keyless).
+    #[serde(default = "yes")]
+    pub allow_keyless_html: bool,
+    /// Accept JSON posts without a key.
+    #[serde(default)]
+    pub allow_keyless_api: bool,
+    /// Name of the hidden field bots fill in; empty turns the honeypot off.
+    #[serde(default = "default_honeypot")]
+    pub honeypot: String,
+    /// Volatile fields accepted but never stored nor fingerprinted (captcha tokens).
+    #[serde(default = "default_ignore_fields")]
+    pub ignore_fields: Vec<String>,
+    /// What a field the form does not declare gets: `reject` (422) or `keep` (stored as text).
+    #[serde(default)]
+    pub undeclared_fields: Undeclared,
+    #[serde(default = "default_max_body_bytes")]
+    #[validate(range(min = 256, max = 10485760))]
+    pub max_body_bytes: usize,
+    #[serde(default)]
+    #[validate(nested)]
+    pub rate_limit: RateLimitConfig,
+    /// Addresses that get the owner notification (Reply-To: the visitor).
+    #[serde(default)]
+    pub notify: Vec<String>,
+    /// CRM field name for each form field sent with the lead (default: every field under its
+    /// own name, and the journey ID as `journey_id`); with a mapping, the journey ID is sent
+    /// only if `journey_id` is mapped too.
+    #[serde(default)]
+    pub crm_fields: BTreeMap<String, String>,
+    /// A value for a CRM field that the mapping leaves blank or unmapped (e.g. Salesforce
+    /// Lead's required `Company`): CRM field name → constant.
+    #[serde(default)]
+    pub crm_defaults: BTreeMap<String, String>,
+    /// The duplicate detector: how far back it looks and what a likely duplicate does.
+    #[serde(default)]
+    #[validate(nested)]
+    pub duplicates: DuplicateConfig,
+    /// The region (ISO 3166 code, e.g. `TW`, `US`) a phone number in national format is
+    /// read as, for matching (E.164); what the visitor typed is what is stored.
+    #[serde(default)]
+    #[validate(custom(function = "crate::domain::region::check_region"))]
+    pub default_region: Option<String>,
+    /// How long an operation ID keeps answering replays.
+    #[serde(default = "default_operation_ttl_days")]
+    #[validate(range(min = 1, max = 3650))]
+    pub operation_ttl_days: u32,
+    /// The confirmation email greets by name and lists what the visitor typed (else: only the
+    /// reference; docs/email.md).
+    #[serde(default)]
+    pub confirmation_echo: bool,
+    /// At most one confirmation per recipient address within this many minutes (0: no cap).
+    #[serde(default = "default_confirmation_window_minutes")]
+    #[validate(range(max = 525600))]
+    pub confirmation_window_minutes: u32,
+    /// The operator's own words in this form's emails (plain text, never a template).
+    #[serde(default)]
+    pub email: EmailTexts,
+    /// Origins (`https://www.example.com`) whose pages may call the JSON API (CORS, exact
+    /// match); when set, POSTs from other origins are refused.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Where a plain HTML post lands after acceptance (303) instead of the receipt.
+    #[serde(default)]
+    pub redirect: Option<String>,
+    /// A form rendered by onceform and posted sooner than this is stored as spam (0: off).
+    #[serde(default = "spam::default_min_fill_seconds")]
+    #[validate(range(max = 3600))]
+    pub min_fill_seconds: u32,
+    /// A server-side captcha check before any side effect is created.
+    #[serde(default)]
+    pub captcha: Option<CaptchaConfig>,
+    /// The visitor's language: a shipped locale (`zh-TW`) or `auto` (negotiated from
+    /// `Accept-Language` among `locales`); default `en`.
+    #[serde(default)]
+    pub locale: LocaleChoice,
+    /// The locales an `auto` form offers, the first being the one its own texts are
+    /// written in (the fallback); empty: all shipped locales.
+    #[serde(default)]
+    pub locales: Vec<crate::i18n::Locale>,
+    /// Dates in emails are shown in this IANA time zone (`Asia/Taipei`); default UTC.
+    #[serde(default)]
+    pub time_zone: crate::i18n::TimeZone,
+    /// The form's own texts per locale (`[forms.F.texts.zh-TW]`).
+    #[serde(default)]
+    pub texts: BTreeMap<crate::i18n::Locale, FormTexts>,
+    /// How long content and then keys are kept (`[forms.F.retention]`).
+    #[serde(default)]
+    pub retention: RetentionConfig,
+    /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
+    #[serde(flatten)]
+    pub settings: KindSettings,
+}
+
+impl FormConfig {
+    /// The keys of a form's own table (its effect kinds' tables, `[forms.F.slack]`, come
+    /// beside them): for "did you mean" on a misspelt one, and the reference's test.
+    pub const KEYS: &'static [&'static str] = &[
+        "title",
+        "intro",
+        "fields",
+        "effects",
+        "allow_keyless_html",
+        "allow_keyless_api",
+        "honeypot",
+        "ignore_fields",
+        "undeclared_fields",
+        "max_body_bytes",
+        "rate_limit",
+        "notify",
+        "crm_fields",
+        "crm_defaults",
+        "duplicates",
+        "default_region",
+        "operation_ttl_days",
+        "confirmation_echo",
+        "confirmation_window_minutes",
+        "email",
+        "allowed_origins",
+        "redirect",
+        "min_fill_seconds",
+        "captcha",
+        "locale",
+        "locales",
+        "time_zone",
+        "texts",
+        "retention",
+    ];
+
+    pub fn field(&self, name: &str) -> Option<&FieldConfig> {
+        FormSchema::from(self).field(name)
+    }
+
+    pub fn has_email_field(&self) -> bool {
+        self.fields.iter().any(|f| f.kind == FieldType::Email)
+    }
+}
+
+/// The part of a form that says what a valid submission is.
+impl<'a> From<&'a FormConfig> for FormSchema<'a> {
+    fn from(form: &'a FormConfig) -> FormSchema<'a> {
+        FormSchema {
+            fields: &form.fields,
+            honeypot: &form.honeypot,
+            ignore_fields: &form.ignore_fields,
+            undeclared: form.undeclared_fields,
+        }
+    }
+}
+
+/// The form settings' defaults (a form has no `Default`: its title is required).
+fn yes() -> bool {
+    true
+}
+fn default_honeypot() -> String {
+    "website".into()
+}
+fn default_ignore_fields() -> Vec<String> {
+    ["g-recaptcha-response", "h-captcha-response", "cf-turnstile-response"].map(String::from).to_vec()
+}
+fn default_max_body_bytes() -> usize {
+    64 * 1024
+}
+fn default_operation_ttl_days() -> u32 {
+    395
+}
+fn default_confirmation_window_minutes() -> u32 {
+    60
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Requests allowed per client within `per_seconds` (a token bucket).
+    #[validate(range(min = 1, max = 1000000))]
+    pub requests: u32,
+    #[validate(range(min = 1, max = 86400))]
+    pub per_seconds: u32,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self { requests: 30, per_seconds: 60 }
+    }
+}

@@ -1,0 +1,78 @@
+//! `[server]`: the listener, its connection deadlines and caps, and the files the server
+//! keeps (secret, first admin password, webhook spool).
+
+use std::net::SocketAddr;
+
+use serde::Deserialize;
+use validator::Validate;
+
+use super::{parsed, MetricsToken, TrustedProxies};
+
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    #[serde(deserialize_with = "parsed::de_bind")]
+    pub bind: SocketAddr,
+    /// Per-client rate limits on the public submit endpoints.
+    pub rate_limit: bool,
+    /// HTTP worker threads; 0 means one per core but one, at least one (`http::server`).
+    #[validate(range(max = 256))]
+    pub http_workers: usize,
+    /// Committed results kept in memory to answer retries without the database (entries,
+    /// about 1 KiB each); 0 turns the cache off.
+    #[validate(range(max = 10_000_000))]
+    pub replay_cache: usize,
+    /// Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` names the client
+    /// for rate limits and sign-in throttling. Empty: the header is ignored.
+    #[serde(deserialize_with = "parsed::de_trusted_proxies")]
+    pub trusted_proxies: TrustedProxies,
+    /// Connection deadlines and caps (applied in `src/http/connections.rs`).
+    #[validate(range(min = 100, max = 600000))]
+    pub body_timeout_ms: u64,
+    #[validate(range(min = 100, max = 600000))]
+    pub request_head_timeout_ms: u64,
+    #[validate(range(max = 3600))]
+    pub keep_alive_seconds: u64,
+    #[validate(range(min = 1, max = 1000000))]
+    pub max_connections_per_worker: usize,
+    /// `Secure` cookies with the `__Host-` prefix, and HSTS; unset: on unless bound to loopback.
+    pub secure_cookies: Option<bool>,
+    /// `ONCEFORM_METRICS_TOKEN`: `/metrics` then needs `Authorization: Bearer TOKEN`.
+    pub metrics_token: Option<MetricsToken>,
+    /// How old `/metrics`' database figures may be (they are counted at most this often).
+    #[validate(range(max = 300000))]
+    pub metrics_cache_ms: u64,
+    /// Where the first start writes the generated admin password (mode 0600).
+    pub initial_password_file: String,
+    /// Where the server secret is generated once when `ONCEFORM_SECRET` is not set.
+    pub secret_file: String,
+    /// Where webhook sources with `when_store_down = "spool"` keep the deliveries the
+    /// database could not take (one file per process).
+    pub spool_dir: String,
+    /// The spool's size at most, in bytes; a delivery that does not fit is answered 503.
+    #[validate(range(min = 4096))]
+    pub spool_max_bytes: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            rate_limit: true,
+            http_workers: 0,
+            replay_cache: 20_000,
+            trusted_proxies: Default::default(),
+            body_timeout_ms: 10_000,
+            request_head_timeout_ms: 5_000,
+            keep_alive_seconds: 5,
+            max_connections_per_worker: 10_000,
+            secure_cookies: None,
+            metrics_token: None,
+            metrics_cache_ms: 5_000,
+            initial_password_file: "./data/initial-admin-password".into(),
+            secret_file: "./data/secret".into(),
+            spool_dir: "./data/spool".into(),
+            spool_max_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
