@@ -14,7 +14,8 @@ use crate::app::state::AppState;
 use crate::clock::now;
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
 use crate::db::{DbError, Store};
-use crate::domain::{EffectId, EffectState, SubmissionId};
+use crate::domain::{EffectId, EffectState, RecordKind};
+use crate::effects::http::encode_segment;
 use crate::format::reference;
 use crate::render::html;
 use crate::with_conn;
@@ -26,7 +27,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 pub struct EffectView {
     pub id: EffectId,
-    pub submission_id: SubmissionId,
+    /// The owner's admin page: the submission's, or the inbound event's.
+    pub owner_href: String,
     pub reference: String,
     pub form: String,
     pub kind: String,
@@ -41,11 +43,18 @@ pub struct EffectView {
 
 impl From<EffectRow> for EffectView {
     fn from(e: EffectRow) -> Self {
+        let owner_href = match &e.kind {
+            RecordKind::Hook(h) => match encode_segment(h.source()) {
+                Some(source) => format!("/admin/inbound/{source}/events/{}", e.submission_id),
+                None => "/admin/effects".to_string(),
+            },
+            RecordKind::Form(_) => format!("/admin/submissions/{}", e.submission_id),
+        };
         EffectView {
+            owner_href,
             reference: reference(&e.submission_id),
             updated_at: crate::format::shown(e.updated_at),
             id: e.id,
-            submission_id: e.submission_id,
             form: e.form,
             kind: e.kind.to_string(),
             batch: e.batch,

@@ -138,6 +138,9 @@ async fn the_inbound_page_shows_events_handlers_conflicts_and_replays_a_handler_
     let detail = detail.text().await.unwrap();
     assert_eq!(detail.matches("<td>replayed</td>").count(), 1);
     assert_eq!(detail.matches("<td>conflict</td>").count(), 1);
+    let effects = app.app.admin_get(Some(&admin), "/admin/effects?state=SENT").await.text().await.unwrap();
+    let link = format!(r#"<a href="/admin/inbound/helpdesk/events/{event_row}">"#);
+    assert!(effects.contains(&link), "a handler's record links to its event: {effects}");
 
     let replay = format!("/admin/inbound/helpdesk/events/{event_row}/replay");
     let resp = app.app.admin_post(Some(&admin), &replay, Some(&admin.csrf), &[("handler", "to-crm")]).await;
