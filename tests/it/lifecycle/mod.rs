@@ -1,6 +1,16 @@
 //! What the lifecycle tests share: a config with retention windows and a phone field, the
 //! `onceform` binary run against the test's database, and a search of every text column.
 
+pub mod caps;
+pub mod digests;
+pub mod erase;
+pub mod import;
+pub mod journey;
+pub mod pages;
+pub mod purge_pg;
+pub mod purged_effects;
+pub mod retention;
+
 use std::process::{Command, Output};
 
 use diesel::prelude::*;

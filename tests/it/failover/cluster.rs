@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use diesel::prelude::*;
 use serde_json::Value;
 
+use crate::delivery::workers::{config_file, wait_for};
 use crate::support::cluster::Cluster;
 use crate::support::crm::{FakeCrm, Fault};
 use crate::support::smtp::SmtpSink;
 use crate::support::worker_process::WorkerProcess;
 use crate::support::{inquiry, new_key, seed, spawn_on, test_config, TestApp, TestDb};
-use crate::workers::{config_file, wait_for};
 
 async fn cluster() -> Option<Arc<Cluster>> {
     tokio::task::spawn_blocking(Cluster::start).await.unwrap().map(Arc::new)

@@ -105,7 +105,7 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
 /// Issue 21: a name holding CRLF was folded into the confirmation's greeting ("Hello Eve Bcc:
 /// victim@evil.example Subject: injected,"), text a stranger chose, sent to someone else.
 async fn a_crlf_name_sent_to_a_victim_puts_no_chosen_text_in_the_confirmation(backend: Backend) {
-    use crate::mail_hardening::parts;
+    use crate::delivery::mail_hardening::parts;
     use crate::support::delivery::spawn_delivery_app;
     use crate::support::new_key;
 

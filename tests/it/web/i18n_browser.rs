@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use onceform::config::LocaleChoice;
 use onceform::i18n::Locale;
 
-use crate::i18n::speak;
 use crate::support::browser::Browser;
 use crate::support::static_site::StaticSite;
 use crate::support::{spawn_app_with, Backend};
+use crate::web::i18n::speak;
 
 /// Waits up to `seconds` for `needle` in the page.
 async fn wait_long(browser: &Browser, needle: &str, seconds: u64) -> String {

@@ -146,7 +146,7 @@ async fn stripe_verifier(backend: Backend) {
 }
 
 fn vector() -> Value {
-    serde_json::from_str(include_str!("../fixtures/wecom/vector.json")).unwrap()
+    serde_json::from_str(include_str!("../../fixtures/wecom/vector.json")).unwrap()
 }
 
 async fn wecom_app(backend: Backend, tolerance: u64) -> HookApp {

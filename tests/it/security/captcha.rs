@@ -14,7 +14,7 @@ use onceform::spam::altcha::Challenge;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;
-use crate::spam::verdict;
+use crate::security::spam::verdict;
 use crate::support::captcha::FakeCaptcha;
 use crate::support::{inquiry, new_key, spawn_app_with, Backend, TestApp};
 

@@ -1,0 +1,7 @@
+//! The admin: effects, pages, review, sessions, sign-in.
+
+pub mod effects;
+pub mod login_throttle;
+pub mod pages;
+pub mod review;
+pub mod sessions;

@@ -1,0 +1,11 @@
+//! Delivering side effects: workers, CRM adapters, email, Slack, outbound webhooks.
+
+pub mod file_adapters;
+pub mod hubspot;
+pub mod mail_hardening;
+pub mod outcomes;
+pub mod providers;
+pub mod salesforce;
+pub mod slack;
+pub mod webhook_out;
+pub mod workers;

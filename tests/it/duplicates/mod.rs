@@ -1,0 +1,4 @@
+//! Duplicate detection: screening and matching.
+
+pub mod matching;
+pub mod screening;

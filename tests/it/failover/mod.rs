@@ -1,0 +1,5 @@
+//! Database failover: a replicated PostgreSQL, cut commits, configuration.
+
+pub mod cluster;
+pub mod config;
+pub mod cut;

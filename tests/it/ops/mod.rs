@@ -1,0 +1,10 @@
+//! Operating onceform: the command line, configuration, schema, layers, metrics, processes.
+
+pub mod alert_rules;
+pub mod cli;
+pub mod config_reference;
+pub mod layers;
+pub mod migration_record_owner;
+pub mod observability;
+pub mod process_exit;
+pub mod schema;

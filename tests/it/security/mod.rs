@@ -1,0 +1,10 @@
+//! Security: captcha, erasure, refusals, hardening, headers, spam.
+
+pub mod captcha;
+pub mod erasure;
+pub mod headers;
+pub mod hooks;
+pub mod public_hardening;
+pub mod refusals;
+pub mod small;
+pub mod spam;
