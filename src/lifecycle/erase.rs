@@ -344,10 +344,7 @@ impl ErasureReport {
                 self.submissions, self.conflicts, self.pairs
             ),
             format!(
-                // "with their anchor rows": the report's wording of earlier releases, kept
-                // (tests/it/security_erasure.rs); events have had no anchor rows since
-                // the migration record_owner.
-                "{verb}: {} inbound event(s) with their anchor rows, {} inbound conflict(s), {} quarantined delivery(ies)",
+                "{verb}: the body of {} inbound event(s), {} inbound conflict(s), {} quarantined delivery(ies)",
                 self.events, self.inbound_conflicts, self.quarantined
             ),
         ];

@@ -1,6 +1,6 @@
 //! Issue 21 item 2, "erasure that erases": one person seeded into every place onceform
 //! keeps them (form submissions with a journey ID, a conflict, a duplicate pair, the delivery
-//! log, inbound events with their anchor rows and a conflict, a quarantined delivery,
+//! log, inbound events' bodies and a conflict, a quarantined delivery,
 //! attempt logs with a provider's answer naming them, `.eml` files of the file mailer, lead
 //! files of the file CRM); after `POST /admin/erase` no text column of any table and no file
 //! under the app's data directories holds their address, phone or name. What left for a
@@ -229,7 +229,7 @@ async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Bac
     assert!(page.contains("erased: 2 submission(s)"), "{page}");
     assert!(
         page.contains(
-            "erased: 1 inbound event(s) with their anchor rows, 1 inbound conflict(s), 1 quarantined"
+            "erased: the body of 1 inbound event(s), 1 inbound conflict(s), 1 quarantined"
         ),
         "{page}"
     );
@@ -317,7 +317,7 @@ async fn erasing_by_phone_on_the_command_line_leaves_nothing_of_the_person(backe
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        text.contains("erased: 1 submission(s)") && text.contains("erased: 1 inbound event(s)"),
+        text.contains("erased: 1 submission(s)") && text.contains("erased: the body of 1 inbound event(s)"),
         "{text}"
     );
     assert!(text.contains("hook:helpdesk:out SENT external_ref=helpdesk:out:P-1:0"), "{text}");
