@@ -228,9 +228,7 @@ async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Bac
     let page = done.text().await.unwrap();
     assert!(page.contains("erased: 2 submission(s)"), "{page}");
     assert!(
-        page.contains(
-            "erased: the body of 1 inbound event(s), 1 inbound conflict(s), 1 quarantined"
-        ),
+        page.contains("erased: the body of 1 inbound event(s), 1 inbound conflict(s), 1 quarantined"),
         "{page}"
     );
     let report = page.split_once("erase-report").expect(&page).1;
