@@ -25,7 +25,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use onceform::db::schema::{duplicate_pairs, submissions};
 use onceform::db::Pool;
-use onceform::domain::keyring::{self, Keyring};
+use onceform::domain::keyring::Keyring;
 use onceform::lifecycle::import::{import, ImportOptions};
 use onceform::secret::Secret;
 
@@ -115,7 +115,6 @@ fn main() {
     let people = value("--people").and_then(|n| n.parse().ok()).unwrap_or(500usize);
     let backend = value("--backend").unwrap_or_else(|| "sqlite".into());
     let write = value("--write").map(std::path::PathBuf::from);
-    keyring::install(Keyring::new(Secret::new("dedupe bench secret"), Vec::new()));
     let external = value("--corpus").map(|c| {
         let labels = value("--labels").expect("--corpus needs --labels");
         corpus::external(&std::fs::read_to_string(c).unwrap(), &std::fs::read_to_string(labels).unwrap())
@@ -187,18 +186,19 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, form: &str) -> Run {
     let db = common::Db::new(backend);
     let (_, config) = db.config(form);
     let pool = Pool::connect(&config.database).unwrap();
+    let keyring = std::sync::Arc::new(Keyring::new(Secret::new("dedupe bench secret"), Vec::new()));
     let options =
         ImportOptions { form: "inquiry", source: "dedupe-bench", dry_run: false, with_effects: false };
     let t = Instant::now();
-    let report = import(&pool, &config, csv, &options).unwrap();
+    let report = import(&pool, &config, &keyring, csv, &options).unwrap();
     let import_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    onceform::duplicates::rescreen::rescreen(&config, &pool, Some("inquiry"), None).unwrap();
+    onceform::duplicates::rescreen::rescreen(&config, &pool, &keyring, Some("inquiry"), None).unwrap();
     let rescreen_s = t.elapsed().as_secs_f64();
 
     // Each row's submission, by the key import derives from its source_id (the row's index).
     let key_of = |i: usize| {
-        let digest = keyring::keyring().digest(&format!("dedupe-bench\nid\n{i}"));
+        let digest = keyring.digest(&format!("dedupe-bench\nid\n{i}"));
         onceform::domain::OperationId::imported(digest.split_once(':').unwrap().1).as_str().to_string()
     };
     let by_key: HashMap<String, usize> = (0..rows.len()).map(|i| (key_of(i), i)).collect();

@@ -174,7 +174,8 @@ fn main() {
         let db = Db::new(backend);
         let (path, config) = db.config(&hooks::with_source("[worker]\nenabled = false"));
         let pool = Pool::connect(&config.database).unwrap();
-        let acceptor = Acceptor::start(Arc::new(config.clone()), pool.clone()).unwrap();
+        let acceptor =
+            Acceptor::start(Arc::new(config.clone()), pool.clone(), common::keyring(&config)).unwrap();
         let bench = Bench { backend, db: &db, config: &config, pool: &pool, acceptor: &acceptor };
         let server = serve(&path);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -298,8 +299,12 @@ impl Bench<'_> {
         };
         show("ceiling (in-process)", &ceiling);
         if print {
-            let baseline_acceptor =
-                Acceptor::one_transaction_each(Arc::new(config.clone()), pool.clone()).unwrap();
+            let baseline_acceptor = Acceptor::one_transaction_each(
+                Arc::new(config.clone()),
+                pool.clone(),
+                common::keyring(config),
+            )
+            .unwrap();
             let (n, baseline) = in_process(config, clients, seconds, |i| baseline_acceptor.accept(i).is_ok());
             accepted += n;
             show("baseline: a transaction per accept", &baseline);

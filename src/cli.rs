@@ -237,9 +237,10 @@ pub fn run(args: Args) -> Result<(), Exit> {
             run_lifecycle(import, &config)
         }
         Command::Duplicates(DuplicatesCommand::Rescreen { form, since }) => {
-            let pool = startup::open_store(&config).map_err(Exit::failure)?;
-            let report = crate::duplicates::rescreen::rescreen(&config, &pool, form.as_deref(), since)
-                .map_err(Exit::failure)?;
+            let (pool, keyring) = startup::open_store(&config).map_err(Exit::failure)?;
+            let report =
+                crate::duplicates::rescreen::rescreen(&config, &pool, &keyring, form.as_deref(), since)
+                    .map_err(Exit::failure)?;
             println!("{report}");
             Ok(())
         }
@@ -249,8 +250,8 @@ pub fn run(args: Args) -> Result<(), Exit> {
 }
 
 fn run_lifecycle(command: LifecycleCommand, config: &Config) -> Result<(), Exit> {
-    let pool = startup::open_store(config).map_err(Exit::failure)?;
-    crate::lifecycle::commands::run(&command, config, &pool).map_err(Exit::failure)
+    let (pool, keyring) = startup::open_store(config).map_err(Exit::failure)?;
+    crate::lifecycle::commands::run(&command, config, &pool, &keyring).map_err(Exit::failure)
 }
 
 fn run_admin(command: AdminCommand, config: &Config) -> Result<(), Exit> {

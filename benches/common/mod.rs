@@ -165,10 +165,17 @@ pub fn inquiry(message: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The keyring a bench's server loads from `config` (`ONCEFORM_SECRET`, else its secret
+/// file): what an in-process acceptor beside that server digests with.
+pub fn keyring(config: &Config) -> std::sync::Arc<onceform::domain::keyring::Keyring> {
+    std::sync::Arc::new(onceform::domain::keyring::Keyring::from_env(&config.server.secret_file).unwrap())
+}
+
 /// Accepts `n` submissions through the accept transaction.
 pub fn seed(pool: &Pool, config: &Config, n: usize) {
     let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
-    let acceptor = Acceptor::one_transaction_each(config.clone().into(), pool.clone()).unwrap();
+    let acceptor =
+        Acceptor::one_transaction_each(config.clone().into(), pool.clone(), keyring(config)).unwrap();
     for i in 0..n {
         let fields = normalise(&*form, &inquiry(&format!("Inquiry {i}"))).unwrap();
         let intake = Intake {

@@ -148,7 +148,12 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         let text = format!("{r:.2} × fresh (target within 10 %)");
         rows.push(row(label, 16, &unique16, text, Some(r <= 1.1)));
     } else {
-        let baseline_acceptor = Acceptor::one_transaction_each(config.clone().into(), pool.clone()).unwrap();
+        let baseline_acceptor = Acceptor::one_transaction_each(
+            config.clone().into(),
+            pool.clone(),
+            crate::common::keyring(&config),
+        )
+        .unwrap();
         for (clients, fresh) in [(16, &fresh16), (64, &fresh64)] {
             let (n, baseline) = in_process(&config, clients, secs, |i| baseline_acceptor.accept(i).is_ok());
             accepted += n;

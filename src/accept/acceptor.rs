@@ -16,6 +16,7 @@ use super::transaction::{committed, in_progress_on_lock_timeout, run};
 use super::{pg, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, Form};
 use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store, Writes};
+use crate::domain::keyring::Keyring;
 use crate::domain::{fingerprint, NormalisedFields, OperationId};
 use crate::duplicates::Screener;
 use crate::request_log::{self, Channel, DeliveryOutcome, RequestLog};
@@ -46,13 +47,15 @@ pub struct Acceptor {
     writes: Writes,
     /// First acceptances so far (PostgreSQL), up to the young-database check.
     created: Arc<AtomicUsize>,
+    /// Digests the fingerprints and contacts (the server secret, `app::startup::open_store`).
+    keyring: Arc<Keyring>,
 }
 
 impl Acceptor {
     /// The service's acceptor: one statement on PostgreSQL, SQLite's group commit unless
     /// `database.group_commit` turns it off. Starts the background threads (delivery log;
-    /// SQLite writer; duplicate screener).
-    pub fn start(config: Arc<Config>, pool: Pool) -> std::io::Result<Acceptor> {
+    /// SQLite writer; duplicate screener). `keyring` digests what it stores.
+    pub fn start(config: Arc<Config>, pool: Pool, keyring: Arc<Keyring>) -> std::io::Result<Acceptor> {
         let path = match &pool {
             Pool::Pg(_) => Path::OneStatement,
             Pool::Sqlite(p) if config.database.group_commit => {
@@ -64,16 +67,25 @@ impl Acceptor {
             }
             Pool::Sqlite(_) => Path::Transaction,
         };
-        Acceptor::with_path(config, pool, path)
+        Acceptor::with_path(config, pool, keyring, path)
     }
 
     /// An acceptor that runs each acceptance in a transaction of its own on either backend:
     /// the benchmark's baseline, and seeding in tests.
-    pub fn one_transaction_each(config: Arc<Config>, pool: Pool) -> std::io::Result<Acceptor> {
-        Acceptor::with_path(config, pool, Path::Transaction)
+    pub fn one_transaction_each(
+        config: Arc<Config>,
+        pool: Pool,
+        keyring: Arc<Keyring>,
+    ) -> std::io::Result<Acceptor> {
+        Acceptor::with_path(config, pool, keyring, Path::Transaction)
     }
 
-    fn with_path(config: Arc<Config>, pool: Pool, path: Path) -> std::io::Result<Acceptor> {
+    fn with_path(
+        config: Arc<Config>,
+        pool: Pool,
+        keyring: Arc<Keyring>,
+        path: Path,
+    ) -> std::io::Result<Acceptor> {
         let writer = match &path {
             Path::GroupCommit(writer) => Some(writer.clone()),
             Path::OneStatement | Path::Transaction => None,
@@ -83,7 +95,12 @@ impl Acceptor {
         let writes = Writes { pool: pool.clone(), writer };
         let screener = Screener::start(config, writes.clone())?;
         let created = Arc::new(AtomicUsize::new(0));
-        Ok(Acceptor { pool, path, cache, deliveries, screener, writes, created })
+        Ok(Acceptor { pool, path, cache, deliveries, screener, writes, created, keyring })
+    }
+
+    /// The keyring this acceptor digests with.
+    pub fn keyring(&self) -> &Arc<Keyring> {
+        &self.keyring
     }
 
     /// Write transactions committed with the accepts: on SQLite, in the group-commit writer's
@@ -131,7 +148,7 @@ impl Acceptor {
         channel: Channel,
     ) -> Option<Outcome> {
         let entry = self.cache.get(form.name(), operation_id.as_str())?;
-        if entry.fingerprint != fingerprint(fields) {
+        if entry.fingerprint != fingerprint(&self.keyring, fields) {
             return None;
         }
         let _ = entry.raw.set(*raw);
@@ -167,7 +184,7 @@ impl Acceptor {
     /// Accepts `intake` exactly once per (form, operation ID). Blocks: call it from a
     /// blocking thread.
     pub fn accept(&self, intake: Intake) -> Result<Outcome, DbError> {
-        let plan = Plan::new(intake);
+        let plan = Plan::new(intake, &self.keyring);
         let (form_name, operation_id, fingerprint, keyless) = (
             plan.submission.form.clone(),
             plan.submission.operation_id.clone(),

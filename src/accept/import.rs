@@ -2,12 +2,15 @@
 //! (channel `import`) with its original `received_at` and a key derived from the row, so a
 //! re-run finds it taken; screened by the duplicate detector; effects only when asked.
 
+use std::sync::Arc;
+
 use chrono::NaiveDateTime;
 
 use super::{Intake, Plan};
 use crate::db::duplicates::DuplicateStore;
 use crate::db::models::NewEffect;
 use crate::db::Store;
+use crate::domain::keyring::Keyring;
 use crate::duplicates;
 use crate::request_log::Channel;
 
@@ -20,14 +23,15 @@ pub enum Imported {
     AlreadyPresent,
 }
 
-/// Imports one validated row; its `operation_id` is the row's derived key.
+/// Imports one validated row; its `operation_id` is the row's derived key. `keyring` digests it.
 pub fn import_row<C: Store + DuplicateStore>(
     c: &mut C,
+    keyring: &Arc<Keyring>,
     intake: Intake,
     received_at: NaiveDateTime,
     with_effects: bool,
 ) -> diesel::QueryResult<Imported> {
-    let mut plan = Plan::new(intake);
+    let mut plan = Plan::new(intake, keyring);
     let sub = &mut plan.submission;
     let shift = received_at - sub.received_at;
     sub.received_at = received_at;

@@ -1,5 +1,7 @@
 //! Everything the accept transaction writes, computed before it starts.
 
+use std::sync::Arc;
+
 use chrono::{Duration, NaiveDateTime};
 use serde::Serialize;
 use uuid::Uuid;
@@ -7,7 +9,7 @@ use uuid::Uuid;
 use super::Intake;
 use crate::config::Form;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
-use crate::domain::keyring::keyring;
+use crate::domain::keyring::Keyring;
 use crate::domain::{
     fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
 };
@@ -44,10 +46,12 @@ pub(super) struct Plan {
     now: NaiveDateTime,
     /// An issued operation ID past its form's `keys` window: never accepted again.
     expired: bool,
+    /// What digested the fingerprint and the contact, and compares a stored row's.
+    keyring: Arc<Keyring>,
 }
 
 impl Plan {
-    pub fn new(intake: Intake) -> Plan {
+    pub fn new(intake: Intake, keyring: &Arc<Keyring>) -> Plan {
         let now = crate::clock::now();
         let id = SubmissionId::generate();
         let keyless = intake.operation_id.is_none();
@@ -105,12 +109,12 @@ impl Plan {
         let capped_body = (!spam && kinds.contains(&EffectKind::CONFIRMATION_EMAIL)).then(|| body_with(true));
         // Matched by their canonical forms (E.164, folded email without +tag, …), keyed.
         let contact =
-            crate::duplicates::canonical::Contact::of(form, |name| intake.fields.get(name)).digests();
+            crate::duplicates::canonical::Contact::of(form, |name| intake.fields.get(name)).digests(keyring);
         let submission = NewSubmission {
             id: id.clone(),
             form: intake.form.name().to_string(),
             operation_id: operation_id.as_str().into(),
-            fingerprint: fingerprint(&intake.fields),
+            fingerprint: fingerprint(keyring, &intake.fields),
             fields_json: Some(intake.fields.to_json()),
             response_body,
             channel: intake.channel,
@@ -125,7 +129,17 @@ impl Plan {
             journey_id: intake.fields.journey_id.clone(),
             locale: intake.fields.locale.map(String::from),
         };
-        Plan { form: intake.form, submission, effects, capped_body, channel: intake.channel, now, expired }
+        let keyring = keyring.clone();
+        Plan {
+            form: intake.form,
+            submission,
+            effects,
+            capped_body,
+            channel: intake.channel,
+            now,
+            expired,
+            keyring,
+        }
     }
 
     pub fn expired(&self) -> bool {
@@ -137,7 +151,7 @@ impl Plan {
     pub fn same_content(&self, stored: &Submission) -> bool {
         let sub = &self.submission;
         stored.fingerprint == sub.fingerprint
-            || keyring().matches(&stored.fingerprint, sub.fields_json.as_deref().unwrap_or_default())
+            || self.keyring.matches(&stored.fingerprint, sub.fields_json.as_deref().unwrap_or_default())
     }
 
     pub fn now(&self) -> NaiveDateTime {

@@ -1,6 +1,8 @@
 //! The historic import's upload page (admin role): a CSV file, the options of
 //! `onceform import`, and the same report, from the same code (`lifecycle::import`).
 
+use std::sync::Arc;
+
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
@@ -11,6 +13,7 @@ use super::{audit, blocking, db_failure, Chrome};
 use crate::app::state::AppState;
 use crate::config::Config;
 use crate::db::{DbError, Pool, Store};
+use crate::domain::keyring::Keyring;
 use crate::lifecycle::import::{import, ImportOptions};
 use crate::render::html;
 use crate::with_conn;
@@ -118,7 +121,8 @@ async fn upload(
         Err(error) => return refused(StatusCode::BAD_REQUEST, error),
     };
     let (pool, config, who) = (state.pool.clone(), state.config.clone(), user.clone());
-    match blocking(move || run(&pool, &config, &who, &request)).await {
+    let keyring = state.keyring.clone();
+    match blocking(move || run(&pool, &config, &keyring, &who, &request)).await {
         Ok(lines) => {
             html(StatusCode::OK, &ImportPage { report: Some(lines), ..ImportPage::new(&state, &user) })
         }
@@ -128,10 +132,16 @@ async fn upload(
 
 /// Imports as `onceform import` does and records who imported what into which form; the
 /// audit note holds counts only, never a row's content.
-fn run(pool: &Pool, config: &Config, user: &SessionUser, r: &ImportRequest) -> Result<Vec<String>, DbError> {
+fn run(
+    pool: &Pool,
+    config: &Config,
+    keyring: &Arc<Keyring>,
+    user: &SessionUser,
+    r: &ImportRequest,
+) -> Result<Vec<String>, DbError> {
     let options =
         ImportOptions { form: &r.form, source: &r.source, dry_run: r.dry_run, with_effects: r.with_effects };
-    let (lines, outcome) = match import(pool, config, &r.text, &options) {
+    let (lines, outcome) = match import(pool, config, keyring, &r.text, &options) {
         Ok(report) => {
             let lines = report.lines();
             let summary = lines.first().cloned().unwrap_or_default();

@@ -18,6 +18,7 @@ use crate::accept::Acceptor;
 use crate::admin::accounts::LoginThrottle;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
+use crate::domain::keyring::Keyring;
 use crate::effects::Registry;
 use crate::hooks::Hooks;
 use crate::http::{MetricsCache, RateLimiter};
@@ -38,12 +39,13 @@ pub struct Application {
 }
 
 impl Application {
-    /// Binds `config.server.bind` (port 0 picks a free port) and prepares the server.
-    pub fn build(config: Arc<Config>, pool: Pool) -> anyhow::Result<Application> {
+    /// Binds `config.server.bind` (port 0 picks a free port) and prepares the server, whose
+    /// digests `keyring` makes (`startup::open_store` loaded it).
+    pub fn build(config: Arc<Config>, pool: Pool, keyring: Arc<Keyring>) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(config.server.bind)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
         let port = listener.local_addr()?.port();
-        let acceptor = Acceptor::start(config.clone(), pool.clone())?;
+        let acceptor = Acceptor::start(config.clone(), pool.clone(), keyring)?;
         SpamGuard::warn_missing_secrets(&config);
         let deliveries = acceptor.deliveries().clone();
         let writes = acceptor.writes().clone();

@@ -12,27 +12,28 @@ use super::Application;
 use crate::admin::accounts;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
-use crate::domain::keyring::{self, Keyring};
+use crate::domain::keyring::Keyring;
 use crate::worker::Worker;
 
-/// What `serve`, `worker` and the data commands do first: install the keyring (the server
+/// What `serve`, `worker` and the data commands do first: load the keyring (the server
 /// secret from `ONCEFORM_SECRET`, else `server.secret_file`), connect and migrate, and key
-/// any stored digests that are not keyed with the current secret yet.
-pub fn open_store(config: &Config) -> anyhow::Result<Pool> {
-    keyring::install(Keyring::from_env(&config.server.secret_file)?);
+/// any stored digests that are not keyed with the current secret yet. The keyring goes to
+/// whatever digests personal data (the acceptor, the app state, the lifecycle commands).
+pub fn open_store(config: &Config) -> anyhow::Result<(Pool, Arc<Keyring>)> {
+    let keyring = Arc::new(Keyring::from_env(&config.server.secret_file)?);
     let pool = Pool::connect(&config.database)?;
-    let (submissions, conflicts) = crate::lifecycle::rekey::rekey(&pool, config)
+    let (submissions, conflicts) = crate::lifecycle::rekey::rekey(&pool, config, &keyring)
         .map_err(|e| anyhow::anyhow!("keying stored digests: {e}"))?;
     if submissions + conflicts > 0 {
         tracing::info!(submissions, conflicts, "stored digests keyed with the current secret");
     }
-    Ok(pool)
+    Ok((pool, keyring))
 }
 
 /// `onceform serve`: the HTTP server, with the workers (unless `worker.enabled = false`)
 /// and the retention schedule beside it, until SIGINT or SIGTERM.
 pub fn serve(config: Config) -> anyhow::Result<()> {
-    let pool = open_store(&config)?;
+    let (pool, keyring) = open_store(&config)?;
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
     let workers = match config.worker.enabled {
@@ -45,7 +46,7 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     let writes = Writes::shared(&pool, &config.database)?;
     let purging = crate::lifecycle::schedule::spawn(&config, writes, stop.subscribe());
     let served = actix_web::rt::System::new().block_on(async move {
-        let app = Application::build(config.clone(), pool)?;
+        let app = Application::build(config.clone(), pool, keyring)?;
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
         announce(&config, &base, first_admin.as_deref());
         tracing::info!(database = config.database.url.backend(), "serving");
@@ -83,7 +84,8 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
 
 /// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
 pub fn worker(config: Config) -> anyhow::Result<()> {
-    let pool = open_store(&config)?;
+    // The workers digest nothing: the keyring is loaded for the re-keying of stored rows.
+    let (pool, _keyring) = open_store(&config)?;
     let (rt, worker) = worker_runtime(&Arc::new(config), &pool)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);

@@ -1,4 +1,5 @@
-//! What every handler can reach: the configuration, the database pool and the acceptor.
+//! What every handler can reach: the configuration, the database pool, the acceptor and
+//! the keyring.
 //! Each area's own pieces (rate limiter, trusted proxies, sign-in throttle, webhook sources,
 //! metrics cache) are registered beside it by `app` as `web::Data` of their own type, so that
 //! this module imports nothing above `accept` and every area can depend on it.
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use crate::accept::Acceptor;
 use crate::config::{Config, Form};
 use crate::db::Pool;
+use crate::domain::keyring::Keyring;
 use crate::request_log::RefusedCounts;
 use crate::spam::SpamGuard;
 
@@ -18,6 +20,8 @@ pub struct AppState {
     pub forms: BTreeMap<String, Form>,
     pub pool: Pool,
     pub acceptor: Acceptor,
+    /// The server secret's keyed digests (the acceptor's: `Acceptor::keyring`).
+    pub keyring: Arc<Keyring>,
     /// Fill-time stamps and captcha checks (see `crate::spam`).
     pub spam: SpamGuard,
     /// Submit requests refused before the accept transaction, by form and reason.
@@ -29,7 +33,8 @@ impl AppState {
         let forms =
             config.forms.iter().map(|(name, form)| (name.clone(), Form::new(name, form.clone()))).collect();
         let refused = RefusedCounts::new(config.forms.keys());
-        AppState { config, forms, pool, acceptor, spam, refused }
+        let keyring = acceptor.keyring().clone();
+        AppState { config, forms, pool, acceptor, keyring, spam, refused }
     }
 
     /// The form named `name`, if it is configured.

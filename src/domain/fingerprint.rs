@@ -2,14 +2,15 @@
 
 use sha2::{Digest, Sha256};
 
+use super::keyring::Keyring;
 use super::{NormalisedFields, RawFields};
 
-/// The keyed digest (HMAC-SHA-256 with the server secret, hex) of the canonical JSON of the declared fields that have a value after
+/// The keyed digest (`keys`: HMAC-SHA-256 with the server secret, hex) of the canonical JSON of the declared fields that have a value after
 /// normalisation, keys sorted. Absent fields are left out, so declaring a new optional
 /// field does not change the fingerprint of earlier submissions. The operation ID, the
 /// honeypot and volatile fields are never part of it.
-pub fn fingerprint(fields: &NormalisedFields) -> String {
-    super::keyring::keyring().digest(&fields.to_json())
+pub fn fingerprint(keys: &Keyring, fields: &NormalisedFields) -> String {
+    keys.digest(&fields.to_json())
 }
 
 /// SHA-256 of the fields exactly as received (names and values, in order, each
@@ -45,7 +46,8 @@ mod tests {
 
     fn fp(pairs: &[(String, String)]) -> String {
         let form = contact();
-        fingerprint(&normalise(&form, &pairs.to_vec()).unwrap())
+        let keys = Keyring::new(crate::secret::Secret::new("onceform unit-test secret"), Vec::new());
+        fingerprint(&keys, &normalise(&form, &pairs.to_vec()).unwrap())
     }
 
     fn base() -> RawFields {

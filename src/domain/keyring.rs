@@ -2,8 +2,9 @@
 //! server secret, stored as `{key version}:{hex}`. The version beside the digest lets a
 //! rotated secret (`ONCEFORM_SECRET_PREVIOUS`) still compare older rows with their own key.
 //! A digest without a version is the plain SHA-256 of releases before keyed digests.
-
-use std::sync::OnceLock;
+//!
+//! There is no process-wide keyring: `app::startup::open_store` loads it, and whoever
+//! digests is handed it by its owner (the acceptor, the app state, a lifecycle command).
 
 use crate::secret::{self, Secret};
 
@@ -12,8 +13,6 @@ pub struct Keyring {
     version: String,
     previous: Vec<(String, Secret)>,
 }
-
-static KEYRING: OnceLock<Keyring> = OnceLock::new();
 
 impl Keyring {
     pub fn new(current: Secret, previous: Vec<Secret>) -> Keyring {
@@ -56,29 +55,6 @@ impl Keyring {
                 .is_some_and(|(_, s)| s.hmac_hex(text.as_bytes()) == hex),
         }
     }
-}
-
-/// Makes `keyring` the process's keyring; false when one was already in use.
-pub fn install(keyring: Keyring) -> bool {
-    KEYRING.set(keyring).is_ok()
-}
-
-/// The process's keyring: the installed one, else loaded from the environment (and the
-/// secret file) on first use.
-pub fn keyring() -> &'static Keyring {
-    KEYRING.get_or_init(|| {
-        if cfg!(test) {
-            return Keyring::new(Secret::new("onceform unit-test secret"), Vec::new());
-        }
-        let env = std::env::var(secret::SECRET_ENV).ok();
-        let loaded = secret::load_from(env, std::path::Path::new("./data/secret"));
-        loaded.map(|s| Keyring::new(s, Vec::new())).unwrap_or_else(|error| {
-            // `serve` and the other commands install the keyring at start and stop on this
-            // error; only a library user without a writable ./data gets here.
-            tracing::error!(%error, "no server secret: digests are keyed with a fallback secret");
-            Keyring::new(Secret::new("onceform fallback secret, set ONCEFORM_SECRET"), Vec::new())
-        })
-    })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use phonenumber::{country, Mode};
 
 use crate::config::FormConfig;
 use crate::domain::fold_width;
-use crate::domain::keyring::keyring;
+use crate::domain::keyring::Keyring;
 
 /// A phone number as matched: E.164, and the international format shown to an admin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,9 +167,8 @@ impl Contact {
         }
     }
 
-    /// The keyed digests the look-up matches on: email, phone, name plus company.
-    pub fn digests(&self) -> Digests {
-        let k = keyring();
+    /// The keyed digests (with `k`) the look-up matches on: email, phone, name plus company.
+    pub fn digests(&self, k: &Keyring) -> Digests {
         Digests {
             email: self.email.as_deref().map(|e| k.digest(e)),
             phone: self.phone.as_ref().map(|p| k.digest(&p.e164)),

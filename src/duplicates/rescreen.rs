@@ -16,6 +16,7 @@ use crate::db::duplicates::{DuplicateStore, Lookup, SCREENING};
 use crate::db::models::NewSubmission;
 use crate::db::rescreen::{RescreenPage, RescreenStore};
 use crate::db::{DbError, Pool, Store};
+use crate::domain::keyring::Keyring;
 use crate::domain::{Channel, PairStatus, SubmissionId};
 use crate::with_conn;
 
@@ -57,10 +58,11 @@ impl std::fmt::Display for RescreenReport {
 type Row = crate::db::rescreen::RescreenRow;
 
 /// Screens again the stored submissions of `form` (else every configured form) received
-/// at or after `since`.
+/// at or after `since`, their match digests made with `keyring`.
 pub fn rescreen(
     config: &Config,
     pool: &Pool,
+    keyring: &Keyring,
     form: Option<&str>,
     since: Option<NaiveDateTime>,
 ) -> anyhow::Result<RescreenReport> {
@@ -78,7 +80,7 @@ pub fn rescreen(
         let Some(last) = batch.last() else { break };
         after = Some((last.3, last.0.clone()));
         let (screened, decided) =
-            with_conn!(pool, |c| c.write_tx(|c| again(c, config, &batch)).map_err(DbError::from))?;
+            with_conn!(pool, |c| c.write_tx(|c| again(c, config, keyring, &batch)).map_err(DbError::from))?;
         report.screened += screened.len();
         report.decided += decided;
         ids.extend(screened);
@@ -96,6 +98,7 @@ pub fn rescreen(
 fn again(
     c: &mut crate::db::DbConnection,
     config: &Config,
+    keyring: &Keyring,
     batch: &[Row],
 ) -> diesel::QueryResult<(Vec<String>, usize)> {
     let (mut screened, mut decided) = (Vec::new(), 0);
@@ -103,7 +106,7 @@ fn again(
         let Some(form) = config.form(form_name) else { continue };
         let is_decided = c.has_decided_pair(id)?;
         let fields = parse(fields_json.as_deref());
-        let digests = Contact::of(form, |n| fields.get(n).map(String::as_str)).digests();
+        let digests = Contact::of(form, |n| fields.get(n).map(String::as_str)).digests(keyring);
         c.set_contact_digests(
             id,
             digests.email.as_deref(),

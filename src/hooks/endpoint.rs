@@ -95,7 +95,7 @@ async fn receive(
         now: unix,
         tolerance: source.config.tolerance_seconds,
     };
-    let checked = match check(source, &delivery) {
+    let checked = match check(source, &delivery, &state.keyring) {
         Ok(c) => c,
         Err(e) => return refused(source, e),
     };

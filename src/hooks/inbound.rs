@@ -6,6 +6,7 @@ use actix_web::http::header::HeaderMap;
 use super::config::{EventIdSpec, HookConfig};
 use super::verify::{header, BodyFormat, Delivery, Verifier, VerifyError};
 use super::Source;
+use crate::domain::keyring::Keyring;
 
 /// A verified delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,11 +40,15 @@ impl EventIdRule {
         }
     }
 
-    fn read(&self, headers: &HeaderMap, body: &str, json: Option<&serde_json::Value>) -> Option<String> {
+    fn read(
+        &self,
+        keyring: &Keyring,
+        headers: &HeaderMap,
+        body: &str,
+        json: Option<&serde_json::Value>,
+    ) -> Option<String> {
         match self {
-            EventIdRule::BodyDigest => {
-                Some(format!("body:{}", crate::domain::keyring::keyring().digest(body)))
-            }
+            EventIdRule::BodyDigest => Some(format!("body:{}", keyring.digest(body))),
             EventIdRule::Provider => None,
             EventIdRule::Spec(EventIdSpec::Header(name)) => header(headers, name).map(str::to_string),
             EventIdRule::Spec(EventIdSpec::Json(pointer)) => match json.and_then(|j| j.pointer(pointer)) {
@@ -55,8 +60,8 @@ impl EventIdRule {
     }
 }
 
-/// Verifies and reads `delivery` as `source` says.
-pub fn check(source: &Source, delivery: &Delivery<'_>) -> Result<Checked, VerifyError> {
+/// Verifies and reads `delivery` as `source` says (a body's digest made with `keyring`).
+pub fn check(source: &Source, delivery: &Delivery<'_>, keyring: &Keyring) -> Result<Checked, VerifyError> {
     let body = source.keys.open(delivery)?;
     let body = String::from_utf8(body).map_err(|_| VerifyError::Malformed("not_utf8"))?;
     let verifier: &dyn Verifier = source.verifier;
@@ -65,14 +70,16 @@ pub fn check(source: &Source, delivery: &Delivery<'_>) -> Result<Checked, Verify
             if !body.trim_start().starts_with('<') {
                 return Err(VerifyError::Malformed("not_xml"));
             }
-            let id =
-                source.event_id.read(delivery.headers, &body, None).or_else(|| verifier.own_event_id(&body));
+            let id = source
+                .event_id
+                .read(keyring, delivery.headers, &body, None)
+                .or_else(|| verifier.own_event_id(&body));
             ("application/xml", id)
         }
         BodyFormat::Json => {
             let json: serde_json::Value =
                 serde_json::from_str(&body).map_err(|_| VerifyError::Malformed("not_json"))?;
-            ("application/json", source.event_id.read(delivery.headers, &body, Some(&json)))
+            ("application/json", source.event_id.read(keyring, delivery.headers, &body, Some(&json)))
         }
     };
     Ok(Checked { body, content_type, event_id: event_id.filter(|id| usable(id)) })

@@ -1,11 +1,13 @@
 //! The lifecycle subcommands: `purge`, `erase`, `import` (parsed by `cli`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::{erase, import, purge};
 use crate::clock::now;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
+use crate::domain::keyring::Keyring;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifecycleCommand {
@@ -25,8 +27,14 @@ pub enum LifecycleCommand {
     },
 }
 
-/// Runs a parsed lifecycle command on the store `cli` opened (`app::startup::open_store`).
-pub fn run(command: &LifecycleCommand, config: &Config, pool: &Pool) -> anyhow::Result<()> {
+/// Runs a parsed lifecycle command on the store `cli` opened (`app::startup::open_store`),
+/// digesting with its keyring.
+pub fn run(
+    command: &LifecycleCommand,
+    config: &Config,
+    pool: &Pool,
+    keyring: &Arc<Keyring>,
+) -> anyhow::Result<()> {
     match command {
         LifecycleCommand::Purge => {
             let report = purge::run_pass(&Writes::pooled(pool.clone()), config, now())?;
@@ -51,7 +59,7 @@ pub fn run(command: &LifecycleCommand, config: &Config, pool: &Pool) -> anyhow::
                 (None, None) => anyhow::bail!("erase needs --email or --phone"),
             };
             let files = erase::Files::of(config);
-            let report = erase::erase(pool, &files, &person, *dry_run, &erase::Actor::cli())?;
+            let report = erase::erase(pool, keyring, &files, &person, *dry_run, &erase::Actor::cli())?;
             for line in report.lines() {
                 println!("{line}");
             }
@@ -69,7 +77,7 @@ pub fn run(command: &LifecycleCommand, config: &Config, pool: &Pool) -> anyhow::
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let options =
                 import::ImportOptions { form, source, dry_run: *dry_run, with_effects: *with_effects };
-            for line in import::import(pool, config, &text, &options)?.lines() {
+            for line in import::import(pool, config, keyring, &text, &options)?.lines() {
                 println!("{line}");
             }
             Ok(())

@@ -28,7 +28,7 @@ use crate::db::admin::browse::like_pattern;
 use crate::db::erasure::{self, ErasedEffect, Found};
 use crate::db::purge::{tombstone, TotalStore};
 use crate::db::{DbError, Pool, Store};
-use crate::domain::keyring::keyring;
+use crate::domain::keyring::Keyring;
 use crate::domain::FieldType;
 use crate::domain::{normalise_value, EffectState, RecordKind};
 use crate::effects::crm::lead_file_name;
@@ -206,9 +206,10 @@ impl Person {
 }
 
 /// Finds the person's records and, unless `dry_run`, erases their content now, then the
-/// files onceform wrote for them.
+/// files onceform wrote for them. `keyring` digests the person as the stored rows were.
 pub fn erase(
     pool: &Pool,
+    keyring: &Keyring,
     files: &Files,
     person: &Person,
     dry_run: bool,
@@ -217,8 +218,8 @@ pub fn erase(
     // The digest of the canonical form the duplicate detector matches on, and of the
     // normalised form stored before it.
     let value = person.normalised();
-    let digest = keyring().digest(&person.canonical().unwrap_or_else(|| value.clone()));
-    let digests = vec![digest.clone(), keyring().digest(&value)];
+    let digest = keyring.digest(&person.canonical().unwrap_or_else(|| value.clone()));
+    let digests = vec![digest.clone(), keyring.digest(&value)];
     let patterns = person.patterns();
     let now = now();
     let (email, phone): (&[String], &[String]) = match person {

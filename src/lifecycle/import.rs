@@ -4,6 +4,8 @@
 //! the file. Its key is a keyed digest of (source, `source_id` or the row's content and time),
 //! so a re-run imports nothing new. Rejected rows are listed by line; no row is half-imported.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
 use super::csv;
@@ -13,7 +15,7 @@ use crate::clock::now;
 use crate::config::{Config, Form};
 use crate::db::rescreen::RescreenStore;
 use crate::db::{DbError, Pool, Store};
-use crate::domain::keyring::keyring;
+use crate::domain::keyring::Keyring;
 use crate::domain::{normalise, OperationId, RawFields};
 use crate::request_log::Channel;
 use crate::with_conn;
@@ -64,10 +66,11 @@ struct Row {
     source_id: Option<String>,
 }
 
-/// Validates every row, then imports the valid ones in batches.
+/// Validates every row, then imports the valid ones in batches (digested with `keyring`).
 pub fn import(
     pool: &Pool,
     config: &Config,
+    keyring: &Arc<Keyring>,
     text: &str,
     o: &ImportOptions<'_>,
 ) -> anyhow::Result<ImportReport> {
@@ -103,7 +106,7 @@ pub fn import(
     let batch = if o.dry_run { rows.len().max(1) } else { BATCH };
     let form = Form::new(o.form, form.clone());
     for chunk in rows.chunks(batch) {
-        let (imported, present, paired) = import_batch(pool, &form, chunk, o)?;
+        let (imported, present, paired) = import_batch(pool, keyring, &form, chunk, o)?;
         report.imported += imported;
         report.already_present += present;
         report.paired += paired;
@@ -187,6 +190,7 @@ impl From<diesel::result::Error> for Tx {
 /// (imported, already present, paired) of one batch, in one transaction.
 fn import_batch(
     pool: &Pool,
+    keyring: &Arc<Keyring>,
     form: &Form,
     rows: &[Row],
     o: &ImportOptions<'_>,
@@ -200,11 +204,11 @@ fn import_batch(
                     Some(id) => format!("{}\nid\n{id}", o.source),
                     None => format!("{}\nrow\n{}\n{}", o.source, fields.to_json(), row.received_at),
                 };
-                let digest = keyring().digest(&identity);
+                let digest = keyring.digest(&identity);
                 let key = OperationId::imported(digest.split_once(':').map_or(digest.as_str(), |(_, h)| h));
                 let intake =
                     Intake { form: form.clone(), operation_id: Some(key), channel: Channel::Api, fields };
-                match import_row(c, intake, row.received_at, o.with_effects)? {
+                match import_row(c, keyring, intake, row.received_at, o.with_effects)? {
                     Imported::New(id) => new_ids.push(id),
                     Imported::AlreadyPresent => present += 1,
                 }

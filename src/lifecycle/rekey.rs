@@ -12,22 +12,22 @@ use std::collections::BTreeMap;
 use crate::config::Config;
 use crate::db::rekey::{RekeyStore, Rekeyed};
 use crate::db::{DbError, Pool, Store};
-use crate::domain::keyring::keyring;
+use crate::domain::keyring::Keyring;
 use crate::with_conn;
 
 const BATCH: i64 = 500;
 
-/// Rows converted: (submissions, conflicts).
-pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
-    let current = format!("{}:%", keyring().version());
+/// Rows converted to `keyring`'s current key: (submissions, conflicts).
+pub fn rekey(pool: &Pool, config: &Config, keyring: &Keyring) -> Result<(usize, usize), DbError> {
+    let current = format!("{}:%", keyring.version());
     let mut converted = (0, 0);
     loop {
         let n = with_conn!(pool, |c| c.write_tx(|c| {
             let rows = c.stale_submissions(&current, BATCH)?;
             for (id, form, json) in &rows {
                 let json = json.as_deref().unwrap_or_default();
-                let d = contact_digests(config, form, json);
-                let fingerprint = keyring().digest(json);
+                let d = contact_digests(config, keyring, form, json);
+                let fingerprint = keyring.digest(json);
                 let (email, phone, name) = (d.email.as_deref(), d.phone.as_deref(), d.name.as_deref());
                 c.set_submission_digests(id, &Rekeyed { fingerprint: &fingerprint, email, phone, name })?;
             }
@@ -42,7 +42,7 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
         let n = with_conn!(pool, |c| c.write_tx(|c| {
             let rows = c.stale_conflicts(&current, BATCH)?;
             for (id, submission_id, json) in &rows {
-                c.rekey_conflict(id, submission_id, &keyring().digest(json.as_deref().unwrap_or_default()))?;
+                c.rekey_conflict(id, submission_id, &keyring.digest(json.as_deref().unwrap_or_default()))?;
             }
             Ok::<_, DbError>(rows.len())
         }))?;
@@ -60,10 +60,11 @@ pub fn rekey(pool: &Pool, config: &Config) -> Result<(usize, usize), DbError> {
 /// duplicate look-up matches, `duplicates::canonical`).
 pub fn contact_digests(
     config: &Config,
+    keyring: &Keyring,
     form: &str,
     fields_json: &str,
 ) -> crate::duplicates::canonical::Digests {
     let values: BTreeMap<String, String> = serde_json::from_str(fields_json).unwrap_or_default();
     let Some(form) = config.form(form) else { return Default::default() };
-    crate::duplicates::canonical::Contact::of(form, |n| values.get(n).map(String::as_str)).digests()
+    crate::duplicates::canonical::Contact::of(form, |n| values.get(n).map(String::as_str)).digests(keyring)
 }

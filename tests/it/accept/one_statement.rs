@@ -107,7 +107,7 @@ fn acceptor(config: &Config) -> (Acceptor, DbConnection) {
 /// An acceptor of its own (its own replay memory) on `config`'s database.
 fn acceptor_of(config: &Config) -> (Acceptor, DbConnection) {
     let pool = Pool::connect(&config.database).unwrap();
-    let acceptor = Acceptor::start(Arc::new(config.clone()), pool).unwrap();
+    let acceptor = Acceptor::start(Arc::new(config.clone()), pool, crate::support::test_keyring()).unwrap();
     (acceptor, DbConnection::Pg(establish_pg(&config.database.url.to_string()).unwrap()))
 }
 

@@ -79,8 +79,12 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 /// on a pool of its own, then wait for its connections to end.
 fn accept_all(config: &Config, c: &mut PgConnection, numbers: std::ops::Range<usize>) {
     {
-        let acceptor =
-            Acceptor::start(Arc::new(config.clone()), Pool::connect(&config.database).unwrap()).unwrap();
+        let acceptor = Acceptor::start(
+            Arc::new(config.clone()),
+            Pool::connect(&config.database).unwrap(),
+            crate::support::test_keyring(),
+        )
+        .unwrap();
         for n in numbers {
             assert!(matches!(acceptor.accept(intake(config, n)).unwrap(), Outcome::Created(_)));
         }

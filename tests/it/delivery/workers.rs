@@ -56,10 +56,6 @@ async fn effect_states(config: &Config) -> Vec<(String, String, i64)> {
 }
 
 fn parsed(path: &std::path::Path) -> Config {
-    // This process's keyring, as `test_config` installs it: without one the digests of the
-    // seeded submissions would be keyed with a secret generated into the checkout's ./data.
-    let secret = onceform::secret::Secret::new(crate::support::TEST_SECRET);
-    onceform::domain::keyring::install(onceform::domain::keyring::Keyring::new(secret, Vec::new()));
     onceform::check_config::load(Some(path), |_| None).unwrap()
 }
 

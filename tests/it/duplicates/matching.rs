@@ -350,8 +350,14 @@ async fn rescreening_keeps_admin_decisions(backend: Backend) {
     let config = app.config.clone();
     let report = app
         .query(move |pool| {
-            onceform::duplicates::rescreen::rescreen(&config, pool, Some("contact"), None)
-                .map_err(|e| DbError::Unavailable(e.to_string()))
+            onceform::duplicates::rescreen::rescreen(
+                &config,
+                pool,
+                &crate::support::test_keyring(),
+                Some("contact"),
+                None,
+            )
+            .map_err(|e| DbError::Unavailable(e.to_string()))
         })
         .await;
     assert_eq!((report.screened, report.decided), (2, 1), "{report}");

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::on_both_backends;
 use crate::support::delivery::{spawn_delivery_app, DeliveryApp};
-use crate::support::{new_key, Backend};
+use crate::support::{new_key, test_keyring, Backend};
 
 on_both_backends!(
     caps_past_their_window_are_purged_and_the_address_is_confirmed_again,
@@ -84,9 +84,13 @@ async fn erasing_the_address_deletes_its_cap_at_once(backend: Backend) {
     assert_eq!(confirmation_state(&d).await, "PENDING");
     assert_eq!(caps(&d).await, 1);
     let person = Person::Email(ADDRESS.to_uppercase());
-    d.app.query(move |pool| erase(pool, &Files::default(), &person, true, &Actor::cli())).await;
+    d.app
+        .query(move |pool| erase(pool, &test_keyring(), &Files::default(), &person, true, &Actor::cli()))
+        .await;
     assert_eq!(caps(&d).await, 1, "a dry run changes nothing");
     let person = Person::Email(ADDRESS.to_uppercase());
-    d.app.query(move |pool| erase(pool, &Files::default(), &person, false, &Actor::cli())).await;
+    d.app
+        .query(move |pool| erase(pool, &test_keyring(), &Files::default(), &person, false, &Actor::cli()))
+        .await;
     assert_eq!(caps(&d).await, 0, "nothing left holding the address's digest");
 }

@@ -10,7 +10,9 @@ use onceform::secret::Secret;
 use onceform::with_conn;
 
 use crate::on_both_backends;
-use crate::support::{inquiry, new_key, spawn_app, spawn_app_with, Backend, TestApp, TEST_SECRET};
+use crate::support::{
+    inquiry, new_key, spawn_app, spawn_app_with, test_keyring, Backend, TestApp, TEST_SECRET,
+};
 
 on_both_backends!(
     stored_digests_of_a_known_email_cannot_be_reproduced_with_plain_sha256,
@@ -80,10 +82,12 @@ async fn plain_digests_of_an_earlier_release_are_keyed_and_still_replay(backend:
     })
     .await;
     let config = app.config.clone();
-    let converted = app.query(move |pool| onceform::lifecycle::rekey::rekey(pool, &config)).await;
+    let converted =
+        app.query(move |pool| onceform::lifecycle::rekey::rekey(pool, &config, &test_keyring())).await;
     assert_eq!(converted.0, 1, "only the row with content can be keyed again");
     let config = app.config.clone();
-    let again = app.query(move |pool| onceform::lifecycle::rekey::rekey(pool, &config)).await;
+    let again =
+        app.query(move |pool| onceform::lifecycle::rekey::rekey(pool, &config, &test_keyring())).await;
     assert_eq!(again, (0, 0), "idempotent");
 
     let keys = Keyring::new(Secret::new(TEST_SECRET), Vec::new());

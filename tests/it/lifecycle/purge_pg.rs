@@ -23,7 +23,7 @@ async fn two_purge_processes_at_once_purge_each_row_once() {
 /// secret as every row is once `serve` has started (else each `purge` process would first
 /// convert them, and the two would wait on each other's rows).
 async fn seed(app: &TestApp, rows: usize) {
-    let version = onceform::domain::keyring::keyring().version().to_string();
+    let version = crate::support::test_keyring().version().to_string();
     app.query(move |pool| {
         with_conn!(pool, |c| {
             c.batch_execute(&format!(

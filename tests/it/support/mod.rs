@@ -26,6 +26,7 @@ use diesel::prelude::*;
 use onceform::app::Application;
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Stats, Store};
+use onceform::domain::keyring::Keyring;
 use onceform::request_log::RequestLog;
 use onceform::with_conn;
 use serde_json::{json, Value};
@@ -155,6 +156,12 @@ pub struct TestApp {
 /// The server secret of the tests (pass it as `ONCEFORM_SECRET` to a child `onceform`).
 pub const TEST_SECRET: &str = "onceform integration-test secret";
 
+/// The keyring of `TEST_SECRET`: what the in-process apps, acceptors and lifecycle calls of
+/// the tests digest with (a child `onceform` given `ONCEFORM_SECRET` loads the same).
+pub fn test_keyring() -> Arc<Keyring> {
+    Arc::new(Keyring::new(onceform::secret::Secret::new(TEST_SECRET), Vec::new()))
+}
+
 /// A fresh directory of its own for a spawned `onceform` (its working directory): whatever
 /// it writes under ./data stays out of the checkout.
 pub fn own_dir() -> PathBuf {
@@ -165,8 +172,6 @@ pub fn own_dir() -> PathBuf {
 
 /// The demo configuration, rate limits off, on a fresh database of `backend`.
 pub fn test_config(db_url: &str) -> Config {
-    use onceform::domain::keyring::{install, Keyring};
-    install(Keyring::new(onceform::secret::Secret::new(TEST_SECRET), Vec::new()));
     let mut config = Config::builtin().unwrap();
     config.database.url = onceform::db::DatabaseUrl::parse(db_url).unwrap();
     config.server.bind = "127.0.0.1:0".parse().unwrap();
@@ -209,7 +214,7 @@ pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
     let database = config.database.clone();
     let pool = tokio::task::spawn_blocking(move || Pool::connect(&database)).await.unwrap().unwrap();
     let config = Arc::new(config);
-    let app = Application::build(config.clone(), pool.clone()).unwrap();
+    let app = Application::build(config.clone(), pool.clone(), test_keyring()).unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let deliveries = app.deliveries();
     tokio::spawn(app.run());
@@ -361,7 +366,8 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
     let (pool, config) = (pool.clone(), config.clone());
     tokio::task::spawn_blocking(move || {
         let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
-        let acceptor = onceform::accept::Acceptor::one_transaction_each(config.into(), pool).unwrap();
+        let acceptor =
+            onceform::accept::Acceptor::one_transaction_each(config.into(), pool, test_keyring()).unwrap();
         for i in 0..n {
             let mut body = inquiry(&format!("Inquiry number {i}"));
             body["email"] = format!("seed-{i}@example.com").into(); // one visitor each
