@@ -23,11 +23,11 @@ use std::time::Instant;
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
+use onceform::base::secret::Secret;
 use onceform::db::schema::{duplicate_pairs, submissions};
 use onceform::db::Pool;
 use onceform::domain::keyring::Keyring;
-use onceform::lifecycle::import::{import, ImportOptions};
-use onceform::secret::Secret;
+use onceform::services::lifecycle::import::{import, ImportOptions};
 
 const FORM: &str = r#"
 [forms.inquiry]
@@ -193,7 +193,8 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, form: &str) -> Run {
     let report = import(&pool, &config, &keyring, csv, &options).unwrap();
     let import_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    onceform::duplicates::rescreen::rescreen(&config, &pool, &keyring, Some("inquiry"), None).unwrap();
+    onceform::services::duplicates::rescreen::rescreen(&config, &pool, &keyring, Some("inquiry"), None)
+        .unwrap();
     let rescreen_s = t.elapsed().as_secs_f64();
 
     // Each row's submission, by the key import derives from its source_id (the row's index).

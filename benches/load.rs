@@ -58,11 +58,11 @@ use std::time::{Duration, Instant};
 
 use common::{inquiry, Db, Process};
 use diesel::connection::SimpleConnection;
-use onceform::accept::{Acceptor, Intake};
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Store};
 use onceform::domain::{normalise, OperationId};
-use onceform::request_log::Channel;
+use onceform::services::accept::{Acceptor, Intake};
+use onceform::services::request_log::Channel;
 use onceform::with_conn;
 use traffic::{Scenario, Tally};
 

@@ -5,8 +5,8 @@
 #                               paths outside test code, then fails on an edge that points up
 #                               a layer or on a cycle.
 #
-# A module is a top-level module of src/ (src/x.rs or src/x/); `app::state` counts as its own
-# module because it sits below the areas that `app` mounts. Test code (from `#[cfg(test)]`
+# A module is a top-level module of src/ (src/x.rs or src/x/), or one of a layer folder's
+# (src/base/, src/services/, src/web/: src/web/http/ is `http`). Test code (from `#[cfg(test)]`
 # to the end of a file, and *_proptest.rs / tests.rs files) is not counted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ LAYERS=(
   "db"
   "request_log spam duplicates"
   "accept status effects worker lifecycle alert_rules check_config"
-  "app::state render"
+  "state render"
   "http"
   "admin"
   "hooks"
@@ -39,18 +39,21 @@ rank_of() {
   echo "?"
 }
 
+# The folders that group the modules of one layer (their modules are the nodes).
+LAYER_DIRS="base services web"
+
 node_of_file() {
-  case "$1" in
-    src/app/state.rs) echo "app::state" ;;
-    *) echo "$1" | sed -E 's#^src/([^/.]+).*#\1#' ;;
-  esac
+  local rest=${1#src/} group=${1#src/}
+  group=${group%%/*}
+  if [[ " $LAYER_DIRS " == *" $group "* ]]; then rest=${rest#"$group"/}; fi
+  echo "$rest" | sed -E 's#^([^/.]+).*#\1#'
 }
 
-node_of_path() { # crate::x::y -> x (app::state for crate::app::state), with_conn -> db
+node_of_path() { # crate::x::y -> x, crate::services::accept::y -> accept, with_conn -> db
+  local head=${1%%::*}
   case "$1" in
-    app::state*) echo "app::state" ;;
     with_conn*) echo "db" ;;
-    *) echo "${1%%::*}" ;;
+    *) if [[ " $LAYER_DIRS " == *" $head "* ]]; then local rest=${1#*::}; echo "${rest%%::*}"; else echo "$head"; fi ;;
   esac
 }
 
@@ -59,7 +62,7 @@ edges=$(
     sort | while read -r file; do
       from=$(node_of_file "$file")
       awk '/^[[:space:]]*#\[cfg\(test\)\]/ { exit } !/^[[:space:]]*\/\// { print }' "$file" |
-        grep -oE 'crate::[a-z_][a-z0-9_]*(::[a-z_][a-z0-9_]*)?' | sed 's/^crate:://' | while read -r path; do
+        grep -oE 'crate::[a-z_][a-z0-9_]*(::[a-z_][a-z0-9_]*)?(::[a-z_][a-z0-9_]*)?' | sed 's/^crate:://' | while read -r path; do
           to=$(node_of_path "$path")
           [ "$to" != "$from" ] && echo "$from $to"
         done || true

@@ -8,13 +8,13 @@ use std::path::PathBuf;
 use chrono::NaiveDateTime;
 use clap::{Parser, Subcommand};
 
-use crate::admin::account_changes;
-use crate::admin::accounts::{self, Role};
 use crate::app::startup;
 use crate::config::Config;
 use crate::db::probe::Probe;
 use crate::db::Pool;
-use crate::lifecycle::commands::LifecycleCommand;
+use crate::services::lifecycle::commands::LifecycleCommand;
+use crate::web::admin::account_changes;
+use crate::web::admin::accounts::{self, Role};
 
 /// What `--help` adds below the commands: the environment the process reads.
 const ENVIRONMENT: &str = "\
@@ -148,11 +148,11 @@ fn role(v: &str) -> Result<Role, String> {
 }
 
 fn encoding(v: &str) -> Result<String, String> {
-    crate::lifecycle::csv::encoding_named(v).map(|_| v.to_string())
+    crate::services::lifecycle::csv::encoding_named(v).map(|_| v.to_string())
 }
 
 fn since(v: &str) -> Result<NaiveDateTime, String> {
-    crate::duplicates::rescreen::parse_since(v)
+    crate::services::duplicates::rescreen::parse_since(v)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +219,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
     match args.command {
         Command::CheckConfig { connect } => check_config(&config, connect),
         Command::AlertRules => {
-            print!("{}", crate::alert_rules::render(&config.alerts));
+            print!("{}", crate::services::alert_rules::render(&config.alerts));
             Ok(())
         }
         Command::Migrate => {
@@ -238,9 +238,14 @@ pub fn run(args: Args) -> Result<(), Exit> {
         }
         Command::Duplicates(DuplicatesCommand::Rescreen { form, since }) => {
             let (pool, keyring) = startup::open_store(&config).map_err(Exit::failure)?;
-            let report =
-                crate::duplicates::rescreen::rescreen(&config, &pool, &keyring, form.as_deref(), since)
-                    .map_err(Exit::failure)?;
+            let report = crate::services::duplicates::rescreen::rescreen(
+                &config,
+                &pool,
+                &keyring,
+                form.as_deref(),
+                since,
+            )
+            .map_err(Exit::failure)?;
             println!("{report}");
             Ok(())
         }
@@ -251,7 +256,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
 
 fn run_lifecycle(command: LifecycleCommand, config: &Config) -> Result<(), Exit> {
     let (pool, keyring) = startup::open_store(config).map_err(Exit::failure)?;
-    crate::lifecycle::commands::run(&command, config, &pool, &keyring).map_err(Exit::failure)
+    crate::services::lifecycle::commands::run(&command, config, &pool, &keyring).map_err(Exit::failure)
 }
 
 fn run_admin(command: AdminCommand, config: &Config) -> Result<(), Exit> {
@@ -285,7 +290,7 @@ fn run_admin(command: AdminCommand, config: &Config) -> Result<(), Exit> {
 /// `check-config [--connect]`: the problems refuse the configuration (in `load`), the
 /// warnings are printed; the database is tried only when asked, within `CONNECT_DEADLINE`.
 fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
-    for warning in crate::check_config::warnings(config) {
+    for warning in crate::services::check_config::warnings(config) {
         eprintln!("warning: {warning}");
     }
     let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
@@ -318,7 +323,8 @@ fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
 const CONNECT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn load(args: &Args) -> Result<Config, Exit> {
-    crate::check_config::load(args.config.as_deref(), |k| std::env::var(k).ok()).map_err(Exit::failure)
+    crate::services::check_config::load(args.config.as_deref(), |k| std::env::var(k).ok())
+        .map_err(Exit::failure)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The `onceform` binary: parse the command line, run it, exit with one clear line on error.
 
 fn main() {
-    if let Err(message) = onceform::logging::init(std::env::var("ONCEFORM_LOG_FORMAT").ok().as_deref()) {
+    if let Err(message) = onceform::base::logging::init(std::env::var("ONCEFORM_LOG_FORMAT").ok().as_deref())
+    {
         eprintln!("onceform: {message}");
         std::process::exit(2);
     }

@@ -8,11 +8,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use diesel::connection::SimpleConnection;
-use onceform::accept::{Acceptor, Intake};
 use onceform::config::{Config, DEFAULT_CONFIG};
 use onceform::db::Pool;
 use onceform::domain::{normalise, OperationId};
-use onceform::request_log::Channel;
+use onceform::services::accept::{Acceptor, Intake};
+use onceform::services::request_log::Channel;
 
 pub fn pg_admin() -> String {
     std::env::var("ONCEFORM_TEST_PG_URL")
@@ -62,7 +62,7 @@ impl Db {
         let text = format!("[database]\nurl = {:?}\n\n{server}\n\n{extra}\n\n{forms}", self.url);
         let path = self.dir.join(format!("onceform-{}.toml", uuid::Uuid::new_v4().simple()));
         std::fs::write(&path, text).unwrap();
-        let parsed = onceform::check_config::load(Some(&path), |_| None).unwrap();
+        let parsed = onceform::services::check_config::load(Some(&path), |_| None).unwrap();
         (path, parsed)
     }
 }

@@ -12,7 +12,7 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use onceform::db::schema::{inbound_events, side_effects, submissions};
 use onceform::db::{DbError, Pool};
-use onceform::hooks::verify::standard_webhooks;
+use onceform::web::hooks::verify::standard_webhooks;
 use onceform::with_conn;
 
 use crate::traffic::{drive, Stop, Tally};

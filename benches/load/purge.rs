@@ -13,7 +13,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 use onceform::db::schema::{purge_passes, submissions};
 use onceform::db::{DbError, Pool, Writes};
-use onceform::lifecycle::purge::run_pass;
+use onceform::services::lifecycle::purge::run_pass;
 use onceform::with_conn;
 
 use crate::common::Db;
@@ -62,7 +62,8 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
                     // would first key the seeded rows' digests, which look like an old release's).
                     let pool = Pool::connect(&config.database).unwrap();
                     std::thread::sleep(Duration::from_millis(200)); // the accepts are under way
-                    let report = run_pass(&Writes::pooled(pool), &config, onceform::clock::now()).unwrap();
+                    let report =
+                        run_pass(&Writes::pooled(pool), &config, onceform::base::clock::now()).unwrap();
                     done.store(true, Ordering::Relaxed);
                     (report.total(), report.duration_ms)
                 });

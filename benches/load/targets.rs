@@ -7,9 +7,9 @@
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use onceform::accept::Acceptor;
 use onceform::db::schema::duplicate_pairs;
 use onceform::db::{DbError, Pool, Store};
+use onceform::services::accept::Acceptor;
 use onceform::with_conn;
 
 use crate::common::{form_effects, Db};

@@ -4,14 +4,14 @@
 use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::state::AppState;
-use crate::admin::accounts::LoginThrottle;
-use crate::clock::now;
+use crate::base::clock::now;
 use crate::db::hooks::HookStore;
 use crate::db::{DbError, Queue, Store};
-use crate::hooks::Hooks;
-use crate::http::problem::{Problem, ProblemKind};
-use crate::http::{db_problem, MetricsCache};
+use crate::web::admin::accounts::LoginThrottle;
+use crate::web::hooks::Hooks;
+use crate::web::http::problem::{Problem, ProblemKind};
+use crate::web::http::{db_problem, MetricsCache};
+use crate::web::state::AppState;
 use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -28,7 +28,7 @@ async fn metrics(
     req: HttpRequest,
 ) -> HttpResponse {
     if let Some(token) = &state.config.server.metrics_token {
-        if !crate::http::admits_bearer(token, &req) {
+        if !crate::web::http::admits_bearer(token, &req) {
             let mut resp =
                 Problem::new(ProblemKind::Unauthorized, "send Authorization: Bearer <the metrics token>")
                     .response();
@@ -42,7 +42,7 @@ async fn metrics(
             let mut out = String::with_capacity(text.len() + 512);
             out.push_str(&text);
             state.refused.render(&mut out);
-            crate::hooks::metrics::render_spool(&mut out, &hooks, now());
+            crate::web::hooks::metrics::render_spool(&mut out, &hooks, now());
             throttle.render_metrics(&mut out);
             crate::db::primary_pg::render_metrics(&mut out);
             HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
@@ -57,14 +57,14 @@ async fn database_figures(state: &AppState, hooks: &Hooks) -> Result<String, Pro
     let dropped = log.dropped();
     let pool = state.pool.clone();
     let read = move || {
-        let lifecycle = crate::lifecycle::metrics::read(&pool, now())?;
+        let lifecycle = crate::services::lifecycle::metrics::read(&pool, now())?;
         with_conn!(&pool, |c| Ok::<_, DbError>((c.stats()?, c.queue_stats()?, c.hook_stats()?, lifecycle)))
     };
     match web::block(read).await {
         Ok(Ok((stats, queue, hook_stats, lifecycle))) => {
-            let mut body = crate::http::database_metrics(&stats, &queue, dropped, now());
-            crate::hooks::metrics::render(&mut body, hooks, &hook_stats);
-            body.push_str(&crate::lifecycle::metrics::render(&lifecycle, now()));
+            let mut body = crate::web::http::database_metrics(&stats, &queue, dropped, now());
+            crate::web::hooks::metrics::render(&mut body, hooks, &hook_stats);
+            body.push_str(&crate::services::lifecycle::metrics::render(&lifecycle, now()));
             Ok(body)
         }
         Ok(Err(e)) => Err(db_problem(e)),

@@ -1,12 +1,11 @@
 //! The application: builds the state, mounts the public surface (`http`), the admin
 //! (`admin`) and the inbound webhooks (`hooks`) on one listener, and runs them; builds the
 //! workers' `registry` of effect kinds and webhook handlers; `startup` wires `serve` and
-//! `worker`. Only `cli` (and the tests) import this module, except `app::state`, which sits
-//! below every area.
+//! `worker`. Only `cli` (and the tests) import this module; `AppState`, which every area
+//! reaches, is `web::state`.
 
 mod metrics;
 pub mod startup;
-pub mod state;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -14,17 +13,17 @@ use std::sync::Arc;
 use actix_web::dev::Server;
 use actix_web::web;
 
-use crate::accept::Acceptor;
-use crate::admin::accounts::LoginThrottle;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
-use crate::effects::Registry;
-use crate::hooks::Hooks;
-use crate::http::{MetricsCache, RateLimiter};
-use crate::request_log::RequestLog;
-use crate::spam::SpamGuard;
-pub use state::AppState;
+use crate::services::accept::Acceptor;
+use crate::services::effects::Registry;
+use crate::services::request_log::RequestLog;
+use crate::services::spam::SpamGuard;
+use crate::web::admin::accounts::LoginThrottle;
+use crate::web::hooks::Hooks;
+use crate::web::http::{MetricsCache, RateLimiter};
+pub use crate::web::state::AppState;
 
 /// A bound, not yet running, HTTP server.
 pub struct Application {
@@ -58,7 +57,7 @@ impl Application {
         let throttle = web::Data::new(LoginThrottle::default());
         let hooks = web::Data::new(Hooks::load(&config, |k| std::env::var(k).ok())?);
         let spool = hooks.get_ref().clone();
-        let spam = SpamGuard::new(crate::secret::load(&config.server.secret_file)?)?;
+        let spam = SpamGuard::new(crate::base::secret::load(&config.server.secret_file)?)?;
         let state = web::Data::new(AppState::new(config.clone(), pool.clone(), acceptor, spam));
         let mount = move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(state.clone())
@@ -67,12 +66,12 @@ impl Application {
                 .app_data(proxies.clone())
                 .app_data(throttle.clone())
                 .app_data(hooks.clone())
-                .configure(crate::http::routes)
+                .configure(crate::web::http::routes)
                 .configure(metrics::routes)
-                .configure(crate::admin::routes)
-                .configure(crate::hooks::routes);
+                .configure(crate::web::admin::routes)
+                .configure(crate::web::hooks::routes);
         };
-        let server = crate::http::server(listener, &config, mount)?;
+        let server = crate::web::http::server(listener, &config, mount)?;
         Ok(Application { port, server, deliveries, pool, hooks: spool, writes })
     }
 
@@ -89,9 +88,11 @@ impl Application {
     /// delivery rows.
     /// Expired admin sessions are swept meanwhile, and the webhook spool is replayed.
     pub async fn run(self) -> std::io::Result<()> {
-        let sweeper = tokio::spawn(crate::admin::account_changes::sweep_periodically(self.pool.clone()));
-        let spool =
-            tokio::spawn(crate::hooks::replay_spool_periodically(self.hooks.clone(), self.writes.clone()));
+        let sweeper = tokio::spawn(crate::web::admin::account_changes::sweep_periodically(self.pool.clone()));
+        let spool = tokio::spawn(crate::web::hooks::replay_spool_periodically(
+            self.hooks.clone(),
+            self.writes.clone(),
+        ));
         let served = self.server.await;
         sweeper.abort();
         spool.abort();
@@ -103,5 +104,5 @@ impl Application {
 /// The record kinds this process's workers deliver: the form effect kinds and each inbound
 /// webhook handler (`hook:SOURCE:HANDLER`), sharing one CRM adapter and one mailer.
 pub fn registry(config: Arc<Config>) -> anyhow::Result<Registry> {
-    Registry::from_config(config, crate::hooks::handlers::register)
+    Registry::from_config(config, crate::web::hooks::handlers::register)
 }

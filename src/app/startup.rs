@@ -9,11 +9,11 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::Application;
-use crate::admin::accounts;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
-use crate::worker::Worker;
+use crate::services::worker::Worker;
+use crate::web::admin::accounts;
 
 /// What `serve`, `worker` and the data commands do first: load the keyring (the server
 /// secret from `ONCEFORM_SECRET`, else `server.secret_file`), connect and migrate, and key
@@ -22,7 +22,7 @@ use crate::worker::Worker;
 pub fn open_store(config: &Config) -> anyhow::Result<(Pool, Arc<Keyring>)> {
     let keyring = Arc::new(Keyring::from_env(&config.server.secret_file)?);
     let pool = Pool::connect(&config.database)?;
-    let (submissions, conflicts) = crate::lifecycle::rekey::rekey(&pool, config, &keyring)
+    let (submissions, conflicts) = crate::services::lifecycle::rekey::rekey(&pool, config, &keyring)
         .map_err(|e| anyhow::anyhow!("keying stored digests: {e}"))?;
     if submissions + conflicts > 0 {
         tracing::info!(submissions, conflicts, "stored digests keyed with the current secret");
@@ -44,7 +44,7 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     let first_admin = accounts::bootstrap(&pool, &password_file)?;
     // On SQLite the retention pass's batches queue on the accepts' writer (no race for the lock).
     let writes = Writes::shared(&pool, &config.database)?;
-    let purging = crate::lifecycle::schedule::spawn(&config, writes, stop.subscribe());
+    let purging = crate::services::lifecycle::schedule::spawn(&config, writes, stop.subscribe());
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(config.clone(), pool, keyring)?;
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));

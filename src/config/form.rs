@@ -103,13 +103,13 @@ pub struct FormConfig {
     /// The locales an `auto` form offers, the first being the one its own texts are
     /// written in (the fallback); empty: all shipped locales.
     #[serde(default)]
-    pub locales: Vec<crate::i18n::Locale>,
+    pub locales: Vec<crate::base::i18n::Locale>,
     /// Dates in emails are shown in this IANA time zone (`Asia/Taipei`); default UTC.
     #[serde(default)]
-    pub time_zone: crate::i18n::TimeZone,
+    pub time_zone: crate::base::i18n::TimeZone,
     /// The form's own texts per locale (`[forms.F.texts.zh-TW]`).
     #[serde(default)]
-    pub texts: BTreeMap<crate::i18n::Locale, FormTexts>,
+    pub texts: BTreeMap<crate::base::i18n::Locale, FormTexts>,
     /// How long content and then keys are kept (`[forms.F.retention]`).
     #[serde(default)]
     pub retention: RetentionConfig,

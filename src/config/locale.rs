@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer};
 
 use super::{EmailTexts, FormConfig};
+use crate::base::i18n::{negotiate, Locale};
 use crate::domain::{FieldConfig, FieldErrors};
-use crate::i18n::{negotiate, Locale};
 
 /// `locale = "zh-TW"` fixes the language; `"auto"` negotiates it from `Accept-Language`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,9 +178,9 @@ pub fn form_problems(out: &mut Vec<String>, at: &str, form: &FormConfig) {
 
 #[cfg(test)]
 mod tests {
+    use crate::base::i18n::Locale;
     use crate::config::Config;
     use crate::domain::{normalise, RawFields};
-    use crate::i18n::Locale;
 
     const FORM: &str = r#"
 [forms.contact]
@@ -205,9 +205,9 @@ options = { topic = { Sales = "業務洽詢" } }
         let config = Config::parse(FORM).unwrap();
         let form = &config.forms["contact"];
         assert!(
-            crate::check_config::problems(&config).is_empty(),
+            crate::services::check_config::problems(&config).is_empty(),
             "{:?}",
-            crate::check_config::problems(&config)
+            crate::services::check_config::problems(&config)
         );
         assert_eq!(form.locale_for(Some("zh-TW,zh;q=0.9,en;q=0.5")), Locale::ZhTw);
         assert_eq!(form.locale_for(Some("de-CH,de;q=0.9")), Locale::En, "not offered: the first locale");
@@ -232,12 +232,12 @@ options = { topic = { Sales = "業務洽詢" } }
         assert!(Config::parse(&FORM.replace("Asia/Taipei", "Asia/Taipeh")).unwrap_err().contains("IANA"));
         let c = Config::parse(&FORM.replace("labels = { topic", "labels = { colour")).unwrap();
         assert!(
-            crate::check_config::problems(&c).iter().any(|p| p.contains("`colour` is not a field")),
+            crate::services::check_config::problems(&c).iter().any(|p| p.contains("`colour` is not a field")),
             "{:?}",
-            crate::check_config::problems(&c)
+            crate::services::check_config::problems(&c)
         );
         let c = Config::parse(&FORM.replace("locale = \"auto\"", "locale = \"zh-CN\"")).unwrap();
-        assert!(crate::check_config::problems(&c)
+        assert!(crate::services::check_config::problems(&c)
             .iter()
             .any(|p| p.contains("does not list the form's locale")));
     }

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::secret::constant_time_eq;
+use crate::base::secret::constant_time_eq;
 
 /// The bearer token `/metrics` needs when set; never shown by `Debug`.
 #[derive(Clone, Deserialize)]

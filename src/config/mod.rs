@@ -88,7 +88,7 @@ pub enum ConfigError {
 
 impl Config {
     /// Reads `path` (or the built-in default), applies `env` overrides and checks the result
-    /// with `check` (`crate::check_config::load` checks it with every rule).
+    /// with `check` (`crate::services::check_config::load` checks it with every rule).
     pub fn load(
         path: Option<&Path>,
         env: impl Fn(&str) -> Option<String>,
@@ -208,6 +208,10 @@ mod tests {
             c.server.trusted_proxies,
             parsed::trusted_proxies(&["10.0.0.1".into(), "10.1.0.0/16".into()]).unwrap()
         );
-        assert!(crate::check_config::problems(&c).is_empty(), "{:?}", crate::check_config::problems(&c));
+        assert!(
+            crate::services::check_config::problems(&c).is_empty(),
+            "{:?}",
+            crate::services::check_config::problems(&c)
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! The configuration's own rules: every problem in it, each named by its path (the CRM
-//! adapter's and the effect kinds' rules are added by `crate::check_config`).
+//! adapter's and the effect kinds' rules are added by `crate::services::check_config`).
 
 use std::collections::HashSet;
 
@@ -8,7 +8,7 @@ use validator::{Validate, ValidationErrors};
 use super::{Config, FormConfig};
 use crate::domain::{Bound, FieldConfig, FieldType};
 
-/// The problems found in `config` by its own rules (`crate::check_config::problems` adds the
+/// The problems found in `config` by its own rules (`crate::services::check_config::problems` adds the
 /// effect kinds').
 pub fn problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn builtin_default_has_no_problems() {
         let c = Config::builtin().unwrap();
-        assert_eq!(crate::check_config::problems(&c), Vec::<String>::new());
+        assert_eq!(crate::services::check_config::problems(&c), Vec::<String>::new());
     }
 
     #[test]
@@ -223,7 +223,7 @@ mod tests {
             name = "website"
             "#,
         );
-        let p = crate::check_config::problems(&c).join("\n");
+        let p = crate::services::check_config::problems(&c).join("\n");
         for needle in [
             "max_body_bytes: out of range",
             "select needs options",

@@ -209,7 +209,7 @@ mod tests {
     use super::*;
     use crate::config::DatabaseConfig;
     use crate::db::{Pool, Store};
-    use crate::request_log::{self, Channel, DeliveryOutcome};
+    use crate::services::request_log::{self, Channel, DeliveryOutcome};
 
     fn sqlite_pool(dir: &std::path::Path) -> ConnPool {
         let url = crate::db::DatabaseUrl::Sqlite(dir.join("writer.db"));
@@ -220,7 +220,7 @@ mod tests {
     }
 
     fn delivery(n: usize) -> crate::db::models::NewDelivery {
-        let now = crate::clock::now();
+        let now = crate::base::clock::now();
         request_log::row("contact", &format!("op-{n}"), None, Channel::Api, DeliveryOutcome::Created, now)
     }
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::i18n::{Arg, Locale};
+use crate::base::i18n::{Arg, Locale};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldError {

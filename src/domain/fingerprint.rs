@@ -46,7 +46,7 @@ mod tests {
 
     fn fp(pairs: &[(String, String)]) -> String {
         let form = contact();
-        let keys = Keyring::new(crate::secret::Secret::new("onceform unit-test secret"), Vec::new());
+        let keys = Keyring::new(crate::base::secret::Secret::new("onceform unit-test secret"), Vec::new());
         fingerprint(&keys, &normalise(&form, &pairs.to_vec()).unwrap())
     }
 

@@ -6,7 +6,7 @@
 //! There is no process-wide keyring: `app::startup::open_store` loads it, and whoever
 //! digests is handed it by its owner (the acceptor, the app state, a lifecycle command).
 
-use crate::secret::{self, Secret};
+use crate::base::secret::{self, Secret};
 
 pub struct Keyring {
     current: Secret,

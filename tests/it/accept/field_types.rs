@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use crate::on_both_backends;
 use crate::support::delivery::spawn_delivery_app;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
-use onceform::admin::accounts::Role;
 use onceform::config::Config;
+use onceform::web::admin::accounts::Role;
 
 on_both_backends!(
     every_type_renders_accessibly,

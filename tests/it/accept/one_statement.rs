@@ -8,12 +8,12 @@ use std::sync::{Arc, Condvar, Mutex, Once};
 
 use diesel::connection::{set_default_instrumentation, Instrumentation, InstrumentationEvent};
 use diesel::prelude::*;
-use onceform::accept::{Acceptor, Intake, Outcome};
 use onceform::config::{Config, DuplicatePolicy};
 use onceform::db::schema::{deliveries, duplicate_pairs, side_effects};
 use onceform::db::{establish_pg, DbConnection, Pool, Store};
 use onceform::domain::{normalise, OperationId};
-use onceform::request_log::Channel;
+use onceform::services::accept::{Acceptor, Intake, Outcome};
+use onceform::services::request_log::Channel;
 
 use crate::support::{test_config, Backend, TestDb};
 

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Float, Text};
-use onceform::accept::{Acceptor, Intake, Outcome};
 use onceform::config::Config;
 use onceform::db::young_pg::ANALYZE_AFTER;
 use onceform::db::{establish_pg, Pool};
 use onceform::domain::{normalise, OperationId};
-use onceform::request_log::Channel;
+use onceform::services::accept::{Acceptor, Intake, Outcome};
+use onceform::services::request_log::Channel;
 
 use crate::support::{test_config, Backend, TestDb};
 

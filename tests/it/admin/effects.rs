@@ -1,9 +1,9 @@
 //! The effects queue's actions: guarded, audited, and doing what they say.
 
 use diesel::prelude::*;
-use onceform::admin::accounts::Role;
 use onceform::db::schema::side_effects;
 use onceform::db::DbError;
+use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
 
 use crate::on_both_backends;

@@ -2,9 +2,9 @@
 //! submission, and the audit log. Visitor content is inert on every one of them.
 
 use diesel::prelude::*;
-use onceform::admin::accounts::Role;
 use onceform::db::schema::{duplicate_pairs, submissions};
 use onceform::db::DbError;
+use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
 use serde_json::{json, Value};
 
@@ -350,7 +350,7 @@ async fn the_detail_page_shows_fields_deliveries_effects_and_attempts(backend: B
                     duplicate_pairs::score.eq(0.9),
                     duplicate_pairs::reasons.eq(r#"["same email address","same topic"]"#),
                     duplicate_pairs::status.eq("open"),
-                    duplicate_pairs::created_at.eq(onceform::clock::now()),
+                    duplicate_pairs::created_at.eq(onceform::base::clock::now()),
                 ))
                 .execute(c)
                 .map_err(DbError::from)

@@ -2,9 +2,9 @@
 //! say, pages that show the difference, and visitor content that stays inert.
 
 use diesel::prelude::*;
-use onceform::admin::accounts::Role;
 use onceform::db::schema::{conflicts, duplicate_pairs, side_effects, submissions};
 use onceform::db::{DbError, Store};
+use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
 use serde_json::{json, Value};
 
@@ -92,7 +92,7 @@ async fn make_pair(app: &TestApp, original_key: &str, duplicate_key: &str, score
                         duplicate_pairs::score.eq(score),
                         duplicate_pairs::reasons.eq(r#"["same email within 72 h","similar message"]"#),
                         duplicate_pairs::status.eq("open"),
-                        duplicate_pairs::created_at.eq(onceform::clock::now()),
+                        duplicate_pairs::created_at.eq(onceform::base::clock::now()),
                     ))
                     .on_conflict((duplicate_pairs::original_id, duplicate_pairs::duplicate_id))
                     .do_update()
@@ -292,7 +292,7 @@ async fn duplicate_of_cancels_pending_effects_and_undo_restores_them(backend: Ba
     assert_eq!(status, "duplicate");
     assert!(by.unwrap().starts_with("admin-") && at, "decided_by and decided_at");
     assert_eq!(duplicate_of(&app, &k2).await.as_deref(), Some(original.as_str()));
-    let note = format!("duplicate of {}", onceform::format::reference(&original));
+    let note = format!("duplicate of {}", onceform::base::format::reference(&original));
     let e = effects(&app, &k2).await;
     assert_eq!(e[0], ("confirmation_email".into(), "CANCELLED".into(), false, Some("admin: bounced".into())));
     assert_eq!(
@@ -353,7 +353,7 @@ async fn not_a_duplicate_releases_held_effects_and_leaves_the_open_list(backend:
                             duplicate_pairs::score.eq(0.9),
                             duplicate_pairs::reasons.eq("[]"),
                             duplicate_pairs::status.eq("open"),
-                            duplicate_pairs::created_at.eq(onceform::clock::now()),
+                            duplicate_pairs::created_at.eq(onceform::base::clock::now()),
                         ))
                         .on_conflict_do_nothing()
                 )

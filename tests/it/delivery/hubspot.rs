@@ -134,7 +134,7 @@ async fn a_500_is_resent_and_a_429_waits_for_retry_after(backend: Backend) {
     hubspot.push_fault(Fault::RateLimited(1));
     let busy = new_key();
     d.app.submit(&busy, &inquiry_from("b@example.com", "Busy")).await;
-    let before = onceform::clock::now();
+    let before = onceform::base::clock::now();
     worker.run_once().await;
     let lead = d.effect(&busy, "crm_lead").await;
     assert_eq!(lead.state, "PENDING");

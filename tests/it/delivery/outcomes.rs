@@ -132,7 +132,7 @@ async fn rate_limits_are_honoured_and_bad_requests_fail_at_once(backend: Backend
     d.app.submit(&key, &inquiry("Busy CRM")).await;
     let worker = d.worker();
 
-    let before = onceform::clock::now();
+    let before = onceform::base::clock::now();
     worker.run_once().await;
     let lead = d.effect(&key, "crm_lead").await;
     assert_eq!(lead.state, "PENDING");
@@ -144,7 +144,7 @@ async fn rate_limits_are_honoured_and_bad_requests_fail_at_once(backend: Backend
     assert_eq!(d.crm.create_requests(), 1, "no attempt before Retry-After");
     d.settle(&worker).await;
     assert_eq!(d.effect(&key, "crm_lead").await.state, "SENT");
-    assert!(onceform::clock::now() >= before + chrono::Duration::seconds(2));
+    assert!(onceform::base::clock::now() >= before + chrono::Duration::seconds(2));
 
     d.crm.push_fault(Fault::Status(400));
     let bad = new_key();

@@ -13,7 +13,7 @@ use crate::support::vendor::{
     crm_only, force_lead_state, inquiry_from, lead_ref, submission_id, wire_vendor,
 };
 use crate::support::{new_key, Backend};
-use onceform::admin::accounts::Role;
+use onceform::web::admin::accounts::Role;
 
 on_both_backends!(
     three_submissions_make_three_leads_each_carrying_its_reference,
@@ -138,7 +138,7 @@ async fn a_500_is_resent_and_a_429_waits_for_retry_after(backend: Backend) {
     salesforce.push_fault(Fault::RateLimited(1));
     let busy = new_key();
     d.app.submit(&busy, &inquiry_from("b@example.com", "Busy")).await;
-    let before = onceform::clock::now();
+    let before = onceform::base::clock::now();
     worker.run_once().await;
     let lead = d.effect(&busy, "crm_lead").await;
     assert_eq!(lead.state, "PENDING");
@@ -216,9 +216,9 @@ async fn an_embed_js_lead_with_a_journey_id_reaches_salesforce(backend: Backend)
     assert_eq!(d.effect(&key, "crm_lead").await.state, "SENT");
     assert_eq!(salesforce.leads()[0].fields["Journey__c"], "jrn-5d2c");
     assert!(
-        onceform::check_config::problems(&d.app.config).is_empty(),
+        onceform::services::check_config::problems(&d.app.config).is_empty(),
         "{:?}",
-        onceform::check_config::problems(&d.app.config)
+        onceform::services::check_config::problems(&d.app.config)
     );
 }
 
@@ -229,7 +229,7 @@ async fn a_blank_optional_company_is_filled_from_the_default(backend: Backend) {
     blank["company"] = "".into();
 
     let (d, salesforce) = app(backend, |_| {}).await;
-    let warnings = onceform::check_config::warnings(&d.app.config).join("\n");
+    let warnings = onceform::services::check_config::warnings(&d.app.config).join("\n");
     assert!(
         warnings.contains("forms.contact.crm_fields: Lead.Company is required and the optional field `company` can leave it blank"),
         "{warnings}"
@@ -244,7 +244,7 @@ async fn a_blank_optional_company_is_filled_from_the_default(backend: Backend) {
         c.forms.get_mut("contact").unwrap().crm_defaults.insert("Company".into(), "Private person".into());
     })
     .await;
-    let warnings = onceform::check_config::warnings(&d.app.config).join("\n");
+    let warnings = onceform::services::check_config::warnings(&d.app.config).join("\n");
     assert!(!warnings.contains("Lead.Company"), "{warnings}");
     let (blank_key, named_key) = (new_key(), new_key());
     d.app.submit(&blank_key, &blank).await;
@@ -262,7 +262,7 @@ async fn a_blank_optional_company_is_filled_from_the_default(backend: Backend) {
 /// Issue 26: the admin showed only `http_400 / HTTP 400`; Salesforce's error body says why.
 async fn salesforces_refusal_is_shown_on_the_admin_submission_page(backend: Backend) {
     let (d, salesforce) = app(backend, |_| {}).await;
-    let warnings = onceform::check_config::warnings(&d.app.config).join("\n");
+    let warnings = onceform::services::check_config::warnings(&d.app.config).join("\n");
     assert!(warnings.contains("up to 120 characters, but Lead.LastName holds 80"), "{warnings}");
     assert!(warnings.contains("up to 254 characters, but Lead.Email holds 80"), "{warnings}");
 

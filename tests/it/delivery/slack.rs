@@ -27,7 +27,7 @@ async fn slack_app(backend: Backend, receiver: &Receiver) -> DeliveryApp {
             "\n[forms.contact.slack]\nurl_env = \"{var}\"\nadmin_url = \"https://forms.example.com/\"\n"
         );
     let parsed = Config::parse(&text).unwrap();
-    assert_eq!(onceform::check_config::problems(&parsed), Vec::<String>::new());
+    assert_eq!(onceform::services::check_config::problems(&parsed), Vec::<String>::new());
     spawn_delivery_app(backend, |c| c.forms = parsed.forms).await
 }
 

@@ -41,7 +41,7 @@ async fn webhook_app(backend: Backend, receiver: &Receiver, secrets: &str) -> De
             receiver.events_url()
         );
     let parsed = Config::parse(&text).unwrap();
-    assert_eq!(onceform::check_config::problems(&parsed), Vec::<String>::new());
+    assert_eq!(onceform::services::check_config::problems(&parsed), Vec::<String>::new());
     spawn_delivery_app(backend, |c| c.forms = parsed.forms).await
 }
 
@@ -150,7 +150,7 @@ async fn a_410_is_final_and_a_429_waits_its_retry_after(backend: Backend) {
     worker.run_once().await;
     let effect = d.effect(&limited, "webhook").await;
     assert_eq!(effect.state.as_str(), "PENDING");
-    let wait = effect.next_attempt_at - onceform::clock::now();
+    let wait = effect.next_attempt_at - onceform::base::clock::now();
     assert!(wait > chrono::Duration::milliseconds(1500) && wait <= chrono::Duration::seconds(3), "{wait}");
     d.settle(&worker).await;
     let effect = d.effect(&limited, "webhook").await;
@@ -199,7 +199,7 @@ async fn a_refused_webhook_shows_the_receivers_answer_on_the_admin_page(backend:
     assert_eq!(d.app.submit(&key, &inquiry("Hello")).await.status(), 201);
     d.settle(&d.worker()).await;
     assert_eq!(d.effect(&key, "webhook").await.state, "FAILED_FINAL");
-    let admin = d.app.sign_in(onceform::admin::accounts::Role::Viewer).await;
+    let admin = d.app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
     let id = crate::support::vendor::submission_id(&d.app, &key).await;
     let html = d.app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
     assert!(html.contains("HTTP 422") && html.contains("http_422"), "{html}");

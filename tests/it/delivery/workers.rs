@@ -56,7 +56,7 @@ async fn effect_states(config: &Config) -> Vec<(String, String, i64)> {
 }
 
 fn parsed(path: &std::path::Path) -> Config {
-    onceform::check_config::load(Some(path), |_| None).unwrap()
+    onceform::services::check_config::load(Some(path), |_| None).unwrap()
 }
 
 crate::on_both_backends!(
@@ -155,7 +155,7 @@ async fn concurrent_batch_claims_never_share_a_record(backend: Backend) {
                 let owner = format!("claimer-{n}");
                 let mut mine: Vec<String> = Vec::new();
                 loop {
-                    let (now, owner) = (onceform::clock::now(), owner.clone());
+                    let (now, owner) = (onceform::base::clock::now(), owner.clone());
                     let lease = now + chrono::Duration::seconds(30);
                     let claim =
                         move |c: &mut onceform::db::DbConnection| Ok(c.claim_due(&owner, now, lease, 16)?);

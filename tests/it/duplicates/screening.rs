@@ -127,7 +127,9 @@ async fn hold_keeps_the_duplicates_effects_until_released(backend: Backend) {
     let duplicate = pairs(&d.app).await[0].1.clone();
     d.app
         .query(move |pool| {
-            with_conn!(pool, |c| c.release_held_of(&duplicate, onceform::clock::now()).map_err(DbError::from))
+            with_conn!(pool, |c| c
+                .release_held_of(&duplicate, onceform::base::clock::now())
+                .map_err(DbError::from))
         })
         .await;
     d.settle(&worker).await;
@@ -168,7 +170,7 @@ async fn a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat(backen
     assert_eq!(app.stats().await.submissions, 12, "pairs never merge inquiries");
 
     // The review shows the cluster as one item with its members.
-    let viewer = app.sign_in(onceform::admin::accounts::Role::Viewer).await;
+    let viewer = app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
     let resp = app.admin_get(Some(&viewer), "/admin/duplicates").await;
     assert_eq!(resp.status(), 200);
     let page = resp.text().await.unwrap();

@@ -183,7 +183,7 @@ async fn a_worker_killed_mid_delivery_during_a_failover_does_not_deliver_twice()
     crm.push_fault(Fault::SlowAfterCreate(Duration::from_secs(30)));
     let db = TestDb::external(cluster.url(true));
     let path = config_file(&db, &crm, &smtp, 2);
-    let config = onceform::check_config::load(Some(&path), |_| None).unwrap();
+    let config = onceform::services::check_config::load(Some(&path), |_| None).unwrap();
     let pool = onceform::db::Pool::connect(&config.database).unwrap();
     seed(&pool, &config, 3).await; // 3 leads, 6 emails
     drop(pool);

@@ -4,10 +4,10 @@
 //! handler states, conflicts and escaped bodies; a handler replays as a new batch.
 
 use diesel::prelude::*;
-use onceform::admin::accounts::Role;
 use onceform::db::schema::inbound_quarantine;
 use onceform::db::DbError;
-use onceform::hooks::verify::standard_webhooks;
+use onceform::web::admin::accounts::Role;
+use onceform::web::hooks::verify::standard_webhooks;
 use onceform::with_conn;
 
 use crate::on_both_backends;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use onceform::hooks::verify::standard_webhooks;
+use onceform::web::hooks::verify::standard_webhooks;
 
 use crate::on_both_backends;
 use crate::support::hooks::{hook, secret_var, spawn_hook_app, HookApp};

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use onceform::hooks::verify::standard_webhooks;
+use onceform::web::hooks::verify::standard_webhooks;
 use serde_json::json;
 
 use crate::on_both_backends;

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use onceform::hooks::verify::standard_webhooks;
+use onceform::web::hooks::verify::standard_webhooks;
 
 use crate::support::hooks::{hook, secret_var, HookApp};
 use crate::support::proxy::Proxy;

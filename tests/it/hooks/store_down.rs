@@ -4,7 +4,7 @@
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use onceform::hooks::verify::standard_webhooks;
+use onceform::web::hooks::verify::standard_webhooks;
 
 use crate::support::crm::FakeCrm;
 use crate::support::delivery::wire;

@@ -2,7 +2,7 @@
 //! (200, stored) and refuses a tampered body, a wrong secret, an empty signature and a stale
 //! timestamp (401, nothing stored). WeCom against a vector made by Python's `cryptography`.
 
-use onceform::hooks::verify::{github, standard_webhooks, stripe};
+use onceform::web::hooks::verify::{github, standard_webhooks, stripe};
 use serde_json::Value;
 
 use crate::on_both_backends;

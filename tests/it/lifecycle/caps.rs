@@ -45,12 +45,12 @@ async fn caps(d: &DeliveryApp) -> i64 {
 /// SQLite through the writer the app's accepts use): the contact form's caps it deleted.
 async fn purge_in(d: &DeliveryApp, minutes: i64) -> Option<i64> {
     let config = d.app.config.clone();
-    let at = onceform::clock::now() + Duration::minutes(minutes);
+    let at = onceform::base::clock::now() + Duration::minutes(minutes);
     let report = d
         .app
         .query(move |pool| {
             let writes = onceform::db::Writes::shared(pool, &config.database).unwrap();
-            onceform::lifecycle::purge::run_pass(&writes, &config, at)
+            onceform::services::lifecycle::purge::run_pass(&writes, &config, at)
         })
         .await;
     report.caps.into_iter().find(|(form, _)| form == "contact").map(|(_, n)| n)
@@ -79,7 +79,7 @@ async fn caps_past_their_window_are_purged_and_the_address_is_confirmed_again(ba
 }
 
 async fn erasing_the_address_deletes_its_cap_at_once(backend: Backend) {
-    use onceform::lifecycle::erase::{erase, Actor, Files, Person};
+    use onceform::services::lifecycle::erase::{erase, Actor, Files, Person};
     let d = spawn_delivery_app(backend, |_| {}).await;
     assert_eq!(confirmation_state(&d).await, "PENDING");
     assert_eq!(caps(&d).await, 1);

@@ -2,11 +2,11 @@
 //! digests of an earlier release (plain SHA-256) are converted at start.
 
 use diesel::prelude::*;
+use onceform::base::secret::Secret;
 use onceform::db::schema::submissions;
 use onceform::db::DbError;
 use onceform::domain::digest;
 use onceform::domain::keyring::Keyring;
-use onceform::secret::Secret;
 use onceform::with_conn;
 
 use crate::on_both_backends;
@@ -82,12 +82,14 @@ async fn plain_digests_of_an_earlier_release_are_keyed_and_still_replay(backend:
     })
     .await;
     let config = app.config.clone();
-    let converted =
-        app.query(move |pool| onceform::lifecycle::rekey::rekey(pool, &config, &test_keyring())).await;
+    let converted = app
+        .query(move |pool| onceform::services::lifecycle::rekey::rekey(pool, &config, &test_keyring()))
+        .await;
     assert_eq!(converted.0, 1, "only the row with content can be keyed again");
     let config = app.config.clone();
-    let again =
-        app.query(move |pool| onceform::lifecycle::rekey::rekey(pool, &config, &test_keyring())).await;
+    let again = app
+        .query(move |pool| onceform::services::lifecycle::rekey::rekey(pool, &config, &test_keyring()))
+        .await;
     assert_eq!(again, (0, 0), "idempotent");
 
     let keys = Keyring::new(Secret::new(TEST_SECRET), Vec::new());

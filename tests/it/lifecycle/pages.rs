@@ -1,7 +1,7 @@
 //! The lifecycle on `/metrics` and in the admin: purges, the redelivery spread, the windows,
 //! the import upload.
 
-use onceform::admin::accounts::Role;
+use onceform::web::admin::accounts::Role;
 
 use crate::lifecycle::config_with;
 use crate::on_both_backends;
@@ -26,10 +26,14 @@ async fn metrics_and_the_retention_page_show_purges_spread_and_windows(backend: 
     }
     assert_eq!(app.submit(&new_key(), &inquiry("Only once")).await.status(), 201);
     let config = app.config.clone();
-    let later = onceform::clock::now() + chrono::Duration::days(91);
+    let later = onceform::base::clock::now() + chrono::Duration::days(91);
     let report = app
         .query(move |pool| {
-            onceform::lifecycle::purge::run_pass(&onceform::db::Writes::pooled(pool.clone()), &config, later)
+            onceform::services::lifecycle::purge::run_pass(
+                &onceform::db::Writes::pooled(pool.clone()),
+                &config,
+                later,
+            )
         })
         .await;
     assert_eq!(report.total(), 2, "both submissions are past 90 days then");

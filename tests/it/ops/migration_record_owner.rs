@@ -14,7 +14,7 @@ use diesel_migrations::{FileBasedMigrations, MigrationHarness};
 use onceform::db::schema::{effect_attempts, side_effects, submissions};
 use onceform::db::{DbError, Pool, Queue};
 use onceform::domain::RecordKind;
-use onceform::effects::Job;
+use onceform::services::effects::Job;
 use onceform::with_conn;
 
 use crate::support::{test_config, Backend, TestDb};
@@ -172,9 +172,9 @@ fn records_survive(db: &TestDb) {
                         side_effects::kind.eq("crm_lead"),
                         side_effects::effect_key.eq(key),
                         side_effects::state.eq("PENDING"),
-                        side_effects::next_attempt_at.eq(onceform::clock::now()),
-                        side_effects::created_at.eq(onceform::clock::now()),
-                        side_effects::updated_at.eq(onceform::clock::now()),
+                        side_effects::next_attempt_at.eq(onceform::base::clock::now()),
+                        side_effects::created_at.eq(onceform::base::clock::now()),
+                        side_effects::updated_at.eq(onceform::base::clock::now()),
                     ))
                     .execute(c)
             };
@@ -189,7 +189,7 @@ fn records_survive(db: &TestDb) {
 
     // The worker reads a migrated event's record with its event's fields.
     let tell = RecordKind::hook("helpdesk", "tell");
-    let now = onceform::clock::now();
+    let now = onceform::base::clock::now();
     let rows = with_conn!(&pool, |c| c
         .take_unknown_due(std::slice::from_ref(&tell), now, now, 10)
         .map_err(DbError::from))

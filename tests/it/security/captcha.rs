@@ -10,7 +10,7 @@ use std::process::Command;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use onceform::config::{CaptchaConfig, Config};
-use onceform::spam::altcha::Challenge;
+use onceform::services::spam::altcha::Challenge;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;
@@ -178,7 +178,7 @@ async fn a_client_flooding_altcha_solutions_fills_only_its_own_share() {
     let mut answers = Vec::new();
     for _ in 0..65 {
         let c: Challenge = challenge(&app, Some(flooder)).await.json().await.unwrap();
-        answers.push(onceform::spam::altcha::solve(&c).unwrap());
+        answers.push(onceform::services::spam::altcha::solve(&c).unwrap());
     }
     let last = answers.pop().unwrap();
     for (i, answer) in answers.into_iter().enumerate() {
@@ -191,7 +191,7 @@ async fn a_client_flooding_altcha_solutions_fills_only_its_own_share() {
     assert!(refused.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() > 500);
 
     let other: Challenge = challenge(&app, Some("203.0.113.9")).await.json().await.unwrap();
-    let answer = onceform::spam::altcha::solve(&other).unwrap();
+    let answer = onceform::services::spam::altcha::solve(&other).unwrap();
     assert_eq!(submit_from("203.0.113.9", answer).await, (false, None, 3), "another client is served");
 }
 

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
-use onceform::admin::accounts::Role;
 use onceform::config::Config;
 use onceform::db::schema::{deliveries, effect_attempts, side_effects};
 use onceform::db::DbError;
+use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
 use serde_json::json;
 

@@ -1,8 +1,8 @@
 //! Security headers on every response, `Secure` `__Host-` cookies when configured, and the
 //! operations endpoints: the metrics token and the metrics cache.
 
-use onceform::admin::accounts::Role;
 use onceform::config::MetricsToken;
+use onceform::web::admin::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::{inquiry, new_key, spawn_app, spawn_app_with, Backend, TestApp};

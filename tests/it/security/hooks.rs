@@ -2,7 +2,7 @@
 //! signed GitHub delivery sent again under new `X-GitHub-Delivery` IDs (the header is not
 //! signed, and GitHub sends no timestamp) is a replay of the first, not a new event.
 
-use onceform::hooks::verify::github;
+use onceform::web::hooks::verify::github;
 
 use crate::on_both_backends;
 use crate::support::hooks::{hook, secret_var, spawn_hook_app};

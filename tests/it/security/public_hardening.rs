@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::prelude::*;
-use onceform::admin::accounts::Role;
 use onceform::db::schema::{audit_log, side_effects};
 use onceform::db::DbError;
+use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -218,14 +218,14 @@ async fn a_truncated_multipart_post_is_answered_not_held(backend: Backend) {
 fn check_config_refuses_http_crm_urls_beyond_loopback() {
     let mut c = onceform::config::Config::builtin().unwrap();
     c.crm.url = Some("http://crm.example.com/leads".into());
-    let problems = onceform::check_config::problems(&c);
+    let problems = onceform::services::check_config::problems(&c);
     assert!(
         problems.iter().any(|p| p.starts_with("crm.url: http:// is only allowed to loopback")),
         "{problems:?}"
     );
     c.crm.allow_http = true;
-    assert!(onceform::check_config::problems(&c).is_empty());
+    assert!(onceform::services::check_config::problems(&c).is_empty());
     c.crm.allow_http = false;
     c.crm.url = Some("https://crm.example.com/leads".into());
-    assert!(onceform::check_config::problems(&c).is_empty());
+    assert!(onceform::services::check_config::problems(&c).is_empty());
 }

@@ -3,7 +3,7 @@
 //! the client read differently, colliding `.eml` names, forged WeCom padding, and a CRLF
 //! name folded into the confirmation.
 
-use onceform::admin::accounts::Role;
+use onceform::web::admin::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::hooks::{hook, secret_var, spawn_hook_app};
@@ -70,7 +70,7 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
     let mut config = Config::builtin().unwrap();
     config.crm.adapter = Some("generic".into());
     config.crm.url = Some(evil.into());
-    let problems = onceform::check_config::problems(&config);
+    let problems = onceform::services::check_config::problems(&config);
     assert!(
         problems.iter().any(|p| p.starts_with("crm.url:") && p.contains("crm.evil.example")),
         "{problems:?}"
@@ -82,7 +82,7 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
          url = '{evil}'\nlookup_url = 'https://{{key}}.evil.example/'\n"
     );
     config.hooks.insert("helpdesk".into(), hook(&source));
-    let problems = onceform::check_config::problems(&config);
+    let problems = onceform::services::check_config::problems(&config);
     assert!(problems.iter().any(|p| p.starts_with("hooks.helpdesk.handlers.fwd.url:")), "{problems:?}");
     assert!(
         problems.iter().any(|p| p.starts_with("hooks.helpdesk.handlers.fwd.lookup_url:")),
@@ -96,9 +96,9 @@ fn a_backslash_userinfo_url_that_reaches_a_remote_host_fails_check_config() {
                 url = \"http://127.0.0.1:9/x\"\nlookup_url = \"https://hooks.example.com/x/{key}\"\n";
     config.hooks.insert("helpdesk".into(), hook(fine));
     assert!(
-        onceform::check_config::problems(&config).is_empty(),
+        onceform::services::check_config::problems(&config).is_empty(),
         "{:?}",
-        onceform::check_config::problems(&config)
+        onceform::services::check_config::problems(&config)
     );
 }
 

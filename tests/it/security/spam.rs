@@ -2,8 +2,8 @@
 //! Whatever fails a check is stored as spam with its reason, without side effects, and
 //! shown in the admin; nothing is lost.
 
-use onceform::admin::accounts::Role;
 use onceform::config::{CaptchaConfig, Config};
+use onceform::web::admin::accounts::Role;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;
@@ -89,8 +89,12 @@ async fn a_form_filled_at_human_speed_is_accepted(backend: Backend) {
     let app = spawn_app_with(backend, |_| {}).await;
     let (op, _) = rendered_form(&app).await;
     // Issued ten seconds ago with the server's own secret: what a person's post carries.
-    let secret = onceform::secret::load(&app.config.server.secret_file).unwrap();
-    let stamp = onceform::spam::stamp::issue(&secret, "contact", onceform::clock::unix_seconds() - 10);
+    let secret = onceform::base::secret::load(&app.config.server.secret_file).unwrap();
+    let stamp = onceform::services::spam::stamp::issue(
+        &secret,
+        "contact",
+        onceform::base::clock::unix_seconds() - 10,
+    );
     assert_eq!(post_html(&app, &op, &stamp).await.status(), 303);
     assert_eq!(verdict(&app, &op).await, (false, None, 3));
     assert_eq!(post_html(&app, &op, &stamp).await.status(), 303, "a re-post lands on the same receipt");
@@ -208,11 +212,11 @@ async fn altcha_valid_invalid_and_replayed(backend: Backend) {
         let resp = app.client.get(app.url("/api/forms/contact/altcha")).send().await.unwrap();
         assert_eq!(resp.status(), 200);
         assert_eq!(resp.headers()["cache-control"], "no-store");
-        resp.json::<onceform::spam::altcha::Challenge>().await.unwrap()
+        resp.json::<onceform::services::spam::altcha::Challenge>().await.unwrap()
     };
     let c = challenge.await;
     assert_eq!((c.algorithm.as_str(), c.maxnumber), ("SHA-256", 5000));
-    let solution = onceform::spam::altcha::solve(&c).unwrap();
+    let solution = onceform::services::spam::altcha::solve(&c).unwrap();
 
     let valid = new_key();
     assert_eq!(app.submit(&valid, &with_answer("altcha", Some(&solution))).await.status(), 201);
@@ -224,13 +228,13 @@ async fn altcha_valid_invalid_and_replayed(backend: Backend) {
     assert_eq!(verdict(&app, &replayed).await, (true, Some("captcha-replayed".into()), 0));
 
     // A solution of a challenge signed elsewhere, or a wrong number.
-    let forged = onceform::spam::altcha::challenge(
-        &onceform::secret::Secret::from_bytes([9; 32]),
+    let forged = onceform::services::spam::altcha::challenge(
+        &onceform::base::secret::Secret::from_bytes([9; 32]),
         app.config.forms["contact"].captcha.as_ref().unwrap(),
-        onceform::clock::unix_seconds(),
+        onceform::base::clock::unix_seconds(),
     );
     let invalid = new_key();
-    let answer = onceform::spam::altcha::solve(&forged).unwrap();
+    let answer = onceform::services::spam::altcha::solve(&forged).unwrap();
     assert_eq!(app.submit(&invalid, &with_answer("altcha", Some(&answer))).await.status(), 201);
     assert_eq!(verdict(&app, &invalid).await, (true, Some("captcha-invalid".into()), 0));
 

@@ -7,8 +7,8 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use onceform::db::schema::{effect_attempts, side_effects, submissions};
 use onceform::db::DbError;
+use onceform::services::worker::Worker;
 use onceform::with_conn;
-use onceform::worker::Worker;
 
 use super::crm::FakeCrm;
 use super::smtp::SmtpSink;

@@ -9,9 +9,9 @@ use onceform::db::schema::{
     inbound_conflicts, inbound_deliveries, inbound_events, inbound_quarantine, side_effects,
 };
 use onceform::db::DbError;
-use onceform::hooks::HookConfig;
+use onceform::services::worker::Worker;
+use onceform::web::hooks::HookConfig;
 use onceform::with_conn;
-use onceform::worker::Worker;
 
 use super::delivery::wire;
 use super::{crm::FakeCrm, smtp::SmtpSink, spawn_app_with, Backend, TestApp};
@@ -75,7 +75,7 @@ impl HookApp {
 
     /// One Standard Webhooks delivery to `source`, signed with `whsec` for message `id`.
     pub async fn post_signed(&self, source: &str, whsec: &str, id: &str, body: &str) -> reqwest::Response {
-        use onceform::hooks::verify::standard_webhooks;
+        use onceform::web::hooks::verify::standard_webhooks;
         let key = standard_webhooks::decode_secret(whsec).unwrap();
         let ts = chrono::Utc::now().timestamp();
         let headers = vec![

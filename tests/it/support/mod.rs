@@ -27,7 +27,7 @@ use onceform::app::Application;
 use onceform::config::Config;
 use onceform::db::{DbError, Pool, Stats, Store};
 use onceform::domain::keyring::Keyring;
-use onceform::request_log::RequestLog;
+use onceform::services::request_log::RequestLog;
 use onceform::with_conn;
 use serde_json::{json, Value};
 
@@ -159,7 +159,7 @@ pub const TEST_SECRET: &str = "onceform integration-test secret";
 /// The keyring of `TEST_SECRET`: what the in-process apps, acceptors and lifecycle calls of
 /// the tests digest with (a child `onceform` given `ONCEFORM_SECRET` loads the same).
 pub fn test_keyring() -> Arc<Keyring> {
-    Arc::new(Keyring::new(onceform::secret::Secret::new(TEST_SECRET), Vec::new()))
+    Arc::new(Keyring::new(onceform::base::secret::Secret::new(TEST_SECRET), Vec::new()))
 }
 
 /// A fresh directory of its own for a spawned `onceform` (its working directory): whatever
@@ -195,7 +195,7 @@ pub fn test_config(db_url: &str) -> Config {
 /// adapter parses it as it would the file's).
 pub fn set_crm(config: &mut Config, name: &str, settings: &[(&str, &str)]) {
     let table = settings.iter().map(|(k, v)| (k.to_string(), toml::Value::String(v.to_string()))).collect();
-    onceform::effects::crm::set_table(&mut config.crm, name, table).unwrap();
+    onceform::services::effects::crm::set_table(&mut config.crm, name, table).unwrap();
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
@@ -367,7 +367,8 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
     tokio::task::spawn_blocking(move || {
         let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
         let acceptor =
-            onceform::accept::Acceptor::one_transaction_each(config.into(), pool, test_keyring()).unwrap();
+            onceform::services::accept::Acceptor::one_transaction_each(config.into(), pool, test_keyring())
+                .unwrap();
         for i in 0..n {
             let mut body = inquiry(&format!("Inquiry number {i}"));
             body["email"] = format!("seed-{i}@example.com").into(); // one visitor each
@@ -379,8 +380,9 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
                 .collect();
             let fields = onceform::domain::normalise(&*form, &raw).unwrap();
             let operation_id = Some(onceform::domain::OperationId::generate());
-            let channel = onceform::request_log::Channel::Api;
-            let intake = onceform::accept::Intake { form: form.clone(), operation_id, channel, fields };
+            let channel = onceform::services::request_log::Channel::Api;
+            let intake =
+                onceform::services::accept::Intake { form: form.clone(), operation_id, channel, fields };
             acceptor.accept(intake).unwrap();
         }
     })

@@ -81,7 +81,10 @@ pub async fn force_lead_state(app: &super::TestApp, state: &str) {
     let state = state.to_string();
     app.query(move |pool| {
         with_conn!(pool, |c| diesel::update(side_effects::table.filter(side_effects::kind.eq("crm_lead")))
-            .set((side_effects::state.eq(&state), side_effects::next_attempt_at.eq(onceform::clock::now())))
+            .set((
+                side_effects::state.eq(&state),
+                side_effects::next_attempt_at.eq(onceform::base::clock::now())
+            ))
             .execute(c)
             .map_err(DbError::from))
     })

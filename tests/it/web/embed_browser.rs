@@ -105,7 +105,7 @@ async fn a_static_page_submits_once_through_a_lost_answer_and_an_unlisted_one_is
         .json()
         .await
         .unwrap();
-    let reference = onceform::format::reference(status["submission_id"].as_str().unwrap());
+    let reference = onceform::base::format::reference(status["submission_id"].as_str().unwrap());
     assert!(source.contains(&reference), "the receipt shows {reference}");
     let stored = app.stored_fields(&keys[0]).await.unwrap();
     assert_eq!(

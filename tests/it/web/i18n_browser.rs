@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use onceform::base::i18n::Locale;
 use onceform::config::LocaleChoice;
-use onceform::i18n::Locale;
 
 use crate::support::browser::Browser;
 use crate::support::static_site::StaticSite;

@@ -1,6 +1,6 @@
 //! The submissions list: filters that carry no personal data, and a portable search over the
 //! stored content (a LIKE on the lower-cased JSON, confirmed on the values in Rust). The
-//! filters as they travel in a query string are `crate::admin::filters`.
+//! filters as they travel in a query string are `crate::web::admin::filters`.
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,8 @@
+//! The helpers every layer may use: the time, how times and references are written, the shipped
+//! locales, logging, the server secret.
+
+pub mod clock;
+pub mod format;
+pub mod i18n;
+pub mod logging;
+pub mod secret;

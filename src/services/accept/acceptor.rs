@@ -1,0 +1,280 @@
+//! The accept service: the accept transaction plus what makes it fast without weakening it.
+//! - Retries of committed operations are answered from memory (`ReplayCache`), else from a
+//!   plain read; their delivery rows are queued on the `RequestLog`.
+//! - On SQLite, write transactions go through the group-commit writer: one fsync per batch
+//!   of concurrent accepts, each in its own savepoint, each answered after the commit.
+//! - On PostgreSQL, a first acceptance is one statement (`pg`); retries read after it.
+//! - `Acceptor::one_transaction_each` runs each in a transaction of its own instead (the
+//!   benchmark's baseline).
+//! - Submissions linked to an earlier one wake the duplicate screener.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::cache::{Entry, ReplayCache};
+use super::transaction::{committed, in_progress_on_lock_timeout, run};
+use super::{pg, Intake, Outcome, Plan, Receipt};
+use crate::config::{Config, Form};
+use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store, Writes};
+use crate::domain::keyring::Keyring;
+use crate::domain::{fingerprint, NormalisedFields, OperationId};
+use crate::services::duplicates::Screener;
+use crate::services::request_log::{self, Channel, DeliveryOutcome, RequestLog};
+use crate::with_conn;
+
+/// How a first acceptance reaches the database.
+#[derive(Clone)]
+enum Path {
+    /// PostgreSQL: one statement (`pg`).
+    OneStatement,
+    /// SQLite: a savepoint in the group-commit writer's next batch.
+    GroupCommit(SqliteWriter),
+    /// Either backend: a read for a committed retry, then a write transaction of its own
+    /// (the benchmark's baseline; seeding tests).
+    Transaction,
+}
+
+/// The one accept entry point. Cheap to clone: the clones share the cache, the delivery
+/// log and the writer.
+#[derive(Clone)]
+pub struct Acceptor {
+    pool: Pool,
+    path: Path,
+    cache: Arc<ReplayCache>,
+    deliveries: RequestLog,
+    screener: Screener,
+    /// Where other write transactions of this process go (the same group-commit writer).
+    writes: Writes,
+    /// First acceptances so far (PostgreSQL), up to the young-database check.
+    created: Arc<AtomicUsize>,
+    /// Digests the fingerprints and contacts (the server secret, `app::startup::open_store`).
+    keyring: Arc<Keyring>,
+}
+
+impl Acceptor {
+    /// The service's acceptor: one statement on PostgreSQL, SQLite's group commit unless
+    /// `database.group_commit` turns it off. Starts the background threads (delivery log;
+    /// SQLite writer; duplicate screener). `keyring` digests what it stores.
+    pub fn start(config: Arc<Config>, pool: Pool, keyring: Arc<Keyring>) -> std::io::Result<Acceptor> {
+        let path = match &pool {
+            Pool::Pg(_) => Path::OneStatement,
+            Pool::Sqlite(p) if config.database.group_commit => {
+                Path::GroupCommit(match &config.database.url {
+                    // One writer with the workers of this process (see `SqliteWriter::shared`).
+                    crate::db::DatabaseUrl::Sqlite(file) => SqliteWriter::shared(file, p)?,
+                    crate::db::DatabaseUrl::Postgres(_) => SqliteWriter::start(p.clone())?,
+                })
+            }
+            Pool::Sqlite(_) => Path::Transaction,
+        };
+        Acceptor::with_path(config, pool, keyring, path)
+    }
+
+    /// An acceptor that runs each acceptance in a transaction of its own on either backend:
+    /// the benchmark's baseline, and seeding in tests.
+    pub fn one_transaction_each(
+        config: Arc<Config>,
+        pool: Pool,
+        keyring: Arc<Keyring>,
+    ) -> std::io::Result<Acceptor> {
+        Acceptor::with_path(config, pool, keyring, Path::Transaction)
+    }
+
+    fn with_path(
+        config: Arc<Config>,
+        pool: Pool,
+        keyring: Arc<Keyring>,
+        path: Path,
+    ) -> std::io::Result<Acceptor> {
+        let writer = match &path {
+            Path::GroupCommit(writer) => Some(writer.clone()),
+            Path::OneStatement | Path::Transaction => None,
+        };
+        let deliveries = RequestLog::start(delivery_sink(&pool, writer.clone()))?;
+        let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
+        let writes = Writes { pool: pool.clone(), writer };
+        let screener = Screener::start(config, writes.clone())?;
+        let created = Arc::new(AtomicUsize::new(0));
+        Ok(Acceptor { pool, path, cache, deliveries, screener, writes, created, keyring })
+    }
+
+    /// The keyring this acceptor digests with.
+    pub fn keyring(&self) -> &Arc<Keyring> {
+        &self.keyring
+    }
+
+    /// Write transactions committed with the accepts: on SQLite, in the group-commit writer's
+    /// batches (the inbound webhook endpoint stores its events this way).
+    pub fn writes(&self) -> &Writes {
+        &self.writes
+    }
+
+    /// Retries of these (form, operation ID)s are no longer answered from memory (erasure).
+    pub fn forget_replays<'a>(&self, keys: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        for (form, operation_id) in keys {
+            self.cache.forget(form, operation_id);
+        }
+    }
+
+    pub fn deliveries(&self) -> &RequestLog {
+        &self.deliveries
+    }
+
+    /// A retry answered from memory without normalising it: the stored result when this
+    /// key's entry has seen a request with exactly these raw fields (`domain::raw_digest`).
+    pub fn replay_same_request(
+        &self,
+        form: &Form,
+        operation_id: &OperationId,
+        raw: &[u8; 32],
+        channel: Channel,
+    ) -> Option<Outcome> {
+        let entry = self.cache.get(form.name(), operation_id.as_str())?;
+        if entry.raw.get() != Some(raw) {
+            return None;
+        }
+        self.replayed_from(&entry, form, operation_id, channel)
+    }
+
+    /// A retry answered from memory: the stored result when this key's committed content
+    /// equals `fields` (whose raw form, `raw`, is then remembered); `None` sends the request
+    /// to the database.
+    pub fn replay_from_memory(
+        &self,
+        form: &Form,
+        operation_id: &OperationId,
+        fields: &NormalisedFields,
+        raw: &[u8; 32],
+        channel: Channel,
+    ) -> Option<Outcome> {
+        let entry = self.cache.get(form.name(), operation_id.as_str())?;
+        if entry.fingerprint != fingerprint(&self.keyring, fields) {
+            return None;
+        }
+        let _ = entry.raw.set(*raw);
+        self.replayed_from(&entry, form, operation_id, channel)
+    }
+
+    fn replayed_from(
+        &self,
+        entry: &Entry,
+        form: &Form,
+        operation_id: &OperationId,
+        channel: Channel,
+    ) -> Option<Outcome> {
+        let receipt = &entry.receipt;
+        let now = crate::base::clock::now();
+        // Past the form's `keys` window the row may be gone: the database answers (410).
+        if form.retention.keys.is_some_and(|k| receipt.received_at + k.duration() <= now) {
+            return None;
+        }
+        let outcome = DeliveryOutcome::Replayed;
+        let row = request_log::row(
+            form.name(),
+            operation_id.as_str(),
+            Some(&receipt.submission_id),
+            channel,
+            outcome,
+            now,
+        );
+        self.deliveries.record(row);
+        Some(Outcome::Replayed(receipt.clone()))
+    }
+
+    /// Accepts `intake` exactly once per (form, operation ID). Blocks: call it from a
+    /// blocking thread.
+    pub fn accept(&self, intake: Intake) -> Result<Outcome, DbError> {
+        let plan = Plan::new(intake, &self.keyring);
+        let (form_name, operation_id, fingerprint, keyless) = (
+            plan.submission.form.clone(),
+            plan.submission.operation_id.clone(),
+            plan.submission.fingerprint.clone(),
+            plan.submission.keyless,
+        );
+        let result = match (&self.path, &self.pool) {
+            (Path::OneStatement, Pool::Pg(_)) => with_conn!(&self.pool, |c| {
+                // A key this process saw committed, out of the replay memory: a plain read
+                // answers the retry, without the claim statement (and its lock wait).
+                let seen = !keyless && self.cache.seen(&form_name, &operation_id);
+                match seen.then(|| committed(c, &plan)).transpose() {
+                    Ok(Some(Some(receipt))) => Ok(self.replayed(&plan, receipt)),
+                    Err(e) => Err(e),
+                    Ok(_) => pg::accept_pg(c, &plan, &self.deliveries).map(|done| {
+                        if done.linked {
+                            self.screener.wake();
+                        }
+                        if matches!(done.outcome, Outcome::Created(_)) {
+                            self.count_created();
+                        }
+                        done.outcome
+                    }),
+                }
+            }),
+            // On SQLite a retry not in the cache is answered from a plain read.
+            (Path::GroupCommit(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
+                Some(receipt) => Ok(self.replayed(&plan, receipt)),
+                None => writer.run(move |c| run(c, &plan)),
+            },
+            _ => with_conn!(&self.pool, |c| match committed(c, &plan)? {
+                Some(receipt) => Ok(self.replayed(&plan, receipt)),
+                None => c.write_tx(|c| run(c, &plan)),
+            }),
+        };
+        if matches!(result, Ok(Outcome::Created(_))) && matches!(self.pool, Pool::Sqlite(_)) {
+            // SQLite: whether this one was linked is not known here; the screener's look
+            // for pending pairs is one indexed read, gathered over its pause.
+            self.screener.wake();
+        }
+        let outcome = in_progress_on_lock_timeout(result, &operation_id)?;
+        if let (Outcome::Created(r) | Outcome::Replayed(r), false) = (&outcome, keyless) {
+            self.cache.put(&form_name, fingerprint, r.clone());
+        }
+        Ok(outcome)
+    }
+
+    /// PostgreSQL: after this process's first `ANALYZE_AFTER` acceptances, gives a young
+    /// database's planner statistics (`db::young_pg`), on a thread of its own.
+    fn count_created(&self) {
+        if self.created.fetch_add(1, Ordering::Relaxed) + 1 != young_pg::ANALYZE_AFTER {
+            return;
+        }
+        let pool = self.pool.clone();
+        let spawned = std::thread::Builder::new().name("planner-statistics".into()).spawn(move || {
+            let analysed = with_conn!(&pool, |c| match c.pg() {
+                Some(pg) => young_pg::analyze_if_young(pg).map_err(DbError::from),
+                None => Ok(false),
+            });
+            match analysed {
+                Ok(true) => tracing::info!("analysed a young database's tables for the planner"),
+                Ok(false) => {}
+                Err(error) => tracing::warn!(%error, "planner statistics not gathered"),
+            }
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "planner statistics not gathered");
+        }
+    }
+
+    /// A replay found outside the write transaction: its delivery row is queued.
+    fn replayed(&self, plan: &Plan, receipt: Receipt) -> Outcome {
+        self.deliveries.record(plan.delivery(DeliveryOutcome::Replayed, Some(&receipt.submission_id)));
+        Outcome::Replayed(receipt)
+    }
+}
+
+/// Where the log's batches go: into the SQLite writer's next batch (no competing writer),
+/// or a transaction of their own that does not wait for the disk.
+fn delivery_sink(pool: &Pool, writer: Option<SqliteWriter>) -> request_log::queue::Sink {
+    match writer {
+        Some(writer) => Box::new(move |rows| {
+            let rows = rows.to_vec();
+            writer.run(move |c| c.insert_deliveries(&rows).map_err(DbError::from))
+        }),
+        None => {
+            let pool = pool.clone();
+            Box::new(move |rows| {
+                with_conn!(&pool, |c| c.insert_deliveries_lazily(rows).map_err(DbError::from))
+            })
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! The accept use case and its types. `Acceptor::submit` (`submit.rs`) validates, screens
+//! and accepts; `Plan` (`plan.rs`) computes every row before the transaction; the transaction
+//! (`transaction.rs`, and `pg.rs` for PostgreSQL's one statement) claims (form, operation ID)
+//! through the unique constraint and writes the submission, one record per side effect and
+//! the delivery. A second request with the same key reads what the first one committed.
+
+mod acceptor;
+mod cache;
+pub mod import;
+mod pg;
+mod plan;
+mod recipient_cap;
+mod submit;
+mod transaction;
+
+use crate::config::Form;
+use crate::domain::{NormalisedFields, OperationId, SubmissionId};
+use crate::services::request_log::Channel;
+pub use acceptor::Acceptor;
+pub use submit::{SubmitError, SubmitRequest};
+
+use plan::Plan;
+pub use plan::ResultBody;
+
+/// A validated submission, ready to be accepted. It owns what it needs, so the accept
+/// transaction can run on another thread (the blocking pool, SQLite's writer).
+pub struct Intake {
+    pub form: Form,
+    /// `None` for a keyless HTML post.
+    pub operation_id: Option<OperationId>,
+    pub channel: Channel,
+    pub fields: NormalisedFields,
+}
+
+/// What became of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// This request created the submission (201).
+    Created(Receipt),
+    /// The same content was accepted before under this key (200, the stored body).
+    Replayed(Receipt),
+    /// Different content under an accepted key (409); the original is untouched.
+    Conflict { submission_id: SubmissionId, operation_id: String },
+    /// The key is taken but its submission is not readable yet (409, retry).
+    InProgress { operation_id: String },
+    /// An issued operation ID past its form's `keys` window, with nothing stored (410).
+    Expired { operation_id: String },
+}
+
+/// The stored result of an accepted submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    pub submission_id: SubmissionId,
+    pub operation_id: String,
+    /// The result body, byte for byte as first returned.
+    pub body: String,
+    pub received_at: chrono::NaiveDateTime,
+}

@@ -1,0 +1,179 @@
+//! Everything the accept transaction writes, computed before it starts.
+
+use std::sync::Arc;
+
+use chrono::{Duration, NaiveDateTime};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Intake;
+use crate::base::format::rfc3339;
+use crate::config::Form;
+use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
+use crate::domain::keyring::Keyring;
+use crate::domain::{
+    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
+};
+use crate::services::effects;
+use crate::services::request_log::{self, Channel, DeliveryOutcome};
+
+/// The result body of an acceptance and of every replay (CONTRACT "Submitting").
+#[derive(Debug, Serialize)]
+pub struct ResultBody<'a> {
+    pub submission_id: &'a str,
+    pub operation_id: &'a str,
+    pub form: &'a str,
+    pub status: &'a str,
+    pub received_at: String,
+    pub operation_expires_at: String,
+    pub effects: Vec<EffectSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EffectSummary {
+    pub kind: &'static str,
+    pub state: EffectState,
+}
+
+pub(super) struct Plan {
+    /// The form the submission is for.
+    pub form: Form,
+    pub submission: NewSubmission,
+    pub effects: Vec<NewEffect>,
+    /// The result body with the confirmation CANCELLED (recipient cap), if there is one.
+    pub capped_body: Option<String>,
+    channel: Channel,
+    now: NaiveDateTime,
+    /// An issued operation ID past its form's `keys` window: never accepted again.
+    expired: bool,
+    /// What digested the fingerprint and the contact, and compares a stored row's.
+    keyring: Arc<Keyring>,
+}
+
+impl Plan {
+    pub fn new(intake: Intake, keyring: &Arc<Keyring>) -> Plan {
+        let now = crate::base::clock::now();
+        let id = SubmissionId::generate();
+        let keyless = intake.operation_id.is_none();
+        let operation_id = intake.operation_id.clone().unwrap_or_else(OperationId::keyless);
+        let form = &intake.form;
+        let spam_reason = intake.fields.spam_reason();
+        let spam = spam_reason.is_some();
+        let keys = form.retention.keys.map(|w| w.duration());
+        let expires = now + keys.unwrap_or_else(|| Duration::days(i64::from(form.operation_ttl_days)));
+        let expired = match (intake.operation_id.as_ref().and_then(OperationId::issued_at), keys) {
+            (Some(issued), Some(keys)) => issued + keys < now,
+            _ => false,
+        };
+        let kinds: Vec<EffectKind> = form
+            .effects
+            .iter()
+            .copied()
+            .filter(|k| effects::applies(*k, form, &|name| intake.fields.get(name).is_some()))
+            .collect();
+        // Spam is answered like any acceptance but gets no side-effect records.
+        let effects = kinds
+            .iter()
+            .filter(|_| !spam)
+            .map(|kind| NewEffect {
+                id: EffectId::generate(),
+                submission_id: id.clone(),
+                kind: (*kind).into(),
+                batch: 0,
+                effect_key: format!("{id}:{}:0", kind.as_str()),
+                state: EffectState::Pending,
+                held: false,
+                next_attempt_at: now,
+                created_at: now,
+                updated_at: now,
+            })
+            .collect();
+        let body_with = |capped: bool| {
+            let state = |k: &EffectKind| match capped && *k == EffectKind::CONFIRMATION_EMAIL {
+                true => EffectState::Cancelled,
+                false => EffectState::Pending,
+            };
+            let body = ResultBody {
+                submission_id: &id,
+                operation_id: operation_id.as_str(),
+                form: intake.form.name(),
+                status: "accepted",
+                received_at: rfc3339(now),
+                operation_expires_at: rfc3339(expires),
+                effects: kinds.iter().map(|k| EffectSummary { kind: k.as_str(), state: state(k) }).collect(),
+            };
+            serde_json::to_string(&body).unwrap_or_default()
+        };
+        let response_body = body_with(false);
+        // The body to store instead when the recipient cap cancels the confirmation.
+        let capped_body = (!spam && kinds.contains(&EffectKind::CONFIRMATION_EMAIL)).then(|| body_with(true));
+        // Matched by their canonical forms (E.164, folded email without +tag, …), keyed.
+        let contact =
+            crate::services::duplicates::canonical::Contact::of(form, |name| intake.fields.get(name))
+                .digests(keyring);
+        let submission = NewSubmission {
+            id: id.clone(),
+            form: intake.form.name().to_string(),
+            operation_id: operation_id.as_str().into(),
+            fingerprint: fingerprint(keyring, &intake.fields),
+            fields_json: Some(intake.fields.to_json()),
+            response_body,
+            channel: intake.channel,
+            keyless,
+            spam,
+            spam_reason: spam_reason.map(String::from),
+            email_digest: contact.email,
+            phone_digest: contact.phone,
+            name_digest: contact.name,
+            received_at: now,
+            operation_expires_at: expires,
+            journey_id: intake.fields.journey_id.clone(),
+            locale: intake.fields.locale.map(String::from),
+        };
+        let keyring = keyring.clone();
+        Plan {
+            form: intake.form,
+            submission,
+            effects,
+            capped_body,
+            channel: intake.channel,
+            now,
+            expired,
+            keyring,
+        }
+    }
+
+    pub fn expired(&self) -> bool {
+        self.expired
+    }
+
+    /// This plan's content equals the stored submission's, compared with the key that
+    /// digested the stored one (see `domain::keyring`).
+    pub fn same_content(&self, stored: &Submission) -> bool {
+        let sub = &self.submission;
+        stored.fingerprint == sub.fingerprint
+            || self.keyring.matches(&stored.fingerprint, sub.fields_json.as_deref().unwrap_or_default())
+    }
+
+    pub fn now(&self) -> NaiveDateTime {
+        self.now
+    }
+
+    pub fn conflict_with(&self, original_id: &SubmissionId) -> NewConflict {
+        NewConflict {
+            id: Uuid::now_v7().to_string(),
+            submission_id: original_id.clone(),
+            fingerprint: self.submission.fingerprint.clone(),
+            fields_json: self.submission.fields_json.clone(),
+            status: ConflictStatus::Open,
+            attempts: 1,
+            first_seen_at: self.now,
+            last_seen_at: self.now,
+        }
+    }
+
+    pub fn delivery(&self, outcome: DeliveryOutcome, submission_id: Option<&SubmissionId>) -> NewDelivery {
+        let sub = &self.submission;
+        request_log::row(&sub.form, &sub.operation_id, submission_id, self.channel, outcome, self.now)
+    }
+}

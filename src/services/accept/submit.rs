@@ -1,0 +1,66 @@
+//! The submit use case, for every way in (JSON API, HTML form): a retry repeated byte for
+//! byte is answered from memory before it is normalised again; then validation, a retry of
+//! the same content answered from memory, spam screening (fill time, captcha: outside any
+//! transaction, only for what is not such a retry) and the accept transaction.
+
+use super::{Acceptor, Intake, Outcome};
+use crate::config::Form;
+use crate::db::DbError;
+use crate::domain::{normalise, raw_digest, FieldErrors, OperationId, RawFields};
+use crate::services::request_log::Channel;
+use crate::services::spam::{Screening, SpamGuard};
+
+/// Why a submission was not accepted.
+#[derive(Debug)]
+pub enum SubmitError {
+    /// The fields are not valid for the form; nothing was stored.
+    Invalid(FieldErrors),
+    /// The database could not take it; nothing was stored.
+    Store(DbError),
+}
+
+/// One request to submit to a form, as the web layer parsed it.
+pub struct SubmitRequest<'a> {
+    pub form: &'a Form,
+    pub channel: Channel,
+    /// `None` for a keyless post.
+    pub operation_id: Option<OperationId>,
+    pub raw: &'a RawFields,
+    pub screening: &'a Screening,
+}
+
+impl Acceptor {
+    /// Submits `s` exactly once per (form, operation ID), screened for spam by `spam`.
+    pub async fn submit(&self, spam: &SpamGuard, s: SubmitRequest<'_>) -> Result<Outcome, SubmitError> {
+        let SubmitRequest { form, channel, operation_id, raw, screening } = s;
+        let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw));
+        let keyed = operation_id.as_ref().zip(raw_digest.as_ref());
+        if let Some(outcome) =
+            keyed.and_then(|(op, digest)| self.replay_same_request(form, op, digest, channel))
+        {
+            return Ok(outcome);
+        }
+        let mut fields = normalise(&**form, raw).map_err(SubmitError::Invalid)?;
+        fields.locale = screening.locale.map(crate::base::i18n::Locale::tag);
+        if let Some(outcome) =
+            keyed.and_then(|(op, digest)| self.replay_from_memory(form, op, &fields, digest, channel))
+        {
+            return Ok(outcome);
+        }
+        if fields.spam_reason().is_none() {
+            let verdict = spam.screen(form, screening, operation_id.as_ref()).await;
+            fields.spam_reason = verdict.map(|r| r.as_str());
+        }
+        let intake = Intake { form: form.clone(), operation_id, channel, fields };
+        let acceptor = self.clone();
+        let outcome = tokio::task::spawn_blocking(move || acceptor.accept(intake))
+            .await
+            .unwrap_or_else(|_| Err(DbError::Unavailable("blocking pool".into())))
+            .map_err(SubmitError::Store)?;
+        if let Outcome::Created(r) = &outcome {
+            // Ties this request's ID to the submission the workers' lines name.
+            tracing::info!(submission = %r.submission_id, "accepted");
+        }
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,127 @@
+//! The accept transaction, for both backends: a retry's fast read, the claim of (form,
+//! operation ID) with everything the submission writes, and one decision for a key that was
+//! taken (`Taken`).
+
+use super::plan::Plan;
+use super::{recipient_cap, Outcome, Receipt};
+use crate::db::duplicates::DuplicateStore;
+use crate::db::models::{NewConflict, NewDelivery, NewEffect, Submission};
+use crate::db::recipient_cap::RecipientCapStore;
+use crate::db::{DbError, Store};
+use crate::domain::SubmissionId;
+use crate::services::duplicates;
+use crate::services::request_log::DeliveryOutcome;
+
+/// The fast path of a retry: the committed receipt when the same content was accepted
+/// under this key, from a plain read without the write lock. Anything else: `None`.
+pub(super) fn committed<C: Store>(c: &mut C, plan: &Plan) -> Result<Option<Receipt>, DbError> {
+    let sub = &plan.submission;
+    if sub.keyless {
+        return Ok(None);
+    }
+    Ok(c.find_submission(&sub.form, &sub.operation_id)?.filter(|s| plan.same_content(s)).map(receipt))
+}
+
+/// A lock wait that timed out means the first request with this key is still in flight.
+pub(super) fn in_progress_on_lock_timeout(
+    result: Result<Outcome, DbError>,
+    operation_id: &str,
+) -> Result<Outcome, DbError> {
+    match result {
+        Err(DbError::LockTimeout) => Ok(Outcome::InProgress { operation_id: operation_id.into() }),
+        other => other,
+    }
+}
+
+/// The write transaction: claim the key, or find what holds it.
+pub(super) fn run<C: Store + DuplicateStore + RecipientCapStore>(
+    c: &mut C,
+    plan: &Plan,
+) -> Result<Outcome, DbError> {
+    let (sub, form) = (&plan.submission, &*plan.form);
+    // An expired issued ID is never inserted again: what is stored answers, else 410.
+    if !plan.expired() && c.insert_submission(sub)? {
+        if duplicates::link(c, form, sub, plan.now())? {
+            let held: Vec<NewEffect> =
+                plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
+            c.insert_effects(&held)?;
+        } else {
+            c.insert_effects(&plan.effects)?;
+        }
+        let body = recipient_cap::apply(c, form, plan)?.unwrap_or_else(|| sub.response_body.clone());
+        let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
+        c.insert_deliveries(&[plan.delivery(outcome, Some(&sub.id))])?;
+        return Ok(Outcome::Created(Receipt {
+            submission_id: sub.id.clone(),
+            operation_id: sub.operation_id.clone(),
+            body,
+            received_at: sub.received_at,
+        }));
+    }
+    let taken = Taken::by(plan, c.find_submission(&sub.form, &sub.operation_id)?);
+    if let Some(conflict) = &taken.conflict {
+        c.record_conflict(conflict)?;
+    }
+    c.insert_deliveries(&[taken.delivery(plan)])?;
+    Ok(taken.outcome)
+}
+
+/// A key that was taken when this request tried to claim it (both backends): what answers,
+/// and the conflict to record when the holder's content differs.
+pub(super) struct Taken {
+    pub outcome: Outcome,
+    pub conflict: Option<NewConflict>,
+}
+
+impl Taken {
+    /// Decides by `holder`, the submission that holds the key (`None`: not readable yet, or
+    /// an expired key with nothing stored).
+    pub fn by(plan: &Plan, holder: Option<Submission>) -> Taken {
+        let operation_id = plan.submission.operation_id.clone();
+        let (outcome, conflict) = match holder {
+            None if plan.expired() => (Outcome::Expired { operation_id }, None),
+            None => (Outcome::InProgress { operation_id }, None),
+            Some(s) if plan.same_content(&s) => (Outcome::Replayed(receipt(s)), None),
+            Some(s) => {
+                let mut conflict = plan.conflict_with(&s.id);
+                if s.content_purged_at.is_some() {
+                    conflict.fields_json = None; // a tombstone's conflicts keep no content either
+                }
+                (Outcome::Conflict { submission_id: s.id, operation_id: s.operation_id }, Some(conflict))
+            }
+        };
+        Taken { outcome, conflict }
+    }
+
+    /// This request's delivery row.
+    pub fn delivery(&self, plan: &Plan) -> NewDelivery {
+        plan.delivery(delivery_outcome(&self.outcome), submission_id(&self.outcome))
+    }
+}
+
+fn receipt(s: Submission) -> Receipt {
+    Receipt {
+        submission_id: s.id,
+        operation_id: s.operation_id,
+        body: s.response_body,
+        received_at: s.received_at,
+    }
+}
+
+fn delivery_outcome(outcome: &Outcome) -> DeliveryOutcome {
+    match outcome {
+        Outcome::Created(_) => DeliveryOutcome::Created,
+        Outcome::Replayed(_) => DeliveryOutcome::Replayed,
+        Outcome::Conflict { .. } => DeliveryOutcome::Conflict,
+        Outcome::InProgress { .. } => DeliveryOutcome::InProgress,
+        Outcome::Expired { .. } => DeliveryOutcome::Expired,
+    }
+}
+
+fn submission_id(outcome: &Outcome) -> Option<&SubmissionId> {
+    match outcome {
+        Outcome::Created(r) | Outcome::Replayed(r) => Some(&r.submission_id),
+        Outcome::Conflict { submission_id, .. } => Some(submission_id),
+        Outcome::InProgress { .. } | Outcome::Expired { .. } => None,
+    }
+}

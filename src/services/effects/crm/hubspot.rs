@@ -1,0 +1,336 @@
+//! `hubspot`: upsert a contact by a unique property holding the external reference
+//! (`POST /crm/v3/objects/contacts/batch/upsert` with `idProperty`, one input per lead), so
+//! sending twice leaves one contact; look it up by the same property.
+//!
+//! Shapes from HubSpot's OpenAPI description of CRM v3 contacts
+//! (`HubSpot/HubSpot-public-api-spec-collection`, `PublicApiSpecs/CRM/Contacts/Rollouts/424/v3/contacts.json`):
+//! `BatchInputSimplePublicObjectBatchInputUpsert` in, `BatchResponseSimplePublicUpsertObject`
+//! (200) or `…WithErrors` (207) out, `Error` on failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use crate::config::kind_settings::Settings;
+use crate::config::CrmConfig;
+use crate::services::effects::http::{
+    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, status_report,
+    transport_error, Secret, ServerErrors,
+};
+use crate::services::effects::kind::settings_of;
+use crate::services::effects::{BoxFuture, Lookup, Outcome, Report};
+
+/// `[crm.hubspot]`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HubspotSettings {
+    /// A unique contact property that holds the external reference.
+    #[serde(default = "default_id_property")]
+    id_property: String,
+}
+
+fn default_id_property() -> String {
+    "onceform_ref".into()
+}
+
+pub struct HubspotKind;
+
+impl AdapterKind for HubspotKind {
+    fn name(&self) -> &'static str {
+        "hubspot"
+    }
+
+    fn settings(&self, table: toml::Table) -> Result<Settings, String> {
+        settings_of::<HubspotSettings>(toml::Value::Table(table))
+    }
+
+    fn moved_keys(&self) -> &'static [(&'static str, &'static str)] {
+        &[("hubspot_id_property", "id_property")]
+    }
+
+    fn problems(&self, crm: &CrmConfig) -> Vec<String> {
+        let mut out = url_problems(crm);
+        if own::<HubspotSettings>(crm, self).is_ok_and(|s| s.id_property.trim().is_empty()) {
+            out.push("crm.hubspot.id_property: names the unique contact property".into());
+        }
+        out
+    }
+
+    fn build(
+        &self,
+        crm: &CrmConfig,
+        token: Option<Secret>,
+        timeout: Duration,
+    ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
+        let settings = own::<HubspotSettings>(crm, self)?;
+        Ok(Arc::new(Hubspot::new(url_of(crm)?, settings.id_property.clone(), token, timeout)?))
+    }
+}
+
+pub struct Hubspot {
+    client: reqwest::Client,
+    base_url: String,
+    /// A unique contact property that holds the external reference.
+    id_property: String,
+    token: Option<Secret>,
+}
+
+impl Hubspot {
+    pub fn new(
+        url: String,
+        id_property: String,
+        token: Option<Secret>,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let base_url = url.trim_end_matches('/').to_string();
+        Ok(Hubspot { client: client(timeout)?, base_url, id_property, token })
+    }
+
+    /// One `SimplePublicObjectBatchInputUpsert`: `id` is the reference, `idProperty` names the
+    /// unique property; the reference is also among the properties, so a new contact carries it.
+    fn upsert_body(&self, lead: &Lead) -> Value {
+        let mut properties: Map<String, Value> =
+            lead.fields.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        properties.insert(self.id_property.clone(), Value::String(lead.external_ref.clone()));
+        json!({"inputs": [{
+            "idProperty": self.id_property,
+            "id": lead.external_ref,
+            "properties": properties,
+        }]})
+    }
+}
+
+/// A 200/207 batch answer: the upserted contact's id, else the first error's outcome.
+fn batch_outcome(body: &Value, status: u16) -> Report {
+    if let Some(id) = body["results"].as_array().and_then(|r| r.first()).and_then(|o| id_of(o, "id")) {
+        return Report::sent(id).with_http(status);
+    }
+    match body["errors"].as_array().and_then(|e| e.first()) {
+        Some(error) => error_outcome(error, error["status"].as_str().and_then(|s| s.parse().ok()))
+            .unwrap_or_else(|| Report::failed(Outcome::Permanent, "hubspot_batch_error"))
+            .with_http(status)
+            .with_detail(error_message(error)),
+        // A success without a result: whether it took effect is unclear; an upsert may be resent.
+        None => Report::failed(Outcome::Ambiguous, "hubspot_no_result").with_http(status),
+    }
+}
+
+/// An `Error` body's words for the attempts log: `CATEGORY: message`.
+fn error_message(error: &Value) -> Option<String> {
+    let message = error["message"].as_str()?;
+    let text = match error["category"].as_str() {
+        Some(category) => format!("{category}: {message}"),
+        None => message.to_string(),
+    };
+    excerpt(text.as_bytes())
+}
+
+/// What an `Error` / `StandardError` body says, where it says more than its status: another
+/// contact already has this email (`CONFLICT`), or the error's own status inside a 207.
+fn error_outcome(error: &Value, status: Option<u16>) -> Option<Report> {
+    if error["category"] == "CONFLICT" {
+        return Some(Report::failed(Outcome::Permanent, "contact_exists"));
+    }
+    let class = format!("hubspot_{}", status?);
+    Some(match status? {
+        429 => Report::failed(Outcome::Transient { retry_after: None }, class),
+        s if s >= 500 => Report::failed(Outcome::Ambiguous, class),
+        _ => Report::failed(Outcome::Permanent, class),
+    })
+}
+
+impl CrmAdapter for Hubspot {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { idempotent_upsert: true, lookup: true }
+    }
+
+    fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let url = format!("{}/crm/v3/objects/contacts/batch/upsert", self.base_url);
+            let req = self.client.post(url).json(&self.upsert_body(lead));
+            let resp = match authorize(req, &self.token).send().await {
+                Ok(r) => r,
+                Err(e) => return transport_error(&e),
+            };
+            let status = resp.status().as_u16();
+            if matches!(status, 200 | 207) {
+                return match resp.json::<Value>().await {
+                    Ok(body) => batch_outcome(&body, status),
+                    Err(_) => Report::failed(Outcome::Ambiguous, "hubspot_body").with_http(status),
+                };
+            }
+            let refused = status_report(&resp, ServerErrors::MayHaveActed);
+            let head = read_head(resp).await;
+            let body: Value = serde_json::from_slice(&head).unwrap_or_default();
+            if status == 409 {
+                if let Some(report) = error_outcome(&body, None) {
+                    return report.with_http(status);
+                }
+            }
+            refused.with_detail(error_message(&body).or_else(|| excerpt(&head)))
+        })
+    }
+
+    fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let (Some(r), Some(p)) = (encode_segment(external_ref), encode_segment(&self.id_property)) else {
+                return lookup_failed("bad_reference");
+            };
+            let url = format!("{}/crm/v3/objects/contacts/{r}?idProperty={p}", self.base_url);
+            let resp = match authorize(self.client.get(url), &self.token).send().await {
+                Ok(r) => r,
+                Err(_) => return lookup_failed("lookup_transport"),
+            };
+            match resp.status().as_u16() {
+                404 => Lookup::Absent,
+                200 => match id_of(&resp.json().await.unwrap_or_default(), "id") {
+                    Some(provider_ref) => Lookup::Found { provider_ref },
+                    None => lookup_failed("lookup_body"),
+                },
+                s => lookup_failed(format!("lookup_http_{s}")),
+            }
+        })
+    }
+}
+
+/// A loopback HTTP server for the adapters' tests: one connection, one canned response.
+#[cfg(test)]
+pub(super) mod fake {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::TcpListener;
+    use tokio::sync::oneshot;
+
+    /// The request as the server read it: the head (request line and headers) and the body.
+    pub struct Received {
+        pub head: String,
+        pub body: String,
+    }
+
+    impl Received {
+        pub fn request_line(&self) -> &str {
+            self.head.lines().next().unwrap_or_default()
+        }
+
+        pub fn header(&self, name: &str) -> Option<&str> {
+            let mut headers = self.head.lines().skip(1).filter_map(|l| l.split_once(':'));
+            headers.find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim())
+        }
+    }
+
+    /// Answers `status` (e.g. "201 Created") with `extra` header lines and `body`; returns the base URL.
+    pub async fn serve(status: &str, extra: &str, body: &str) -> (String, oneshot::Receiver<Received>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let response = format!("HTTP/1.1 {status}\r\n{extra}content-length: {}\r\n\r\n{body}", body.len());
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let mut sock = BufReader::new(listener.accept().await.unwrap().0);
+            let mut head = String::new();
+            while !head.ends_with("\r\n\r\n") {
+                assert!(sock.read_line(&mut head).await.unwrap() > 0, "request cut short");
+            }
+            let mut got = Received { head, body: String::new() };
+            let mut body = vec![0; got.header("content-length").map_or(0, |v| v.parse().unwrap())];
+            sock.read_exact(&mut body).await.unwrap();
+            got.body = String::from_utf8(body).unwrap();
+            sock.write_all(response.as_bytes()).await.unwrap();
+            let _ = tx.send(got);
+        });
+        (base, rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REF: &str = "0193-ab:crm_lead:0";
+
+    fn hubspot(base: String) -> Hubspot {
+        Hubspot::new(base, "onceform_ref".into(), Some(Secret("tok".into())), Duration::from_secs(5)).unwrap()
+    }
+
+    async fn upsert(status: &str, body: &str) -> (Report, fake::Received) {
+        let (base, rx) = fake::serve(status, "", body).await;
+        let lead = Lead { external_ref: REF.into(), fields: [("email".into(), "a@b.c".into())].into() };
+        (hubspot(base).create(&lead).await, rx.await.unwrap())
+    }
+
+    const UPSERTED: &str = r#"{"status":"COMPLETE","results":[{"id":"901","new":true,"archived":false,
+        "properties":{},"createdAt":"2026-12-01T00:00:00Z","updatedAt":"2026-12-01T00:00:00Z"}],
+        "startedAt":"2026-12-01T00:00:00Z","completedAt":"2026-12-01T00:00:00Z"}"#;
+
+    #[tokio::test]
+    async fn upsert_sends_one_input_by_id_property_and_returns_the_contact_id() {
+        let (report, got) = upsert("200 OK", UPSERTED).await;
+        assert_eq!(report, Report::sent("901").with_http(200));
+        assert_eq!(got.request_line(), "POST /crm/v3/objects/contacts/batch/upsert HTTP/1.1");
+        assert_eq!(got.header("authorization"), Some("Bearer tok"));
+        assert_eq!(got.header("content-type"), Some("application/json"));
+        let body: Value = serde_json::from_str(&got.body).unwrap();
+        let input = json!({"idProperty": "onceform_ref", "id": REF,
+                           "properties": {"email": "a@b.c", "onceform_ref": REF}});
+        assert_eq!(body, json!({ "inputs": [input] }));
+    }
+
+    #[test]
+    fn the_adapter_is_an_idempotent_upsert_with_lookup() {
+        let caps = hubspot("http://127.0.0.1:9".into()).capabilities();
+        assert_eq!(caps, Capabilities { idempotent_upsert: true, lookup: true });
+    }
+
+    #[tokio::test]
+    async fn conflict_409_another_contact_has_the_email_is_permanent() {
+        let body = r#"{"status":"error","message":"Contact already exists. Existing ID: 12345","correlationId":"c","category":"CONFLICT"}"#;
+        let want = Report::failed(Outcome::Permanent, "contact_exists").with_http(409);
+        assert_eq!(upsert("409 Conflict", body).await.0, want);
+    }
+
+    #[tokio::test]
+    async fn a_207_with_an_error_takes_the_error_s_own_status() {
+        let body = r#"{"status":"COMPLETE","results":[],"numErrors":1,"errors":[{"status":"error",
+            "category":"VALIDATION_ERROR","message":"bad","context":{},"errors":[],"links":{}}],
+            "startedAt":"2026-12-01T00:00:00Z","completedAt":"2026-12-01T00:00:00Z"}"#;
+        let said = Some("VALIDATION_ERROR: bad".to_string());
+        let want = Report::failed(Outcome::Permanent, "hubspot_batch_error")
+            .with_http(207)
+            .with_detail(said.clone());
+        assert_eq!(upsert("207 Multi-Status", body).await.0, want);
+        let busy = body.replace(r#""status":"error""#, r#""status":"503""#);
+        let want = Report::failed(Outcome::Ambiguous, "hubspot_503").with_http(207).with_detail(said);
+        assert_eq!(upsert("207 Multi-Status", &busy).await.0, want);
+    }
+
+    #[tokio::test]
+    async fn a_200_without_a_result_is_ambiguous() {
+        let want = Report::failed(Outcome::Ambiguous, "hubspot_no_result").with_http(200);
+        assert_eq!(upsert("200 OK", r#"{"status":"COMPLETE","results":[]}"#).await.0, want);
+    }
+
+    #[tokio::test]
+    async fn validation_error_400_is_permanent() {
+        let body = r#"{"status":"error","message":"Property values were not valid","correlationId":"c","category":"VALIDATION_ERROR"}"#;
+        let want = Report::failed(Outcome::Permanent, "http_400")
+            .with_http(400)
+            .with_detail(Some("VALIDATION_ERROR: Property values were not valid".into()));
+        assert_eq!(upsert("400 Bad Request", body).await.0, want);
+    }
+
+    #[tokio::test]
+    async fn lookup_200_is_found_by_id_property() {
+        let (base, rx) = fake::serve("200 OK", "", r#"{"id":"901","properties":{}}"#).await;
+        assert_eq!(hubspot(base).lookup(REF).await, Lookup::Found { provider_ref: "901".into() });
+        let got = rx.await.unwrap();
+        let path = "/crm/v3/objects/contacts/0193-ab%3Acrm_lead%3A0?idProperty=onceform_ref";
+        assert_eq!(got.request_line(), format!("GET {path} HTTP/1.1"));
+        assert_eq!(got.header("authorization"), Some("Bearer tok"));
+    }
+
+    #[tokio::test]
+    async fn lookup_404_is_absent() {
+        let (base, _rx) = fake::serve("404 Not Found", "", r#"{"message":"not found"}"#).await;
+        assert_eq!(hubspot(base).lookup(REF).await, Lookup::Absent);
+    }
+}

@@ -1,0 +1,191 @@
+//! What every HTTP effect shares (CRM adapters, `slack`, `webhook`, the inbound `forward`
+//! handler): the client, the token, which URLs may be called and how values go into them
+//! (`url_policy`), how an answer is classified into an `Outcome`, and the bounded excerpt of
+//! a refusal's body that the attempts log keeps (`excerpt`).
+
+pub mod url_policy;
+
+pub use url_policy::{encode_segment, fill};
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::RETRY_AFTER;
+use reqwest::{RequestBuilder, Response, StatusCode};
+
+use crate::services::effects::{Lookup, Outcome, Report};
+
+/// An API token: never printed, never logged.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+pub fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .user_agent(concat!("onceform/", env!("CARGO_PKG_VERSION")))
+        // A redirect would carry the lead and the token somewhere the operator never named;
+        // a 3xx answer is a permanent failure instead.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?)
+}
+
+pub fn authorize(req: RequestBuilder, token: &Option<Secret>) -> RequestBuilder {
+    match token {
+        Some(Secret(t)) => req.bearer_auth(t),
+        None => req,
+    }
+}
+
+/// A request that never got an answer: refused before sending is transient; a timeout or a
+/// connection dropped after the request went out is ambiguous.
+pub fn transport_error(e: &reqwest::Error) -> Report {
+    if e.is_timeout() {
+        Report::failed(Outcome::Ambiguous, "timeout")
+    } else if e.is_connect() {
+        Report::failed(Outcome::Transient { retry_after: None }, "connect")
+    } else {
+        Report::failed(Outcome::Ambiguous, "connection_dropped")
+    }
+}
+
+/// What a target's 5xx answer says about the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerErrors {
+    /// The target may have acted before failing (an API that writes, then answers).
+    MayHaveActed,
+    /// The target answers 5xx only when it did not act (Slack's incoming webhooks).
+    DidNotAct,
+}
+
+/// A sent request: `Ok` with a 2xx answer, else the report of the failure (see
+/// `transport_error` and `refused`).
+pub async fn answered(
+    sent: Result<Response, reqwest::Error>,
+    server_errors: ServerErrors,
+) -> Result<Response, Report> {
+    match sent {
+        Ok(resp) if resp.status().is_success() => Ok(resp),
+        Ok(resp) => Err(refused(resp, server_errors).await),
+        Err(e) => Err(transport_error(&e)),
+    }
+}
+
+/// A non-success answer of a target that may have acted before failing, with the excerpt of
+/// its body.
+pub async fn status_error(resp: Response) -> Report {
+    refused(resp, ServerErrors::MayHaveActed).await
+}
+
+/// A non-success answer classified by `status_report`, with the excerpt of its body.
+pub async fn refused(resp: Response, server_errors: ServerErrors) -> Report {
+    let report = status_report(&resp, server_errors);
+    report.with_detail(excerpt(&read_head(resp).await))
+}
+
+/// How much of a refusal's body is read: enough for the excerpt, never the whole of a large one.
+const READ_AT_MOST: usize = 4 * 1024;
+
+/// How long the excerpt kept in the attempts log may be, in bytes.
+pub const EXCERPT_BYTES: usize = 500;
+
+/// The first `READ_AT_MOST` bytes of the body (within the client's timeout).
+pub async fn read_head(mut resp: Response) -> Vec<u8> {
+    let mut head = Vec::new();
+    while head.len() < READ_AT_MOST {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => head.extend_from_slice(&chunk[..chunk.len().min(READ_AT_MOST - head.len())]),
+            _ => break,
+        }
+    }
+    head
+}
+
+/// What a vendor's answer says, for the attempts log and the admin: at most `EXCERPT_BYTES`
+/// (cut at a character boundary, `…` marking the cut), every control character (new lines
+/// included) replaced by a space, runs of spaces collapsed; `None` when nothing is left.
+/// Pages escape it like every other value.
+pub fn excerpt(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len().min(EXCERPT_BYTES + 4));
+    for c in text.chars() {
+        let c = if c.is_control() { ' ' } else { c };
+        if c == ' ' && (out.is_empty() || out.ends_with(' ')) {
+            continue;
+        }
+        if out.len() + c.len_utf8() > EXCERPT_BYTES {
+            let mut cut = out.trim_end().len().min(EXCERPT_BYTES - '…'.len_utf8());
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            out.push('…');
+            return Some(out);
+        }
+        out.push(c);
+    }
+    let trimmed = out.trim_end();
+    (!trimmed.is_empty()).then(|| trimmed.to_string())
+}
+
+/// A non-success status: 429/503 transient (honouring Retry-After); other 5xx and 408
+/// ambiguous when the target may have acted, else transient; other 4xx and 3xx permanent.
+pub fn status_report(resp: &Response, server_errors: ServerErrors) -> Report {
+    let status = resp.status();
+    let class = format!("http_{}", status.as_u16());
+    let may_have_acted = server_errors == ServerErrors::MayHaveActed;
+    let outcome = match status {
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+            Outcome::Transient { retry_after: retry_after(resp) }
+        }
+        StatusCode::REQUEST_TIMEOUT if may_have_acted => Outcome::Ambiguous,
+        s if s.is_server_error() && may_have_acted => Outcome::Ambiguous,
+        s if s.is_server_error() || s == StatusCode::REQUEST_TIMEOUT => {
+            Outcome::Transient { retry_after: None }
+        }
+        _ => Outcome::Permanent,
+    };
+    Report::failed(outcome, class).with_http(status.as_u16())
+}
+
+/// `Retry-After` in seconds (HTTP dates are rare from APIs and treated as absent).
+pub fn retry_after(resp: &Response) -> Option<Duration> {
+    let v = resp.headers().get(RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// A lookup that got no usable answer.
+pub fn lookup_failed(class: impl Into<String>) -> Lookup {
+    Lookup::Failed { error_class: class.into() }
+}
+
+/// The `id` member of a JSON body (string or number).
+pub fn id_of(body: &serde_json::Value, key: &str) -> Option<String> {
+    match &body[key] {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{excerpt, EXCERPT_BYTES};
+
+    #[test]
+    fn an_excerpt_is_bounded_one_line_and_cut_at_a_character() {
+        assert_eq!(excerpt(b"  \r\n "), None);
+        assert_eq!(excerpt(b"bad\r\n\tvalue\x1b[31m  here\n").as_deref(), Some("bad value [31m here"));
+        let long = "\u{e9}".repeat(400);
+        let cut = excerpt(long.as_bytes()).unwrap();
+        assert!(cut.len() <= EXCERPT_BYTES && cut.ends_with('\u{2026}'), "{} bytes", cut.len());
+        assert!(cut.trim_end_matches('\u{2026}').chars().all(|c| c == '\u{e9}'));
+        assert_eq!(excerpt(&[0xff, b'o', b'k']).as_deref(), Some("\u{fffd}ok"));
+    }
+}

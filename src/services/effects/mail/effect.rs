@@ -1,0 +1,46 @@
+//! What both email kinds share: render the kind's template, send under the effect's key.
+//! SMTP has no lookup, so an UNKNOWN email waits for an admin.
+
+use std::sync::Arc;
+
+use super::template::Rendered;
+use super::{Envelope, Mailer};
+use crate::config::{Config, FormConfig};
+use crate::domain::EffectKind;
+use crate::services::effects::{BoxFuture, Effect, Job, Lookup, Outcome, Report};
+
+/// One email kind: how it is rendered and who gets it.
+pub struct EmailEffect {
+    pub kind: EffectKind,
+    pub render: fn(&FormConfig, &Job) -> Result<Rendered, askama::Error>,
+    pub envelope: fn(&FormConfig, &Job) -> Envelope,
+    pub mailer: Arc<Mailer>,
+    pub config: Arc<Config>,
+}
+
+impl Effect for EmailEffect {
+    fn can_reconcile(&self) -> bool {
+        false
+    }
+
+    fn idempotent(&self) -> bool {
+        self.mailer.idempotent()
+    }
+
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let Some(form) = self.config.form(&job.form) else {
+                return Report::failed(Outcome::Permanent, "form_removed");
+            };
+            let content = match (self.render)(form, job) {
+                Ok(c) => c,
+                Err(_) => return Report::failed(Outcome::Permanent, "template"),
+            };
+            self.mailer.send(&job.effect_key, (self.envelope)(form, job), content).await
+        })
+    }
+
+    fn reconcile<'a>(&'a self, _job: &'a Job) -> BoxFuture<'a, Lookup> {
+        Box::pin(async { Lookup::Failed { error_class: "no_lookup".into() } })
+    }
+}

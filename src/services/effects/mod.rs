@@ -1,0 +1,242 @@
+//! Side effects as types: one `Effect` trait, one file per kind, one registration line each.
+//!
+//! Adding a form effect kind: a file here with a unit struct implementing `Kind` (its name,
+//! its `[forms.F.NAME]` table if it takes one, its check-config rules, whether a submission
+//! gets one) whose `effect` builds the `Effect` that delivers and reconciles its records;
+//! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
+//! section in docs/CONFIGURATION.md. `slack.rs` is a small example.
+
+mod confirmation_email;
+pub mod crm;
+mod crm_lead;
+pub mod http;
+mod kind;
+pub mod mail;
+mod outcome;
+mod owner_notification;
+mod slack;
+pub mod webhook;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::NaiveDateTime;
+
+use crate::config::{Config, FormConfig};
+use crate::db::models::JobRow;
+use crate::domain::{EffectId, EffectKind, RecordKind, SubmissionId};
+pub use kind::{Deps, Kind, KindSettings, Settings};
+pub use outcome::{Lookup, Outcome, Report};
+
+/// Every kind of form side effect, one line each: a new kind is a file beside this one
+/// (see `Kind`) and its line here.
+static KINDS: &[&dyn Kind] = &[
+    &crm_lead::CrmLeadKind,
+    &confirmation_email::ConfirmationEmailKind,
+    &owner_notification::OwnerNotificationKind,
+    &slack::SlackKind,
+    &webhook::WebhookKind,
+];
+
+/// The names of every kind, in registration order.
+pub fn kind_names() -> Vec<&'static str> {
+    KINDS.iter().map(|k| k.name().as_str()).collect()
+}
+
+/// Every kind's problems with `form` (called `at`, i.e. `forms.NAME`).
+pub fn problems(at: &str, form: &FormConfig) -> Vec<String> {
+    KINDS.iter().flat_map(|k| k.check(at, form)).collect()
+}
+
+/// Whether a submission of `form` gets a record of `kind` (`filled`: it has a value for that field).
+pub fn applies(kind: EffectKind, form: &FormConfig, filled: &dyn Fn(&str) -> bool) -> bool {
+    kind::find(kind.as_str()).is_none_or(|k| k.applies(form, filled))
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One claimed side-effect record and what it reads of its owner (a submission, or an
+/// inbound event).
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: EffectId,
+    pub kind: RecordKind,
+    /// The effect's own key: sent as Idempotency-Key / external reference / Message-ID.
+    pub effect_key: String,
+    /// This attempt's number (1 for the first).
+    pub attempt: i32,
+    /// The owner's ID: the submission's, or the inbound event's row ID.
+    pub submission_id: SubmissionId,
+    /// The submission's form; an event's: its source's scope (`RecordKind::source_scope`).
+    pub form: String,
+    /// The submission's fields; an event's: `body`, `content_type`, `source`, `event_id`.
+    /// Empty once the content was purged.
+    pub fields: BTreeMap<String, String>,
+    pub received_at: NaiveDateTime,
+    pub journey_id: Option<String>,
+    /// The visitor's negotiated locale (`locale = "auto"` forms); `None`: the form's.
+    pub locale: Option<crate::base::i18n::Locale>,
+}
+
+impl Job {
+    /// The job of a claimed row; an error (a record that cannot be delivered as it is) when
+    /// it has no owner or its stored fields do not parse.
+    pub fn from_row(row: JobRow) -> Result<Job, String> {
+        let (submission_id, form, fields, received_at, journey_id, locale) = match (row.submission, row.event)
+        {
+            (Some(s), _) => {
+                let fields = match s.fields_json.as_deref() {
+                    Some(j) => serde_json::from_str(j).map_err(|e| {
+                        // Where, not what: serde's message may quote the content.
+                        format!(
+                            "the submission's stored fields do not parse ({:?} error at line {}, column {})",
+                            e.classify(),
+                            e.line(),
+                            e.column()
+                        )
+                    })?,
+                    None => BTreeMap::new(),
+                };
+                (s.id, s.form, fields, s.received_at, s.journey_id, s.locale)
+            }
+            (None, Some(e)) => {
+                let fields = match e.body {
+                    Some(body) => BTreeMap::from([
+                        ("body".to_string(), body),
+                        ("content_type".to_string(), e.content_type),
+                        ("source".to_string(), e.source.clone()),
+                        ("event_id".to_string(), e.event_id),
+                    ]),
+                    None => BTreeMap::new(),
+                };
+                (e.id.into(), RecordKind::source_scope(&e.source), fields, e.received_at, None, None)
+            }
+            (None, None) => return Err("the record has no owner".into()),
+        };
+        Ok(Job {
+            kind: row.kind,
+            id: row.id,
+            effect_key: row.effect_key,
+            attempt: row.attempts,
+            submission_id,
+            form,
+            fields,
+            received_at,
+            journey_id,
+            locale: locale.as_deref().and_then(crate::base::i18n::Locale::parse),
+        })
+    }
+
+    /// The reference people see (receipt page, emails): the random tail of the submission ID.
+    pub fn reference(&self) -> String {
+        crate::base::format::reference(&self.submission_id)
+    }
+}
+
+/// A kind of side effect and how to deliver and reconcile it.
+/// Registered under the record kind it delivers (see `Registry`).
+pub trait Effect: Send + Sync {
+    /// An UNKNOWN outcome can be looked up (else it waits for an admin).
+    fn can_reconcile(&self) -> bool;
+    /// Sending again has no further effect (an upsert): ambiguous failures are simply retried.
+    fn idempotent(&self) -> bool;
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report>;
+    fn reconcile<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Lookup>;
+}
+
+/// The record kinds this process can deliver: the form effect kinds and each inbound
+/// webhook handler.
+#[derive(Default, Clone)]
+pub struct Registry {
+    effects: BTreeMap<RecordKind, Arc<dyn Effect>>,
+}
+
+impl Registry {
+    /// The form effect kinds; `also` registers further record kinds with the same CRM
+    /// adapter and mailer (the inbound webhook handlers, see `app::registry`).
+    pub fn from_config(
+        config: Arc<Config>,
+        also: impl FnOnce(&mut Registry, &Deps<'_>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Registry> {
+        let timeout = Duration::from_millis(config.worker.call_timeout_ms);
+        let crm = crm::adapter(&config.crm, timeout)?;
+        let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
+        mail::template::warn_stale_overrides(config.forms.keys());
+        let mut registry = Registry::default();
+        let deps = Deps { config: &config, crm: &crm, mailer: &mailer, timeout };
+        also(&mut registry, &deps)?;
+        for kind in KINDS {
+            registry.register_as(kind.name().into(), kind.effect(&deps)?);
+        }
+        Ok(registry)
+    }
+
+    /// Registers `effect` for records of kind `kind` (inbound webhook handlers).
+    pub fn register_as(&mut self, kind: RecordKind, effect: Arc<dyn Effect>) {
+        self.effects.insert(kind, effect);
+    }
+
+    pub fn get(&self, kind: &RecordKind) -> Option<Arc<dyn Effect>> {
+        self.effects.get(kind).cloned()
+    }
+
+    /// The kinds whose UNKNOWN outcomes can be looked up.
+    pub fn reconcilable(&self) -> Vec<RecordKind> {
+        self.effects.iter().filter(|(_, e)| e.can_reconcile()).map(|(k, _)| k.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::models::OwningSubmission;
+    use crate::domain::EffectState;
+
+    fn row(fields_json: Option<&str>) -> JobRow {
+        JobRow {
+            id: "e-1".into(),
+            kind: EffectKind::CRM_LEAD.into(),
+            batch: 0,
+            effect_key: "s-1:crm_lead:0".into(),
+            state: EffectState::Sending,
+            attempts: 1,
+            submission: Some(OwningSubmission {
+                id: "s-1".into(),
+                form: "contact".into(),
+                fields_json: fields_json.map(str::to_string),
+                received_at: chrono::NaiveDateTime::default(),
+                journey_id: None,
+                locale: None,
+            }),
+            event: None,
+        }
+    }
+
+    #[test]
+    fn a_job_whose_fields_do_not_parse_is_an_error_not_an_empty_lead() {
+        let job = Job::from_row(row(Some(r#"{"name":"Ada"}"#))).unwrap();
+        assert_eq!(job.fields.get("name").map(String::as_str), Some("Ada"));
+        let err = Job::from_row(row(Some(r#"{"name":"Ada""#))).unwrap_err();
+        assert!(err.contains("do not parse"), "{err}");
+        assert!(!err.contains("Ada"), "the reason holds no content: {err}");
+        let err = Job::from_row(row(Some(r#"{"name":"Grace","age":36}"#))).unwrap_err();
+        assert!(!err.contains("36"), "the reason holds no content: {err}");
+        assert!(Job::from_row(row(Some(r#"["Ada"]"#))).is_err(), "not a map of fields");
+        let purged = Job::from_row(row(None)).unwrap();
+        assert!(purged.fields.is_empty(), "purged content is no error (the worker cancels it)");
+        let orphan = JobRow { submission: None, ..row(None) };
+        assert!(Job::from_row(orphan).is_err());
+    }
+
+    #[test]
+    fn text_forms_round_trip() {
+        for name in kind_names() {
+            let k: EffectKind = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(k.as_str(), name);
+            assert_eq!(serde_json::to_value(k).unwrap(), name);
+        }
+    }
+}

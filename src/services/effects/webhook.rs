@@ -1,0 +1,291 @@
+//! `webhook`: the submission as JSON to the form owner's own endpoint (Zapier, Make, n8n or
+//! their code), signed per the Standard Webhooks specification so that the receiver can
+//! verify it and deduplicate retries:
+//!
+//! - `webhook-id`: the record's key with batch 0 (`{submission}:webhook:0`): the same on every
+//!   retry, and on an admin's replay as a new batch (the same event for the receiver);
+//! - `webhook-timestamp`: when this attempt was sent (Unix seconds);
+//! - `webhook-signature`: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` per secret of
+//!   `secret_env` (`whsec_…`; several, space-separated, during a rotation).
+//!
+//! A 2xx is delivery. Since the receiver deduplicates by `webhook-id`, an ambiguous outcome
+//! (a timeout, a dropped connection, a 5xx) is retried with the same ID rather than left
+//! UNKNOWN; 429 and 503 honour `Retry-After`; any other 4xx (410 Gone included) is final.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use serde_json::json;
+use sha2::Sha256;
+
+use super::http::{answered, client, ServerErrors};
+use super::kind::settings_of;
+use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
+use crate::config::FormConfig;
+use crate::domain::EffectKind;
+
+const WEBHOOK: EffectKind = EffectKind::named("webhook");
+
+/// `[forms.F.webhook]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    url: String,
+    /// The environment variable holding the `whsec_…` secret(s), space-separated.
+    secret_env: String,
+    /// Also send `Idempotency-Key` (the `webhook-id`), for receivers that look for it.
+    #[serde(default)]
+    idempotency_key: bool,
+    /// Further headers sent with every request (e.g. a tenant ID the receiver expects).
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// Allow a URL whose host is a private, link-local or unspecified address (`http://`
+    /// stays loopback-only).
+    #[serde(default)]
+    allow_private: bool,
+}
+
+/// The key bytes of a `whsec_…` secret (the base64 after the prefix).
+pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
+    let b64 = secret.strip_prefix("whsec_").unwrap_or(secret);
+    STANDARD.decode(b64).map_err(|_| "the secret is not whsec_ followed by base64".to_string())
+}
+
+/// `v1,<base64>`: the Standard Webhooks signature of `id.timestamp.body` with `key`.
+pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else { return String::new() };
+    for part in [id.as_bytes(), b".", timestamp.to_string().as_bytes(), b".", body] {
+        mac.update(part);
+    }
+    format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()))
+}
+
+/// The `webhook-id` of a record: its key with batch 0, so that a replay is the same event.
+fn webhook_id(effect_key: &str) -> String {
+    match effect_key.rsplit_once(':') {
+        Some((stem, batch)) if batch.chars().all(|c| c.is_ascii_digit()) => format!("{stem}:0"),
+        _ => effect_key.to_string(),
+    }
+}
+
+/// What is wrong with a receiver's URL (`at` names the setting): not `https://` (`http://`
+/// only to loopback), or a private address unless `allow_private`.
+pub fn url_problems(at: &str, url: &str, allow_private: bool) -> Vec<String> {
+    let mut out: Vec<String> = super::http::url_policy::check(at, url, false).err().into_iter().collect();
+    if private_host(url) && !allow_private {
+        out.push(format!("{at}: a private address; set allow_private = true if the receiver is yours"));
+    }
+    out
+}
+
+/// A host that is an address no public endpoint has.
+fn private_host(url: &str) -> bool {
+    let Some(host) = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)) else {
+        return false;
+    };
+    match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+        Ok(IpAddr::V4(v4)) => {
+            v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
+        }
+        Ok(IpAddr::V6(v6)) => {
+            v6.is_unspecified()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+        }
+        Err(_) => false,
+    }
+}
+
+pub struct WebhookKind;
+
+impl Kind for WebhookKind {
+    fn name(&self) -> EffectKind {
+        WEBHOOK
+    }
+
+    fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
+        Some(settings_of::<WebhookSettings>(table))
+    }
+
+    fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        let listed = form.effects.contains(&WEBHOOK);
+        let Some(s) = form.settings.get::<WebhookSettings>(WEBHOOK) else {
+            return if listed {
+                vec![format!("{at}.webhook: the webhook effect needs url and secret_env")]
+            } else {
+                Vec::new()
+            };
+        };
+        let mut out = Vec::new();
+        if !listed {
+            out.push(format!("{at}.webhook: set, but `webhook` is not in {at}.effects"));
+        }
+        if s.secret_env.is_empty() {
+            out.push(format!("{at}.webhook.secret_env: names no variable"));
+        }
+        out.extend(url_problems(&format!("{at}.webhook.url"), &s.url, s.allow_private));
+        out
+    }
+
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        let mut targets = BTreeMap::new();
+        for (name, form) in &deps.config.forms {
+            let Some(s) =
+                form.settings.get::<WebhookSettings>(WEBHOOK).filter(|_| form.effects.contains(&WEBHOOK))
+            else {
+                continue;
+            };
+            let at = format!("forms.{name}.webhook.secret_env");
+            let endpoint = Endpoint::new(
+                &at,
+                &s.url,
+                &s.secret_env,
+                s.headers.clone(),
+                s.idempotency_key,
+                deps.timeout,
+            )?;
+            targets.insert(name.clone(), endpoint);
+        }
+        Ok(Arc::new(Webhook { targets }))
+    }
+}
+
+/// One receiver and how to sign for it (the form kind's, and the `webhook` hook handler's).
+/// No `Debug`: it holds the secrets.
+pub struct Endpoint {
+    client: reqwest::Client,
+    url: String,
+    keys: Vec<Vec<u8>>,
+    headers: BTreeMap<String, String>,
+    idempotency_key: bool,
+}
+
+impl Endpoint {
+    /// `url` signed with the `whsec_` secrets in the variable `secret_env` (named `at`).
+    pub fn new(
+        at: &str,
+        url: &str,
+        secret_env: &str,
+        headers: BTreeMap<String, String>,
+        idempotency_key: bool,
+        timeout: std::time::Duration,
+    ) -> anyhow::Result<Endpoint> {
+        let raw = std::env::var(secret_env)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {secret_env} is not set"))?;
+        let keys = raw
+            .split_whitespace()
+            .map(decode_secret)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+        Ok(Endpoint { client: client(timeout)?, url: url.into(), keys, headers, idempotency_key })
+    }
+
+    /// POSTs `body` as the event `effect_key` names (its `webhook-id`: batch 0's key).
+    pub async fn post(&self, effect_key: &str, body: String) -> Report {
+        let id = webhook_id(effect_key);
+        let timestamp = chrono::Utc::now().timestamp();
+        let signatures: Vec<String> =
+            self.keys.iter().map(|k| sign(k, &id, timestamp, body.as_bytes())).collect();
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signatures.join(" "));
+        for (name, value) in &self.headers {
+            req = req.header(name, value);
+        }
+        if self.idempotency_key {
+            req = req.header("idempotency-key", &id);
+        }
+        match answered(req.body(body).send().await, ServerErrors::MayHaveActed).await {
+            Ok(resp) => Report::sent(id).with_http(resp.status().as_u16()),
+            Err(report) => report,
+        }
+    }
+}
+
+/// The form kind: one endpoint per form that lists `webhook`.
+struct Webhook {
+    /// By form name.
+    targets: BTreeMap<String, Endpoint>,
+}
+
+/// The body a receiver gets (the contract's shape).
+fn payload(job: &Job) -> String {
+    json!({
+        "type": "submission.accepted",
+        "submission_id": job.submission_id.to_string(),
+        "form": job.form,
+        "received_at": crate::base::format::rfc3339(job.received_at),
+        "fields": job.fields,
+        "journey_id": job.journey_id,
+    })
+    .to_string()
+}
+
+impl Effect for Webhook {
+    fn can_reconcile(&self) -> bool {
+        false
+    }
+
+    /// The receiver deduplicates by `webhook-id`: sending again has no further effect.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            match self.targets.get(&job.form) {
+                Some(endpoint) => endpoint.post(&job.effect_key, payload(job)).await,
+                None => Report::failed(Outcome::Permanent, "webhook_not_configured"),
+            }
+        })
+    }
+
+    fn reconcile<'a>(&'a self, _job: &'a Job) -> BoxFuture<'a, Lookup> {
+        Box::pin(async { Lookup::Failed { error_class: "no_lookup".into() } })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_is_the_first_batchs_key() {
+        assert_eq!(webhook_id("0193:webhook:0"), "0193:webhook:0");
+        assert_eq!(webhook_id("0193:webhook:3"), "0193:webhook:0", "a replay is the same event");
+    }
+
+    #[test]
+    fn the_signature_matches_the_specifications_example() {
+        // From the Standard Webhooks specification's test vectors (simple example).
+        let key = decode_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        let body = br#"{"test": 2432232314}"#;
+        assert_eq!(
+            sign(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+
+    #[test]
+    fn private_addresses_are_told_apart() {
+        for private in
+            ["https://10.0.0.5/x", "https://192.168.1.1/", "https://[fd00::1]/", "https://169.254.169.254/"]
+        {
+            assert!(private_host(private), "{private}");
+        }
+        for public in ["https://hooks.example.com/x", "https://203.0.113.7/", "http://127.0.0.1:9/"] {
+            assert!(!private_host(public), "{public}");
+        }
+    }
+}

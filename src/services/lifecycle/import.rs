@@ -1,0 +1,228 @@
+//! Historic import: a CSV whose header names form fields, plus optional `received_at` and
+//! `source_id`. Each valid row becomes a keyless submission (channel `import`) with its
+//! original time, screened by the duplicate detector against what is stored and the rest of
+//! the file. Its key is a keyed digest of (source, `source_id` or the row's content and time),
+//! so a re-run imports nothing new. Rejected rows are listed by line; no row is half-imported.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
+
+use super::csv;
+use crate::base::clock::now;
+use crate::config::{Config, Form};
+use crate::db::rescreen::RescreenStore;
+use crate::db::{DbError, Pool, Store};
+use crate::domain::keyring::Keyring;
+use crate::domain::{normalise, OperationId, RawFields};
+use crate::services::accept::import::{import_row, Imported};
+use crate::services::accept::Intake;
+use crate::services::request_log::Channel;
+use crate::with_conn;
+
+/// The admin export's own columns (`admin::submissions_csv`), ignored so that an export
+/// imports as it is; its `submission_id` serves as `source_id`.
+const EXPORT_COLUMNS: [&str; 6] = ["reference", "form", "channel", "keyless", "spam", "effect_states"];
+
+/// Rows per transaction (a dry run is one transaction, rolled back).
+const BATCH: usize = 200;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    pub imported: usize,
+    pub already_present: usize,
+    /// (line, reason)
+    pub rejected: Vec<(usize, String)>,
+    /// Imported rows the duplicate detector paired with an earlier or stored inquiry.
+    pub paired: usize,
+    pub dry_run: bool,
+}
+
+impl ImportReport {
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "{}imported {}, already present {}, rejected {}, paired {}",
+            if self.dry_run { "dry run: " } else { "" },
+            self.imported,
+            self.already_present,
+            self.rejected.len(),
+            self.paired
+        )];
+        out.extend(self.rejected.iter().map(|(line, reason)| format!("line {line}: {reason}")));
+        out
+    }
+}
+
+pub struct ImportOptions<'a> {
+    pub form: &'a str,
+    pub source: &'a str,
+    pub dry_run: bool,
+    pub with_effects: bool,
+}
+
+struct Row {
+    raw: RawFields,
+    received_at: NaiveDateTime,
+    source_id: Option<String>,
+}
+
+/// Validates every row, then imports the valid ones in batches (digested with `keyring`).
+pub fn import(
+    pool: &Pool,
+    config: &Config,
+    keyring: &Arc<Keyring>,
+    text: &str,
+    o: &ImportOptions<'_>,
+) -> anyhow::Result<ImportReport> {
+    let form = config.form(o.form).ok_or_else(|| anyhow::anyhow!("there is no form `{}`", o.form))?;
+    let mut records = csv::records(text).map_err(anyhow::Error::msg)?.into_iter();
+    let (_, header) = records.next().ok_or_else(|| anyhow::anyhow!("the file is empty"))?;
+    let header: Vec<String> = header.iter().map(|h| h.trim().to_string()).collect();
+    let export = Export::of(&header);
+    for h in &header {
+        let known = ["received_at", "source_id", "submission_id"].contains(&h.as_str())
+            || (export.is_export && EXPORT_COLUMNS.contains(&h.as_str()));
+        if !known && form.field(h).is_none() {
+            anyhow::bail!(
+                "column `{h}` is not a field of form `{}` (nor received_at, source_id, submission_id)",
+                o.form
+            );
+        }
+    }
+    let mut report = ImportReport { dry_run: o.dry_run, ..Default::default() };
+    let mut rows = Vec::new();
+    for (line, values) in records {
+        match read_row(&header, values, &export) {
+            Ok(row) => match normalise(form, &row.raw) {
+                Ok(_) => rows.push(row),
+                Err(errors) => {
+                    let why = errors.summary();
+                    report.rejected.push((line, why.join("; ")));
+                }
+            },
+            Err(reason) => report.rejected.push((line, reason)),
+        }
+    }
+    let batch = if o.dry_run { rows.len().max(1) } else { BATCH };
+    let form = Form::new(o.form, form.clone());
+    for chunk in rows.chunks(batch) {
+        let (imported, present, paired) = import_batch(pool, keyring, &form, chunk, o)?;
+        report.imported += imported;
+        report.already_present += present;
+        report.paired += paired;
+    }
+    if !o.dry_run {
+        // The pairs linked above are scored now, as `serve`'s screener would.
+        while crate::services::duplicates::screen::screen_pending(config, pool)? > 0 {}
+    }
+    Ok(report)
+}
+
+/// What the header says about the file: an admin export (its `reference` column), and
+/// whether `submission_id` is the row's identity (no `source_id` column).
+struct Export {
+    is_export: bool,
+    id_from_submission: bool,
+}
+
+impl Export {
+    fn of(header: &[String]) -> Export {
+        let has = |c: &str| header.iter().any(|h| h == c);
+        Export { is_export: has("submission_id") && has("reference"), id_from_submission: !has("source_id") }
+    }
+
+    /// A value as the export wrote it, without the quote that kept a spreadsheet from
+    /// running it as a formula (`'=…`, `'+886…`).
+    fn value(&self, v: String) -> String {
+        match v.strip_prefix('\'') {
+            Some(rest) if self.is_export && rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => {
+                rest.to_string()
+            }
+            _ => v,
+        }
+    }
+}
+
+fn read_row(header: &[String], values: Vec<String>, export: &Export) -> Result<Row, String> {
+    if values.len() != header.len() {
+        return Err(format!("{} value(s) where the header names {}", values.len(), header.len()));
+    }
+    let (mut raw, mut received_at, mut source_id) = (Vec::new(), None, None);
+    for (name, value) in header.iter().zip(values) {
+        match name.as_str() {
+            "received_at" if !value.trim().is_empty() => received_at = Some(parse_time(&value)?),
+            "received_at" => {}
+            "source_id" => source_id = Some(value.trim().to_string()).filter(|v| !v.is_empty()),
+            "submission_id" if export.id_from_submission => {
+                source_id = Some(value.trim().to_string()).filter(|v| !v.is_empty())
+            }
+            "submission_id" => {}
+            n if export.is_export && EXPORT_COLUMNS.contains(&n) => {}
+            _ => raw.push((name.clone(), export.value(value))),
+        }
+    }
+    Ok(Row { raw, received_at: received_at.unwrap_or_else(now), source_id })
+}
+
+/// RFC 3339, `YYYY-MM-DD HH:MM:SS` (UTC) or a date.
+fn parse_time(v: &str) -> Result<NaiveDateTime, String> {
+    let v = v.trim();
+    DateTime::parse_from_rfc3339(v)
+        .map(|t| t.naive_utc())
+        .or_else(|_| NaiveDateTime::parse_from_str(v, "%Y-%m-%d %H:%M:%S"))
+        .or_else(|_| NaiveDate::parse_from_str(v, "%Y-%m-%d").map(|d| d.and_time(chrono::NaiveTime::MIN)))
+        .ok()
+        .filter(|t| *t <= now())
+        .ok_or_else(|| format!("received_at `{v}` is not a past date (RFC 3339 or YYYY-MM-DD HH:MM:SS)"))
+}
+
+enum Tx {
+    Db(DbError),
+    DryRun((usize, usize, usize)),
+}
+
+impl From<diesel::result::Error> for Tx {
+    fn from(e: diesel::result::Error) -> Self {
+        Tx::Db(e.into())
+    }
+}
+
+/// (imported, already present, paired) of one batch, in one transaction.
+fn import_batch(
+    pool: &Pool,
+    keyring: &Arc<Keyring>,
+    form: &Form,
+    rows: &[Row],
+    o: &ImportOptions<'_>,
+) -> Result<(usize, usize, usize), DbError> {
+    with_conn!(pool, |c| {
+        let result = c.write_tx(|c| {
+            let (mut new_ids, mut present) = (Vec::new(), 0);
+            for row in rows {
+                let Ok(fields) = normalise(form.config(), &row.raw) else { continue };
+                let identity = match &row.source_id {
+                    Some(id) => format!("{}\nid\n{id}", o.source),
+                    None => format!("{}\nrow\n{}\n{}", o.source, fields.to_json(), row.received_at),
+                };
+                let digest = keyring.digest(&identity);
+                let key = OperationId::imported(digest.split_once(':').map_or(digest.as_str(), |(_, h)| h));
+                let intake =
+                    Intake { form: form.clone(), operation_id: Some(key), channel: Channel::Api, fields };
+                match import_row(c, keyring, intake, row.received_at, o.with_effects)? {
+                    Imported::New(id) => new_ids.push(id),
+                    Imported::AlreadyPresent => present += 1,
+                }
+            }
+            let paired = c.paired_among(&new_ids)?;
+            let counts = (new_ids.len(), present, paired.len());
+            if o.dry_run {
+                return Err(Tx::DryRun(counts));
+            }
+            Ok(counts)
+        });
+        match result {
+            Ok(counts) | Err(Tx::DryRun(counts)) => Ok(counts),
+            Err(Tx::Db(e)) => Err(e),
+        }
+    })
+}

@@ -1,0 +1,13 @@
+//! The use cases: the request log, spam screening, duplicates, accepting a submission, its
+//! status, side effects and their workers, the data lifecycle, alert rules, check-config.
+
+pub mod accept;
+pub mod alert_rules;
+pub mod check_config;
+pub mod duplicates;
+pub mod effects;
+pub mod lifecycle;
+pub mod request_log;
+pub mod spam;
+pub mod status;
+pub mod worker;

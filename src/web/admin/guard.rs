@@ -1,0 +1,178 @@
+//! Who is asking: the session behind the cookie, its role, and the CSRF token every
+//! state-changing request must carry.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::StatusCode;
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
+use serde::de::DeserializeOwned;
+
+use super::account_changes::idle_since;
+use super::accounts::Role;
+use super::cookies::CookiePolicy;
+use crate::base::clock::now;
+use crate::base::secret::constant_time_eq;
+use crate::db::admin::sessions::{LiveSession, SessionStore};
+use crate::db::{DbError, Pool, Store};
+use crate::domain::digest;
+use crate::web::state::AppState;
+use crate::with_conn;
+
+/// Sliding the idle timeout costs a write; it is done at most this often per session.
+const TOUCH_AFTER_SECONDS: i64 = 60;
+
+/// Pages a user who must replace their password can still reach.
+const BEFORE_NEW_PASSWORD: [&str; 2] = ["/admin/password", "/admin/logout"];
+
+/// A signed-in user (any role).
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    pub id: String,
+    pub email: String,
+    pub role: Role,
+    pub csrf: String,
+    pub token_hash: String,
+    /// Signed in with the generated first-start password: only `/admin/password` until changed.
+    pub must_change_password: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("sign in first")]
+    SignIn,
+    #[error("choose a new password first")]
+    NewPassword,
+    #[error("this needs the admin role")]
+    Forbidden,
+    #[error("the form's CSRF token is missing or wrong; reload the page and try again")]
+    Csrf,
+    #[error("the form could not be read")]
+    BadForm,
+    #[error("the form did not arrive in time")]
+    Timeout,
+    #[error("the database is unavailable")]
+    Unavailable,
+}
+
+impl ResponseError for AuthError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            AuthError::SignIn | AuthError::NewPassword => StatusCode::SEE_OTHER,
+            AuthError::Forbidden | AuthError::Csrf => StatusCode::FORBIDDEN,
+            AuthError::BadForm => StatusCode::BAD_REQUEST,
+            AuthError::Timeout => StatusCode::REQUEST_TIMEOUT,
+            AuthError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            AuthError::SignIn => {
+                HttpResponse::SeeOther().insert_header(("Location", "/admin/login")).finish()
+            }
+            AuthError::NewPassword => {
+                HttpResponse::SeeOther().insert_header(("Location", "/admin/password")).finish()
+            }
+            other => HttpResponse::build(other.status_code())
+                .content_type("text/plain; charset=utf-8")
+                .insert_header(("Cache-Control", "no-store"))
+                .body(other.to_string()),
+        }
+    }
+}
+
+impl FromRequest for SessionUser {
+    type Error = AuthError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, AuthError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let name = state.as_ref().map(|s| CookiePolicy::of(&s.config).session_name());
+        let token = name.and_then(|n| req.cookie(n)).map(|c| c.value().to_string());
+        let may_keep_old_password = BEFORE_NEW_PASSWORD.contains(&req.path());
+        Box::pin(async move {
+            let (Some(token), Some(state)) = (token, state) else { return Err(AuthError::SignIn) };
+            let token_hash = digest(&token);
+            let pool = state.pool.clone();
+            let hash = token_hash.clone();
+            let found = web::block(move || live_session(&pool, &hash))
+                .await
+                .map_err(|_| AuthError::Unavailable)?
+                .map_err(|_| AuthError::Unavailable)?;
+            let Some(session) = found else { return Err(AuthError::SignIn) };
+            let user = session.user;
+            if user.must_change_password && !may_keep_old_password {
+                return Err(AuthError::NewPassword);
+            }
+            let role = user.role;
+            Ok(SessionUser {
+                id: user.id,
+                email: user.email,
+                role,
+                csrf: session.csrf,
+                token_hash,
+                must_change_password: user.must_change_password,
+            })
+        })
+    }
+}
+
+/// The live session (not expired, not idle, user not disabled), its idle timeout slid
+/// forward when it was last slid more than a minute ago.
+fn live_session(pool: &Pool, hash: &str) -> Result<Option<LiveSession>, DbError> {
+    let t = now();
+    let found = with_conn!(pool, |c| c.live_session(hash, t, idle_since(t)).map_err(DbError::from))?;
+    if let Some(session) = &found {
+        let stale = session.last_seen_at.is_none_or(|seen| (t - seen).num_seconds() >= TOUCH_AFTER_SECONDS);
+        if stale {
+            with_conn!(pool, |c| c.write_tx(|c| c.touch_session(hash, t).map_err(DbError::from)))?;
+        }
+    }
+    Ok(found)
+}
+
+/// A form that carries the session's CSRF token.
+pub trait CsrfForm {
+    fn csrf(&self) -> &str;
+}
+
+/// A state-changing admin request: a signed-in admin, a form, and a matching CSRF token.
+pub struct AdminAction<T> {
+    pub user: SessionUser,
+    pub form: T,
+}
+
+impl<T: DeserializeOwned + CsrfForm + 'static> FromRequest for AdminAction<T> {
+    type Error = AuthError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, AuthError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let user = SessionUser::from_request(req, &mut Payload::None);
+        let form = web::Form::<T>::from_request(req, payload);
+        Box::pin(async move {
+            let user = user.await?;
+            let form = form
+                .await
+                .map_err(|e| match e.as_response_error().status_code() {
+                    StatusCode::REQUEST_TIMEOUT => AuthError::Timeout,
+                    _ => AuthError::BadForm,
+                })?
+                .into_inner();
+            authorize(&user, form.csrf())?;
+            Ok(AdminAction { user, form })
+        })
+    }
+}
+
+/// The admin role and the session's CSRF token (compared in constant time).
+pub fn authorize(user: &SessionUser, csrf: &str) -> Result<(), AuthError> {
+    if !constant_time_eq(csrf.as_bytes(), user.csrf.as_bytes()) {
+        return Err(AuthError::Csrf);
+    }
+    match user.role {
+        Role::Admin => Ok(()),
+        Role::Viewer => Err(AuthError::Forbidden),
+    }
+}

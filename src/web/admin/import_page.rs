@@ -1,0 +1,158 @@
+//! The historic import's upload page (admin role): a CSV file, the options of
+//! `onceform import`, and the same report, from the same code (`lifecycle::import`).
+
+use std::sync::Arc;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use askama::Template;
+
+use super::guard::SessionUser;
+use super::upload::{Upload, UploadError};
+use super::{audit, blocking, db_failure, Chrome};
+use crate::config::Config;
+use crate::db::{DbError, Pool, Store};
+use crate::domain::keyring::Keyring;
+use crate::services::lifecycle::import::{import, ImportOptions};
+use crate::web::render::html;
+use crate::web::state::AppState;
+use crate::with_conn;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/import", web::get().to(import_page)).route("/admin/import", web::post().to(upload));
+}
+
+/// The largest CSV the upload page takes (larger files: `onceform import` on the server).
+const IMPORT_LIMIT: usize = 4 * 1024 * 1024;
+/// The longest source name (it is part of every imported row's key).
+const SOURCE_MAX: usize = 64;
+
+#[derive(Template)]
+#[template(path = "admin/import.html")]
+struct ImportPage {
+    chrome: Chrome,
+    forms: Vec<String>,
+    limit_mib: usize,
+    report: Option<Vec<String>>,
+    error: Option<String>,
+}
+
+impl ImportPage {
+    fn new(state: &AppState, user: &SessionUser) -> ImportPage {
+        ImportPage {
+            chrome: Chrome::new(user, "retention", None),
+            forms: state.config.forms.keys().cloned().collect(),
+            limit_mib: IMPORT_LIMIT / (1024 * 1024),
+            report: None,
+            error: None,
+        }
+    }
+
+    fn refused(state: &AppState, user: &SessionUser, status: StatusCode, error: String) -> HttpResponse {
+        html(status, &ImportPage { error: Some(error), ..ImportPage::new(state, user) })
+    }
+}
+
+async fn import_page(state: web::Data<AppState>, user: SessionUser) -> HttpResponse {
+    html(StatusCode::OK, &ImportPage::new(&state, &user))
+}
+
+/// What the page asked for, taken from an upload whose CSRF token matched.
+struct ImportRequest {
+    form: String,
+    source: String,
+    dry_run: bool,
+    with_effects: bool,
+    text: String,
+}
+
+impl ImportRequest {
+    fn of(upload: &Upload) -> Result<ImportRequest, String> {
+        let source = upload.field("source").map(str::trim).filter(|s| !s.is_empty()).unwrap_or("import");
+        if source.chars().count() > SOURCE_MAX {
+            return Err(format!("The source name is at most {SOURCE_MAX} characters: nothing was imported."));
+        }
+        let file = upload.file("csv").ok_or("Choose a CSV file: nothing was imported.")?;
+        let declared = match upload.field("encoding").unwrap_or("auto") {
+            "auto" | "" => None,
+            name => Some(
+                crate::services::lifecycle::csv::encoding_named(name)
+                    .map_err(|e| format!("{e}: nothing was imported."))?,
+            ),
+        };
+        let text = crate::services::lifecycle::csv::decode(file, declared)
+            .map_err(|e| format!("{}: nothing was imported.", capitalised(&e)))?;
+        Ok(ImportRequest {
+            form: upload.field("form").unwrap_or("").to_string(),
+            source: source.to_string(),
+            dry_run: upload.ticked("dry_run"),
+            with_effects: upload.ticked("with_effects"),
+            text,
+        })
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+/// `POST /admin/import` (admin, CSRF, `multipart/form-data`): the same report as
+/// `onceform import`, recorded in the audit log.
+async fn upload(
+    state: web::Data<AppState>,
+    user: SessionUser,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> HttpResponse {
+    let refused = |status, error: String| ImportPage::refused(&state, &user, status, error);
+    let request = match Upload::read(&req, &user, payload, IMPORT_LIMIT).await {
+        Ok(upload) => ImportRequest::of(&upload),
+        Err(UploadError::Auth(e)) => return e.error_response(),
+        Err(e @ UploadError::TooLarge(_)) => {
+            let error =
+                format!("{e}: nothing was imported. Split the file, or run `onceform import` on the server.");
+            return refused(StatusCode::PAYLOAD_TOO_LARGE, error);
+        }
+        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("{e}: nothing was imported.")),
+    };
+    let request = match request {
+        Ok(r) => r,
+        Err(error) => return refused(StatusCode::BAD_REQUEST, error),
+    };
+    let (pool, config, who) = (state.pool.clone(), state.config.clone(), user.clone());
+    let keyring = state.keyring.clone();
+    match blocking(move || run(&pool, &config, &keyring, &who, &request)).await {
+        Ok(lines) => {
+            html(StatusCode::OK, &ImportPage { report: Some(lines), ..ImportPage::new(&state, &user) })
+        }
+        Err(e) => db_failure(e),
+    }
+}
+
+/// Imports as `onceform import` does and records who imported what into which form; the
+/// audit note holds counts only, never a row's content.
+fn run(
+    pool: &Pool,
+    config: &Config,
+    keyring: &Arc<Keyring>,
+    user: &SessionUser,
+    r: &ImportRequest,
+) -> Result<Vec<String>, DbError> {
+    let options =
+        ImportOptions { form: &r.form, source: &r.source, dry_run: r.dry_run, with_effects: r.with_effects };
+    let (lines, outcome) = match import(pool, config, keyring, &r.text, &options) {
+        Ok(report) => {
+            let lines = report.lines();
+            let summary = lines.first().cloned().unwrap_or_default();
+            (lines, summary)
+        }
+        Err(e) => (vec![format!("nothing imported: {e}")], "refused: nothing imported".to_string()),
+    };
+    let effects = if r.with_effects { "with side effects" } else { "no side effects" };
+    let note = format!("source {}, {effects}: {outcome}", r.source);
+    with_conn!(pool, |c| c.write_tx(|c| {
+        audit::record(c, user, "import", ("form", &r.form), Some(&note)).map_err(DbError::from)
+    }))?;
+    Ok(lines)
+}

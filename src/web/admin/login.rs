@@ -1,0 +1,151 @@
+//! Signing in and out. The login form has its own CSRF token (a cookie and a hidden field).
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use super::accounts::{login, random_token, LoginThrottle};
+use super::cookies::CookiePolicy;
+use super::guard::{AuthError, CsrfForm, SessionUser};
+use crate::base::secret::constant_time_eq;
+use crate::db::admin::accounts::AccountStore;
+use crate::db::DbError;
+use crate::web::http::TrustedProxies;
+use crate::web::render::html;
+use crate::web::state::AppState;
+use crate::with_conn;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/login", web::get().to(show))
+        .route("/admin/login", web::post().to(submit))
+        .route("/admin/logout", web::post().to(logout));
+}
+
+#[derive(Template)]
+#[template(path = "admin/login.html")]
+struct LoginPage<'a> {
+    csrf: &'a str,
+    email: &'a str,
+    error: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+}
+
+#[derive(Deserialize)]
+struct LogoutForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+impl CsrfForm for LogoutForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+fn page(state: &AppState, status: StatusCode, email: &str, error: Option<&str>) -> HttpResponse {
+    let policy = CookiePolicy::of(&state.config);
+    let csrf = random_token();
+    let mut resp = html(status, &LoginPage { csrf: &csrf, email, error });
+    let _ = resp.add_cookie(&policy.build(policy.login_csrf_name(), csrf));
+    resp
+}
+
+async fn show(state: web::Data<AppState>) -> HttpResponse {
+    page(&state, StatusCode::OK, "", None)
+}
+
+/// 429 with `Retry-After` and the login form again.
+fn wait(state: &AppState, email: &str, seconds: u64, msg: &str) -> HttpResponse {
+    let mut resp = page(state, StatusCode::TOO_MANY_REQUESTS, email, Some(msg));
+    resp.headers_mut().insert(actix_web::http::header::RETRY_AFTER, seconds.into());
+    resp
+}
+
+async fn submit(
+    state: web::Data<AppState>,
+    throttle: web::Data<LoginThrottle>,
+    proxies: web::Data<TrustedProxies>,
+    req: HttpRequest,
+    form: web::Form<LoginForm>,
+) -> HttpResponse {
+    let form = form.into_inner();
+    let policy = CookiePolicy::of(&state.config);
+    let expected = req.cookie(policy.login_csrf_name()).map(|c| c.value().to_string()).unwrap_or_default();
+    if expected.is_empty() || !constant_time_eq(expected.as_bytes(), form.csrf.as_bytes()) {
+        return page(
+            &state,
+            StatusCode::FORBIDDEN,
+            &form.email,
+            Some("The form expired; please sign in again."),
+        );
+    }
+    let client = proxies.client_of(&req);
+    let who = client.map(|c| c.to_string()).unwrap_or_default();
+    // Counted before the password is checked: parallel guesses cannot all pass.
+    let attempt = match throttle.begin(client, &form.email) {
+        Ok(attempt) => attempt,
+        Err(seconds) => {
+            let email_digest = super::throttle::short_digest(&form.email);
+            tracing::warn!(client = %who, %email_digest, retry_after = seconds, "admin sign-in delayed");
+            let msg = format!("Too many failed sign-ins; try again in {seconds} s.");
+            return wait(&state, &form.email, seconds, &msg);
+        }
+    };
+    let Some(slot) = throttle.slot().await else {
+        throttle.release(attempt);
+        tracing::warn!(client = %who, "admin sign-in refused: every verification slot busy");
+        return wait(&state, &form.email, 1, "The server is busy; try again in a moment.");
+    };
+    let (email, password, pool, verifier) =
+        (form.email.clone(), form.password, state.pool.clone(), throttle.clone());
+    let checked = web::block(move || {
+        let _slot = slot;
+        login(&pool, &verifier, &email, &password)
+    })
+    .await;
+    let email_digest = attempt.email_digest.clone();
+    match checked {
+        Ok(Ok(Some((token, _user)))) => {
+            throttle.succeeded(attempt);
+            tracing::info!(client = %who, %email_digest, "admin sign-in succeeded");
+            let mut resp = HttpResponse::SeeOther().insert_header(("Location", "/admin")).finish();
+            let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
+            resp
+        }
+        Ok(Ok(None)) => {
+            tracing::warn!(client = %who, %email_digest, "admin sign-in failed");
+            page(&state, StatusCode::UNAUTHORIZED, &form.email, Some("Wrong email or password."))
+        }
+        _ => {
+            throttle.release(attempt);
+            page(&state, StatusCode::SERVICE_UNAVAILABLE, &form.email, Some("The database is unavailable."))
+        }
+    }
+}
+
+async fn logout(
+    state: web::Data<AppState>,
+    user: SessionUser,
+    form: web::Form<LogoutForm>,
+) -> Result<HttpResponse, AuthError> {
+    if !constant_time_eq(form.csrf().as_bytes(), user.csrf.as_bytes()) {
+        return Err(AuthError::Csrf);
+    }
+    let pool = state.pool.clone();
+    let hash = user.token_hash.clone();
+    let _ = web::block(move || with_conn!(&pool, |c| c.delete_session(&hash).map_err(DbError::from))).await;
+    let mut resp = HttpResponse::SeeOther().insert_header(("Location", "/admin/login")).finish();
+    let policy = CookiePolicy::of(&state.config);
+    let _ = resp.add_cookie(&policy.removal(policy.session_name()));
+    Ok(resp)
+}

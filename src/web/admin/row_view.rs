@@ -1,0 +1,54 @@
+//! How the admin shows stored rows: a submission's spam badge and reason in words, its
+//! stored fields, a duplicate pair seen from one of its sides. The database returns the
+//! rows as stored (`db::admin::browse`).
+
+use std::collections::BTreeMap;
+
+use crate::db::admin::browse::{RelatedPair, SubmissionRow};
+
+pub trait SubmissionView {
+    /// The spam badge: `unverified` when the captcha could not be checked, else `spam`.
+    fn spam_badge(&self) -> &'static str;
+    /// Why it was set aside, in words.
+    fn spam_why(&self) -> &'static str;
+    /// The stored fields (a JSON object of strings); empty once purged.
+    fn fields(&self) -> BTreeMap<String, String>;
+}
+
+impl SubmissionView for SubmissionRow {
+    fn spam_badge(&self) -> &'static str {
+        match self.spam_reason.as_deref() {
+            Some("captcha-unverified") => "unverified",
+            _ => "spam",
+        }
+    }
+
+    fn spam_why(&self) -> &'static str {
+        crate::services::spam::describe(self.spam_reason.as_deref().unwrap_or("honeypot"))
+    }
+
+    fn fields(&self) -> BTreeMap<String, String> {
+        self.fields_json.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
+    }
+}
+
+pub trait PairView {
+    /// How `submission_id` relates to the other side: ("duplicate of" | "original of", other id).
+    fn seen_from(&self, submission_id: &str) -> (&'static str, &str);
+    /// The detector's reasons (stored as a JSON array of strings).
+    fn reason_list(&self) -> Vec<String>;
+}
+
+impl PairView for RelatedPair {
+    fn seen_from(&self, submission_id: &str) -> (&'static str, &str) {
+        if *self.duplicate_id == *submission_id {
+            ("duplicate of", &self.original_id)
+        } else {
+            ("original of", &self.duplicate_id)
+        }
+    }
+
+    fn reason_list(&self) -> Vec<String> {
+        serde_json::from_str(&self.reasons).unwrap_or_else(|_| vec![self.reasons.clone()])
+    }
+}

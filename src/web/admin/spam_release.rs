@@ -1,0 +1,124 @@
+//! Reviewing spam: an admin releases a submission set aside (honeypot, fill time, captcha,
+//! an unverified captcha above all) as a real inquiry; it then gets its side-effect records.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+
+use crate::base::clock::now;
+use crate::config::FormConfig;
+use crate::db::admin::spam::SpamStore;
+use crate::db::models::NewEffect;
+use crate::db::{DbError, Store};
+use crate::domain::{EffectId, EffectState};
+use crate::web::admin::audit;
+use crate::web::admin::guard::{AdminAction, CsrfForm};
+use crate::web::admin::{blocking, db_failure, done, refused};
+use crate::web::state::AppState;
+use crate::with_conn;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/submissions/{id}/release", web::post().to(release));
+}
+
+#[derive(Deserialize)]
+pub struct ReleaseForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    note: String,
+}
+
+impl CsrfForm for ReleaseForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// Why a submission was not released.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error("No such submission.")]
+    NotFound,
+    #[error("This submission is not marked as spam (or its form is gone); reload the page.")]
+    NotSpam,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<diesel::result::Error> for ReleaseError {
+    fn from(e: diesel::result::Error) -> Self {
+        ReleaseError::Db(e.into())
+    }
+}
+
+impl actix_web::ResponseError for ReleaseError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ReleaseError::NotFound => StatusCode::NOT_FOUND,
+            ReleaseError::NotSpam => StatusCode::CONFLICT,
+            ReleaseError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            ReleaseError::NotFound => HttpResponse::NotFound().body(self.to_string()),
+            ReleaseError::NotSpam => refused(&self.to_string()),
+            ReleaseError::Db(e) => db_failure(e),
+        }
+    }
+}
+
+/// `POST /admin/submissions/{id}/release`: not spam after all; its effects are created.
+async fn release(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    action: AdminAction<ReleaseForm>,
+) -> Result<HttpResponse, ReleaseError> {
+    let (id, AdminAction { user, form }) = (id.into_inner(), action);
+    let (pool, config, sid) = (state.pool.clone(), state.config.clone(), id.clone());
+    let note = form.note.trim().to_string();
+    let n = blocking(move || {
+        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
+            let Some(found) = c.spam_candidate(&sid)? else { return Err(ReleaseError::NotFound) };
+            let Some(form) = config.form(&found.form).filter(|_| found.spam) else {
+                return Err(ReleaseError::NotSpam);
+            };
+            if !c.release_spam(&sid)? {
+                return Err(ReleaseError::NotSpam);
+            }
+            let effects = effects_for(&sid, form, found.fields_json.as_deref());
+            c.insert_effects(&effects)?;
+            audit::record(c, &user, "submission.release", ("submission", &sid), Some(&note))?;
+            Ok(effects.len())
+        })))
+    })
+    .await??;
+    let page = format!("/admin/submissions/{id}");
+    Ok(done(&page, crate::web::admin::flash::Flash::new("submission_released").arg(n)))
+}
+
+/// The records the accept transaction would have written (batch 0 was never used: spam gets
+/// none), each kind where it applies to the stored fields.
+fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>) -> Vec<NewEffect> {
+    let fields: std::collections::BTreeMap<String, String> =
+        fields_json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
+    let at = now();
+    form.effects
+        .iter()
+        .filter(|k| crate::services::effects::applies(**k, form, &|name| fields.contains_key(name)))
+        .map(|kind| NewEffect {
+            id: EffectId::generate(),
+            submission_id: submission_id.into(),
+            kind: (*kind).into(),
+            batch: 0,
+            effect_key: format!("{submission_id}:{}:0", kind.as_str()),
+            state: EffectState::Pending,
+            held: false,
+            next_attempt_at: at,
+            created_at: at,
+            updated_at: at,
+        })
+        .collect()
+}

@@ -1,0 +1,141 @@
+//! The public HTTP surface: the form pages, the JSON API, operations endpoints, and the
+//! middleware every response passes through (deadlines, CORS, security headers, request IDs).
+//! `app` mounts these routes beside the admin's and serves them with [`server`].
+
+mod api;
+pub(crate) mod body;
+#[cfg(test)]
+mod body_proptest;
+mod captcha_widget;
+mod client_ip;
+mod connections;
+mod cors;
+mod html;
+mod journey;
+mod metrics_access;
+pub mod openapi;
+mod ops;
+pub(crate) mod pages;
+pub mod problem;
+mod rate_limit;
+mod request_id;
+mod security_headers;
+mod static_sites;
+mod submit;
+
+use std::net::TcpListener;
+use std::time::Instant;
+
+use actix_web::dev::{Server, Service};
+use actix_web::http::Method;
+use actix_web::{web, App, HttpServer};
+use futures_util::FutureExt;
+use tracing::Instrument;
+
+use crate::config::{Config, Form};
+use crate::web::state::AppState;
+pub use client_ip::{client_bucket, TrustedProxies};
+use connections::{with_body_deadline, ConnectionLimits};
+pub use metrics_access::{admits_bearer, MetricsCache};
+pub use ops::render as database_metrics;
+pub use rate_limit::RateLimiter;
+pub use submit::db_problem;
+
+/// The public routes: JSON API, form pages, operations endpoints, OpenAPI, static sites.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.configure(api::routes)
+        .configure(html::routes)
+        .configure(ops::routes)
+        .configure(openapi::routes)
+        .configure(static_sites::routes);
+}
+
+/// The form named in the request, or 404.
+fn form<'a>(state: &'a AppState, name: &str) -> Result<&'a Form, problem::Problem> {
+    state.form(name).ok_or_else(|| {
+        problem::Problem::new(problem::ProblemKind::NotFound, "there is no form with this name")
+    })
+}
+
+/// HTTP workers when `http_workers = 0`: one per core but one, at least one. The core left
+/// over is for what serves the requests' writes and retries' records: the database (on the
+/// same machine, or SQLite's writer thread), the delivery log, the side-effect workers. An
+/// event loop on every core is preempted by them, and every connection it holds waits
+/// (replays at 32 clients on 2 cores: p99 7–8 ms with 2 workers, 4 ms with 1; BENCHMARKS.md).
+fn default_workers(cores: usize) -> usize {
+    cores.saturating_sub(1).max(1)
+}
+
+/// Serves `listener` with the routes and data `mount` registers, behind the middleware and
+/// connection limits of `config.server`; paths nothing answers get the OpenAPI fallback.
+pub fn server(
+    listener: TcpListener,
+    config: &Config,
+    mount: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
+) -> std::io::Result<Server> {
+    let workers = match config.server.http_workers {
+        0 => default_workers(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
+        n => n,
+    };
+    let limits = ConnectionLimits::of(&config.server);
+    let secure = config.secure_cookies();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(connections::form_config())
+            // HEAD is answered wherever GET is: routed as GET; the connection, which saw
+            // HEAD, sends the headers without the body.
+            .wrap_fn(|mut req, srv| {
+                if req.method() == Method::HEAD {
+                    req.head_mut().method = Method::GET;
+                }
+                srv.call(req)
+            })
+            .wrap(actix_web::middleware::from_fn(cors::guard))
+            .wrap_fn(move |req, srv| {
+                srv.call(with_body_deadline(req, limits.body)).map(move |res| {
+                    res.map(|mut r| {
+                        security_headers::apply(r.headers_mut(), secure);
+                        r
+                    })
+                })
+            })
+            .wrap_fn(|req, srv| {
+                let (method, path, started) = (req.method().clone(), req.path().to_string(), Instant::now());
+                let (id, span) = request_id::start(&req);
+                let call = span.in_scope(|| srv.call(req));
+                async move {
+                    let mut res = call.await;
+                    if let Ok(r) = &mut res {
+                        r.headers_mut().insert(request_id::HEADER, id);
+                        let status = r.status().as_u16();
+                        let ms = started.elapsed().as_millis();
+                        tracing::info!(%method, %path, status, ms, "request");
+                    }
+                    res
+                }
+                .instrument(span)
+            })
+            .configure(mount.clone())
+            .default_service(web::to(openapi::fallback))
+    })
+    .workers(workers)
+    // Deadlines and caps on every connection: see `connections`.
+    .client_request_timeout(limits.request_head)
+    .client_disconnect_timeout(limits.disconnect)
+    .keep_alive(limits.keep_alive)
+    .max_connections(limits.max_connections_per_worker)
+    .shutdown_timeout(10)
+    .listen(listener)?
+    .run();
+    Ok(server)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_workers;
+
+    #[test]
+    fn by_default_one_core_is_left_to_the_database_and_background_threads() {
+        assert_eq!([1, 2, 4, 8].map(default_workers), [1, 1, 3, 7]);
+    }
+}

@@ -1,0 +1,110 @@
+//! The OpenAPI 3.1 description of the public HTTP API (`GET /openapi.json`), built in Rust
+//! beside the routes and from the configured forms; `GET /docs` renders it with the vendored
+//! Swagger UI under `static/docs/`. A method a documented path does not have is a 405.
+//!
+//! Built by hand with `serde_json` rather than derived with utoipa: the request schemas
+//! come from the runtime configuration (each form's fields, types, lengths and options),
+//! which derive macros cannot see, and it adds no proc-macro crate to the build. The unit
+//! tests check that every route registered under `src/http/` is documented, and the
+//! schemathesis integration test that the server does what the document says.
+
+mod document;
+mod forms;
+
+use actix_web::http::header::{ALLOW, CACHE_CONTROL};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::problem::{Problem, ProblemKind};
+use crate::web::state::AppState;
+pub use document::document;
+
+/// The vendored Swagger UI: (path, content type, bytes).
+pub const ASSETS: &[(&str, &str, &[u8])] = &[
+    (
+        "/static/docs/swagger-ui-bundle.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../static/docs/swagger-ui-bundle.js"),
+    ),
+    (
+        "/static/docs/swagger-ui.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../../../../static/docs/swagger-ui.css"),
+    ),
+    (
+        "/static/docs/init.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../static/docs/init.js"),
+    ),
+];
+
+const DOCS_PAGE: &str = include_str!("../../../../static/docs/index.html");
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/openapi.json", web::get().to(openapi_json)).route("/docs", web::get().to(docs));
+    for &(path, content_type, bytes) in ASSETS {
+        cfg.route(path, web::get().to(move || asset(content_type, bytes)));
+    }
+}
+
+async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(document(&state.config))
+}
+
+async fn docs() -> HttpResponse {
+    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(DOCS_PAGE)
+}
+
+async fn asset(content_type: &'static str, bytes: &'static [u8]) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(content_type)
+        .insert_header((CACHE_CONTROL, "public, max-age=3600"))
+        .body(bytes)
+}
+
+/// Requests no route took: 405 with `Allow` when the path is documented (with other
+/// methods), else 404.
+pub async fn fallback(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    let doc = document(&state.config);
+    let allowed = allowed_methods(&doc, req.path());
+    if allowed.is_empty() {
+        return Problem::new(ProblemKind::NotFound, "no such resource").response();
+    }
+    let mut resp =
+        Problem::new(ProblemKind::MethodNotAllowed, format!("this resource allows {}", allowed.join(", ")))
+            .response();
+    if let Ok(v) = allowed.join(", ").parse() {
+        resp.headers_mut().insert(ALLOW, v);
+    }
+    debug_assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+    resp
+}
+
+/// The methods the document gives the path `path` (upper case), empty when no path matches.
+fn allowed_methods(doc: &serde_json::Value, path: &str) -> Vec<String> {
+    let Some(paths) = doc["paths"].as_object() else { return Vec::new() };
+    let mut methods: Vec<String> = paths
+        .iter()
+        .filter(|(template, _)| matches_template(template, path))
+        .flat_map(|(_, item)| item.as_object().into_iter().flat_map(|o| o.keys()))
+        .filter(|m| HTTP_METHODS.contains(&m.as_str()))
+        .map(|m| m.to_ascii_uppercase())
+        .collect();
+    methods.sort();
+    methods.dedup();
+    methods
+}
+
+const HTTP_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/// `/a/{x}/b` matches `/a/anything/b`: a `{…}` segment stands for one non-empty segment.
+fn matches_template(template: &str, path: &str) -> bool {
+    let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+    t.len() == p.len()
+        && t.iter()
+            .zip(&p)
+            .all(|(t, p)| if t.starts_with('{') && t.ends_with('}') { !p.is_empty() } else { t == p })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,44 @@
+//! What every handler can reach: the configuration, the database pool, the acceptor and
+//! the keyring.
+//! Each area's own pieces (rate limiter, trusted proxies, sign-in throttle, webhook sources,
+//! metrics cache) are registered beside it by `app` as `web::Data` of their own type, so that
+//! this module imports nothing above `accept` and every area can depend on it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::{Config, Form};
+use crate::db::Pool;
+use crate::domain::keyring::Keyring;
+use crate::services::accept::Acceptor;
+use crate::services::request_log::RefusedCounts;
+use crate::services::spam::SpamGuard;
+
+pub struct AppState {
+    pub config: Arc<Config>,
+    /// `config.forms`, each shared with the threads that accept its submissions.
+    pub forms: BTreeMap<String, Form>,
+    pub pool: Pool,
+    pub acceptor: Acceptor,
+    /// The server secret's keyed digests (the acceptor's: `Acceptor::keyring`).
+    pub keyring: Arc<Keyring>,
+    /// Fill-time stamps and captcha checks (see `crate::services::spam`).
+    pub spam: SpamGuard,
+    /// Submit requests refused before the accept transaction, by form and reason.
+    pub refused: RefusedCounts,
+}
+
+impl AppState {
+    pub fn new(config: Arc<Config>, pool: Pool, acceptor: Acceptor, spam: SpamGuard) -> AppState {
+        let forms =
+            config.forms.iter().map(|(name, form)| (name.clone(), Form::new(name, form.clone()))).collect();
+        let refused = RefusedCounts::new(config.forms.keys());
+        let keyring = acceptor.keyring().clone();
+        AppState { config, forms, pool, acceptor, keyring, spam, refused }
+    }
+
+    /// The form named `name`, if it is configured.
+    pub fn form(&self, name: &str) -> Option<&Form> {
+        self.forms.get(name)
+    }
+}
