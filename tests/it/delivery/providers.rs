@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 /// (the file holding the list, the list's name).
 const LISTS: &[(&str, &str)] = &[
-    ("src/effects/mod.rs", "KINDS"),
-    ("src/effects/crm/mod.rs", "ADAPTERS"),
-    ("src/hooks/verify/mod.rs", "VERIFIERS"),
-    ("src/hooks/handlers/mod.rs", "HANDLERS"),
+    ("src/services/effects/mod.rs", "KINDS"),
+    ("src/services/effects/crm/mod.rs", "ADAPTERS"),
+    ("src/web/hooks/verify/mod.rs", "VERIFIERS"),
+    ("src/web/hooks/handlers/mod.rs", "HANDLERS"),
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -150,7 +150,7 @@ fn every_key_of_a_form_is_accepted() {
 #[test]
 fn the_environment_tables_name_each_variable_once_and_the_real_log_default() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let logging = std::fs::read_to_string(root.join("src/logging.rs")).unwrap();
+    let logging = std::fs::read_to_string(root.join("src/base/logging.rs")).unwrap();
     let default = logging.split("EnvFilter::new(\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
     for page in ["README.md", "docs/CONFIGURATION.md"] {
         let text = std::fs::read_to_string(root.join(page)).unwrap();
