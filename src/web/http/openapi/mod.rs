@@ -5,7 +5,7 @@
 //! Built by hand with `serde_json` rather than derived with utoipa: the request schemas
 //! come from the runtime configuration (each form's fields, types, lengths and options),
 //! which derive macros cannot see, and it adds no proc-macro crate to the build. The unit
-//! tests check that every route registered under `src/http/` is documented, and the
+//! tests check that every route registered under `src/web/http/` is documented, and the
 //! schemathesis integration test that the server does what the document says.
 
 mod document;

@@ -31,7 +31,7 @@ fn every_route_registered_under_src_http_is_documented() {
     let config = Config::builtin().unwrap();
     let doc = document(&config);
     let mut routes = Vec::new();
-    registered_routes(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http"), &mut routes);
+    registered_routes(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/web/http"), &mut routes);
     assert!(routes.len() >= 12, "the route scan found too little: {routes:?}");
     for (route, method) in &routes {
         // Per-form paths are documented once per configured form.
