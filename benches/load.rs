@@ -198,7 +198,8 @@ fn main() {
             }
             let address = server.address();
             let replays = opts.scenarios.contains(&Scenario::Replay);
-            let wrk = replays.then(|| rt.block_on(wrk::replay(&address, &db.dir, clients, opts.seconds)));
+            let wrk = replays
+                .then(|| rt.block_on(wrk::replay(&address, &db.dir, clients, opts.seconds, wrk::WARM_KEYS)));
             if let Some(tally) = wrk.flatten() {
                 count(tally.created, tally.five_xx);
                 row(backend, "replay (wrk)", clients, &tally, r.ceiling, r.pgbench, rss());

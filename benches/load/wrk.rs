@@ -7,8 +7,13 @@ use std::process::Command;
 
 use crate::traffic::{body, Tally};
 
-/// Operations accepted before the clock starts, replayed round robin.
-const KEYS: usize = 64;
+/// Operations accepted before the clock starts, replayed round robin (each in the server's
+/// replay memory after its first replay).
+pub const WARM_KEYS: usize = 64;
+
+/// More keys than the server's replay memory holds (`server.replay_cache`, 20,000): replayed
+/// round robin, each has left the memory before its turn comes again (a cold replay).
+pub const COLD_KEYS: usize = 30_000;
 
 const SCRIPT: &str = r#"
 local keys = {KEYS}
@@ -35,17 +40,27 @@ function done(summary, latency, requests)
 end
 "#;
 
-/// Replay traffic from `clients` wrk connections for `seconds`; `None` without wrk.
-pub async fn replay(addr: &str, dir: &std::path::Path, clients: usize, seconds: u64) -> Option<Tally> {
+/// Replay traffic over `keys` operations from `clients` wrk connections for `seconds`;
+/// `None` without wrk.
+pub async fn replay(
+    addr: &str,
+    dir: &std::path::Path,
+    clients: usize,
+    seconds: u64,
+    keys: usize,
+) -> Option<Tally> {
     Command::new("wrk").arg("--version").output().ok()?;
     let client = reqwest::Client::new();
-    let keys: Vec<String> = (0..KEYS).map(|_| format!("wrk-{}", uuid::Uuid::new_v4().simple())).collect();
+    let keys: Vec<String> = (0..keys).map(|_| format!("wrk-{}", uuid::Uuid::new_v4().simple())).collect();
     let mut created = 0;
-    for key in &keys {
-        let url = format!("{addr}/api/forms/contact/submissions");
-        let resp =
-            client.post(url).header("Idempotency-Key", key).json(&body(key, "Load")).send().await.ok()?;
-        created += usize::from(resp.status() == 201);
+    for chunk in keys.chunks(32) {
+        let sent = chunk.iter().map(|key| {
+            let url = format!("{addr}/api/forms/contact/submissions");
+            client.post(url).header("Idempotency-Key", key).json(&body(key, "Load")).send()
+        });
+        for resp in futures_util::future::join_all(sent).await {
+            created += usize::from(resp.ok()?.status() == 201);
+        }
     }
     let quoted: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
     let script = dir.join("replay.lua");
