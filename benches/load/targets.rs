@@ -90,6 +90,12 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let base16 = base(16);
     let fresh64 = http(Scenario::Accept, 64);
     let base64 = base(64);
+    // Replays (wrk, keys in the replay memory), this build's and then the baseline's.
+    let replay_pair = baseline.as_ref().map(|(server, db_base)| {
+        let here = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs, wrk::WARM_KEYS));
+        let there = rt.block_on(wrk::replay(&server.address(), &db_base.dir, 32, secs, wrk::WARM_KEYS));
+        (here, there)
+    });
     drop(baseline);
     let (unique16, label) = if db.is_pg() {
         pool_batch(&pool, "ANALYZE");
@@ -171,6 +177,13 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             let text = format!("{r:.2} × the baseline build (target ≥ 0.9)");
             rows.push(row("accept, fresh database: this build", clients, fresh, text, Some(r >= 0.9)));
         }
+    }
+    if let Some((Some(here), Some(there))) = &replay_pair {
+        rows.push(row("replay (wrk): the baseline build", 32, there, String::new(), None));
+        let r = here.rate / there.rate;
+        let text =
+            format!("{r:.2} × the baseline build, p99 {:.2} ms against {:.2} ms", here.p99_ms, there.p99_ms);
+        rows.push(row("replay (wrk): this build", 32, here, text, Some(r >= 0.95)));
     }
     let r = same16.rate / unique16.rate;
     let text = format!("{r:.2} × unique emails (target ≥ 0.7)");
