@@ -33,9 +33,9 @@ pub struct ReplayCache {
     hasher: RandomState,
 }
 
-/// Committed keys remembered per generation beyond the entries (8 bytes each, two
-/// generations: about 20 MB at most).
-const SEEN_HALF: usize = 1 << 20;
+/// Committed keys remembered per generation beyond the entries: 512 Ki hashes of 8 bytes in
+/// a table of 1 Mi slots (9 bytes each), so the two generations hold at most about 19 MB.
+const SEEN_HALF: usize = 1 << 19;
 
 #[derive(Default)]
 struct Generations {
