@@ -126,7 +126,9 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         })
         .collect();
     drop(baseline);
-    if let Some(w) = &wrk32 {
+    // The replays' keys were accepted first (the baseline's on its own database).
+    let here = replay_pair.as_ref().and_then(|(here, _)| here.as_ref());
+    for w in [&wrk32, &cold32].into_iter().flatten().chain(here) {
         accepted += w.created;
     }
     if db.is_pg() {
