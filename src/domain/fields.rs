@@ -237,7 +237,7 @@ fn consent_value(field: &FieldConfig) -> String {
 }
 
 /// A check box's answer: browsers send `on`, JSON clients `true`/`false`.
-fn boolean(v: &str) -> Option<bool> {
+pub fn boolean(v: &str) -> Option<bool> {
     match v.to_ascii_lowercase().as_str() {
         "on" | "true" | "1" | "yes" => Some(true),
         "off" | "false" | "0" | "no" => Some(false),

@@ -26,8 +26,8 @@ pub use width::fold_width;
 pub use effect::EffectKind;
 pub use field_error::{FieldError, FIELD_ERROR_CODES};
 pub use fields::{
-    normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
-    MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
+    boolean, normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields,
+    JOURNEY_FIELD, MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
 };
 pub use fingerprint::{digest, fingerprint, raw_digest};
 pub use form::{day, Bound, FieldConfig, FieldType, FormSchema, Undeclared};

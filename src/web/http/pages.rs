@@ -139,7 +139,7 @@ impl<'a> FormPage<'a> {
                         (FieldType::Number, None) => "any".into(),
                         _ => String::new(),
                     },
-                    checked: f.is_boolean() && matches!(value.as_str(), "on" | "true" | "1" | "yes"),
+                    checked: f.is_boolean() && crate::domain::boolean(&value) == Some(true),
                     required: f.required || f.kind == FieldType::Consent,
                     options: f
                         .options

@@ -33,7 +33,7 @@ pub fn form_operation_id() -> Value {
 pub fn field_schema(field: &FieldConfig) -> Value {
     let max = field.max_length();
     let mut s = match field.kind {
-        FieldType::Select => {
+        FieldType::Select | FieldType::Radio => {
             let mut options: Vec<Value> = field.options.iter().map(|o| json!(o)).collect();
             if !field.required {
                 options.push(json!(""));
@@ -47,13 +47,6 @@ pub fn field_schema(field: &FieldConfig) -> Value {
             "pattern": format!("^{PHONE_SEPARATORS}*\\+?({PHONE_SEPARATORS}*[0-9]){{7,15}}{PHONE_SEPARATORS}*$"),
             "description": "7 to 15 digits, optionally after a `+`; spaces (U+3000 too), ( ) - . / are ignored"
         }),
-        FieldType::Radio => {
-            let mut options: Vec<Value> = field.options.iter().map(|o| json!(o)).collect();
-            if !field.required {
-                options.push(json!(""));
-            }
-            json!({"type": "string", "enum": options})
-        }
         FieldType::Checkboxes | FieldType::Multiselect => {
             let one = json!({"type": "string", "enum": field.options});
             let min_items = usize::from(field.required);
