@@ -63,6 +63,10 @@ field-too-early = { $label } must be on or after { $limit }
 field-too-late = { $label } must be on or before { $limit }
 field-invalid-url = { $label } must be a web address starting with http:// or https://
 field-too-many-fields = { $label } is one field too many (this form keeps at most { $max })
+field-invalid-file-type = { $label } must be a file of type { $options }
+field-file-too-large = { $label } must be a file of at most { $limit }
+field-too-many-files = { $label } takes at most { $max } files
+field-unknown-upload = { $label } names an upload this form does not have (or one that expired): upload the file again
 list-separator = {", "}
 
 ## Emails

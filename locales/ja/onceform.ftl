@@ -62,6 +62,10 @@ field-too-early = 「{ $label }」は { $limit } 以降にしてください
 field-too-late = 「{ $label }」は { $limit } 以前にしてください
 field-invalid-url = 「{ $label }」は http:// または https:// で始まる URL を入力してください
 field-too-many-fields = 「{ $label }」はこのフォームが保存できる項目数（最大 { $max }）を超えています
+field-invalid-file-type = 「{ $label }」のファイル形式は次のいずれかにしてください：{ $options }
+field-file-too-large = 「{ $label }」のファイルは { $limit } 以下にしてください
+field-too-many-files = 「{ $label }」に添付できるファイルは最大 { $max } 個です
+field-unknown-upload = 「{ $label }」のアップロードが見つからないか期限切れです。もう一度アップロードしてください
 list-separator = 、
 
 ## Emails

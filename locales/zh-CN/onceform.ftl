@@ -62,6 +62,10 @@ field-too-early = “{ $label }”不得早于 { $limit }
 field-too-late = “{ $label }”不得晚于 { $limit }
 field-invalid-url = “{ $label }”必须是以 http:// 或 https:// 开头的网址
 field-too-many-fields = “{ $label }”超出此表单可保存的字段数（最多 { $max } 个）
+field-invalid-file-type = “{ $label }”的文件类型必须是：{ $options }
+field-file-too-large = “{ $label }”的文件不能超过 { $limit }
+field-too-many-files = “{ $label }”最多可上传 { $max } 个文件
+field-unknown-upload = “{ $label }”所指的上传文件不存在或已过期，请重新上传
 list-separator = 、
 
 ## Emails

@@ -62,6 +62,10 @@ field-too-early = 「{ $label }」不得早於 { $limit }
 field-too-late = 「{ $label }」不得晚於 { $limit }
 field-invalid-url = 「{ $label }」必須是以 http:// 或 https:// 開頭的網址
 field-too-many-fields = 「{ $label }」超出此表單可保存的欄位數（最多 { $max } 個）
+field-invalid-file-type = 「{ $label }」的檔案類型必須是：{ $options }
+field-file-too-large = 「{ $label }」的檔案不可超過 { $limit }
+field-too-many-files = 「{ $label }」最多可上傳 { $max } 個檔案
+field-unknown-upload = 「{ $label }」所指的上傳檔案不存在或已過期，請重新上傳
 list-separator = 、
 
 ## Emails

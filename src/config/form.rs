@@ -113,6 +113,18 @@ pub struct FormConfig {
     /// How long content and then keys are kept (`[forms.F.retention]`).
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// The attached files of one submission together, in bytes, at most (checked while
+    /// they stream in).
+    #[serde(default = "default_max_files_bytes")]
+    #[validate(range(min = 1024, max = 1073741824))]
+    pub max_files_bytes: u64,
+    /// Whether attached files are scanned for malware (`clamd`: by `ONCEFORM_CLAMD`).
+    #[serde(default)]
+    pub scan: ScanMode,
+    /// What a submission gets while clamd cannot be reached: `hold` (its effects wait for a
+    /// scan) or `deliver` (delivered, marked unscanned).
+    #[serde(default)]
+    pub when_scanner_down: ScannerDown,
     /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
     #[serde(flatten)]
     pub settings: KindSettings,
@@ -151,10 +163,17 @@ impl FormConfig {
         "time_zone",
         "texts",
         "retention",
+        "max_files_bytes",
+        "scan",
+        "when_scanner_down",
     ];
 
     pub fn field(&self, name: &str) -> Option<&FieldConfig> {
         FormSchema::from(self).field(name)
+    }
+
+    pub fn has_file_field(&self) -> bool {
+        self.fields.iter().any(|f| f.kind == FieldType::File)
     }
 
     pub fn has_email_field(&self) -> bool {
@@ -208,4 +227,28 @@ impl Default for RateLimitConfig {
     fn default() -> Self {
         Self { requests: 30, per_seconds: 60 }
     }
+}
+
+/// `scan`: whether a form's attached files are scanned for malware.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScanMode {
+    #[default]
+    Off,
+    Clamd,
+}
+
+/// `when_scanner_down`: what a submission with files gets while clamd cannot be reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScannerDown {
+    /// Stored with its effects held until a scan releases them (or finds malware).
+    #[default]
+    Hold,
+    /// Delivered as usual, marked unscanned.
+    Deliver,
+}
+
+fn default_max_files_bytes() -> u64 {
+    25 * 1024 * 1024
 }

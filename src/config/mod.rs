@@ -169,6 +169,9 @@ impl Config {
         if let Some(token) = env("ONCEFORM_METRICS_TOKEN").filter(|t| !t.is_empty()) {
             self.server.metrics_token = Some(MetricsToken::new(token));
         }
+        if let Some(addr) = env("ONCEFORM_CLAMD").filter(|a| !a.is_empty()) {
+            self.server.clamd = Some(addr);
+        }
         if let Some(v) = env("ONCEFORM_RATE_LIMIT") {
             self.server.rate_limit = !matches!(v.trim(), "off" | "0" | "false" | "no");
         }

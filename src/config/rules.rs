@@ -151,6 +151,10 @@ fn field_type_problems(out: &mut Vec<String>, at: &str, field: &FieldConfig) {
     if field.value.is_some() && field.kind != FieldType::Hidden {
         out.push(format!("{at}.value: only a hidden field takes a value"));
     }
+    let file_keys = !field.accept.is_empty() || field.max_bytes.is_some() || field.max_files.is_some();
+    if file_keys && field.kind != FieldType::File {
+        out.push(format!("{at}: only a file field takes accept, max_bytes and max_files"));
+    }
 }
 
 fn push_validation(out: &mut Vec<String>, at: &str, result: Result<(), ValidationErrors>) {

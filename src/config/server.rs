@@ -1,5 +1,5 @@
 //! `[server]`: the listener, its connection deadlines and caps, and the files the server
-//! keeps (secret, first admin password, webhook spool).
+//! keeps (secret, first admin password, webhook spool, attached files).
 
 use std::net::SocketAddr;
 
@@ -52,6 +52,11 @@ pub struct ServerConfig {
     /// The spool's size at most, in bytes; a delivery that does not fit is answered 503.
     #[validate(range(min = 4096))]
     pub spool_max_bytes: u64,
+    /// Where attached files are kept, one file per content digest (`services::files`).
+    pub files_dir: String,
+    /// `ONCEFORM_CLAMD`: the clamd that scans the files of forms with `scan = "clamd"`
+    /// (`unix:/path` or `tcp:host:port`).
+    pub clamd: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +78,8 @@ impl Default for ServerConfig {
             secret_file: "./data/secret".into(),
             spool_dir: "./data/spool".into(),
             spool_max_bytes: 64 * 1024 * 1024,
+            files_dir: "./data/files".into(),
+            clamd: None,
         }
     }
 }

@@ -13,7 +13,7 @@ use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp}
 use diesel::PgConnection;
 
 use super::duplicates::{LinkKeys, CANDIDATES};
-use super::models::{NewDelivery, NewEffect, NewSubmission, Submission};
+use super::models::{NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
 use super::prepared_pg::Prepared;
 use crate::domain::{EffectKind, EffectState, PairStatus};
 
@@ -21,6 +21,10 @@ use crate::domain::{EffectKind, EffectState, PairStatus};
 pub struct Claim<'a> {
     pub submission: &'a NewSubmission,
     pub effects: &'a [NewEffect],
+    /// The blobs its file fields name.
+    pub files: &'a [SubmissionFile],
+    /// Every effect is held until its files are scanned.
+    pub scan_hold: bool,
     /// The delivery row of this request (`created` or `spam`).
     pub delivery: &'a NewDelivery,
     /// The duplicate look-up: the keys, the forms screened together and the window.
@@ -81,6 +85,9 @@ pub fn placeholders(first: usize, n: usize) -> Vec<String> {
     (first..first + n).map(|i| format!("${i}")).collect()
 }
 
+/// The placeholder of the duplicate look-up's first form.
+const FIRST_FORM: usize = 35;
+
 /// What the statement did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claimed {
@@ -127,7 +134,7 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
        WHERE confirmation_caps.last_at <= $28 RETURNING 1), \
      k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
 
-/// The statement with the duplicate look-up by `link`'s keys over its forms (from $33 on),
+/// The statement with the duplicate look-up by `link`'s keys over its forms (from `FIRST_FORM` on),
 /// or without it (spam, no key).
 fn statement(link: Option<Link<'_>>) -> String {
     let lookup = match link {
@@ -138,7 +145,7 @@ fn statement(link: Option<Link<'_>>) -> String {
         Some(l) => format!(
             "SELECT c.id, c.received_at FROM s, ({}) c",
             candidates_sql(
-                &placeholders(33, l.forms.len()),
+                &placeholders(FIRST_FORM, l.forms.len()),
                 l.keys,
                 ["$2", "$1", "$12", "$21", "$22", "$30", "$15"]
             )
@@ -159,10 +166,12 @@ fn statement(link: Option<Link<'_>>) -> String {
                last_error, next_attempt_at, created_at, updated_at) \
                SELECT x.id, s.id, x.kind, 0, x.effect_key, \
                CASE WHEN x.kind = '{confirmation}' AND (SELECT capped FROM k) THEN '{cancelled}' ELSE '{pending}' END, \
-               $4 AND EXISTS (SELECT 1 FROM f) AND NOT (x.kind = '{confirmation}' AND (SELECT capped FROM k)), \
+               ($4 AND EXISTS (SELECT 1 FROM f) OR $32) AND NOT (x.kind = '{confirmation}' AND (SELECT capped FROM k)), \
                CASE WHEN x.kind = '{confirmation}' AND (SELECT capped FROM k) THEN 'recipient_cap' END, \
                s.received_at, s.received_at, s.received_at \
                FROM s, unnest($5::text[], $6::text[], $7::text[]) AS x(id, kind, effect_key)), \
+         sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
+               SELECT s.id, x.sha256, x.scan FROM s, unnest($33::text[], $34::text[]) AS x(sha256, scan)), \
          d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \
                http_status, received_at) \
                SELECT $8, s.form, s.operation_id, s.id, $11, $9, $10, s.received_at FROM s) \
@@ -214,12 +223,15 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Bool, _>(claim.cap.is_some())
         .bind::<Timestamp, _>(window_start)
         .bind::<Text, _>(capped_body);
-    // The duplicate look-up's name digest: $30, the visitor's locale: $31 ($32 unused), then
-    // the look-up's forms from $33 on.
+    // The duplicate look-up's name digest: $30, the visitor's locale: $31, the scan hold:
+    // $32, the files: $33 and $34, then the look-up's forms from `FIRST_FORM` on.
+    let files = claim.files;
     let mut query = query
         .bind::<Nullable<Text>, _>(s.name_digest.as_deref())
         .bind::<Nullable<Text>, _>(s.locale.as_deref())
-        .bind::<Nullable<Text>, _>(None::<&str>);
+        .bind::<Bool, _>(claim.scan_hold)
+        .bind::<Array<Text>, _>(files.iter().map(|f| f.sha256.as_str()).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(files.iter().map(|f| f.scan.as_str()).collect::<Vec<_>>());
     for form in forms {
         query = query.bind::<Text, _>(form);
     }

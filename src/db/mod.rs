@@ -12,6 +12,7 @@ mod conn;
 mod deliveries_pg;
 pub mod duplicates;
 pub mod erasure;
+pub mod files;
 pub mod hooks;
 pub mod lifecycle_stats;
 mod manager;

@@ -3,9 +3,10 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use super::schema::{conflicts, deliveries, side_effects, submissions};
+use super::schema::{conflicts, deliveries, side_effects, submission_files, submissions, uploads};
 use crate::domain::{
-    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectId, EffectState, RecordKind, SubmissionId,
+    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectId, EffectState, RecordKind, ScanState,
+    SubmissionId,
 };
 
 #[derive(Debug, Clone, Insertable)]
@@ -172,4 +173,26 @@ pub struct Transition {
     pub next_attempt_at: NaiveDateTime,
     pub provider_ref: Option<String>,
     pub last_error: Option<String>,
+}
+
+/// A blob a submission's fields name, written with the submission.
+#[derive(Debug, Clone, Insertable, Queryable, Selectable)]
+#[diesel(table_name = submission_files)]
+pub struct SubmissionFile {
+    pub submission_id: SubmissionId,
+    pub sha256: String,
+    pub scan: ScanState,
+}
+
+/// A file uploaded ahead of its submission (`POST /api/forms/{form}/uploads`).
+#[derive(Debug, Clone, Insertable, Queryable, Selectable)]
+#[diesel(table_name = uploads)]
+pub struct Upload {
+    pub id: String,
+    pub form: String,
+    pub sha256: String,
+    pub size: i64,
+    pub content_type: String,
+    pub file_name: String,
+    pub created_at: NaiveDateTime,
 }

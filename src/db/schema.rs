@@ -179,6 +179,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    submission_files (submission_id, sha256) {
+        submission_id -> Text,
+        sha256 -> Text,
+        scan -> Text,
+    }
+}
+
+diesel::table! {
     submissions (id) {
         id -> Text,
         form -> Text,
@@ -203,6 +211,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    uploads (id) {
+        id -> Text,
+        form -> Text,
+        sha256 -> Text,
+        size -> BigInt,
+        content_type -> Text,
+        file_name -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     users (id) {
         id -> Text,
         email -> Text,
@@ -220,6 +240,7 @@ diesel::joinable!(inbound_conflicts -> inbound_events (event_row_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(side_effects -> inbound_events (inbound_event_id));
 diesel::joinable!(side_effects -> submissions (submission_id));
+diesel::joinable!(submission_files -> submissions (submission_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_log,
@@ -236,6 +257,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     purge_totals,
     sessions,
     side_effects,
+    submission_files,
     submissions,
+    uploads,
     users,
 );

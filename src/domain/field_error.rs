@@ -48,6 +48,19 @@ pub enum FieldError {
     TooManyFields {
         max: usize,
     },
+    /// A file whose content is not of a type the field accepts.
+    InvalidFileType {
+        accepted: Vec<String>,
+    },
+    /// A file over the field's `max_bytes` (shown as `10.5 MB`).
+    FileTooLarge {
+        max: String,
+    },
+    TooManyFiles {
+        max: usize,
+    },
+    /// A file field's value that names no upload of this form (or an expired one).
+    UnknownUpload,
 }
 
 /// Every code a 422 can carry: the ones in use, then those reserved for file fields.
@@ -76,6 +89,7 @@ pub const FIELD_ERROR_CODES: &[&str] = &[
     "invalid_file_type",
     "file_too_large",
     "too_many_files",
+    "unknown_upload",
 ];
 
 impl FieldError {
@@ -103,6 +117,10 @@ impl FieldError {
             FieldError::TooLate { .. } => "too_late",
             FieldError::InvalidUrl => "invalid_url",
             FieldError::TooManyFields { .. } => "too_many_fields",
+            FieldError::InvalidFileType { .. } => "invalid_file_type",
+            FieldError::FileTooLarge { .. } => "file_too_large",
+            FieldError::TooManyFiles { .. } => "too_many_files",
+            FieldError::UnknownUpload => "unknown_upload",
         }
     }
 
@@ -131,11 +149,15 @@ impl FieldError {
             FieldError::TooLate { .. } => "field-too-late",
             FieldError::InvalidUrl => "field-invalid-url",
             FieldError::TooManyFields { .. } => "field-too-many-fields",
+            FieldError::InvalidFileType { .. } => "field-invalid-file-type",
+            FieldError::FileTooLarge { .. } => "field-file-too-large",
+            FieldError::TooManyFiles { .. } => "field-too-many-files",
+            FieldError::UnknownUpload => "field-unknown-upload",
         };
         let max = match self {
-            FieldError::TooLong { max } | FieldError::TooManyFields { max } => {
-                i64::try_from(*max).unwrap_or(i64::MAX)
-            }
+            FieldError::TooLong { max }
+            | FieldError::TooManyFields { max }
+            | FieldError::TooManyFiles { max } => i64::try_from(*max).unwrap_or(i64::MAX),
             _ => 0,
         };
         let limit = match self {
@@ -143,8 +165,17 @@ impl FieldError {
             | FieldError::AboveMaximum { max: l }
             | FieldError::OffStep { step: l }
             | FieldError::TooEarly { min: l }
-            | FieldError::TooLate { max: l } => l.as_str(),
+            | FieldError::TooLate { max: l }
+            | FieldError::FileTooLarge { max: l } => l.as_str(),
             _ => "",
+        };
+        let accepted;
+        let options = match self {
+            FieldError::InvalidFileType { accepted: a } => {
+                accepted = a.clone();
+                &accepted[..]
+            }
+            _ => options,
         };
         let options = locale.list(options);
         locale.format(
@@ -188,6 +219,12 @@ impl fmt::Display for FieldError {
             FieldError::TooManyFields { max } => {
                 write!(f, "is one field more than the {max} this form keeps")
             }
+            FieldError::InvalidFileType { accepted } => {
+                write!(f, "must be a file of type {}", accepted.join(", "))
+            }
+            FieldError::FileTooLarge { max } => write!(f, "must be a file of at most {max}"),
+            FieldError::TooManyFiles { max } => write!(f, "takes at most {max} files"),
+            FieldError::UnknownUpload => f.write_str("names no upload of this form (or an expired one)"),
         }
     }
 }
@@ -221,12 +258,16 @@ mod tests {
             (FieldError::TooLate { max: "2026-01-01".into() }, "too_late"),
             (FieldError::InvalidUrl, "invalid_url"),
             (FieldError::TooManyFields { max: 20 }, "too_many_fields"),
+            (FieldError::InvalidFileType { accepted: vec![] }, "invalid_file_type"),
+            (FieldError::FileTooLarge { max: "1 MB".into() }, "file_too_large"),
+            (FieldError::TooManyFiles { max: 1 }, "too_many_files"),
+            (FieldError::UnknownUpload, "unknown_upload"),
         ];
         for (error, code) in &all {
             assert_eq!(error.code(), *code);
             assert!(FIELD_ERROR_CODES.contains(code));
         }
-        assert_eq!(&FIELD_ERROR_CODES[21..], ["invalid_file_type", "file_too_large", "too_many_files"]);
+        assert_eq!(all.len(), FIELD_ERROR_CODES.len(), "every code has its error");
     }
 
     #[test]

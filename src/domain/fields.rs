@@ -193,6 +193,9 @@ fn keep_undeclared<'r>(
 
 /// The field's normalised answer from what was sent for it (`None`: not answered).
 fn answer(field: &FieldConfig, sent: &[&str]) -> Result<Option<String>, FieldError> {
+    if field.kind == FieldType::File {
+        return super::file_ref::answer(field, sent);
+    }
     if field.takes_several() {
         let mut chosen = Vec::new();
         for v in sent {
@@ -370,6 +373,8 @@ pub fn normalise_value(kind: FieldType, raw: &str) -> String {
         | FieldType::Date
         | FieldType::Url
         | FieldType::Hidden => collapse_spaces(&nfc),
+        // Written by the web layer (`FileRef::to_value`), never typed: kept as it is.
+        FieldType::File => raw.to_string(),
     }
 }
 

@@ -34,6 +34,15 @@ pub struct FieldConfig {
     /// hidden: the value the rendered form carries (a page or script may set another).
     #[serde(default)]
     pub value: Option<String>,
+    /// file: the types taken (MIME types, `image/*`, or extensions such as `.pdf`); empty: any.
+    #[serde(default)]
+    pub accept: Vec<String>,
+    /// file: the largest file, in bytes.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    /// file: how many files the field takes (1 unless set).
+    #[validate(range(min = 1, max = 20))]
+    pub max_files: Option<usize>,
 }
 
 impl FieldConfig {
@@ -53,12 +62,19 @@ impl FieldConfig {
             FieldType::Number => 40,
             FieldType::Date => 10,
             FieldType::Url => 2000,
+            // One reference per file (`FileRef::to_value`: digest, size, type, encoded name).
+            FieldType::File => 1000,
         })
+    }
+
+    /// file: how many files it takes.
+    pub fn max_files(&self) -> usize {
+        self.max_files.unwrap_or(1)
     }
 
     /// Whether the field takes several values (repeated names in a form post, an array in JSON).
     pub fn takes_several(&self) -> bool {
-        matches!(self.kind, FieldType::Checkboxes | FieldType::Multiselect)
+        matches!(self.kind, FieldType::Checkboxes | FieldType::Multiselect | FieldType::File)
     }
 
     /// Whether a visitor answers it by ticking (JSON `true`/`false`).
@@ -132,6 +148,8 @@ pub enum FieldType {
     Url,
     /// A value the page carries without showing it (a campaign, a product code).
     Hidden,
+    /// Attached files, within `accept`, `max_bytes` and `max_files`.
+    File,
 }
 
 impl FieldType {
@@ -152,6 +170,7 @@ impl FieldType {
             FieldType::Date => "date",
             FieldType::Url => "url",
             FieldType::Hidden => "hidden",
+            FieldType::File => "file",
         }
     }
 }

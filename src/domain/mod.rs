@@ -7,6 +7,7 @@ mod fields;
 mod fields_i18n_tests;
 #[cfg(test)]
 mod fields_proptest;
+mod file_ref;
 mod fingerprint;
 mod form;
 mod idna_email;
@@ -29,6 +30,7 @@ pub use fields::{
     boolean, normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields,
     JOURNEY_FIELD, MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
 };
+pub use file_ref::{human_size, is_sha256, safe_file_name, FileRef};
 pub use fingerprint::{digest, fingerprint, raw_digest};
 pub use form::{day, Bound, FieldConfig, FieldType, FormSchema, Undeclared};
 pub use ids::{EffectId, SubmissionId};
@@ -36,5 +38,5 @@ pub use operation_id::{OperationId, OperationIdError};
 pub use record::{HookHandler, RecordKind};
 pub use states::{
     AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome, PairStatus,
-    QuarantineStatus, Role,
+    QuarantineStatus, Role, ScanState,
 };

@@ -60,6 +60,20 @@ text_enum! {
 }
 
 text_enum! {
+    /// What the malware scan said of a submission's file (`submission_files.scan`).
+    ScanState {
+        /// The form does not scan.
+        NotScanned = "not_scanned",
+        Clean = "clean",
+        /// clamd was down and the form holds: the submission's effects wait for a scan.
+        Pending = "pending",
+        /// clamd was down and the form delivers anyway.
+        Unscanned = "unscanned",
+        Malware = "malware",
+    }
+}
+
+text_enum! {
     /// A conflict's review status (`conflicts.status`, `inbound_conflicts.status`).
     ConflictStatus {
         Open = "open",

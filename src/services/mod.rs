@@ -6,6 +6,7 @@ pub mod alert_rules;
 pub mod check_config;
 pub mod duplicates;
 pub mod effects;
+pub mod files;
 pub mod lifecycle;
 pub mod request_log;
 pub mod spam;

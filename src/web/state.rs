@@ -11,6 +11,7 @@ use crate::config::{Config, Form};
 use crate::db::Pool;
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
+use crate::services::files::Files;
 use crate::services::request_log::RefusedCounts;
 use crate::services::spam::SpamGuard;
 
@@ -26,6 +27,8 @@ pub struct AppState {
     pub spam: SpamGuard,
     /// Submit requests refused before the accept transaction, by form and reason.
     pub refused: RefusedCounts,
+    /// Where attached files are stored (`[server] files_dir`).
+    pub files: Files,
 }
 
 impl AppState {
@@ -34,7 +37,8 @@ impl AppState {
             config.forms.iter().map(|(name, form)| (name.clone(), Form::new(name, form.clone()))).collect();
         let refused = RefusedCounts::new(config.forms.keys());
         let keyring = acceptor.keyring().clone();
-        AppState { config, forms, pool, acceptor, keyring, spam, refused }
+        let files = Files::local(&config.server.files_dir);
+        AppState { config, forms, pool, acceptor, keyring, spam, refused, files }
     }
 
     /// The form named `name`, if it is configured.

@@ -30,7 +30,13 @@ pub struct Intake {
     pub operation_id: Option<OperationId>,
     pub channel: Channel,
     pub fields: NormalisedFields,
+    /// What the malware scan said of each attached file, by digest (a file not named here
+    /// was not scanned).
+    pub scans: Scans,
 }
+
+/// Scan verdicts by file digest.
+pub type Scans = std::collections::BTreeMap<String, crate::domain::ScanState>;
 
 /// What became of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]

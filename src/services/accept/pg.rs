@@ -45,6 +45,8 @@ pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &RequestLog) -> 
     let claim = Claim {
         submission: sub,
         effects: &plan.effects,
+        files: &plan.files,
+        scan_hold: plan.scan_hold,
         delivery: &delivery,
         link,
         pair_id: &pair_id,

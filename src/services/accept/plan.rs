@@ -9,10 +9,11 @@ use uuid::Uuid;
 use super::Intake;
 use crate::base::format::rfc3339;
 use crate::config::Form;
-use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
+use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
 use crate::domain::keyring::Keyring;
 use crate::domain::{
-    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, SubmissionId,
+    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, FieldType, FileRef, OperationId,
+    ScanState, SubmissionId,
 };
 use crate::services::effects;
 use crate::services::request_log::{self, Channel, DeliveryOutcome};
@@ -40,6 +41,10 @@ pub(super) struct Plan {
     pub form: Form,
     pub submission: NewSubmission,
     pub effects: Vec<NewEffect>,
+    /// The blobs its file fields name (with their scan verdicts).
+    pub files: Vec<SubmissionFile>,
+    /// A file waits for a scan: every effect is held until it is scanned.
+    pub scan_hold: bool,
     /// The result body with the confirmation CANCELLED (recipient cap), if there is one.
     pub capped_body: Option<String>,
     channel: Channel,
@@ -71,6 +76,24 @@ impl Plan {
             .copied()
             .filter(|k| effects::applies(*k, form, &|name| intake.fields.get(name).is_some()))
             .collect();
+        let files: Vec<SubmissionFile> = form
+            .fields
+            .iter()
+            .filter(|f| f.kind == FieldType::File)
+            .filter_map(|f| intake.fields.get(&f.name))
+            .flat_map(FileRef::all_in)
+            .map(|f| SubmissionFile {
+                submission_id: id.clone(),
+                scan: intake.scans.get(&f.sha256).copied().unwrap_or(ScanState::NotScanned),
+                sha256: f.sha256,
+            })
+            .fold(Vec::new(), |mut all: Vec<SubmissionFile>, f| {
+                if !all.iter().any(|a| a.sha256 == f.sha256) {
+                    all.push(f);
+                }
+                all
+            });
+        let scan_hold = files.iter().any(|f| f.scan == ScanState::Pending);
         // Spam is answered like any acceptance but gets no side-effect records.
         let effects = kinds
             .iter()
@@ -82,7 +105,7 @@ impl Plan {
                 batch: 0,
                 effect_key: format!("{id}:{}:0", kind.as_str()),
                 state: EffectState::Pending,
-                held: false,
+                held: scan_hold,
                 next_attempt_at: now,
                 created_at: now,
                 updated_at: now,
@@ -135,6 +158,8 @@ impl Plan {
             form: intake.form,
             submission,
             effects,
+            files,
+            scan_hold,
             capped_body,
             channel: intake.channel,
             now,

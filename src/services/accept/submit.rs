@@ -3,10 +3,10 @@
 //! the same content answered from memory, spam screening (fill time, captcha: outside any
 //! transaction, only for what is not such a retry) and the accept transaction.
 
-use super::{Acceptor, Intake, Outcome};
+use super::{Acceptor, Intake, Outcome, Scans};
 use crate::config::Form;
 use crate::db::DbError;
-use crate::domain::{normalise, raw_digest, FieldErrors, OperationId, RawFields};
+use crate::domain::{normalise, raw_digest, FieldErrors, OperationId, RawFields, ScanState};
 use crate::services::request_log::Channel;
 use crate::services::spam::{Screening, SpamGuard};
 
@@ -27,12 +27,14 @@ pub struct SubmitRequest<'a> {
     pub operation_id: Option<OperationId>,
     pub raw: &'a RawFields,
     pub screening: &'a Screening,
+    /// The scan verdicts of the files `raw` names (`services::files::scan`).
+    pub scans: Scans,
 }
 
 impl Acceptor {
     /// Submits `s` exactly once per (form, operation ID), screened for spam by `spam`.
     pub async fn submit(&self, spam: &SpamGuard, s: SubmitRequest<'_>) -> Result<Outcome, SubmitError> {
-        let SubmitRequest { form, channel, operation_id, raw, screening } = s;
+        let SubmitRequest { form, channel, operation_id, raw, screening, scans } = s;
         let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw));
         let keyed = operation_id.as_ref().zip(raw_digest.as_ref());
         if let Some(outcome) =
@@ -47,11 +49,14 @@ impl Acceptor {
         {
             return Ok(outcome);
         }
+        if scans.values().any(|s| *s == ScanState::Malware) {
+            fields.spam_reason = Some("malware");
+        }
         if fields.spam_reason().is_none() {
             let verdict = spam.screen(form, screening, operation_id.as_ref()).await;
             fields.spam_reason = verdict.map(|r| r.as_str());
         }
-        let intake = Intake { form: form.clone(), operation_id, channel, fields };
+        let intake = Intake { form: form.clone(), operation_id, channel, fields, scans };
         let acceptor = self.clone();
         let outcome = tokio::task::spawn_blocking(move || acceptor.accept(intake))
             .await

@@ -5,6 +5,7 @@
 use super::plan::Plan;
 use super::{recipient_cap, Outcome, Receipt};
 use crate::db::duplicates::DuplicateStore;
+use crate::db::files::FileRefs;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, Submission};
 use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::{DbError, Store};
@@ -34,13 +35,14 @@ pub(super) fn in_progress_on_lock_timeout(
 }
 
 /// The write transaction: claim the key, or find what holds it.
-pub(super) fn run<C: Store + DuplicateStore + RecipientCapStore>(
+pub(super) fn run<C: Store + DuplicateStore + RecipientCapStore + FileRefs>(
     c: &mut C,
     plan: &Plan,
 ) -> Result<Outcome, DbError> {
     let (sub, form) = (&plan.submission, &*plan.form);
     // An expired issued ID is never inserted again: what is stored answers, else 410.
     if !plan.expired() && c.insert_submission(sub)? {
+        c.insert_submission_files(&plan.files)?;
         if duplicates::link(c, form, sub, plan.now())? {
             let held: Vec<NewEffect> =
                 plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();

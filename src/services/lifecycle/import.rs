@@ -206,8 +206,13 @@ fn import_batch(
                 };
                 let digest = keyring.digest(&identity);
                 let key = OperationId::imported(digest.split_once(':').map_or(digest.as_str(), |(_, h)| h));
-                let intake =
-                    Intake { form: form.clone(), operation_id: Some(key), channel: Channel::Api, fields };
+                let intake = Intake {
+                    form: form.clone(),
+                    operation_id: Some(key),
+                    channel: Channel::Api,
+                    fields,
+                    scans: Default::default(),
+                };
                 match import_row(c, keyring, intake, row.received_at, o.with_effects)? {
                     Imported::New(id) => new_ids.push(id),
                     Imported::AlreadyPresent => present += 1,

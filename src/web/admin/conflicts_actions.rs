@@ -190,7 +190,13 @@ fn accept_content(
     })?;
     let operation_id = OperationId::parse(&accepted_operation_id(&row.id))
         .map_err(|e| AcceptAsNewError::NoOperationId(e.to_string()))?;
-    let intake = Intake { form, operation_id: Some(operation_id), channel: Channel::Api, fields };
+    let intake = Intake {
+        form,
+        operation_id: Some(operation_id),
+        channel: Channel::Api,
+        fields,
+        scans: Default::default(),
+    };
     match acceptor.accept(intake)? {
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),
         Outcome::Conflict { .. } => Err(AcceptAsNewError::OtherContent),

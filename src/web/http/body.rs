@@ -55,7 +55,7 @@ pub async fn read_limited(req: &HttpRequest, mut payload: Payload, limit: usize)
     Ok(buf.freeze())
 }
 
-fn declared_length(headers: &HeaderMap) -> Option<u64> {
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers.get(CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
 }
 
@@ -148,21 +148,6 @@ pub fn parse_urlencoded(bytes: &[u8]) -> Result<RawFields, Problem> {
 
 /// Parts a multipart form may have.
 const MAX_PARTS: usize = 256;
-
-/// `multipart/form-data` text parts of a body read with `read_limited`, in order; file
-/// uploads are refused.
-pub async fn parse_multipart(headers: &HeaderMap, body: Bytes) -> Result<RawFields, Problem> {
-    let mut fields = Vec::new();
-    for part in parse_parts(headers, body).await? {
-        if part.filename.is_some() {
-            return Err(malformed("file uploads are not accepted"));
-        }
-        let value =
-            String::from_utf8(part.value).map_err(|_| malformed("a form field is not valid UTF-8"))?;
-        fields.push((part.name, value));
-    }
-    Ok(fields)
-}
 
 /// One part of a multipart body: its name, its file name when it is a file, its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use actix_web::http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use actix_web::web::Bytes;
 use proptest::prelude::*;
 
-use super::body::{parse_json, parse_multipart, parse_urlencoded};
+use super::body::{parse_json, parse_parts, parse_urlencoded};
 use super::problem::ProblemKind;
 
 /// JSON-looking text: objects with awkward keys and values, nesting, escapes and breakage.
@@ -98,7 +98,7 @@ proptest! {
 
     #[test]
     fn multipart_from_any_body_never_panics(body in multipartish()) {
-        let parsed = runtime().block_on(parse_multipart(&multipart_headers(), Bytes::from(body)));
+        let parsed = runtime().block_on(parse_parts(&multipart_headers(), Bytes::from(body)));
         if let Err(p) = parsed {
             prop_assert_eq!(p.kind, ProblemKind::MalformedBody);
         }
@@ -106,7 +106,7 @@ proptest! {
 
     #[test]
     fn multipart_from_any_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-        let parsed = runtime().block_on(parse_multipart(&multipart_headers(), Bytes::from(bytes)));
+        let parsed = runtime().block_on(parse_parts(&multipart_headers(), Bytes::from(bytes)));
         if let Err(p) = parsed {
             prop_assert_eq!(p.kind, ProblemKind::MalformedBody);
         }
@@ -117,7 +117,7 @@ proptest! {
 fn parse_within_deadline(body: &'static [u8]) -> Option<Result<usize, ProblemKind>> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let parsed = runtime().block_on(parse_multipart(&multipart_headers(), Bytes::from_static(body)));
+        let parsed = runtime().block_on(parse_parts(&multipart_headers(), Bytes::from_static(body)));
         let _ = tx.send(parsed.map(|f| f.len()).map_err(|p| p.kind));
     });
     rx.recv_timeout(std::time::Duration::from_secs(5)).ok()

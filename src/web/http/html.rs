@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::body::{media_type, parse_multipart, parse_urlencoded, read_limited};
+use super::body::{media_type, parse_urlencoded, read_limited};
 use super::pages::{
     accept_language, not_found, problem_page, with_language, FormPage, IndexPage, ReceiptPage,
 };
@@ -129,7 +129,8 @@ async fn post_fields(
             parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?
         }
         Some("multipart/form-data") => {
-            parse_multipart(req.headers(), read_limited(req, payload, form.max_body_bytes).await?).await?
+            let deadline = std::time::Duration::from_millis(state.config.server.body_timeout_ms);
+            super::multipart::read(req, payload, form, &state.files, deadline).await?
         }
         _ => {
             return Err(Problem::new(
@@ -153,6 +154,7 @@ async fn post_fields(
         operation_id: key.clone(),
         raw: &raw,
         screening: &screening,
+        scans: super::uploads::scan(state, form, &raw).await,
     };
     match run_submit(state, request).await {
         Ok(outcome) => Ok(outcome),

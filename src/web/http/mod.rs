@@ -13,6 +13,7 @@ mod cors;
 mod html;
 mod journey;
 mod metrics_access;
+mod multipart;
 pub mod openapi;
 mod ops;
 pub(crate) mod pages;
@@ -22,6 +23,7 @@ mod request_id;
 mod security_headers;
 mod static_sites;
 mod submit;
+mod uploads;
 
 use std::net::TcpListener;
 use std::time::Instant;
@@ -44,6 +46,7 @@ pub use submit::db_problem;
 /// The public routes: JSON API, form pages, operations endpoints, OpenAPI, static sites.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.configure(api::routes)
+        .configure(uploads::routes)
         .configure(html::routes)
         .configure(ops::routes)
         .configure(openapi::routes)

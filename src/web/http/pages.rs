@@ -39,6 +39,8 @@ pub struct FormPage<'a> {
     pub captcha: Option<super::captcha_widget::CaptchaView>,
     pub fields: Vec<FieldView>,
     pub has_errors: bool,
+    /// The form posts files (`multipart/form-data`).
+    pub has_files: bool,
     /// Messages about names that are not fields of the form.
     pub other_errors: Vec<String>,
 }
@@ -58,6 +60,10 @@ pub struct FieldView {
     pub step: String,
     /// checkbox and consent: ticked.
     pub checked: bool,
+    /// file: the `accept` attribute (types and extensions, comma-separated), and whether
+    /// several files may be chosen.
+    pub accept: String,
+    pub multiple: bool,
     pub options: Vec<OptionView>,
     /// Messages that name the field by its label, in the page's locale.
     pub errors: Vec<String>,
@@ -113,6 +119,7 @@ impl<'a> FormPage<'a> {
             .map(|f| {
                 let value = match (f.kind, value_of(&f.name)) {
                     (FieldType::Hidden, v) if v.is_empty() => f.value.clone().unwrap_or_default(),
+                    (FieldType::File, _) => String::new(), // a browser chooses files again
                     (_, v) => v,
                 };
                 FieldView {
@@ -130,7 +137,10 @@ impl<'a> FormPage<'a> {
                         FieldType::Date => "date",
                         FieldType::Url => "url",
                         FieldType::Hidden => "hidden",
+                        FieldType::File => "file",
                     },
+                    accept: f.accept.join(","),
+                    multiple: f.max_files() > 1,
                     min: bound(&f.min),
                     max: bound(&f.max),
                     step: match (f.kind, f.step) {
@@ -170,6 +180,7 @@ impl<'a> FormPage<'a> {
             other_errors: messages.into_values().flatten().collect(),
             fields,
             has_errors: !errors.is_empty(),
+            has_files: form.has_file_field(),
         }
     }
 }

@@ -47,6 +47,12 @@ pub fn field_schema(field: &FieldConfig) -> Value {
             "pattern": format!("^{PHONE_SEPARATORS}*\\+?({PHONE_SEPARATORS}*[0-9]){{7,15}}{PHONE_SEPARATORS}*$"),
             "description": "7 to 15 digits, optionally after a `+`; spaces (U+3000 too), ( ) - . / are ignored"
         }),
+        FieldType::File => {
+            let one = json!({"type": "string", "pattern": "^upl_[0-9a-f]{32}$"});
+            json!({"anyOf": [{"type": "array", "items": one, "maxItems": field.max_files()}, one],
+                   "description": "upload IDs from POST /api/forms/{form}/uploads (the file's type and size are \
+                                   checked on submission)"})
+        }
         FieldType::Checkboxes | FieldType::Multiselect => {
             let one = json!({"type": "string", "enum": field.options});
             let min_items = usize::from(field.required);
@@ -187,6 +193,10 @@ fn example(form: &FormConfig) -> Value {
                 _ => "2026-01-15".to_string(),
             },
             FieldType::Url => "https://example.com/".to_string(),
+            FieldType::File => {
+                obj.insert(f.name.clone(), json!(["upl_0193b2c4d5e6f708192a3b4c5d6e7f80"]));
+                continue;
+            }
             FieldType::Text | FieldType::Textarea | FieldType::Hidden => "Ada".to_string(),
         };
         obj.insert(f.name.clone(), json!(v));

@@ -1,0 +1,107 @@
+//! Who uses each blob of the file store: the submissions whose fields name it
+//! (`submission_files`, written in the accept transaction) and the uploads not yet an hour
+//! old (`uploads`). A blob nothing uses is deleted by the lifecycle's sweep.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use super::models::{SubmissionFile, Upload};
+use super::schema::{submission_files, uploads};
+use super::DbConnection;
+use crate::domain::ScanState;
+
+pub trait FileRefs {
+    fn insert_submission_files(&mut self, rows: &[SubmissionFile]) -> QueryResult<()>;
+    fn insert_upload(&mut self, row: &Upload) -> QueryResult<()>;
+    /// The uploads of `form` among `ids` (an unknown or foreign ID is left out).
+    fn uploads_of(&mut self, form: &str, ids: &[&str]) -> QueryResult<Vec<Upload>>;
+    fn files_of(&mut self, submission_id: &str) -> QueryResult<Vec<SubmissionFile>>;
+    /// Those of `digests` that a submission or an upload still names.
+    fn in_use(&mut self, digests: &[String]) -> QueryResult<Vec<String>>;
+    /// Deletes the uploads made before `before`; returns their digests.
+    fn forget_uploads_before(&mut self, before: NaiveDateTime) -> QueryResult<Vec<String>>;
+    /// Deletes the file rows of these submissions (their content went); returns their digests.
+    fn forget_files_of(&mut self, submission_ids: &[String]) -> QueryResult<Vec<String>>;
+    /// Files whose scan waits for clamd, oldest submissions first.
+    fn pending_scans(&mut self, limit: i64) -> QueryResult<Vec<SubmissionFile>>;
+    fn set_scan(&mut self, submission_id: &str, sha256: &str, scan: ScanState) -> QueryResult<usize>;
+}
+
+impl FileRefs for DbConnection {
+    fn insert_submission_files(&mut self, rows: &[SubmissionFile]) -> QueryResult<()> {
+        if !rows.is_empty() {
+            self.execute_native(diesel::insert_into(submission_files::table).values(rows))?;
+        }
+        Ok(())
+    }
+
+    fn insert_upload(&mut self, row: &Upload) -> QueryResult<()> {
+        diesel::insert_into(uploads::table).values(row).execute(self).map(|_| ())
+    }
+
+    fn uploads_of(&mut self, form: &str, ids: &[&str]) -> QueryResult<Vec<Upload>> {
+        uploads::table
+            .filter(uploads::form.eq(form))
+            .filter(uploads::id.eq_any(ids))
+            .select(Upload::as_select())
+            .load(self)
+    }
+
+    fn files_of(&mut self, submission_id: &str) -> QueryResult<Vec<SubmissionFile>> {
+        submission_files::table
+            .filter(submission_files::submission_id.eq(submission_id))
+            .select(SubmissionFile::as_select())
+            .load(self)
+    }
+
+    fn in_use(&mut self, digests: &[String]) -> QueryResult<Vec<String>> {
+        let mut used: Vec<String> = submission_files::table
+            .filter(submission_files::sha256.eq_any(digests))
+            .select(submission_files::sha256)
+            .distinct()
+            .load(self)?;
+        used.extend(
+            uploads::table
+                .filter(uploads::sha256.eq_any(digests))
+                .select(uploads::sha256)
+                .distinct()
+                .load::<String>(self)?,
+        );
+        used.sort();
+        used.dedup();
+        Ok(used)
+    }
+
+    fn forget_uploads_before(&mut self, before: NaiveDateTime) -> QueryResult<Vec<String>> {
+        let old = || uploads::table.filter(uploads::created_at.lt(before));
+        let digests = old().select(uploads::sha256).load(self)?;
+        diesel::delete(old()).execute(self)?;
+        Ok(digests)
+    }
+
+    fn forget_files_of(&mut self, submission_ids: &[String]) -> QueryResult<Vec<String>> {
+        let of = || submission_files::table.filter(submission_files::submission_id.eq_any(submission_ids));
+        let digests = of().select(submission_files::sha256).load(self)?;
+        diesel::delete(of()).execute(self)?;
+        Ok(digests)
+    }
+
+    fn pending_scans(&mut self, limit: i64) -> QueryResult<Vec<SubmissionFile>> {
+        submission_files::table
+            .filter(submission_files::scan.eq(ScanState::Pending))
+            .order(submission_files::submission_id)
+            .limit(limit)
+            .select(SubmissionFile::as_select())
+            .load(self)
+    }
+
+    fn set_scan(&mut self, submission_id: &str, sha256: &str, scan: ScanState) -> QueryResult<usize> {
+        diesel::update(
+            submission_files::table
+                .filter(submission_files::submission_id.eq(submission_id))
+                .filter(submission_files::sha256.eq(sha256)),
+        )
+        .set(submission_files::scan.eq(scan))
+        .execute(self)
+    }
+}

@@ -1,0 +1,156 @@
+//! Attached files: received as a stream into the blob store (`store`), named in the
+//! submission's fields by a `FileRef` (content digest, size, detected type, display name),
+//! uploaded ahead by API clients (`upl_…` IDs, kept an hour), and swept when nothing uses
+//! them any more.
+
+pub mod store;
+
+use std::sync::Arc;
+
+use chrono::{Duration, NaiveDateTime};
+
+use crate::config::FormConfig;
+use crate::db::files::FileRefs;
+use crate::db::models::Upload;
+use crate::db::{DbError, Pool};
+use crate::domain::{safe_file_name, FieldError, FieldErrors, FieldType, FileRef, RawFields};
+pub use store::{BlobStore, Incoming, LocalStore};
+
+/// How long an upload waits for its submission (and how old an unused blob must be before
+/// the sweep deletes it, so that a file being accepted right now is never swept).
+pub const UPLOAD_TTL_MINUTES: i64 = 60;
+
+/// The prefix of upload IDs, as a submission names them.
+pub const UPLOAD_PREFIX: &str = "upl_";
+
+/// The file store and what it takes to use it.
+#[derive(Clone)]
+pub struct Files {
+    store: Arc<dyn BlobStore>,
+}
+
+impl Files {
+    pub fn new(store: Arc<dyn BlobStore>) -> Files {
+        Files { store }
+    }
+
+    /// The local folder store under `dir` (`[server] files_dir`).
+    pub fn local(dir: &str) -> Files {
+        Files::new(Arc::new(LocalStore::new(dir)))
+    }
+
+    pub fn store(&self) -> &dyn BlobStore {
+        &*self.store
+    }
+
+    pub fn begin(&self) -> std::io::Result<Incoming> {
+        self.store.begin()
+    }
+
+    /// Makes `incoming` durable (off the async threads: it fsyncs) and names it.
+    pub async fn finish(&self, incoming: Incoming, name: &str) -> std::io::Result<FileRef> {
+        let (size, content_type) = (incoming.size(), incoming.content_type().to_string());
+        let store = self.store.clone();
+        let sha256 = tokio::task::spawn_blocking(move || store.commit(incoming))
+            .await
+            .map_err(|_| std::io::Error::other("the blocking pool is gone"))??;
+        Ok(FileRef { sha256, size, content_type, name: safe_file_name(name) })
+    }
+}
+
+/// Records `file` as an upload to `form`; returns its ID.
+pub fn record_upload(pool: &Pool, form: &str, file: &FileRef) -> Result<String, DbError> {
+    let id = format!("{UPLOAD_PREFIX}{}", uuid::Uuid::new_v4().simple());
+    let row = Upload {
+        id: id.clone(),
+        form: form.to_string(),
+        sha256: file.sha256.clone(),
+        size: i64::try_from(file.size).unwrap_or(i64::MAX),
+        content_type: file.content_type.clone(),
+        file_name: file.name.clone(),
+        created_at: crate::base::clock::now(),
+    };
+    pool.get()?.insert_upload(&row)?;
+    Ok(id)
+}
+
+/// Replaces the `upl_…` values of `form`'s file fields in `raw` by the files they name.
+/// Any other value of a file field, or an upload of another form or gone, is an error of
+/// that field: a client names uploads, never blobs.
+pub fn resolve_uploads(
+    pool: &Pool,
+    form: &str,
+    config: &FormConfig,
+    raw: &mut RawFields,
+) -> Result<(), ResolveError> {
+    let is_file = |name: &str| config.field(name).is_some_and(|f| f.kind == FieldType::File);
+    let ids: Vec<&str> = raw
+        .iter()
+        .filter(|(name, v)| is_file(name) && v.starts_with(UPLOAD_PREFIX))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    if !raw.iter().any(|(name, _)| is_file(name)) {
+        return Ok(());
+    }
+    let uploads = match ids.is_empty() {
+        true => Vec::new(),
+        false => pool
+            .get()
+            .map_err(ResolveError::Store)?
+            .uploads_of(form, &ids)
+            .map_err(|e| ResolveError::Store(e.into()))?,
+    };
+    let mut errors = FieldErrors::default();
+    for (name, value) in raw.iter_mut().filter(|(name, v)| is_file(name) && !v.is_empty()) {
+        match uploads.iter().find(|u| u.id == *value) {
+            Some(u) => {
+                *value = FileRef {
+                    sha256: u.sha256.clone(),
+                    size: u64::try_from(u.size).unwrap_or(0),
+                    content_type: u.content_type.clone(),
+                    name: u.file_name.clone(),
+                }
+                .to_value()
+            }
+            None => errors.add(name, FieldError::UnknownUpload),
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(ResolveError::Invalid(errors)),
+    }
+}
+
+#[derive(Debug)]
+pub enum ResolveError {
+    Invalid(FieldErrors),
+    Store(DbError),
+}
+
+/// Forgets uploads past their hour and deletes the blobs nothing uses (written more than an
+/// hour ago). Returns how many blobs went.
+pub fn sweep(pool: &Pool, files: &Files, now: NaiveDateTime) -> Result<usize, DbError> {
+    let cutoff = now - Duration::minutes(UPLOAD_TTL_MINUTES);
+    pool.get()?.forget_uploads_before(cutoff)?;
+    let before =
+        std::time::SystemTime::now() - std::time::Duration::from_secs(UPLOAD_TTL_MINUTES as u64 * 60);
+    let candidates = files.store().older_than(before).unwrap_or_default();
+    release(pool, files, candidates)
+}
+
+/// Deletes those of `digests` that nothing uses any more; returns how many.
+pub fn release(pool: &Pool, files: &Files, mut digests: Vec<String>) -> Result<usize, DbError> {
+    digests.sort();
+    digests.dedup();
+    let mut gone = 0;
+    for chunk in digests.chunks(500) {
+        let used = pool.get()?.in_use(chunk)?;
+        for d in chunk.iter().filter(|d| !used.contains(d)) {
+            match files.store().remove(d) {
+                Ok(()) => gone += 1,
+                Err(e) => tracing::warn!(error = %e, "a file could not be deleted"),
+            }
+        }
+    }
+    Ok(gone)
+}

@@ -1,0 +1,209 @@
+//! Where the bytes of attached files live: one blob per SHA-256 of its content, written
+//! atomically (a temporary file, fsynced, renamed into place; a blob already there is kept).
+//! `BlobStore` is the seam for another store (an object store); `LocalStore` is a folder.
+//!
+//! Several processes (a PostgreSQL deployment's web and worker nodes) share one store by
+//! sharing the folder (an NFS or similar mount): names are content digests, so two writers
+//! of one blob write the same bytes, and a rename is atomic within the folder.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::domain::is_sha256;
+
+/// A blob being written: its bytes so far, their digest and count.
+pub struct Incoming {
+    file: std::fs::File,
+    path: PathBuf,
+    hash: Sha256,
+    size: u64,
+    /// The first bytes, from which the type is decided.
+    head: Vec<u8>,
+}
+
+/// How many first bytes the type detection reads.
+const HEAD: usize = 8192;
+
+impl Incoming {
+    pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        if self.head.len() < HEAD {
+            let take = (HEAD - self.head.len()).min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
+        }
+        self.hash.update(chunk);
+        self.size += chunk.len() as u64;
+        self.file.write_all(chunk)
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The content's type, from its first bytes (`application/octet-stream` when unknown,
+    /// `text/plain` for UTF-8 text).
+    pub fn content_type(&self) -> &'static str {
+        match infer::get(&self.head) {
+            Some(t) => t.mime_type(),
+            // Text whose last character may be cut by the end of `head`.
+            None if std::str::from_utf8(&self.head).is_ok()
+                || std::str::from_utf8(&self.head).is_err_and(|e| e.error_len().is_none()) =>
+            {
+                "text/plain"
+            }
+            None => "application/octet-stream",
+        }
+    }
+}
+
+pub trait BlobStore: Send + Sync {
+    /// A new blob to write.
+    fn begin(&self) -> io::Result<Incoming>;
+    /// Makes the written blob durable under its digest (returned); a blob already stored
+    /// under it is kept and the new copy dropped.
+    fn commit(&self, incoming: Incoming) -> io::Result<String>;
+    /// The blob's path, if it is stored.
+    fn path(&self, sha256: &str) -> Option<PathBuf>;
+    fn read(&self, sha256: &str) -> io::Result<Vec<u8>> {
+        let path = self.path(sha256).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        std::fs::read(path)
+    }
+    /// Deletes the blob (nothing if it is not there).
+    fn remove(&self, sha256: &str) -> io::Result<()>;
+    /// Every stored digest whose blob was written before `before` (for the sweep).
+    fn older_than(&self, before: std::time::SystemTime) -> io::Result<Vec<String>>;
+}
+
+/// Blobs under `dir/ab/abcdef…`, temporary files under `dir/tmp/`.
+pub struct LocalStore {
+    dir: PathBuf,
+}
+
+impl LocalStore {
+    pub fn new(dir: impl Into<PathBuf>) -> LocalStore {
+        LocalStore { dir: dir.into() }
+    }
+
+    fn blob_path(&self, sha256: &str) -> PathBuf {
+        self.dir.join(&sha256[..2]).join(sha256)
+    }
+}
+
+impl BlobStore for LocalStore {
+    fn begin(&self) -> io::Result<Incoming> {
+        let tmp = self.dir.join("tmp");
+        std::fs::create_dir_all(&tmp)?;
+        let path = tmp.join(uuid::Uuid::new_v4().simple().to_string());
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+        Ok(Incoming { file, path, hash: Sha256::new(), size: 0, head: Vec::new() })
+    }
+
+    /// (The temporary file left after a rename is none: `Incoming`'s drop finds nothing.)
+    fn commit(&self, mut incoming: Incoming) -> io::Result<String> {
+        let hash = std::mem::take(&mut incoming.hash);
+        let sha256: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let target = self.blob_path(&sha256);
+        if !target.exists() {
+            incoming.file.sync_all()?;
+            let parent = target.parent().unwrap_or(&self.dir);
+            std::fs::create_dir_all(parent)?;
+            std::fs::rename(&incoming.path, &target)?;
+            sync_dir(parent);
+        }
+        Ok(sha256)
+    }
+
+    fn path(&self, sha256: &str) -> Option<PathBuf> {
+        let path = is_sha256(sha256).then(|| self.blob_path(sha256))?;
+        path.is_file().then_some(path)
+    }
+
+    fn remove(&self, sha256: &str) -> io::Result<()> {
+        match self.path(sha256) {
+            Some(path) => std::fs::remove_file(path),
+            None => Ok(()),
+        }
+    }
+
+    fn older_than(&self, before: std::time::SystemTime) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let Ok(shards) = std::fs::read_dir(&self.dir) else { return Ok(out) };
+        for shard in shards.flatten() {
+            let Ok(blobs) = std::fs::read_dir(shard.path()) else { continue };
+            for blob in blobs.flatten() {
+                let name = blob.file_name().to_string_lossy().into_owned();
+                let old = blob.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < before);
+                if is_sha256(&name) && old {
+                    out.push(name);
+                }
+            }
+        }
+        // Temporary files of writes that never committed (a crash, a refused upload).
+        if let Ok(tmp) = std::fs::read_dir(self.dir.join("tmp")) {
+            for t in tmp.flatten() {
+                if t.metadata().and_then(|m| m.modified()).is_ok_and(|m| m < before) {
+                    let _ = std::fs::remove_file(t.path());
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The rename is durable once the folder is synced (best effort: not every platform can).
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+impl Drop for Incoming {
+    /// A blob never committed leaves no temporary file behind.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_copy_per_content() {
+        let dir = std::env::temp_dir().join(format!("onceform-blobs-{}", uuid::Uuid::new_v4()));
+        let store = LocalStore::new(&dir);
+        let put = |bytes: &[u8]| {
+            let mut b = store.begin().unwrap();
+            b.write(bytes).unwrap();
+            store.commit(b).unwrap()
+        };
+        let a = put(b"%PDF-1.4 hello");
+        assert_eq!(a, put(b"%PDF-1.4 hello"));
+        assert_eq!(store.read(&a).unwrap(), b"%PDF-1.4 hello");
+        assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0, "no temporary file is left");
+        let abandoned = store.begin().unwrap();
+        drop(abandoned);
+        assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0);
+        store.remove(&a).unwrap();
+        assert!(store.path(&a).is_none());
+        assert!(store.path("../../etc/passwd").is_none(), "only digests name blobs");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_type_comes_from_the_bytes() {
+        let dir = std::env::temp_dir().join(format!("onceform-blobs-{}", uuid::Uuid::new_v4()));
+        let store = LocalStore::new(&dir);
+        let mut png = store.begin().unwrap();
+        png.write(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+        assert_eq!(png.content_type(), "image/png");
+        let mut pdf = store.begin().unwrap();
+        pdf.write(b"%PDF-1.7\n").unwrap();
+        assert_eq!(pdf.content_type(), "application/pdf");
+        let mut text = store.begin().unwrap();
+        text.write("規格 spec".as_bytes()).unwrap();
+        assert_eq!(text.content_type(), "text/plain");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
