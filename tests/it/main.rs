@@ -8,6 +8,7 @@ mod admin;
 mod delivery;
 mod duplicates;
 mod failover;
+mod files;
 mod hooks;
 mod lifecycle;
 mod ops;

@@ -7,6 +7,7 @@ pub mod captcha;
 pub mod cluster;
 pub mod crm;
 pub mod delivery;
+pub mod files;
 pub mod hooks;
 pub mod hubspot;
 pub mod proxy;
@@ -184,6 +185,7 @@ pub fn test_config(db_url: &str) -> Config {
     let dir = std::env::temp_dir().join(format!("onceform-test-{}", uuid::Uuid::new_v4().simple()));
     let at = |name: &str| dir.join(name).to_string_lossy().into_owned();
     config.server.spool_dir = at("spool");
+    config.server.files_dir = at("files");
     config.server.secret_file = at("secret");
     config.server.initial_password_file = at("initial-admin-password");
     config.smtp.mail_dir = at("mail");
@@ -381,8 +383,13 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
             let fields = onceform::domain::normalise(&*form, &raw).unwrap();
             let operation_id = Some(onceform::domain::OperationId::generate());
             let channel = onceform::services::request_log::Channel::Api;
-            let intake =
-                onceform::services::accept::Intake { form: form.clone(), operation_id, channel, fields };
+            let intake = onceform::services::accept::Intake {
+                form: form.clone(),
+                operation_id,
+                channel,
+                fields,
+                scans: Default::default(),
+            };
             acceptor.accept(intake).unwrap();
         }
     })

@@ -1,0 +1,3 @@
+//! Attached files: the ways in, replays and conflicts, limits, scanning, admin, lifecycle.
+
+mod attach;
