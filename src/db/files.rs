@@ -20,6 +20,8 @@ pub trait FileRefs {
     fn in_use(&mut self, digests: &[String]) -> QueryResult<Vec<String>>;
     /// Deletes the uploads made before `before`; returns their digests.
     fn forget_uploads_before(&mut self, before: NaiveDateTime) -> QueryResult<Vec<String>>;
+    /// Deletes the uploads of these blobs (an erasure: the person's files go, used or not).
+    fn forget_uploads_of(&mut self, digests: &[String]) -> QueryResult<usize>;
     /// Deletes the file rows of these submissions (their content went); returns their digests.
     fn forget_files_of(&mut self, submission_ids: &[String]) -> QueryResult<Vec<String>>;
     /// Files whose scan waits for clamd, oldest submissions first.
@@ -77,6 +79,10 @@ impl FileRefs for DbConnection {
         let digests = old().select(uploads::sha256).load(self)?;
         diesel::delete(old()).execute(self)?;
         Ok(digests)
+    }
+
+    fn forget_uploads_of(&mut self, digests: &[String]) -> QueryResult<usize> {
+        diesel::delete(uploads::table.filter(uploads::sha256.eq_any(digests))).execute(self)
     }
 
     fn forget_files_of(&mut self, submission_ids: &[String]) -> QueryResult<Vec<String>> {

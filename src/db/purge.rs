@@ -7,6 +7,7 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use uuid::Uuid;
 
+use super::files::FileRefs;
 use super::hooks::HookStore;
 use super::schema::{
     confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_events,
@@ -101,10 +102,18 @@ pub fn relax_commit(c: &mut DbConnection) -> QueryResult<()> {
     }
 }
 
+/// What `tombstone` did.
+pub struct Tombstoned {
+    /// The submissions purged.
+    pub submissions: usize,
+    /// The blobs their file fields named (the file store deletes those nothing else uses).
+    pub blobs: Vec<String>,
+}
+
 /// Makes tombstones of `ids` (those not purged yet): the content and its copies go (of an
-/// inbound event among them, erased: its body and its conflicts' bodies).
-/// Returns the number of submissions purged.
-pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
+/// inbound event among them, erased: its body and its conflicts' bodies), and their files'
+/// references. The fingerprint stays, so a late retry still replays.
+pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<Tombstoned> {
     let n = diesel::update(
         submissions::table
             .filter(submissions::id.eq_any(ids))
@@ -123,7 +132,8 @@ pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> Qu
         .execute(c)?;
     c.forget_bodies(ids)?;
     cancel_pending(c, ids, now)?;
-    Ok(n)
+    let blobs = c.forget_files_of(ids)?;
+    Ok(Tombstoned { submissions: n, blobs })
 }
 
 /// Makes tombstones of a webhook source's events `ids` (those not purged yet): their bodies

@@ -6,6 +6,7 @@
 pub mod store;
 
 use std::sync::Arc;
+use std::time::{Duration as StdDuration, SystemTime};
 
 use chrono::{Duration, NaiveDateTime};
 
@@ -127,25 +128,38 @@ pub enum ResolveError {
     Store(DbError),
 }
 
+/// How long a blob just written (or written again: the same content arriving) is kept even
+/// when nothing names it yet: the request that wrote it may still be committing its
+/// submission (the body deadline is at most 10 minutes).
+pub const IN_FLIGHT: StdDuration = StdDuration::from_secs(15 * 60);
+
 /// Forgets uploads past their hour and deletes the blobs nothing uses (written more than an
 /// hour ago). Returns how many blobs went.
 pub fn sweep(pool: &Pool, files: &Files, now: NaiveDateTime) -> Result<usize, DbError> {
     let cutoff = now - Duration::minutes(UPLOAD_TTL_MINUTES);
     pool.get()?.forget_uploads_before(cutoff)?;
-    let before =
-        std::time::SystemTime::now() - std::time::Duration::from_secs(UPLOAD_TTL_MINUTES as u64 * 60);
-    let candidates = files.store().older_than(before).unwrap_or_default();
-    release(pool, files, candidates)
+    let age = StdDuration::from_secs(UPLOAD_TTL_MINUTES as u64 * 60);
+    let candidates = files.store().older_than(SystemTime::now() - age).unwrap_or_default();
+    release(pool, files, candidates, age)
 }
 
-/// Deletes those of `digests` that nothing uses any more; returns how many.
-pub fn release(pool: &Pool, files: &Files, mut digests: Vec<String>) -> Result<usize, DbError> {
+/// Deletes those of `digests` that nothing uses any more and that were not written within
+/// `min_age` (`IN_FLIGHT`; zero for an erasure, which does not wait); returns how many.
+pub fn release(
+    pool: &Pool,
+    files: &Files,
+    mut digests: Vec<String>,
+    min_age: StdDuration,
+) -> Result<usize, DbError> {
     digests.sort();
     digests.dedup();
+    let settled = |d: &str| {
+        min_age.is_zero() || files.store().modified(d).is_some_and(|t| t + min_age < SystemTime::now())
+    };
     let mut gone = 0;
     for chunk in digests.chunks(500) {
         let used = pool.get()?.in_use(chunk)?;
-        for d in chunk.iter().filter(|d| !used.contains(d)) {
+        for d in chunk.iter().filter(|d| !used.contains(d) && settled(d)) {
             match files.store().remove(d) {
                 Ok(()) => gone += 1,
                 Err(e) => tracing::warn!(error = %e, "a file could not be deleted"),
@@ -153,4 +167,10 @@ pub fn release(pool: &Pool, files: &Files, mut digests: Vec<String>) -> Result<u
         }
     }
     Ok(gone)
+}
+
+impl std::fmt::Debug for Files {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Files")
+    }
 }

@@ -71,6 +71,8 @@ pub trait BlobStore: Send + Sync {
     }
     /// Deletes the blob (nothing if it is not there).
     fn remove(&self, sha256: &str) -> io::Result<()>;
+    /// When the blob was last written (a commit of the same content writes it again).
+    fn modified(&self, sha256: &str) -> Option<std::time::SystemTime>;
     /// Every stored digest whose blob was written before `before` (for the sweep).
     fn older_than(&self, before: std::time::SystemTime) -> io::Result<Vec<String>>;
 }
@@ -104,12 +106,17 @@ impl BlobStore for LocalStore {
         let hash = std::mem::take(&mut incoming.hash);
         let sha256: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
         let target = self.blob_path(&sha256);
-        if !target.exists() {
-            incoming.file.sync_all()?;
-            let parent = target.parent().unwrap_or(&self.dir);
-            std::fs::create_dir_all(parent)?;
-            std::fs::rename(&incoming.path, &target)?;
-            sync_dir(parent);
+        match std::fs::OpenOptions::new().write(true).open(&target) {
+            // The same content again: marked as written now, so no sweep takes it from under
+            // the submission about to name it.
+            Ok(existing) => existing.set_modified(std::time::SystemTime::now())?,
+            Err(_) => {
+                incoming.file.sync_all()?;
+                let parent = target.parent().unwrap_or(&self.dir);
+                std::fs::create_dir_all(parent)?;
+                std::fs::rename(&incoming.path, &target)?;
+                sync_dir(parent);
+            }
         }
         Ok(sha256)
     }
@@ -124,6 +131,10 @@ impl BlobStore for LocalStore {
             Some(path) => std::fs::remove_file(path),
             None => Ok(()),
         }
+    }
+
+    fn modified(&self, sha256: &str) -> Option<std::time::SystemTime> {
+        std::fs::metadata(self.path(sha256)?).and_then(|m| m.modified()).ok()
     }
 
     fn older_than(&self, before: std::time::SystemTime) -> io::Result<Vec<String>> {

@@ -26,6 +26,7 @@ use crate::config::Config;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
 use crate::db::erasure::{self, ErasedEffect, Found};
+use crate::db::files::FileRefs;
 use crate::db::purge::{tombstone, TotalStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
@@ -65,6 +66,8 @@ pub struct Files {
     pub leads_dir: Option<PathBuf>,
     /// The record kind of each hook handler, and its handler kind's name.
     hook_kinds: Vec<(RecordKind, &'static str)>,
+    /// The attached files' store.
+    blobs: Option<crate::services::files::Files>,
 }
 
 /// What an effect kind writes, when it writes here.
@@ -87,6 +90,7 @@ impl Files {
             mail_dir: config.smtp.url.is_none().then(|| PathBuf::from(&config.smtp.mail_dir)),
             leads_dir: crate::services::effects::crm::leads_dir(&config.crm),
             hook_kinds,
+            blobs: Some(crate::services::files::Files::local(&config.server.files_dir)),
         }
     }
 
@@ -165,6 +169,8 @@ pub struct ErasureReport {
     pub files: Vec<PathBuf>,
     /// Files that could not be removed (with the reason).
     pub file_errors: Vec<String>,
+    /// Attached files (blobs) deleted with the submissions that named them.
+    pub attachments: usize,
     /// What left onceform for a provider: erase these there.
     pub references: Vec<LeftReference>,
     /// (form, operation ID) of every erased submission, and (source scope, event ID) of every
@@ -239,7 +245,7 @@ pub fn erase(
     })?;
     let (events, held_conflicts, held_inbound_conflicts, quarantined) = scanned;
     let quarantined = union(quarantined, &[]);
-    let (mut report, effects) = with_conn!(pool, |c| c.write_tx(|c| {
+    let (mut report, effects, blobs) = with_conn!(pool, |c| c.write_tx(|c| {
         let found = erasure::submissions_of(c, email, phone)?;
         let ids: Vec<String> = found.iter().map(|(id, _, _)| id.clone()).collect();
         let event_ids: Vec<String> = events.iter().map(|(id, _, _)| id.clone()).collect();
@@ -261,9 +267,10 @@ pub fn erase(
             ..ErasureReport::default()
         };
         if dry_run {
-            return Ok::<_, DbError>((report, effects));
+            return Ok::<_, DbError>((report, effects, Vec::new()));
         }
-        tombstone(c, &all, now)?;
+        let blobs = tombstone(c, &all, now)?.blobs;
+        c.forget_uploads_of(&blobs)?;
         erasure::forget_journeys(c, &ids)?;
         erasure::forget_conflicts(c, &conflict_ids, &inbound_conflicts)?;
         erasure::forget_quarantined(c, &quarantined, &actor.email, now)?;
@@ -286,8 +293,13 @@ pub fn erase(
             note: Some(report.summary()),
             at: now,
         })?;
-        Ok((report, effects))
+        Ok((report, effects, blobs))
     }))?;
+    if let Some(store) = &files.blobs {
+        // At once: an erasure does not wait for a sweep (a blob another submission still
+        // names stays, being no longer this person's alone).
+        report.attachments = crate::services::files::release(pool, store, blobs, std::time::Duration::ZERO)?;
+    }
     let mut written = Vec::new();
     for effect in &effects {
         match files.local(&effect.kind) {
@@ -351,8 +363,8 @@ impl ErasureReport {
         ];
         if !self.dry_run {
             out.push(format!(
-                "removed: {} delivery log row(s); {} attempt text(s) redacted",
-                self.deliveries, self.redacted
+                "removed: {} delivery log row(s); {} attempt text(s) redacted; {} attached file(s)",
+                self.deliveries, self.redacted, self.attachments
             ));
         }
         let removed = if self.dry_run { "would remove" } else { "removed" };

@@ -25,6 +25,7 @@ use crate::db::purge::{
     TotalStore,
 };
 use crate::db::{DbError, Pool, Writes, LOCK_POLL};
+use crate::services::files::{release, Files, IN_FLIGHT};
 
 /// The kind under which deleted confirmation-cap rows are counted (`/metrics`).
 pub const CAPS: &str = "confirmation_caps";
@@ -56,6 +57,7 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
     let started = Instant::now();
     let mut report = PurgeReport::default();
     let batch = config.purge.batch;
+    let blobs = Files::local(&config.server.files_dir);
     for scope in scopes(config) {
         let name = &scope.form;
         if let Some(content) = scope.retention.content {
@@ -64,7 +66,7 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
                 Some(source) => {
                     drain(writes, || purge_event_content(writes, source, before, now, batch), batch)?
                 }
-                None => drain(writes, || purge_content(writes, name, before, now, batch), batch)?,
+                None => drain(writes, || purge_content(writes, &blobs, name, before, now, batch), batch)?,
             };
             report.purged.push((name.clone(), "content", n));
             if let Some(source) = scope.hook_source {
@@ -86,6 +88,8 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
             report.caps.push((name.clone(), n));
         }
     }
+    // Uploads past their hour, and blobs nothing names (a refused post's, a crash's).
+    crate::services::files::sweep(&writes.pool, &blobs, now)?;
     report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     record(writes, &report, now)?;
     Ok(report)
@@ -113,23 +117,28 @@ fn drain(
     }
 }
 
-/// One batch of content purges; the rows this call purged.
+/// One batch of content purges, their files deleted unless still in use; the rows this
+/// call purged.
 pub fn purge_content(
     writes: &Writes,
+    blobs: &Files,
     form: &str,
     before: NaiveDateTime,
     now: NaiveDateTime,
     batch: i64,
 ) -> Result<i64, DbError> {
     let form = form.to_string();
-    writes.run(move |c| {
+    let done = writes.run(move |c| {
         relax_commit(c)?;
         let ids = pick_content(c, &form, before, batch)?;
         if ids.is_empty() {
-            return Ok(0);
+            return Ok(None);
         }
-        Ok(tombstone(c, &ids, now)? as i64)
-    })
+        Ok(Some(tombstone(c, &ids, now)?))
+    })?;
+    let Some(done) = done else { return Ok(0) };
+    release(&writes.pool, blobs, done.blobs, IN_FLIGHT)?;
+    Ok(done.submissions as i64)
 }
 
 /// One batch of a webhook source's event bodies purged; the events this call purged.

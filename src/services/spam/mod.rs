@@ -58,6 +58,7 @@ pub fn describe(reason: &str) -> &'static str {
         "captcha-invalid" => "captcha answer refused",
         "captcha-replayed" => "captcha answer already used",
         "captcha-unverified" => "captcha could not be verified (provider unavailable): review it",
+        "malware" => "an attached file is malware (clamd)",
         _ => "other",
     }
 }

@@ -11,6 +11,7 @@ mod dashboard;
 mod data_lifecycle;
 mod duplicates;
 mod effects;
+mod files;
 mod filters;
 pub mod flash;
 pub mod guard;
@@ -66,6 +67,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     login::routes(cfg);
     dashboard::routes(cfg);
     submissions::routes(cfg);
+    files::routes(cfg);
     spam_release::routes(cfg);
     effects::routes(cfg);
     conflicts::routes(cfg);

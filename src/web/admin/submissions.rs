@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::db::admin::browse::{BrowseStore, EffectStates, SubmissionPage, SubmissionRow};
 use crate::db::DbError;
 use crate::domain::EffectState;
-use crate::domain::FieldType;
+use crate::domain::{FieldType, FileRef};
 use crate::web::render::html;
 use crate::web::state::AppState;
 use crate::with_conn;
@@ -264,6 +264,8 @@ struct DetailPage {
     reference: String,
     /// (label, value) in the form's order, then stored fields it no longer declares.
     fields: Vec<(String, String)>,
+    /// The attached files, each with its download link.
+    files: Vec<super::files::FileView>,
 }
 
 async fn detail(
@@ -284,15 +286,23 @@ async fn detail(
         chrome: Chrome::new(&user, "submissions", q.flash.as_deref()),
         reference: reference(&id),
         fields: Vec::new(),
+        files: Vec::new(),
         found: None,
     };
     let Some(found) = found else { return html(StatusCode::NOT_FOUND, &page) };
     let mut values = found.submission.fields();
     for field in state.config.form(&found.submission.form).map(|f| f.fields.as_slice()).unwrap_or_default() {
         if let Some(v) = values.remove(&field.name) {
-            page.fields.push((field.label().to_string(), v));
+            let shown = match field.kind {
+                FieldType::File => {
+                    FileRef::all_in(&v).iter().map(FileRef::shown).collect::<Vec<_>>().join("\n")
+                }
+                _ => v,
+            };
+            page.fields.push((field.label().to_string(), shown));
         }
     }
+    page.files = super::files::views(&state.config, &found.submission);
     page.fields.extend(values);
     page.found = Some(found);
     html(StatusCode::OK, &page)

@@ -81,7 +81,9 @@ async fn receive(
         if incoming.size() == 0 {
             return Err(Problem::new(ProblemKind::MalformedBody, "the body is empty; send the file's bytes"));
         }
-        let name = req.headers().get("Onceform-File-Name").and_then(|v| v.to_str().ok()).unwrap_or("file");
+        // Percent-encoded (or raw UTF-8) by the client; made safe by `safe_file_name`.
+        let name = req.headers().get("Onceform-File-Name").map(|v| String::from_utf8_lossy(v.as_bytes()));
+        let name = name.as_deref().unwrap_or("file");
         let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy().into_owned();
         state.files.finish(incoming, &name).await.map_err(|_| Problem::unavailable())
     })

@@ -1,0 +1,174 @@
+//! The files of a submission: listed on its page, downloaded only by a signed-in user, as an
+//! attachment the browser never renders (`nosniff`, a sandboxing CSP), each download
+//! audited. A spam submission's files (malware among them) only by an admin, after a warning.
+
+use actix_web::http::header::{
+    Charset, ContentDisposition, DispositionParam, DispositionType, ExtendedValue,
+};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use super::guard::SessionUser;
+use super::{audit, blocking, db_failure, Chrome};
+use crate::config::Config;
+use crate::db::admin::browse::{BrowseStore, SubmissionRow};
+use crate::db::DbError;
+use crate::domain::{FieldType, FileRef};
+use crate::web::admin::row_view::SubmissionView;
+use crate::web::render::html;
+use crate::web::state::AppState;
+use crate::with_conn;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/submissions/{id}/files/{sha256}", web::get().to(download));
+}
+
+/// One file on a submission's page.
+pub struct FileView {
+    pub field: String,
+    pub shown: String,
+    pub href: String,
+}
+
+/// The files `row`'s file fields name, in the form's order.
+pub fn files_of(config: &Config, row: &SubmissionRow) -> Vec<(String, FileRef)> {
+    let values = row.fields();
+    config
+        .form(&row.form)
+        .map(|f| f.fields.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| f.kind == FieldType::File)
+        .flat_map(|f| {
+            let refs = values.get(&f.name).map(|v| FileRef::all_in(v)).unwrap_or_default();
+            refs.into_iter().map(|r| (f.label().to_string(), r))
+        })
+        .collect()
+}
+
+pub fn views(config: &Config, row: &SubmissionRow) -> Vec<FileView> {
+    files_of(config, row)
+        .into_iter()
+        .map(|(field, file)| FileView {
+            field,
+            shown: file.shown(),
+            href: format!("/admin/submissions/{}/files/{}", row.id, file.sha256),
+        })
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct DownloadQuery {
+    /// The admin read the warning about a spam submission's file.
+    #[serde(default)]
+    confirm: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/file_warning.html")]
+struct WarningPage {
+    chrome: Chrome,
+    reference: String,
+    why: &'static str,
+    name: String,
+    href: String,
+}
+
+async fn download(
+    state: web::Data<AppState>,
+    user: SessionUser,
+    path: web::Path<(String, String)>,
+    q: web::Query<DownloadQuery>,
+) -> HttpResponse {
+    let (id, sha256) = path.into_inner();
+    let (pool, wanted) = (state.pool.clone(), id.clone());
+    let page = match blocking(move || {
+        with_conn!(&pool, |c| c.submission_page(&wanted).map_err(DbError::from))
+    })
+    .await
+    {
+        Ok(Some(page)) => page,
+        Ok(None) => return not_found(),
+        Err(e) => return db_failure(e),
+    };
+    let row = page.submission;
+    // Only a file this submission names: a digest alone opens nothing.
+    let Some((_, file)) = files_of(&state.config, &row).into_iter().find(|(_, f)| f.sha256 == sha256) else {
+        return not_found();
+    };
+    if row.spam {
+        if !user.role.is_admin() {
+            return HttpResponse::Forbidden()
+                .content_type("text/plain; charset=utf-8")
+                .body("This submission was set aside as spam: only an admin may download its files.");
+        }
+        if q.confirm.as_deref() != Some("1") {
+            let warning = WarningPage {
+                chrome: Chrome::new(&user, "submissions", None),
+                reference: crate::base::format::reference(&row.id),
+                why: row.spam_why(),
+                name: file.name.clone(),
+                href: format!("/admin/submissions/{}/files/{}?confirm=1", row.id, file.sha256),
+            };
+            return html(StatusCode::OK, &warning);
+        }
+    }
+    let store = state.files.clone();
+    let digest = file.sha256.clone();
+    let bytes = match web::block(move || store.store().read(&digest)).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => return gone(),
+    };
+    let (pool, who, target) = (state.pool.clone(), user, row.id.to_string());
+    let note = format!("file {} ({} bytes)", &file.sha256[..16], file.size);
+    let audited = blocking(move || {
+        with_conn!(&pool, |c| audit::record(
+            c,
+            &who,
+            "submissions.file_download",
+            ("submissions", &target),
+            Some(&note)
+        )
+        .map_err(DbError::from))
+    })
+    .await;
+    if let Err(e) = audited {
+        return db_failure(e); // no download goes unrecorded
+    }
+    HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .insert_header(attachment(&file.name))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .insert_header(("Content-Security-Policy", "default-src 'none'; sandbox"))
+        .insert_header(("Cache-Control", "no-store"))
+        .body(bytes)
+}
+
+/// `attachment; filename="ascii fallback"; filename*=UTF-8''…` (RFC 6266).
+fn attachment(name: &str) -> ContentDisposition {
+    let ascii: String =
+        name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' }).collect();
+    ContentDisposition {
+        disposition: DispositionType::Attachment,
+        parameters: vec![
+            DispositionParam::Filename(ascii),
+            DispositionParam::FilenameExt(ExtendedValue {
+                charset: Charset::Ext("UTF-8".into()),
+                language_tag: None,
+                value: name.as_bytes().to_vec(),
+            }),
+        ],
+    }
+}
+
+fn not_found() -> HttpResponse {
+    HttpResponse::NotFound()
+        .content_type("text/plain; charset=utf-8")
+        .body("No such file of this submission.")
+}
+
+fn gone() -> HttpResponse {
+    HttpResponse::Gone().content_type("text/plain; charset=utf-8").body("This file is no longer stored.")
+}
