@@ -1,3 +1,4 @@
 //! Attached files: the ways in, replays and conflicts, limits, scanning, admin, lifecycle.
 
 mod attach;
+mod scanner;
