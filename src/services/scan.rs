@@ -137,7 +137,7 @@ impl Scanner {
 }
 
 /// `zINSTREAM\0`, then chunks each prefixed by its length (4 bytes, big-endian), then 0.
-async fn send_stream(conn: &mut Box<dyn Conn>, file: &mut tokio::fs::File) -> Result<(), ScanError> {
+async fn send_stream(conn: &mut dyn Conn, file: &mut tokio::fs::File) -> Result<(), ScanError> {
     conn.write_all(b"zINSTREAM\0").await.map_err(unavailable("sending INSTREAM"))?;
     let mut buf = vec![0u8; CHUNK];
     loop {
@@ -152,7 +152,7 @@ async fn send_stream(conn: &mut Box<dyn Conn>, file: &mut tokio::fs::File) -> Re
 }
 
 /// The reply up to its terminating NUL (or the end of the stream), at most 4 KiB.
-async fn read_reply(conn: &mut Box<dyn Conn>) -> Result<String, ScanError> {
+async fn read_reply(conn: &mut dyn Conn) -> Result<String, ScanError> {
     let mut reply = Vec::new();
     let mut buf = [0u8; 512];
     loop {
@@ -172,7 +172,7 @@ async fn read_reply(conn: &mut Box<dyn Conn>) -> Result<String, ScanError> {
 }
 
 /// The verdict in an INSTREAM reply: `stream: OK` or `stream: NAME FOUND`.
-pub fn verdict(reply: &str) -> Result<Verdict, ScanError> {
+fn verdict(reply: &str) -> Result<Verdict, ScanError> {
     let Some(rest) = reply.strip_prefix("stream: ") else {
         return Err(ScanError::Protocol(bounded(reply)));
     };

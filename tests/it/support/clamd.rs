@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -114,10 +114,6 @@ impl Clamd {
         let path = self.dir.join(name);
         std::fs::write(&path, bytes).unwrap();
         path
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 }
 
