@@ -12,6 +12,7 @@
 #          postgresql-N-auto-failover (pg_auto_failover for the failover tests, N = the installed
 #                                    PostgreSQL's major version; scripts/failover-cluster.sh)
 #          pgbouncer                 (the chaos run's pooler: `cargo bench --bench chaos`)
+#          clamav-daemon             (clamd: the upload scanner's tests start their own daemons)
 #   pip:   schemathesis              (into target/test-tools/venv unless already on PATH)
 #          standardwebhooks          (into target/test-tools/venv: verifies outbound webhooks)
 #   npm:   altcha-lib                (into target/test-tools/npm: solutions the captcha tests post)
@@ -33,6 +34,7 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 pg_major=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n1)
 command -v pg_autoctl >/dev/null 2>&1 || [ -z "$pg_major" ] || missing+=("postgresql-$pg_major-auto-failover")
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+command -v clamd >/dev/null 2>&1 || [ -x /usr/sbin/clamd ] || missing+=(clamav-daemon)
 # CJK glyphs in the screenshots of the zh-TW and ja pages (boxes without a CJK font).
 fc-list :lang=zh-tw 2>/dev/null | grep -q . || missing+=(fonts-noto-cjk)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -40,13 +42,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# The prometheus package would start a Prometheus server, pgbouncer's a pooler on 6432; only
-# the programs are wanted (the tests and the chaos run start their own).
+# The prometheus package would start a Prometheus server, pgbouncer's a pooler on 6432,
+# clamav-daemon's a clamd and freshclam (which downloads signatures); only the programs are
+# wanted (the tests and the chaos run start their own).
 if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
   as_root systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 fi
 if [[ " ${missing[*]} " == *" pgbouncer "* ]] && command -v systemctl >/dev/null 2>&1; then
   as_root systemctl disable --now pgbouncer >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" clamav-daemon "* ]] && command -v systemctl >/dev/null 2>&1; then
+  as_root systemctl disable --now clamav-daemon clamav-daemon.socket clamav-freshclam >/dev/null 2>&1 || true
 fi
 
 # From PyPI, in a virtual environment of its own: schemathesis (unless already on PATH) and

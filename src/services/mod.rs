@@ -9,6 +9,7 @@ pub mod effects;
 pub mod files;
 pub mod lifecycle;
 pub mod request_log;
+pub mod scan;
 pub mod spam;
 pub mod status;
 pub mod worker;

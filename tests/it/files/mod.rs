@@ -2,3 +2,4 @@
 
 mod attach;
 mod kept;
+mod scanner;

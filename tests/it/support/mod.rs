@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod browser;
 pub mod captcha;
+pub mod clamd;
 pub mod cluster;
 pub mod crm;
 pub mod delivery;
