@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::Application;
-use crate::config::Config;
+use crate::config::{Config, ScanMode};
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
 use crate::services::worker::Worker;
@@ -44,8 +44,13 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     let first_admin = accounts::bootstrap(&pool, &password_file)?;
     // On SQLite the retention pass's batches queue on the accepts' writer (no race for the lock).
     let writes = Writes::shared(&pool, &config.database)?;
-    let purging = crate::services::lifecycle::schedule::spawn(&config, writes, stop.subscribe());
+    let purging = crate::services::lifecycle::schedule::spawn(&config, writes.clone(), stop.subscribe());
     let served = actix_web::rt::System::new().block_on(async move {
+        if config.forms.values().any(|f| f.scan == ScanMode::Clamd) {
+            let files = crate::services::files::Files::of(&config.server);
+            let period = std::time::Duration::from_secs(30);
+            actix_web::rt::spawn(crate::services::files::rescan_every(writes, files, period));
+        }
         let app = Application::build(config.clone(), pool, keyring)?;
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
         announce(&config, &base, first_admin.as_deref());

@@ -34,7 +34,7 @@ pub use database::DatabaseConfig;
 pub use database_url::DatabaseUrl;
 pub use duplicates::{DuplicateConfig, DuplicatePolicy};
 pub use email::EmailTexts;
-pub use form::{FormConfig, RateLimitConfig};
+pub use form::{FormConfig, RateLimitConfig, ScanMode, ScannerDown};
 pub use form_handle::Form;
 pub use hooks::HookConfig;
 pub use kind_settings::KindSettings;

@@ -5,10 +5,11 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use super::admin::effects::EffectAdminStore;
 use super::models::{SubmissionFile, Upload};
-use super::schema::{submission_files, uploads};
+use super::schema::{duplicate_pairs, submission_files, submissions, uploads};
 use super::DbConnection;
-use crate::domain::ScanState;
+use crate::domain::{PairStatus, ScanState};
 
 pub trait FileRefs {
     fn insert_submission_files(&mut self, rows: &[SubmissionFile]) -> QueryResult<()>;
@@ -27,9 +28,35 @@ pub trait FileRefs {
     /// Files whose scan waits for clamd, oldest submissions first.
     fn pending_scans(&mut self, limit: i64) -> QueryResult<Vec<SubmissionFile>>;
     fn set_scan(&mut self, submission_id: &str, sha256: &str, scan: ScanState) -> QueryResult<usize>;
+    /// A file of the submission is malware: it becomes spam (reason `malware`) and its
+    /// effects still waiting are cancelled.
+    fn set_aside_as_malware(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<()>;
+    /// Releases the submission's held effects once no file waits for a scan and no duplicate
+    /// pair naming it waits for screening or review.
+    fn release_scanned(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize>;
 }
 
 impl FileRefs for DbConnection {
+    fn set_aside_as_malware(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<()> {
+        diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
+            .set((submissions::spam.eq(true), submissions::spam_reason.eq(Some("malware"))))
+            .execute(self)?;
+        super::purge::cancel_pending(self, &[submission_id.to_string()], now, "malware")?;
+        Ok(())
+    }
+
+    fn release_scanned(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
+        let waiting: i64 = duplicate_pairs::table
+            .filter(duplicate_pairs::duplicate_id.eq(submission_id))
+            .filter(duplicate_pairs::status.eq_any([PairStatus::Screening, PairStatus::Open]))
+            .count()
+            .get_result(self)?;
+        match waiting {
+            0 => self.release_held_of(submission_id, now),
+            _ => Ok(0),
+        }
+    }
+
     fn insert_submission_files(&mut self, rows: &[SubmissionFile]) -> QueryResult<()> {
         if !rows.is_empty() {
             self.execute_native(diesel::insert_into(submission_files::table).values(rows))?;

@@ -131,7 +131,7 @@ pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> Qu
         .set(conflicts::fields_json.eq(None::<String>))
         .execute(c)?;
     c.forget_bodies(ids)?;
-    cancel_pending(c, ids, now)?;
+    cancel_pending(c, ids, now, "content purged before delivery")?;
     let blobs = c.forget_files_of(ids)?;
     Ok(Tombstoned { submissions: n, blobs })
 }
@@ -141,13 +141,18 @@ pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> Qu
 /// number of events purged.
 pub fn tombstone_events(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
     let n = c.forget_bodies(ids)?;
-    cancel_pending(c, ids, now)?;
+    cancel_pending(c, ids, now, "content purged before delivery")?;
     Ok(n)
 }
 
 /// Nothing is left to send: the effects of these submissions or events still waiting are
-/// cancelled, their records kept.
-fn cancel_pending(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<usize> {
+/// cancelled (`why`), their records kept.
+pub fn cancel_pending(
+    c: &mut DbConnection,
+    ids: &[String],
+    now: NaiveDateTime,
+    why: &str,
+) -> QueryResult<usize> {
     let mv = Move::CANCEL_PENDING;
     let from: Vec<&str> = mv.from().iter().map(|s| s.as_str()).collect();
     // The state is compared as `state || ''`, which no index serves: the batch's ids pick the
@@ -159,7 +164,7 @@ fn cancel_pending(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> Q
     )
     .set((
         side_effects::state.eq(mv.to()),
-        side_effects::last_error.eq(Some("content purged before delivery")),
+        side_effects::last_error.eq(Some(why)),
         side_effects::updated_at.eq(now),
     ))
     .execute(c)

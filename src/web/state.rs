@@ -37,7 +37,7 @@ impl AppState {
             config.forms.iter().map(|(name, form)| (name.clone(), Form::new(name, form.clone()))).collect();
         let refused = RefusedCounts::new(config.forms.keys());
         let keyring = acceptor.keyring().clone();
-        let files = Files::local(&config.server.files_dir);
+        let files = Files::of(&config.server);
         AppState { config, forms, pool, acceptor, keyring, spam, refused, files }
     }
 

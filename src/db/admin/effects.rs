@@ -5,10 +5,10 @@ use diesel::prelude::*;
 
 use crate::db::hooks::{HookStore, NewEventEffect};
 use crate::db::models::NewEffect;
-use crate::db::schema::{effect_attempts, inbound_events, side_effects, submissions};
+use crate::db::schema::{effect_attempts, inbound_events, side_effects, submission_files, submissions};
 use crate::db::DbConnection;
 use crate::domain::transitions::Move;
-use crate::domain::{AttemptOutcome, EffectId, EffectState, RecordKind, SubmissionId};
+use crate::domain::{AttemptOutcome, EffectId, EffectState, RecordKind, ScanState, SubmissionId};
 
 #[derive(Debug, Clone, Queryable)]
 #[diesel(check_for_backend(crate::db::MultiBackend))]
@@ -297,10 +297,15 @@ impl EffectAdminStore for DbConnection {
     }
 
     fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
+        // A file still waiting for its malware scan keeps them held, whoever releases.
+        let scanning = submission_files::table
+            .filter(submission_files::submission_id.eq(submission_id))
+            .filter(submission_files::scan.eq(ScanState::Pending));
         diesel::update(
             side_effects::table
                 .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::held.eq(true)),
+                .filter(side_effects::held.eq(true))
+                .filter(diesel::dsl::not(diesel::dsl::exists(scanning))),
         )
         .set((
             side_effects::held.eq(false),

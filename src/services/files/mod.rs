@@ -10,11 +10,13 @@ use std::time::{Duration as StdDuration, SystemTime};
 
 use chrono::{Duration, NaiveDateTime};
 
-use crate::config::FormConfig;
+use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig};
 use crate::db::files::FileRefs;
 use crate::db::models::Upload;
-use crate::db::{DbError, Pool};
-use crate::domain::{safe_file_name, FieldError, FieldErrors, FieldType, FileRef, RawFields};
+use crate::db::{DbConnection, DbError, Pool, Writes};
+use crate::domain::{safe_file_name, FieldError, FieldErrors, FieldType, FileRef, RawFields, ScanState};
+use crate::services::accept::Scans;
+use crate::services::scan::{ScanError, Scanner, ScannerAddr, Verdict};
 pub use store::{BlobStore, Incoming, LocalStore};
 
 /// How long an upload waits for its submission (and how old an unused blob must be before
@@ -24,20 +26,74 @@ pub const UPLOAD_TTL_MINUTES: i64 = 60;
 /// The prefix of upload IDs, as a submission names them.
 pub const UPLOAD_PREFIX: &str = "upl_";
 
-/// The file store and what it takes to use it.
+/// How long one file's scan may take.
+const SCAN_TIMEOUT: StdDuration = StdDuration::from_secs(30);
+
+/// The file store and the scanner of the forms that scan.
 #[derive(Clone)]
 pub struct Files {
     store: Arc<dyn BlobStore>,
+    /// `ONCEFORM_CLAMD`; `None`: not set (or not an address), so a scan finds it down.
+    scanner: Option<Scanner>,
 }
 
 impl Files {
-    pub fn new(store: Arc<dyn BlobStore>) -> Files {
-        Files { store }
+    pub fn new(store: Arc<dyn BlobStore>, scanner: Option<Scanner>) -> Files {
+        Files { store, scanner }
     }
 
-    /// The local folder store under `dir` (`[server] files_dir`).
+    /// The local folder store under `dir` (`[server] files_dir`), without a scanner.
     pub fn local(dir: &str) -> Files {
-        Files::new(Arc::new(LocalStore::new(dir)))
+        Files::new(Arc::new(LocalStore::new(dir)), None)
+    }
+
+    /// The store and scanner `[server]` names (`files_dir`, `clamd`).
+    pub fn of(server: &ServerConfig) -> Files {
+        let scanner = server.clamd.as_deref().and_then(|a| ScannerAddr::parse(a).ok());
+        Files::new(
+            Arc::new(LocalStore::new(&server.files_dir)),
+            scanner.map(|addr| Scanner::new(addr, SCAN_TIMEOUT)),
+        )
+    }
+
+    /// What the scanner says of each file `raw` names in `form`'s file fields: nothing for a
+    /// form that does not scan; `Pending` or `Unscanned` (as the form's `when_scanner_down`
+    /// says) for a file clamd could not scan.
+    pub async fn scan(&self, form: &FormConfig, raw: &RawFields) -> Scans {
+        let mut scans = Scans::new();
+        if form.scan != ScanMode::Clamd {
+            return scans;
+        }
+        let is_file = |name: &str| form.field(name).is_some_and(|f| f.kind == FieldType::File);
+        let files = raw.iter().filter(|(n, _)| is_file(n)).flat_map(|(_, v)| FileRef::all_in(v));
+        for file in files {
+            let verdict = self.scan_blob(&file.sha256).await;
+            let state = match verdict {
+                Ok(Verdict::Clean) => ScanState::Clean,
+                Ok(Verdict::Malware(_)) => ScanState::Malware,
+                Err(_) if form.when_scanner_down == ScannerDown::Deliver => ScanState::Unscanned,
+                Err(_) => ScanState::Pending,
+            };
+            scans.insert(file.sha256, state);
+        }
+        scans
+    }
+
+    /// clamd's verdict on one stored blob.
+    pub async fn scan_blob(&self, sha256: &str) -> Result<Verdict, ScanError> {
+        let scanner = self
+            .scanner
+            .as_ref()
+            .ok_or_else(|| ScanError::Unavailable("ONCEFORM_CLAMD is not set".into()))?;
+        let path =
+            self.store.path(sha256).ok_or_else(|| ScanError::Unavailable("the file is not stored".into()))?;
+        let verdict = scanner.scan_file(&path).await;
+        match &verdict {
+            Ok(Verdict::Malware(name)) => tracing::warn!(signature = %name, "an attached file is malware"),
+            Err(e) => tracing::warn!(error = %e, "an attached file could not be scanned"),
+            Ok(Verdict::Clean) => {}
+        }
+        verdict
     }
 
     pub fn store(&self) -> &dyn BlobStore {
@@ -172,5 +228,59 @@ pub fn release(
 impl std::fmt::Debug for Files {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Files")
+    }
+}
+
+/// How many waiting files one rescan pass takes.
+const RESCAN_BATCH: i64 = 100;
+
+/// Scans the files that waited for clamd (`when_scanner_down = "hold"`): a clean one is
+/// marked so, and its submission's effects are released once none of its files waits (and
+/// no duplicate pair holds it); malware sets the submission aside as spam, its effects
+/// cancelled. Stops at the first file clamd still cannot scan. Returns the files scanned.
+pub async fn rescan(writes: &Writes, files: &Files) -> Result<usize, DbError> {
+    let pending = in_writes(writes, |c| Ok(c.pending_scans(RESCAN_BATCH)?)).await?;
+    let mut scanned = 0;
+    for file in pending {
+        let state = match files.scan_blob(&file.sha256).await {
+            Ok(Verdict::Clean) => ScanState::Clean,
+            Ok(Verdict::Malware(_)) => ScanState::Malware,
+            Err(_) => break,
+        };
+        in_writes(writes, move |c| {
+            let (id, now) = (file.submission_id.as_str(), crate::base::clock::now());
+            c.set_scan(id, &file.sha256, state)?;
+            if state == ScanState::Malware {
+                c.set_aside_as_malware(id, now)?;
+            }
+            c.release_scanned(id, now)?;
+            Ok(())
+        })
+        .await?;
+        scanned += 1;
+    }
+    Ok(scanned)
+}
+
+/// Runs `f` on the write path, off the async threads.
+async fn in_writes<T: Send + 'static>(
+    writes: &Writes,
+    f: impl FnOnce(&mut DbConnection) -> Result<T, DbError> + Send + 'static,
+) -> Result<T, DbError> {
+    let writes = writes.clone();
+    tokio::task::spawn_blocking(move || writes.run(f))
+        .await
+        .unwrap_or_else(|_| Err(DbError::Unavailable("blocking pool".into())))
+}
+
+/// `rescan` every `period`, for as long as the runtime runs (`serve`, when a form scans).
+pub async fn rescan_every(writes: Writes, files: Files, period: StdDuration) {
+    loop {
+        tokio::time::sleep(period).await;
+        match rescan(&writes, &files).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(files = n, "held files scanned"),
+            Err(error) => tracing::warn!(%error, "rescan failed; trying again later"),
+        }
     }
 }

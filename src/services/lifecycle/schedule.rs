@@ -12,11 +12,11 @@ use crate::config::Config;
 use crate::db::Writes;
 
 /// Starts the schedule unless `[purge] enabled = false` or no form or webhook source has a
-/// retention window and no form a confirmation cap (whose rows the pass deletes once their
-/// window has passed).
+/// retention window, no form a confirmation cap (whose rows the pass deletes once their
+/// window has passed) and no form a file field (whose unused uploads the pass sweeps).
 pub fn spawn(config: &Config, writes: Writes, stopped: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
     let any = scopes(config).iter().any(|s| s.retention.any())
-        || config.forms.values().any(|f| f.confirmation_window_minutes > 0);
+        || config.forms.values().any(|f| f.confirmation_window_minutes > 0 || f.has_file_field());
     if !config.purge.enabled || !any {
         return None;
     }

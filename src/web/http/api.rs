@@ -92,7 +92,7 @@ async fn submit_json(
         operation_id: key.clone(),
         raw: &raw,
         screening: &screening,
-        scans: super::uploads::scan(state, form, &raw).await,
+        scans: state.files.scan(form, &raw).await,
     };
     let outcome =
         run_submit(state, request).await.map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;

@@ -154,7 +154,7 @@ async fn post_fields(
         operation_id: key.clone(),
         raw: &raw,
         screening: &screening,
-        scans: super::uploads::scan(state, form, &raw).await,
+        scans: state.files.scan(form, &raw).await,
     };
     match run_submit(state, request).await {
         Ok(outcome) => Ok(outcome),

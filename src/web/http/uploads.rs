@@ -12,7 +12,6 @@ use super::submit::{check_rate, db_problem, record_refusal, Gate, Refusal};
 use super::{RateLimiter, TrustedProxies};
 use crate::config::Form;
 use crate::domain::{FieldType, RawFields};
-use crate::services::accept::Scans;
 use crate::services::files::{self, ResolveError};
 use crate::web::state::AppState;
 
@@ -117,9 +116,4 @@ pub async fn resolve(state: &AppState, form: &Form, mut raw: RawFields) -> Resul
         ResolveError::Invalid(errors) => Problem::invalid_fields(errors).into(),
         ResolveError::Store(e) => db_problem(e).into(),
     })
-}
-
-/// The scan verdicts of the files `raw` names, for forms that scan.
-pub async fn scan(_state: &AppState, _form: &Form, _raw: &RawFields) -> Scans {
-    Scans::new()
 }

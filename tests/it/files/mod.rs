@@ -3,3 +3,4 @@
 mod attach;
 mod kept;
 mod scanner;
+mod scanning;
