@@ -140,8 +140,76 @@
 
   Embed.prototype.renew = function () {
     var op = get(this.key + ":op");
-    if (op) { drop(this.key + ":altcha:" + op); }
+    if (op) { drop(this.key + ":altcha:" + op); this.forget(op); }
     drop(this.key + ":op");
+  };
+
+  /* The files chosen in the form's file inputs, as [field name, File] (empty inputs: none). */
+  Embed.prototype.files = function () {
+    var out = [];
+    new FormData(this.form).forEach(function (v, k) {
+      if (typeof v !== "string" && v.name && v.size) { out.push([k, v]); }
+    });
+    return out;
+  };
+
+  /* Each chosen file is uploaded once per operation ID (POST /uploads) and the submission
+   * names its upl_ ID: a retry, or Send pressed again, names the same uploads. Resolves
+   * with null once every file's ID is in values[field], or with the refused upload's
+   * {r, json, field}. */
+  Embed.prototype.upload = function (op, files, values) {
+    var self = this;
+    return files.reduce(function (done, item) {
+      return done.then(function (refused) {
+        if (refused) { return refused; }
+        var field = item[0], file = item[1];
+        var key = self.key + ":upload:" + op + ":" + field + ":" + [file.name, file.size, file.lastModified].join("/");
+        var add = function (id) { (values[field] = values[field] || []).push(id); return null; };
+        if (get(key)) { return add(get(key)); }
+        return self.post(file).then(function (r) {
+          return r.json().catch(function () { return {}; }).then(function (json) {
+            if (r.status !== 201 || !json.upload_id) { return { r: r, json: json, field: field }; }
+            put(key, json.upload_id);
+            return add(json.upload_id);
+          });
+        });
+      });
+    }, Promise.resolve(null));
+  };
+  /* One file's bytes to /uploads; network errors are retried (the store keeps one copy). */
+  Embed.prototype.post = function (file, attempt) {
+    var self = this;
+    attempt = attempt || 0;
+    return fetch(this.api + "/uploads", {
+      method: "POST",
+      mode: "cors",
+      credentials: "omit",
+      headers: { "Content-Type": file.type || "application/octet-stream",
+        "Onceform-File-Name": encodeURIComponent(file.name), "Accept-Language": this.locale },
+      body: file
+    }).catch(function (error) {
+      if (attempt + 1 >= RETRIES) { throw error; }
+      self.say(self.t("embed-retrying"));
+      return sleep(1000 * Math.pow(2, attempt)).then(function () { return self.post(file, attempt + 1); });
+    });
+  };
+  /* Forgets the upload IDs kept for `op` (of the fields named, or all). */
+  Embed.prototype.forget = function (op, fields) {
+    var prefix = this.key + ":upload:" + op + ":", keys = [], i;
+    try { for (i = 0; i < store.length; i++) { keys.push(store.key(i)); } } catch (e) { return; }
+    keys.forEach(function (k) {
+      var rest = k.indexOf(prefix) === 0 ? k.slice(prefix.length) : null;
+      if (rest !== null && (!fields || fields.indexOf(rest.split(":")[0]) >= 0)) { drop(k); }
+    });
+  };
+  /* An upload refused: too large or unreadable by its field, anything else as a submission. */
+  Embed.prototype.refused = function (op, u) {
+    if (u.r.status === 413 || u.r.status === 400) {
+      var errors = {};
+      errors[u.field] = [u.json.detail || this.t("embed-failed")];
+      return this.showErrors(errors);
+    }
+    return this.answer(u.r, u.json, op, "", RETRIES);
   };
 
   /* The message `key` in this form's locale; {seconds} filled in. */
@@ -214,13 +282,15 @@
     if (button) { button.disabled = true; }
     this.clearErrors();
     this.say(this.t("embed-sending"));
-    var values = this.values();
+    var values = this.values(), files = this.files();
     this.operation()
       .then(function (op) {
         return self.captcha(op).then(function (answer) {
           if (answer) { values.altcha = answer; }
           self.say(self.t("embed-sending"));
-          return self.send(op, JSON.stringify(values), 0);
+          return self.upload(op, files, values);
+        }).then(function (refused) {
+          return refused ? self.refused(op, refused) : self.send(op, JSON.stringify(values), 0);
         });
       })
       .catch(function () {
@@ -255,7 +325,7 @@
     var wait = parseInt(r.headers.get("Retry-After") || "5", 10);
     var type = String(json.type || "").split("/").pop();
     if (r.status === 201 || r.status === 200) { return this.receipt(json); }
-    if (r.status === 422) { return this.showErrors(json.errors); }
+    if (r.status === 422) { this.forget(op, Object.keys(json.errors || {})); return this.showErrors(json.errors); }
     if (r.status === 409 && type === "operation-in-progress" && attempt + 1 < RETRIES) {
       var self = this;
       return sleep(1000 * Math.min(wait, 10)).then(function () { return self.send(op, body, attempt + 1); });
