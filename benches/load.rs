@@ -387,8 +387,13 @@ fn in_process(
                 while Instant::now() < until {
                     let fields = normalise(&*form, &inquiry("Ceiling")).unwrap();
                     let op = Some(OperationId::generate());
-                    let intake =
-                        Intake { form: form.clone(), operation_id: op, channel: Channel::Api, fields };
+                    let intake = Intake {
+                        form: form.clone(),
+                        operation_id: op,
+                        channel: Channel::Api,
+                        fields,
+                        scans: Default::default(),
+                    };
                     if accept(intake) {
                         done.fetch_add(1, Ordering::Relaxed);
                     } else {

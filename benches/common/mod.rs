@@ -183,6 +183,7 @@ pub fn seed(pool: &Pool, config: &Config, n: usize) {
             operation_id: Some(OperationId::generate()),
             channel: Channel::Api,
             fields,
+            scans: Default::default(),
         };
         acceptor.accept(intake).unwrap();
     }

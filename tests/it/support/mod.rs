@@ -381,8 +381,13 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
             let fields = onceform::domain::normalise(&*form, &raw).unwrap();
             let operation_id = Some(onceform::domain::OperationId::generate());
             let channel = onceform::services::request_log::Channel::Api;
-            let intake =
-                onceform::services::accept::Intake { form: form.clone(), operation_id, channel, fields };
+            let intake = onceform::services::accept::Intake {
+                form: form.clone(),
+                operation_id,
+                channel,
+                fields,
+                scans: Default::default(),
+            };
             acceptor.accept(intake).unwrap();
         }
     })

@@ -19,6 +19,7 @@ fn page(form_url: &str, script_url: &str) -> String {
 <form data-onceform="{form_url}">
 <p><label for="name">Your name</label><input id="name" name="name"></p>
 <p><label for="email">Email</label><input id="email" name="email"></p>
+<p><label for="topic">Topic</label><select id="topic" name="topic"><option>Sales</option><option>Support</option></select></p>
 <p><label for="message">Message</label><textarea id="message" name="message"></textarea></p>
 <p><label for="drawing">Drawing</label><input id="drawing" name="drawing" type="file" accept="application/pdf,image/png" multiple></p>
 <button type="submit">Send</button>
@@ -59,7 +60,9 @@ fn blobs(dir: &std::path::Path) -> Vec<String> {
     for shard in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()) {
         if shard.file_name().len() == 2 && shard.file_type().unwrap().is_dir() {
             out.extend(
-                std::fs::read_dir(shard.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()),
+                std::fs::read_dir(shard.path())
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().into_string().unwrap()),
             );
         }
     }
