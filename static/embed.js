@@ -140,76 +140,44 @@
 
   Embed.prototype.renew = function () {
     var op = get(this.key + ":op");
-    if (op) { drop(this.key + ":altcha:" + op); this.forget(op); }
+    if (op) { drop(this.key + ":altcha:" + op); drop(this.key + ":uploads:" + op); }
     drop(this.key + ":op");
   };
 
-  /* The files chosen in the form's file inputs, as [field name, File] (empty inputs: none). */
-  Embed.prototype.files = function () {
-    var out = [];
-    new FormData(this.form).forEach(function (v, k) {
-      if (typeof v !== "string" && v.name && v.size) { out.push([k, v]); }
-    });
-    return out;
-  };
-
-  /* Each chosen file is uploaded once per operation ID (POST /uploads) and the submission
-   * names its upl_ ID: a retry, or Send pressed again, names the same uploads. Resolves
-   * with null once every file's ID is in values[field], or with the refused upload's
-   * {r, json, field}. */
+  /* Each chosen file ([field, File]) is uploaded once per operation ID and the submission
+   * names its upl_ ID: a retry, or Send again, uploads nothing twice. Resolves with nothing
+   * once `values` names every upload, else with the refused one's {r, json, field}. */
   Embed.prototype.upload = function (op, files, values) {
-    var self = this;
+    var self = this, key = this.key + ":uploads:" + op, ids = JSON.parse(get(key) || "{}");
     return files.reduce(function (done, item) {
       return done.then(function (refused) {
-        if (refused) { return refused; }
-        var field = item[0], file = item[1];
-        var key = self.key + ":upload:" + op + ":" + field + ":" + [file.name, file.size, file.lastModified].join("/");
-        var add = function (id) { (values[field] = values[field] || []).push(id); return null; };
-        if (get(key)) { return add(get(key)); }
-        return self.post(file).then(function (r) {
+        var field = item[0], file = item[1], id = field + ":" + [file.name, file.size, file.lastModified].join("/");
+        var add = function (u) { (values[field] = values[field] || []).push(u); ids[id] = u; put(key, JSON.stringify(ids)); };
+        if (refused || ids[id]) { return refused || add(ids[id]); }
+        return self.post(file, 0).then(function (r) {
           return r.json().catch(function () { return {}; }).then(function (json) {
-            if (r.status !== 201 || !json.upload_id) { return { r: r, json: json, field: field }; }
-            put(key, json.upload_id);
-            return add(json.upload_id);
+            return r.status === 201 && json.upload_id ? add(json.upload_id) : { r: r, json: json, field: field };
           });
         });
       });
-    }, Promise.resolve(null));
+    }, Promise.resolve());
   };
-  /* One file's bytes to /uploads; network errors are retried (the store keeps one copy). */
+  /* One file's bytes; network errors are retried (the store keeps one copy of a content). */
   Embed.prototype.post = function (file, attempt) {
     var self = this;
-    attempt = attempt || 0;
-    return fetch(this.api + "/uploads", {
-      method: "POST",
-      mode: "cors",
-      credentials: "omit",
-      headers: { "Content-Type": file.type || "application/octet-stream",
-        "Onceform-File-Name": encodeURIComponent(file.name), "Accept-Language": this.locale },
-      body: file
+    return fetch(this.api + "/uploads", { method: "POST", mode: "cors", credentials: "omit", body: file,
+      headers: { "Content-Type": file.type || "application/octet-stream", "Onceform-File-Name": encodeURIComponent(file.name) }
     }).catch(function (error) {
       if (attempt + 1 >= RETRIES) { throw error; }
       self.say(self.t("embed-retrying"));
       return sleep(1000 * Math.pow(2, attempt)).then(function () { return self.post(file, attempt + 1); });
     });
   };
-  /* Forgets the upload IDs kept for `op` (of the fields named, or all). */
+  /* A 422 names these fields: their uploads are forgotten (expired, or the wrong file). */
   Embed.prototype.forget = function (op, fields) {
-    var prefix = this.key + ":upload:" + op + ":", keys = [], i;
-    try { for (i = 0; i < store.length; i++) { keys.push(store.key(i)); } } catch (e) { return; }
-    keys.forEach(function (k) {
-      var rest = k.indexOf(prefix) === 0 ? k.slice(prefix.length) : null;
-      if (rest !== null && (!fields || fields.indexOf(rest.split(":")[0]) >= 0)) { drop(k); }
-    });
-  };
-  /* An upload refused: too large or unreadable by its field, anything else as a submission. */
-  Embed.prototype.refused = function (op, u) {
-    if (u.r.status === 413 || u.r.status === 400) {
-      var errors = {};
-      errors[u.field] = [u.json.detail || this.t("embed-failed")];
-      return this.showErrors(errors);
-    }
-    return this.answer(u.r, u.json, op, "", RETRIES);
+    var key = this.key + ":uploads:" + op, ids = JSON.parse(get(key) || "{}");
+    Object.keys(ids).forEach(function (id) { if (fields.indexOf(id.split(":")[0]) >= 0) { delete ids[id]; } });
+    put(key, JSON.stringify(ids));
   };
 
   /* The message `key` in this form's locale; {seconds} filled in. */
@@ -282,15 +250,20 @@
     if (button) { button.disabled = true; }
     this.clearErrors();
     this.say(this.t("embed-sending"));
-    var values = this.values(), files = this.files();
+    var values = this.values(), files = [];
+    new FormData(this.form).forEach(function (v, k) { if (typeof v !== "string" && v.size) { files.push([k, v]); } });
     this.operation()
       .then(function (op) {
         return self.captcha(op).then(function (answer) {
           if (answer) { values.altcha = answer; }
           self.say(self.t("embed-sending"));
           return self.upload(op, files, values);
-        }).then(function (refused) {
-          return refused ? self.refused(op, refused) : self.send(op, JSON.stringify(values), 0);
+        }).then(function (u) {
+          if (!u) { return self.send(op, JSON.stringify(values), 0); }
+          if (u.r.status !== 413 && u.r.status !== 400) { return self.answer(u.r, u.json, op, "", RETRIES); }
+          var errors = {};
+          errors[u.field] = [u.json.detail || self.t("embed-failed")];
+          self.showErrors(errors);
         });
       })
       .catch(function () {
