@@ -140,8 +140,44 @@
 
   Embed.prototype.renew = function () {
     var op = get(this.key + ":op");
-    if (op) { drop(this.key + ":altcha:" + op); }
+    if (op) { drop(this.key + ":altcha:" + op); drop(this.key + ":uploads:" + op); }
     drop(this.key + ":op");
+  };
+
+  /* Each chosen file ([field, File]) is uploaded once per operation ID and the submission
+   * names its upl_ ID: a retry, or Send again, uploads nothing twice. Resolves with nothing
+   * once `values` names every upload, else with the refused one's {r, json, field}. */
+  Embed.prototype.upload = function (op, files, values) {
+    var self = this, key = this.key + ":uploads:" + op, ids = JSON.parse(get(key) || "{}");
+    return files.reduce(function (done, item) {
+      return done.then(function (refused) {
+        var field = item[0], file = item[1], id = field + ":" + [file.name, file.size, file.lastModified].join("/");
+        var add = function (u) { (values[field] = values[field] || []).push(u); ids[id] = u; put(key, JSON.stringify(ids)); };
+        if (refused || ids[id]) { return refused || add(ids[id]); }
+        return self.post(file, 0).then(function (r) {
+          return r.json().catch(function () { return {}; }).then(function (json) {
+            return r.status === 201 && json.upload_id ? add(json.upload_id) : { r: r, json: json, field: field };
+          });
+        });
+      });
+    }, Promise.resolve());
+  };
+  /* One file's bytes; network errors are retried (the store keeps one copy of a content). */
+  Embed.prototype.post = function (file, attempt) {
+    var self = this;
+    return fetch(this.api + "/uploads", { method: "POST", mode: "cors", credentials: "omit", body: file,
+      headers: { "Content-Type": file.type || "application/octet-stream", "Onceform-File-Name": encodeURIComponent(file.name) }
+    }).catch(function (error) {
+      if (attempt + 1 >= RETRIES) { throw error; }
+      self.say(self.t("embed-retrying"));
+      return sleep(1000 * Math.pow(2, attempt)).then(function () { return self.post(file, attempt + 1); });
+    });
+  };
+  /* A 422 names these fields: their uploads are forgotten (expired, or the wrong file). */
+  Embed.prototype.forget = function (op, fields) {
+    var key = this.key + ":uploads:" + op, ids = JSON.parse(get(key) || "{}");
+    Object.keys(ids).forEach(function (id) { if (fields.indexOf(id.split(":")[0]) >= 0) { delete ids[id]; } });
+    put(key, JSON.stringify(ids));
   };
 
   /* The message `key` in this form's locale; {seconds} filled in. */
@@ -214,13 +250,20 @@
     if (button) { button.disabled = true; }
     this.clearErrors();
     this.say(this.t("embed-sending"));
-    var values = this.values();
+    var values = this.values(), files = [];
+    new FormData(this.form).forEach(function (v, k) { if (typeof v !== "string" && v.size) { files.push([k, v]); } });
     this.operation()
       .then(function (op) {
         return self.captcha(op).then(function (answer) {
           if (answer) { values.altcha = answer; }
           self.say(self.t("embed-sending"));
-          return self.send(op, JSON.stringify(values), 0);
+          return self.upload(op, files, values);
+        }).then(function (u) {
+          if (!u) { return self.send(op, JSON.stringify(values), 0); }
+          if (u.r.status !== 413 && u.r.status !== 400) { return self.answer(u.r, u.json, op, "", RETRIES); }
+          var errors = {};
+          errors[u.field] = [u.json.detail || self.t("embed-failed")];
+          self.showErrors(errors);
         });
       })
       .catch(function () {
@@ -255,7 +298,7 @@
     var wait = parseInt(r.headers.get("Retry-After") || "5", 10);
     var type = String(json.type || "").split("/").pop();
     if (r.status === 201 || r.status === 200) { return this.receipt(json); }
-    if (r.status === 422) { return this.showErrors(json.errors); }
+    if (r.status === 422) { this.forget(op, Object.keys(json.errors || {})); return this.showErrors(json.errors); }
     if (r.status === 409 && type === "operation-in-progress" && attempt + 1 < RETRIES) {
       var self = this;
       return sleep(1000 * Math.min(wait, 10)).then(function () { return self.send(op, body, attempt + 1); });

@@ -14,7 +14,7 @@ use super::submit::record_refusal;
 use crate::config::FormConfig;
 use crate::web::state::AppState;
 
-pub const ALLOW_HEADERS: &str = "Content-Type, Idempotency-Key, Onceform-Journey-Id";
+pub const ALLOW_HEADERS: &str = "Content-Type, Idempotency-Key, Onceform-Journey-Id, Onceform-File-Name";
 pub const EXPOSE_HEADERS: &str = "Location, Idempotent-Replayed, Retry-After";
 const ALLOW_METHODS: &str = "GET, POST";
 const MAX_AGE_SECONDS: &str = "600";

@@ -33,7 +33,7 @@ input,select,textarea{{width:100%}} .onceform-error{{color:#b00020}} .onceform-r
 }
 
 /// Waits up to `seconds` for `needle` in the page (retries with backoff take a few seconds).
-async fn wait_long(browser: &Browser, needle: &str, seconds: u64) -> String {
+pub(super) async fn wait_long(browser: &Browser, needle: &str, seconds: u64) -> String {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     loop {
         let source = browser.source().await;

@@ -4,6 +4,7 @@ pub mod api_docs;
 pub mod browser;
 pub mod connections;
 pub mod embed_browser;
+pub mod embed_files_browser;
 pub mod html;
 pub mod i18n;
 pub mod i18n_browser;

@@ -1,0 +1,153 @@
+//! In headless Chromium: a static page's embedded form with a file field. The browser picks
+//! a real PDF; `embed.js` uploads it, then submits naming the upload; the first submission's
+//! answer is lost, and the retry (same operation ID) names the same upload: one upload, one
+//! submission, one stored blob whose digest is the PDF's. Screenshot:
+//! target/test-artifacts/embed-file-receipt.png.
+
+use sha2::{Digest, Sha256};
+
+use super::embed_browser::wait_long;
+use crate::support::browser::Browser;
+use crate::support::static_site::{HttpProxy, StaticSite};
+use crate::support::Backend;
+use onceform::domain::FileRef;
+
+fn page(form_url: &str, script_url: &str) -> String {
+    format!(
+        r#"<!doctype html><html><head><meta charset="utf-8"><title>A static site</title></head>
+<body><h1>Ask for a quote (static site)</h1>
+<form data-onceform="{form_url}">
+<p><label for="name">Your name</label><input id="name" name="name"></p>
+<p><label for="email">Email</label><input id="email" name="email"></p>
+<p><label for="topic">Topic</label><select id="topic" name="topic"><option>Sales</option><option>Support</option></select></p>
+<p><label for="message">Message</label><textarea id="message" name="message"></textarea></p>
+<p><label for="drawing">Drawing</label><input id="drawing" name="drawing" type="file" accept="application/pdf,image/png" multiple></p>
+<button type="submit">Send</button>
+</form>
+<script src="{script_url}"></script>
+</body></html>"#
+    )
+}
+
+/// A small, well-formed one-page PDF.
+fn pdf() -> Vec<u8> {
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 100] >>",
+    ];
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for o in offsets {
+        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1)
+            .as_bytes(),
+    );
+    out
+}
+
+/// The blobs in the file store: the files under `dir/??/`.
+fn blobs(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for shard in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()) {
+        if shard.file_name().len() == 2 && shard.file_type().unwrap().is_dir() {
+            out.extend(
+                std::fs::read_dir(shard.path())
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().into_string().unwrap()),
+            );
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_file_is_uploaded_once_and_submitted_once_through_a_lost_answer() {
+    let site = StaticSite::start().await;
+    let origin = site.origin.clone();
+    let work = crate::support::own_dir();
+    let files_dir = work.join("files");
+    let dir = files_dir.to_string_lossy().into_owned();
+    let app = crate::support::spawn_app_with(Backend::Sqlite, |c| {
+        c.server.files_dir = dir;
+        let form = c.forms.get_mut("contact").unwrap();
+        form.allowed_origins = vec![origin];
+        form.fields.push(
+            toml::from_str(
+                "name = 'drawing'\ntype = 'file'\naccept = ['application/pdf', 'image/png']\n\
+                 max_bytes = 10485760\nmax_files = 3",
+            )
+            .unwrap(),
+        );
+    })
+    .await;
+    let proxy = HttpProxy::start(app.address.clone()).await;
+    site.set_page(page(&format!("{}/f/contact", proxy.url), &app.url("/embed.js")));
+    let bytes = pdf();
+    let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let file = work.join("drawing.pdf");
+    std::fs::write(&file, &bytes).unwrap();
+
+    let browser = Browser::start().await;
+    browser.goto(&format!("{}/quote.html", site.origin)).await;
+    browser.type_into("#name", "Ada Lovelace").await;
+    browser.type_into("#email", "ada@example.com").await;
+    browser.type_into("#message", "The drawing is attached").await;
+    // WebDriver's send keys to a file input chooses the file at that path.
+    browser.type_into("#drawing", &file.to_string_lossy()).await;
+    proxy.drop_next_submit();
+    browser.click("button[type=submit]").await;
+    let source = wait_long(&browser, "onceform-reference", 20).await;
+    browser.screenshot("embed-file-receipt").await;
+
+    let posts = |suffix: &str| -> Vec<_> {
+        proxy.seen().into_iter().filter(|s| s.method == "POST" && s.path.ends_with(suffix)).collect()
+    };
+    assert_eq!(posts("/uploads").len(), 1, "the retry names the same upload: {:?}", proxy.seen());
+    let submits = posts("/submissions");
+    assert_eq!(submits.len(), 2, "the lost answer and its retry: {submits:?}");
+    assert!(submits[0].dropped && !submits[1].dropped);
+    let key = submits[0].idempotency_key.clone().unwrap();
+    assert_eq!(submits[1].idempotency_key.as_deref(), Some(key.as_str()), "one operation ID");
+
+    let stats = app.stats().await;
+    assert_eq!(
+        (stats.submissions, stats.deliveries_with("created"), stats.deliveries_with("replayed")),
+        (1, 1, 1)
+    );
+    let stored = app.stored_fields(&key).await.unwrap();
+    let value = match &stored["drawing"] {
+        serde_json::Value::Array(items) => {
+            items.iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>().join(onceform::domain::SEVERAL)
+        }
+        v => v.as_str().unwrap_or_else(|| panic!("drawing: {stored}")).to_string(),
+    };
+    let files = FileRef::all_in(&value);
+    assert_eq!(files.len(), 1, "one file: {stored}");
+    assert_eq!(
+        (files[0].sha256.as_str(), files[0].size, files[0].content_type.as_str(), files[0].name.as_str()),
+        (sha256.as_str(), bytes.len() as u64, "application/pdf", "drawing.pdf")
+    );
+    assert_eq!(blobs(&files_dir), vec![sha256.clone()], "one blob, the PDF's");
+
+    let status: serde_json::Value = app
+        .client
+        .get(app.url(&format!("/api/forms/contact/submissions/{key}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let reference = onceform::base::format::reference(status["submission_id"].as_str().unwrap());
+    assert!(source.contains(&reference), "the receipt shows {reference}");
+    let _ = std::fs::remove_dir_all(&work);
+}
