@@ -14,6 +14,31 @@ pub fn problems(config: &Config) -> Vec<String> {
     for (name, form) in &config.forms {
         out.extend(crate::services::effects::problems(&format!("forms.{name}"), form));
     }
+    out.extend(scanner_problems(config));
+    out
+}
+
+/// `ONCEFORM_CLAMD` must be an address, and is needed by a form with `scan = "clamd"`.
+fn scanner_problems(config: &Config) -> Vec<String> {
+    use crate::config::ScanMode;
+    let mut out: Vec<String> = config
+        .server
+        .clamd
+        .as_deref()
+        .and_then(|a| crate::services::scan::ScannerAddr::parse(a).err())
+        .map(|e| format!("ONCEFORM_CLAMD: {e}"))
+        .into_iter()
+        .collect();
+    for (name, form) in config.forms.iter().filter(|(_, f)| f.scan == ScanMode::Clamd) {
+        if config.server.clamd.is_none() {
+            out.push(format!(
+                "forms.{name}.scan = \"clamd\": set ONCEFORM_CLAMD (unix:/path or tcp:host:port)"
+            ));
+        }
+        if !form.has_file_field() {
+            out.push(format!("forms.{name}.scan: the form has no file field to scan"));
+        }
+    }
     out
 }
 

@@ -169,6 +169,44 @@ pub fn fields_schema(form: &FormConfig, nullable: bool, extra: &[(&str, Value)])
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": additional})
 }
 
+/// A browser's multipart post: the fields as text, each file field its files' bytes.
+fn multipart_schema(form: &FormConfig) -> Value {
+    let mut schema = fields_schema(form, false, &[("operation_id", form_operation_id())]);
+    for f in form.fields.iter().filter(|f| f.kind == FieldType::File) {
+        schema["properties"][&f.name] = json!({"type": "array", "maxItems": f.max_files(),
+            "items": {"type": "string", "format": "binary"}});
+    }
+    schema
+}
+
+/// `POST /api/forms/{name}/uploads` (404 for a form without a file field).
+fn uploads_path(name: &str, tag: &str) -> Value {
+    json!({"post": {
+        "operationId": format!("upload_{name}"), "tags": [tag],
+        "summary": "Upload one file ahead of its submission, which names the answered `upload_id` in its file \
+            field; an upload not named within an hour is deleted",
+        "parameters": [{"name": "Onceform-File-Name", "in": "header", "required": false,
+            "description": "The file's name, percent-encoded (shown to the form's owner, never used as a path)",
+            "schema": {"type": "string", "maxLength": 1000}}],
+        "requestBody": {"required": true, "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}},
+        "responses": {
+            "201": {"description": "Stored: its ID, the SHA-256 of its content, its size and the type read from \
+                its first bytes (never the declared Content-Type)",
+                "content": {"application/json": {"schema": {"type": "object",
+                    "required": ["upload_id", "sha256", "size", "content_type"],
+                    "properties": {"upload_id": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$"},
+                                   "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                                   "size": {"type": "integer", "minimum": 1},
+                                   "content_type": {"type": "string"}}}}}},
+            "400": problem("The body is empty or could not be read", &["malformed-body"]),
+            "404": problem("This form takes no files", &["not-found"]),
+            "413": problem("Larger than the form's file fields take", &["payload-too-large"]),
+            "429": problem_retry("Rate limited", &["rate-limited"]),
+            "503": problem_retry("The file could not be stored", &["service-unavailable"])
+        }
+    }})
+}
+
 fn example(form: &FormConfig) -> Value {
     let mut obj = Map::new();
     for f in form.fields.iter().filter(|f| f.required) {
@@ -399,8 +437,7 @@ pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
                 "requestBody": {"required": true, "content": {
                     "application/x-www-form-urlencoded": {"schema": fields_schema(form, false,
                         &[("operation_id", form_operation_id())])},
-                    "multipart/form-data": {"schema": fields_schema(form, false,
-                        &[("operation_id", form_operation_id())])}
+                    "multipart/form-data": {"schema": multipart_schema(form)}
                 }},
                 "responses": {
                     "303": {"description": "Accepted (or a replay of it): to the receipt",
@@ -415,6 +452,8 @@ pub fn paths(name: &str, form: &FormConfig, paths: &mut Map<String, Value>) {
                 }}
         }),
     );
+
+    paths.insert(format!("/api/forms/{name}/uploads"), uploads_path(name, &tag));
 
     paths.insert(
         format!("/f/{name}/receipt/{{operation_id}}"),
