@@ -28,10 +28,10 @@ const PDF: &[u8] = b"%PDF-1.4\n1 0 obj <</Type /Catalog /Pages 2 0 R>> endobj\n2
 
 /// A 1×1 PNG.
 const PNG: &[u8] = &[
-    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
-    0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00, 0x00, 0x00,
-    0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x60, 0x00, 0x02, 0x00, 0x00, 0x05, 0x00, 0x01, 0xE9, 0xFA,
-    0xDC, 0xD8, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00,
+    0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00,
+    0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x60, 0x00, 0x02, 0x00, 0x00, 0x05, 0x00,
+    0x01, 0xE9, 0xFA, 0xDC, 0xD8, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
 ];
 
 const PDF_NAME: &str = "Spec sheet.pdf";
@@ -73,7 +73,9 @@ async fn post_with_files(d: &DeliveryApp, key: &str) {
         ("message", "Drawings attached"),
     ];
     for (k, v) in text {
-        body.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n").bytes());
+        body.extend(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n").bytes(),
+        );
     }
     for (name, kind, bytes) in [(PDF_NAME, "application/pdf", PDF), (PNG_NAME, "image/png", PNG)] {
         body.extend(
@@ -107,7 +109,11 @@ fn message_to(d: &DeliveryApp, to: &str) -> String {
 }
 
 async fn the_owner_email_carries_the_files_and_the_confirmation_only_names_them(backend: Backend) {
-    let d = spawn_delivery_app(backend, with_files).await;
+    let d = spawn_delivery_app(backend, |c| {
+        with_files(c);
+        c.forms.get_mut("contact").unwrap().crm_fields.insert("drawing".into(), "attachments".into());
+    })
+    .await;
     let key = new_key();
     post_with_files(&d, &key).await;
     d.settle(&d.worker()).await;
@@ -117,7 +123,8 @@ async fn the_owner_email_carries_the_files_and_the_confirmation_only_names_them(
     let mut attached: Vec<(String, String, Vec<u8>)> = owner
         .attachments()
         .map(|a| {
-            let kind = a.content_type().map(|t| format!("{}/{}", t.ctype(), t.subtype().unwrap_or(""))).unwrap();
+            let kind =
+                a.content_type().map(|t| format!("{}/{}", t.ctype(), t.subtype().unwrap_or(""))).unwrap();
             (a.attachment_name().unwrap().to_string(), kind, a.contents().to_vec())
         })
         .collect();
@@ -148,10 +155,10 @@ async fn the_owner_email_carries_the_files_and_the_confirmation_only_names_them(
 
     // The generic CRM gets the list of files (no bytes) and their names in the field.
     let lead = d.crm.state.lock().unwrap().bodies.last().cloned().unwrap();
-    let files = lead["files"].as_array().unwrap();
+    let files = lead["files"].as_array().unwrap_or_else(|| panic!("{lead}"));
     assert_eq!(files.len(), 2, "{lead}");
     assert!(files.iter().any(|f| f["name"] == PDF_NAME && f["sha256"] == sha(PDF) && f["size"] == PDF.len()));
-    let shown = lead["fields"]["drawing"].as_str().unwrap();
+    let shown = lead["fields"]["attachments"].as_str().unwrap_or_else(|| panic!("{lead}"));
     assert!(shown.contains(PDF_NAME) && !shown.contains(&sha(PDF)), "{shown}");
 }
 
@@ -194,7 +201,10 @@ async fn files_over_the_limit_are_linked_and_a_purged_one_is_said_gone(backend: 
     let names: Vec<&str> = owner.attachments().filter_map(|a| a.attachment_name()).collect();
     assert_eq!(names, [PNG_NAME]);
     let text = owner.body_text(0).unwrap();
-    assert!(text.contains(&format!("{PDF_NAME} (application/pdf, {} B) — no longer stored", PDF.len())), "{text}");
+    assert!(
+        text.contains(&format!("{PDF_NAME} (application/pdf, {} B) — no longer stored", PDF.len())),
+        "{text}"
+    );
 }
 
 /// Only the CRM lead, wired to a vendor fake, with the file field.
@@ -218,7 +228,10 @@ async fn hubspot_gets_each_file_once_and_one_note_on_the_contact(backend: Backen
 
     let lead = d.effect(&key, "crm_lead").await;
     assert_eq!(lead.state, "SENT", "{:?}", d.attempts(&key, "crm_lead").await);
-    assert_eq!(d.attempts(&key, "crm_lead").await[0], ("ambiguous".into(), Some("connection_dropped".into())));
+    assert_eq!(
+        d.attempts(&key, "crm_lead").await[0],
+        ("ambiguous".into(), Some("connection_dropped".into()))
+    );
     let check = |uploads: usize| {
         assert!(hubspot.refused().is_empty(), "{:?}", hubspot.refused());
         let files = hubspot.files();
@@ -257,7 +270,8 @@ async fn hubspot_gets_each_file_once_and_one_note_on_the_contact(backend: Backen
 async fn salesforce_gets_one_content_version_per_file_on_the_lead(backend: Backend) {
     let salesforce = FakeSalesforce::start().await;
     let url = salesforce.url.clone();
-    let fields = [("name", "LastName"), ("email", "Email"), ("company", "Company"), ("message", "Description")];
+    let fields =
+        [("name", "LastName"), ("email", "Email"), ("company", "Company"), ("message", "Description")];
     let d = spawn_delivery_app(backend, |c| crm_with_files(c, "salesforce", &url, &fields)).await;
     // Salesforce creates the second version, and its answer is lost.
     salesforce.push_version_fault(Fault::Status(503));

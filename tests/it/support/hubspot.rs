@@ -217,7 +217,11 @@ async fn upload(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     let options: Value = text("options").and_then(|o| serde_json::from_str(&o).ok()).unwrap_or_default();
     let access = options["access"].as_str().unwrap_or_default().to_string();
     if !ACCESS.contains(&access.as_str()) {
-        return refuse(state, "upload: options.access", error(400, "VALIDATION_ERROR", "options.access is required"));
+        return refuse(
+            state,
+            "upload: options.access",
+            error(400, "VALIDATION_ERROR", "options.access is required"),
+        );
     }
     let folder = match (text("folderId"), text("folderPath")) {
         (None, Some(path)) if path.starts_with('/') => path,
@@ -290,7 +294,11 @@ fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
     let props = &body["properties"];
     if props["hs_timestamp"].as_str().is_none_or(str::is_empty) {
-        return refuse(state, "note: hs_timestamp", error(400, "VALIDATION_ERROR", "hs_timestamp is required"));
+        return refuse(
+            state,
+            "note: hs_timestamp",
+            error(400, "VALIDATION_ERROR", "hs_timestamp is required"),
+        );
     }
     let mut s = state.lock().unwrap();
     let ids: Vec<String> = props["hs_attachment_ids"]
@@ -307,7 +315,10 @@ fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     }
     let mut contacts = Vec::new();
     for a in body["associations"].as_array().cloned().unwrap_or_default() {
-        let to = a["to"]["id"].as_str().map(String::from).or_else(|| a["to"]["id"].as_u64().map(|n| n.to_string()));
+        let to = a["to"]["id"]
+            .as_str()
+            .map(String::from)
+            .or_else(|| a["to"]["id"].as_u64().map(|n| n.to_string()));
         let typed = a["types"].as_array().is_some_and(|t| {
             t.iter().any(|t| t["associationCategory"] == "HUBSPOT_DEFINED" && t["associationTypeId"] == 202)
         });
@@ -315,7 +326,11 @@ fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
             Some(id) if typed && s.contacts.iter().any(|c| c.id == id) => contacts.push(id),
             _ => {
                 drop(s);
-                return refuse(state, "note: association", error(400, "VALIDATION_ERROR", "invalid association"));
+                return refuse(
+                    state,
+                    "note: association",
+                    error(400, "VALIDATION_ERROR", "invalid association"),
+                );
             }
         }
     }

@@ -160,7 +160,11 @@ async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
     };
     if let Some(create) = other {
         if req.bearer() != Some(TOKEN) {
-            return refuse(&state, "auth", error(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]));
+            return refuse(
+                &state,
+                "auth",
+                error(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]),
+            );
         }
         return match create {
             true => create_version(&state, &req).await,
@@ -345,14 +349,22 @@ async fn create_version(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     let text = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
     if text("PathOnClient").is_empty() {
         let message = "Required fields are missing: [PathOnClient]";
-        return refuse(state, "version: PathOnClient", error(400, "REQUIRED_FIELD_MISSING", message, &["PathOnClient"]));
+        return refuse(
+            state,
+            "version: PathOnClient",
+            error(400, "REQUIRED_FIELD_MISSING", message, &["PathOnClient"]),
+        );
     }
     let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(text("VersionData")) else {
         let message = "VersionData: not valid base64";
         return refuse(state, "version: VersionData", error(400, "INVALID_FIELD", message, &["VersionData"]));
     };
     if text("Description").chars().count() > 1000 {
-        return refuse(state, "version: Description", error(400, "STRING_TOO_LONG", "Description", &["Description"]));
+        return refuse(
+            state,
+            "version: Description",
+            error(400, "STRING_TOO_LONG", "Description", &["Description"]),
+        );
     }
     let location = text("FirstPublishLocationId");
     if !state.lock().unwrap().leads.iter().any(|l| l.id == location) {
@@ -410,7 +422,9 @@ fn query(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     while let Some(c) = chars.next() {
         match c {
             '\\' => value.extend(chars.next()),
-            '\'' => return refuse(state, "query: quote", error(400, "MALFORMED_QUERY", "unescaped quote", &[])),
+            '\'' => {
+                return refuse(state, "query: quote", error(400, "MALFORMED_QUERY", "unescaped quote", &[]))
+            }
             c => value.push(c),
         }
     }
@@ -422,5 +436,9 @@ fn query(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
         .map(|v| json!({"attributes": {"type": "ContentVersion",
                          "url": format!("/services/data/v59.0/sobjects/ContentVersion/{}", v.id)}, "Id": v.id}))
         .collect();
-    Some((200, String::new(), json!({"totalSize": records.len(), "done": true, "records": records}).to_string()))
+    Some((
+        200,
+        String::new(),
+        json!({"totalSize": records.len(), "done": true, "records": records}).to_string(),
+    ))
 }

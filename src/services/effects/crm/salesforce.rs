@@ -247,7 +247,8 @@ impl Salesforce {
 
     /// The ContentVersion of one file's step, if Salesforce has it.
     async fn find_version(&self, step_key: &str) -> Result<Option<String>, Report> {
-        let soql = format!("SELECT Id FROM ContentVersion WHERE Description = {}", soql_string(&marker(step_key)));
+        let soql =
+            format!("SELECT Id FROM ContentVersion WHERE Description = {}", soql_string(&marker(step_key)));
         let url = format!("{}/services/data/{API_VERSION}/query", self.instance_url);
         let found = self.call(self.client.get(url).query(&[("q", soql)])).await?;
         Ok(found["records"].as_array().and_then(|r| r.first()).and_then(|v| id_of(v, "Id")))
