@@ -18,7 +18,7 @@ LAYERS=(
   "config"
   "db"
   "request_log spam duplicates scan"
-  "accept status effects worker lifecycle alert_rules check_config"
+  "accept status effects files worker lifecycle alert_rules check_config"
   "state render"
   "http"
   "admin"

@@ -83,6 +83,9 @@ email-owner-subject = New inquiry: { $form }
 email-owner-intro = A new inquiry arrived through “{ $form }” on { $date }.
 email-owner-reference = Reference:
 email-owner-reply = Reply to this email to answer the visitor.
+email-file-attached = attached
+email-file-download = download: { $path }
+email-file-gone = no longer stored
 
 ## Dates: $weekday and $month-name are the messages below; $time is HH:MM, $zone e.g. UTC+8
 

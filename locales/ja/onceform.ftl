@@ -82,6 +82,9 @@ email-owner-subject = 新しいお問い合わせ：{ $form }
 email-owner-intro = 「{ $form }」から { $date } に新しいお問い合わせがありました。
 email-owner-reference = 受付番号：
 email-owner-reply = このメールに返信すると、送信者に直接回答できます。
+email-file-attached = 添付
+email-file-download = ダウンロード: { $path }
+email-file-gone = すでに保存されていません
 
 ## Dates
 

@@ -82,6 +82,9 @@ email-owner-subject = 新咨询：{ $form }
 email-owner-intro = “{ $form }”于 { $date } 收到一条新咨询。
 email-owner-reference = 编号：
 email-owner-reply = 直接回复这封邮件，即可答复访客。
+email-file-attached = 已附加
+email-file-download = 下载：{ $path }
+email-file-gone = 已不再保存
 
 ## Dates
 

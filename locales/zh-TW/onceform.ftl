@@ -82,6 +82,9 @@ email-owner-subject = 新的詢問：{ $form }
 email-owner-intro = 「{ $form }」於 { $date } 收到一筆新的詢問。
 email-owner-reference = 案件編號：
 email-owner-reply = 直接回覆這封信，即可回覆訪客。
+email-file-attached = 已附加
+email-file-download = 下載：{ $path }
+email-file-gone = 已不再保存
 
 ## Dates
 

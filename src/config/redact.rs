@@ -79,6 +79,7 @@ impl fmt::Debug for SmtpConfig {
             .field("url", &Redacted(self.url.as_deref()))
             .field("from", &self.from)
             .field("mail_dir", &self.mail_dir)
+            .field("attach_max_bytes", &self.attach_max_bytes)
             .finish_non_exhaustive()
     }
 }

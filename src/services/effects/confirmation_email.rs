@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::mail::{data, template, visitor, EmailEffect, Envelope};
+use super::mail::{attach, data, template, visitor, EmailEffect, Envelope};
 use super::{Deps, Effect, Kind};
 use crate::config::FormConfig;
 use crate::domain::EffectKind;
@@ -31,14 +31,17 @@ impl Kind for ConfirmationEmailKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         Ok(Arc::new(EmailEffect {
             kind: self.name(),
-            render: |form, job| {
+            render: |form, job, _| {
                 // In the visitor's language: the one they were served on an `auto` form.
                 let locale = job.locale.unwrap_or_else(|| form.email_locale());
-                template::confirmation(&data(form, job, form.confirmation_echo, locale))
+                // It never carries a file; an echo names the files, nothing more.
+                let names = |_: &str, value: &str| attach::names(value);
+                template::confirmation(&data(form, job, form.confirmation_echo, locale, &names))
             },
             envelope: |form, job| Envelope { to: visitor(form, job).into_iter().collect(), reply_to: None },
             mailer: deps.mailer.clone(),
             config: deps.config.clone(),
+            attach: None,
         }))
     }
 }

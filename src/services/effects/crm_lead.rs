@@ -9,10 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::crm::{CrmAdapter, Lead};
+use super::crm::{file_key, CrmAdapter, Lead, LeadFile};
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Report};
 use crate::config::{Config, FormConfig};
-use crate::domain::{EffectKind, SEVERAL};
+use crate::domain::{EffectKind, FieldType, FileRef, SEVERAL};
+use crate::services::files::Files;
 
 pub struct CrmLeadKind;
 
@@ -27,7 +28,7 @@ impl Kind for CrmLeadKind {
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-        Ok(Arc::new(CrmLead::new(deps.crm.clone(), deps.config.clone())))
+        Ok(Arc::new(CrmLead::new(deps.crm.clone(), deps.config.clone()).with_files(deps.files.clone())))
     }
 }
 
@@ -37,11 +38,47 @@ const JOURNEY: &str = "journey_id";
 pub struct CrmLead {
     crm: Arc<dyn CrmAdapter>,
     config: Arc<Config>,
+    /// Where the submission's files are read from; `None`: the lead goes without them.
+    files: Option<Files>,
 }
 
 impl CrmLead {
     pub fn new(crm: Arc<dyn CrmAdapter>, config: Arc<Config>) -> Self {
-        CrmLead { crm, config }
+        CrmLead { crm, config, files: None }
+    }
+
+    /// Sends the submission's files (read from `files`) with the lead.
+    pub fn with_files(mut self, files: Files) -> Self {
+        self.files = Some(files);
+        self
+    }
+
+    /// The submission's files of the form's file fields, each with its step key; a file
+    /// no longer stored (purged) is left out.
+    async fn files(&self, job: &Job) -> Vec<LeadFile> {
+        let (Some(store), Some(form)) = (&self.files, self.config.form(&job.form)) else { return Vec::new() };
+        let mut refs: Vec<FileRef> = form
+            .fields
+            .iter()
+            .filter(|f| f.kind == FieldType::File)
+            .filter_map(|f| job.fields.get(&f.name))
+            .flat_map(|v| FileRef::all_in(v))
+            .collect();
+        refs.dedup_by(|a, b| a.sha256 == b.sha256);
+        if refs.is_empty() {
+            return Vec::new();
+        }
+        let (store, key) = (store.clone(), job.effect_key.clone());
+        tokio::task::spawn_blocking(move || {
+            refs.into_iter()
+                .filter_map(|file| {
+                    let bytes = store.store().read(&file.sha256).ok()?;
+                    Some(LeadFile { key: file_key(&key, &file.sha256), file, bytes: Arc::new(bytes) })
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
     }
 
     /// The form's fields under their CRM names (see the module's notes).
@@ -50,7 +87,11 @@ impl CrmLead {
         let mapping = form.map(|f| &f.crm_fields).filter(|m| !m.is_empty());
         // The journey ties the lead to the visitor's other inquiries in the CRM.
         // Several chosen options go as CRMs take a multi-select: `a;b` (HubSpot, Salesforce).
+        // A file field shows its files (name, type, size), never the stored reference.
         let several = |field: &str, v: &String| match form.and_then(|f| f.field(field)) {
+            Some(f) if f.kind == FieldType::File => {
+                FileRef::all_in(v).iter().map(FileRef::shown).collect::<Vec<_>>().join("; ")
+            }
             Some(f) if f.takes_several() => v.replace(SEVERAL, ";"),
             _ => v.clone(),
         };
@@ -87,10 +128,16 @@ impl Effect for CrmLead {
     }
 
     fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
-        Box::pin(async move { self.crm.create(&self.lead(job)).await })
+        Box::pin(async move {
+            let files = self.files(job).await;
+            self.crm.create_with_files(&self.lead(job), &files).await
+        })
     }
 
     fn reconcile<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Lookup> {
-        self.crm.lookup(&job.effect_key)
+        Box::pin(async move {
+            let files = self.files(job).await;
+            self.crm.lookup_with_files(&self.lead(job), &files).await
+        })
     }
 }

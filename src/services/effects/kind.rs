@@ -15,12 +15,16 @@ use super::{Effect, KINDS};
 pub use crate::config::kind_settings::{KindSettings, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
+use crate::services::files::Files;
 
 /// What a kind's worker side may use; built once per process.
 pub struct Deps<'a> {
     pub config: &'a Arc<Config>,
     pub crm: &'a Arc<dyn CrmAdapter>,
     pub mailer: &'a Arc<Mailer>,
+    /// The attached files' store (`[server] files_dir`): the owner notification attaches
+    /// them, the CRM lead uploads them.
+    pub files: &'a Files,
     pub timeout: Duration,
 }
 

@@ -166,7 +166,8 @@ impl Registry {
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry::default();
-        let deps = Deps { config: &config, crm: &crm, mailer: &mailer, timeout };
+        let files = crate::services::files::Files::local(&config.server.files_dir);
+        let deps = Deps { config: &config, crm: &crm, mailer: &mailer, files: &files, timeout };
         also(&mut registry, &deps)?;
         for kind in KINDS {
             registry.register_as(kind.name().into(), kind.effect(&deps)?);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use validator::ValidateEmail;
 
-use super::mail::{data, template, visitor, EmailEffect, Envelope};
+use super::mail::{attach, data, template, visitor, Attach, EmailEffect, Envelope};
 use super::{Deps, Effect, Kind};
 use crate::config::FormConfig;
 use crate::domain::EffectKind;
@@ -30,13 +30,20 @@ impl Kind for OwnerNotificationKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         Ok(Arc::new(EmailEffect {
             kind: self.name(),
-            render: |form, job| template::owner_notification(&data(form, job, true, form.email_locale())),
+            render: |form, job, attached| {
+                // Each file field as its files' lines: attached, linked, or no longer stored.
+                let files = |field: &str, value: &str| {
+                    attached.lines.get(field).cloned().unwrap_or_else(|| attach::shown(value))
+                };
+                template::owner_notification(&data(form, job, true, form.email_locale(), &files))
+            },
             envelope: |form, job| Envelope {
                 to: form.notify.iter().filter_map(|a| a.parse().ok()).collect(),
                 reply_to: visitor(form, job),
             },
             mailer: deps.mailer.clone(),
             config: deps.config.clone(),
+            attach: Some(Attach { files: deps.files.clone(), max_bytes: deps.config.smtp.attach_max_bytes }),
         }))
     }
 }

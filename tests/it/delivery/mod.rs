@@ -1,5 +1,6 @@
 //! Delivering side effects: workers, CRM adapters, email, Slack, outbound webhooks.
 
+pub mod attachments;
 pub mod file_adapters;
 pub mod hubspot;
 pub mod mail_hardening;

@@ -12,6 +12,17 @@
 //! - [docs] HubSpot's API reference for contacts: "Read-only and non-existent properties will
 //!   result in an error"; `email` is the contacts' unique identifier; batch inputs are limited
 //!   to 100.
+//! - [files] HubSpot's files guide, "Upload a file": `POST /files/v3/files`, multipart/form-data
+//!   with `file` (required), `options` (JSON whose `access` is required), and either
+//!   `folderId` or `folderPath` (not both); optional `fileName`, `charsetHunch`; 201 with the
+//!   `File` (`id`, `name` without its extension, `extension`, `path`, `size`, `type`,
+//!   `access`, …). `GET /files/v3/files/search` with `name` among its parameters, answering a
+//!   `CollectionResponseFile` (`results`). Scope `files`.
+//! - [notes] HubSpot's notes guide: `POST /crm/v3/objects/notes` with `properties`
+//!   (`hs_timestamp` required, `hs_note_body`, `hs_attachment_ids` the file IDs separated by
+//!   `;`) and `associations` (`to.id`, `types` of `{associationCategory, associationTypeId}`,
+//!   202 = note to contact); `POST /crm/v3/objects/notes/search` with `filterGroups` of
+//!   `filters` (`propertyName`, `operator`, `value`).
 //! - [seen] error bodies HubSpot returns, as quoted in HubSpot's SDK issues: `CONFLICT`
 //!   "Contact already exists. Existing ID: N" (hubspot-api-python#51), "Unable to perform
 //!   update/upsert by non-unique 0-1 property" (hubspot-api-nodejs#548).
@@ -37,10 +48,39 @@ pub struct Contact {
     pub properties: BTreeMap<String, String>,
 }
 
+/// A file in the file manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubFile {
+    pub id: String,
+    /// Without its extension, as HubSpot keeps it.
+    pub name: String,
+    pub extension: String,
+    pub path: String,
+    pub access: String,
+    pub content_type: String,
+    pub bytes: Vec<u8>,
+}
+
+/// A note and what it is attached to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub id: String,
+    pub body: String,
+    pub attachment_ids: Vec<String>,
+    /// The contacts it is associated with.
+    pub contacts: Vec<String>,
+}
+
 #[derive(Debug, Default)]
 pub struct Inner {
     pub contacts: Vec<Contact>,
+    pub files: Vec<HubFile>,
+    pub notes: Vec<Note>,
     pub faults: VecDeque<Fault>,
+    /// Faults of the next file uploads (apart from the contacts' `faults`).
+    pub upload_faults: VecDeque<Fault>,
+    /// File uploads that passed validation (faulted ones included).
+    pub uploads: usize,
     /// Upserts that passed validation (faulted ones included).
     pub upserts: usize,
     pub lookups: usize,
@@ -79,6 +119,22 @@ impl FakeHubspot {
     pub fn refused(&self) -> Vec<String> {
         self.state.lock().unwrap().refused.clone()
     }
+
+    pub fn push_upload_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().upload_faults.push_back(fault);
+    }
+
+    pub fn files(&self) -> Vec<HubFile> {
+        self.state.lock().unwrap().files.clone()
+    }
+
+    pub fn notes(&self) -> Vec<Note> {
+        self.state.lock().unwrap().notes.clone()
+    }
+
+    pub fn uploads(&self) -> usize {
+        self.state.lock().unwrap().uploads
+    }
 }
 
 /// HubSpot's `Error` body [spec]: `message`, `correlationId`, `category` required.
@@ -93,6 +149,10 @@ async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
     let route = match (req.method.as_str(), path.as_slice()) {
         ("POST", ["crm", "v3", "objects", "contacts", "batch", "upsert"]) => Route::Upsert,
         ("GET", ["crm", "v3", "objects", "contacts", id]) if !id.is_empty() => Route::Read(id.to_string()),
+        ("POST", ["files", "v3", "files"]) => Route::Upload,
+        ("GET", ["files", "v3", "files", "search"]) => Route::FileSearch,
+        ("POST", ["crm", "v3", "objects", "notes"]) => Route::Note,
+        ("POST", ["crm", "v3", "objects", "notes", "search"]) => Route::NoteSearch,
         // [spec] only the described operations exist.
         _ => return refuse(&state, "route", error(404, "OBJECT_NOT_FOUND", "resource not found")),
     };
@@ -104,6 +164,10 @@ async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
     match route {
         Route::Upsert => upsert(&state, &req).await,
         Route::Read(id) => read(&state, &req, &id),
+        Route::Upload => upload(&state, &req).await,
+        Route::FileSearch => file_search(&state, &req),
+        Route::Note => note(&state, &req),
+        Route::NoteSearch => note_search(&state, &req),
     }
 }
 
@@ -116,6 +180,188 @@ fn refuse(state: &Arc<Mutex<Inner>>, rule: &str, reply: Reply) -> Reply {
 enum Route {
     Upsert,
     Read(String),
+    Upload,
+    FileSearch,
+    Note,
+    NoteSearch,
+}
+
+/// [files] the file's accessibility.
+const ACCESS: &[&str] = &[
+    "PUBLIC_INDEXABLE",
+    "PUBLIC_NOT_INDEXABLE",
+    "HIDDEN_INDEXABLE",
+    "HIDDEN_NOT_INDEXABLE",
+    "HIDDEN_PRIVATE",
+    "PRIVATE",
+    "HIDDEN_SENSITIVE",
+    "SENSITIVE",
+];
+
+/// `POST /files/v3/files` [files].
+async fn upload(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    let Some(parts) = super::vendor::multipart(req) else {
+        return refuse(state, "upload: multipart", error(415, "VALIDATION_ERROR", "Unsupported media type"));
+    };
+    let known = ["file", "fileName", "folderId", "folderPath", "options", "charsetHunch"];
+    if let Some(p) = parts.iter().find(|p| !known.contains(&p.name.as_str())) {
+        let rule = format!("upload: part {}", p.name);
+        return refuse(state, &rule, error(400, "VALIDATION_ERROR", "Unrecognized field"));
+    }
+    let text = |name: &str| {
+        parts.iter().find(|p| p.name == name).map(|p| String::from_utf8_lossy(&p.body).into_owned())
+    };
+    let Some(file) = parts.iter().find(|p| p.name == "file" && p.filename.is_some()) else {
+        return refuse(state, "upload: file", error(400, "VALIDATION_ERROR", "file is required"));
+    };
+    let options: Value = text("options").and_then(|o| serde_json::from_str(&o).ok()).unwrap_or_default();
+    let access = options["access"].as_str().unwrap_or_default().to_string();
+    if !ACCESS.contains(&access.as_str()) {
+        return refuse(
+            state,
+            "upload: options.access",
+            error(400, "VALIDATION_ERROR", "options.access is required"),
+        );
+    }
+    let folder = match (text("folderId"), text("folderPath")) {
+        (None, Some(path)) if path.starts_with('/') => path,
+        (Some(_), None) => {
+            return refuse(state, "upload: folderId", error(404, "OBJECT_NOT_FOUND", "folder not found"))
+        }
+        _ => {
+            let message = "Either folderId or folderPath must be provided, but not both";
+            return refuse(state, "upload: folder", error(400, "VALIDATION_ERROR", message));
+        }
+    };
+    let file_name = text("fileName").or_else(|| file.filename.clone()).unwrap_or_default();
+    let (name, extension) = match file_name.rsplit_once('.') {
+        Some((n, e)) => (n.to_string(), e.to_string()),
+        None => (file_name.clone(), String::new()),
+    };
+    let fault = {
+        let mut s = state.lock().unwrap();
+        s.uploads += 1;
+        s.upload_faults.pop_front()
+    };
+    if let Some(Fault::Status(status)) = fault {
+        return error(status, "INTERNAL_ERROR", "injected");
+    }
+    let stored = {
+        let mut s = state.lock().unwrap();
+        let stored = HubFile {
+            id: (s.files.len() + 180_000_001).to_string(),
+            name,
+            extension,
+            path: format!("{}/{file_name}", folder.trim_end_matches('/')),
+            access,
+            content_type: file.content_type.clone().unwrap_or_default(),
+            bytes: file.body.clone(),
+        };
+        s.files.push(stored.clone());
+        stored
+    };
+    let answer = Some((201, String::new(), file_json(&stored).to_string()));
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+/// [files] the `File` schema.
+fn file_json(f: &HubFile) -> Value {
+    json!({"id": f.id, "name": f.name, "extension": f.extension, "path": f.path, "size": f.bytes.len(),
+           "type": "OTHER", "access": f.access, "archived": false, "createdAt": NOW, "updatedAt": NOW,
+           "isUsableInContent": true})
+}
+
+/// `GET /files/v3/files/search` [files]: by `name` here (other parameters are taken and ignored).
+fn file_search(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    let s = state.lock().unwrap();
+    let results: Vec<Value> =
+        s.files.iter().filter(|f| req.query("name").is_none_or(|n| n == f.name)).map(file_json).collect();
+    Some((200, String::new(), json!({ "results": results }).to_string()))
+}
+
+/// `POST /crm/v3/objects/notes` [notes].
+fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    if !req.is_json() {
+        return refuse(state, "note: content-type", error(415, "VALIDATION_ERROR", "Unsupported media type"));
+    }
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    let props = &body["properties"];
+    if props["hs_timestamp"].as_str().is_none_or(str::is_empty) {
+        return refuse(
+            state,
+            "note: hs_timestamp",
+            error(400, "VALIDATION_ERROR", "hs_timestamp is required"),
+        );
+    }
+    let mut s = state.lock().unwrap();
+    let ids: Vec<String> = props["hs_attachment_ids"]
+        .as_str()
+        .unwrap_or_default()
+        .split(';')
+        .filter(|i| !i.is_empty())
+        .map(String::from)
+        .collect();
+    if let Some(unknown) = ids.iter().find(|i| !s.files.iter().any(|f| &f.id == *i)) {
+        let message = format!("file {unknown} does not exist");
+        drop(s);
+        return refuse(state, "note: hs_attachment_ids", error(400, "VALIDATION_ERROR", &message));
+    }
+    let mut contacts = Vec::new();
+    for a in body["associations"].as_array().cloned().unwrap_or_default() {
+        let to = a["to"]["id"]
+            .as_str()
+            .map(String::from)
+            .or_else(|| a["to"]["id"].as_u64().map(|n| n.to_string()));
+        let typed = a["types"].as_array().is_some_and(|t| {
+            t.iter().any(|t| t["associationCategory"] == "HUBSPOT_DEFINED" && t["associationTypeId"] == 202)
+        });
+        match to {
+            Some(id) if typed && s.contacts.iter().any(|c| c.id == id) => contacts.push(id),
+            _ => {
+                drop(s);
+                return refuse(
+                    state,
+                    "note: association",
+                    error(400, "VALIDATION_ERROR", "invalid association"),
+                );
+            }
+        }
+    }
+    let note = Note {
+        id: (s.notes.len() + 7001).to_string(),
+        body: props["hs_note_body"].as_str().unwrap_or_default().to_string(),
+        attachment_ids: ids,
+        contacts,
+    };
+    s.notes.push(note.clone());
+    let out = json!({"id": note.id, "properties": {"hs_attachment_ids": note.attachment_ids.join(";")},
+                     "archived": false, "createdAt": NOW, "updatedAt": NOW});
+    Some((201, String::new(), out.to_string()))
+}
+
+/// `POST /crm/v3/objects/notes/search` [notes]: `EQ` on `hs_attachment_ids`, as the adapter asks.
+fn note_search(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    let filter = &body["filterGroups"][0]["filters"][0];
+    if filter["propertyName"] != "hs_attachment_ids" || filter["operator"] != "EQ" {
+        return refuse(state, "note search: filter", error(400, "VALIDATION_ERROR", "unsupported filter"));
+    }
+    let value = filter["value"].as_str().unwrap_or_default();
+    let s = state.lock().unwrap();
+    let results: Vec<Value> = s
+        .notes
+        .iter()
+        .filter(|n| n.attachment_ids.join(";") == value)
+        .map(|n| json!({"id": n.id, "properties": {"hs_attachment_ids": value}, "archived": false}))
+        .collect();
+    Some((200, String::new(), json!({"total": results.len(), "results": results}).to_string()))
 }
 
 /// `POST /crm/v3/objects/contacts/batch/upsert`.

@@ -19,6 +19,14 @@
 //!   blank value is a missing one: `REQUIRED_FIELD_MISSING`); each text field has a length
 //!   (`LastName` 80, `Email` 80, `Company` 255, …) and a longer value is a 400
 //!   `STRING_TOO_LONG` "Last Name: data value too large: … (max length=80)".
+//! - [files] "Insert or Update Blob Data" and Object Reference, ContentVersion:
+//!   `POST /services/data/vXX.X/sobjects/ContentVersion` with `PathOnClient` (required),
+//!   `Title`, `VersionData` (base64), `FirstPublishLocationId` (the record the file is
+//!   published to, here a Lead), `Description` (textarea, 1000); 201 `{id, success, errors}`.
+//! - [query] "Execute a SOQL Query": `GET /services/data/vXX.X/query?q=…`, answering
+//!   `{totalSize, done, records}`; the fake reads the one query the adapter makes,
+//!   `SELECT Id FROM ContentVersion WHERE Description = '…'`, and refuses any other as
+//!   `MALFORMED_QUERY`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -52,10 +60,26 @@ pub struct LeadRecord {
     pub fields: BTreeMap<String, String>,
 }
 
+/// A file version and where it was published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub id: String,
+    pub title: String,
+    pub path_on_client: String,
+    pub description: String,
+    pub first_publish_location: String,
+    pub bytes: Vec<u8>,
+}
+
 #[derive(Debug, Default)]
 pub struct Inner {
     pub leads: Vec<LeadRecord>,
+    pub versions: Vec<Version>,
     pub faults: VecDeque<Fault>,
+    /// Faults of the next ContentVersion creates.
+    pub version_faults: VecDeque<Fault>,
+    /// ContentVersion creates that passed validation (faulted ones included).
+    pub version_creates: usize,
     /// Upserts that passed validation (faulted ones included).
     pub upserts: usize,
     pub lookups: usize,
@@ -94,6 +118,18 @@ impl FakeSalesforce {
     pub fn refused(&self) -> Vec<String> {
         self.state.lock().unwrap().refused.clone()
     }
+
+    pub fn push_version_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().version_faults.push_back(fault);
+    }
+
+    pub fn versions(&self) -> Vec<Version> {
+        self.state.lock().unwrap().versions.clone()
+    }
+
+    pub fn version_creates(&self) -> usize {
+        self.state.lock().unwrap().version_creates
+    }
 }
 
 /// [errors] one error in Salesforce's array format.
@@ -115,6 +151,26 @@ fn is_version(s: &str) -> bool {
 
 async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
     let path: Vec<&str> = req.segments.iter().map(String::as_str).collect();
+    let other = match path.as_slice() {
+        ["services", "data", v, "sobjects", "ContentVersion"] if is_version(v) && req.method == "POST" => {
+            Some(true)
+        }
+        ["services", "data", v, "query"] if is_version(v) && req.method == "GET" => Some(false),
+        _ => None,
+    };
+    if let Some(create) = other {
+        if req.bearer() != Some(TOKEN) {
+            return refuse(
+                &state,
+                "auth",
+                error(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]),
+            );
+        }
+        return match create {
+            true => create_version(&state, &req).await,
+            false => query(&state, &req),
+        };
+    }
     let (field, value) = match path.as_slice() {
         ["services", "data", v, "sobjects", "Lead", field, value] if is_version(v) && !value.is_empty() => {
             (field.to_string(), value.to_string())
@@ -272,4 +328,117 @@ fn get(state: &Arc<Mutex<Inner>>, req: &Request, field: &str, value: &str) -> Re
         }
         None => error(404, "NOT_FOUND", "The requested resource does not exist", &[]),
     }
+}
+
+/// `POST …/sobjects/ContentVersion` [files].
+async fn create_version(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    use base64::Engine as _;
+    if !req.is_json() {
+        let message = "Content type not supported; use application/json";
+        return refuse(state, "content-type", error(415, "UNSUPPORTED_MEDIA_TYPE", message, &[]));
+    }
+    let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&req.body) else {
+        return refuse(state, "version: json", error(400, "JSON_PARSER_ERROR", "Unexpected character", &[]));
+    };
+    const KNOWN: &[&str] =
+        &["Title", "PathOnClient", "VersionData", "FirstPublishLocationId", "Description", "ContentLocation"];
+    if let Some(k) = body.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        let message = format!("No such column '{k}' on sobject of type ContentVersion");
+        return refuse(state, &format!("version: field {k}"), error(400, "INVALID_FIELD", &message, &[k]));
+    }
+    let text = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    if text("PathOnClient").is_empty() {
+        let message = "Required fields are missing: [PathOnClient]";
+        return refuse(
+            state,
+            "version: PathOnClient",
+            error(400, "REQUIRED_FIELD_MISSING", message, &["PathOnClient"]),
+        );
+    }
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(text("VersionData")) else {
+        let message = "VersionData: not valid base64";
+        return refuse(state, "version: VersionData", error(400, "INVALID_FIELD", message, &["VersionData"]));
+    };
+    if text("Description").chars().count() > 1000 {
+        return refuse(
+            state,
+            "version: Description",
+            error(400, "STRING_TOO_LONG", "Description", &["Description"]),
+        );
+    }
+    let location = text("FirstPublishLocationId");
+    if !state.lock().unwrap().leads.iter().any(|l| l.id == location) {
+        let message = "First Publish Location ID: id value of incorrect type";
+        return refuse(
+            state,
+            "version: FirstPublishLocationId",
+            error(400, "FIELD_INTEGRITY_EXCEPTION", message, &["FirstPublishLocationId"]),
+        );
+    }
+    let fault = {
+        let mut s = state.lock().unwrap();
+        s.version_creates += 1;
+        s.version_faults.pop_front()
+    };
+    if let Some(Fault::Status(status)) = fault {
+        return error(status, "UNKNOWN_EXCEPTION", "injected", &[]);
+    }
+    let id = {
+        let mut s = state.lock().unwrap();
+        let id = format!("068{:015}", s.versions.len() + 1);
+        s.versions.push(Version {
+            id: id.clone(),
+            title: text("Title"),
+            path_on_client: text("PathOnClient"),
+            description: text("Description"),
+            first_publish_location: location,
+            bytes,
+        });
+        id
+    };
+    let answer = Some((201, String::new(), json!({"id": id, "success": true, "errors": []}).to_string()));
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+/// `GET …/query?q=SELECT Id FROM ContentVersion WHERE Description = '…'` [query].
+fn query(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    let q = req.query("q").unwrap_or_default();
+    let Some(literal) = q.strip_prefix("SELECT Id FROM ContentVersion WHERE Description = ") else {
+        return refuse(state, "query: soql", error(400, "MALFORMED_QUERY", "unexpected query", &[]));
+    };
+    // A SOQL string literal: quoted, `\'` and `\\` escaped.
+    let Some(inner) = literal.strip_prefix('\'').and_then(|l| l.strip_suffix('\'')) else {
+        return refuse(state, "query: literal", error(400, "MALFORMED_QUERY", "unterminated string", &[]));
+    };
+    let mut value = String::new();
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => value.extend(chars.next()),
+            '\'' => {
+                return refuse(state, "query: quote", error(400, "MALFORMED_QUERY", "unescaped quote", &[]))
+            }
+            c => value.push(c),
+        }
+    }
+    let s = state.lock().unwrap();
+    let records: Vec<Value> = s
+        .versions
+        .iter()
+        .filter(|v| v.description == value)
+        .map(|v| json!({"attributes": {"type": "ContentVersion",
+                         "url": format!("/services/data/v59.0/sobjects/ContentVersion/{}", v.id)}, "Id": v.id}))
+        .collect();
+    Some((
+        200,
+        String::new(),
+        json!({"totalSize": records.len(), "done": true, "records": records}).to_string(),
+    ))
 }

@@ -188,7 +188,8 @@ async fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         .split('&')
         .filter(|p| !p.is_empty())
         .map(|p| p.split_once('=').unwrap_or((p, "")))
-        .map(|(k, v)| (decode(k), decode(v)))
+        // Form encoding: `+` is a space.
+        .map(|(k, v)| (decode(&k.replace('+', " ")), decode(&v.replace('+', " "))))
         .collect();
     Some(Request { method, segments, query, headers, body })
 }
@@ -212,4 +213,68 @@ fn decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One part of a `multipart/form-data` body.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub name: String,
+    pub filename: Option<String>,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// The parts of a `multipart/form-data` request (RFC 7578), `None` when it is not one or
+/// does not parse: a boundary from the content type, each part's `Content-Disposition:
+/// form-data; name=…` (and `filename=…`), the closing delimiter.
+pub fn multipart(req: &Request) -> Option<Vec<Part>> {
+    let content_type = req.header("content-type")?;
+    let (kind, params) = content_type.split_once(';')?;
+    if !kind.trim().eq_ignore_ascii_case("multipart/form-data") {
+        return None;
+    }
+    let boundary = params.split(';').find_map(|p| p.trim().strip_prefix("boundary="))?.trim_matches('"');
+    let delimiter = format!("--{boundary}").into_bytes();
+    let body = &req.body;
+    let find = |from: usize, needle: &[u8]| {
+        body.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|i| i + from)
+    };
+    let mut at = find(0, &delimiter)? + delimiter.len();
+    let mut parts = Vec::new();
+    loop {
+        if body.get(at..at + 2)? == b"--" {
+            return Some(parts); // the closing delimiter
+        }
+        at += 2; // CRLF after the delimiter
+        let head_end = find(at, b"\r\n\r\n")?;
+        let head = std::str::from_utf8(&body[at..head_end]).ok()?;
+        let next = find(head_end + 4, &[b"\r\n".as_slice(), &delimiter].concat())?;
+        let mut part = Part { name: String::new(), filename: None, content_type: None, body: Vec::new() };
+        for line in head.split("\r\n") {
+            let (k, v) = line.split_once(':')?;
+            if k.eq_ignore_ascii_case("content-disposition") {
+                let mut params = v.split(';').map(str::trim);
+                if params.next()? != "form-data" {
+                    return None;
+                }
+                for p in params {
+                    let (pk, pv) = p.split_once('=')?;
+                    let pv = pv.trim_matches('"').to_string();
+                    match pk {
+                        "name" => part.name = pv,
+                        "filename" => part.filename = Some(pv),
+                        _ => {}
+                    }
+                }
+            } else if k.eq_ignore_ascii_case("content-type") {
+                part.content_type = Some(v.trim().to_string());
+            }
+        }
+        if part.name.is_empty() {
+            return None;
+        }
+        part.body = body[head_end + 4..next].to_vec();
+        parts.push(part);
+        at = next + 2 + delimiter.len();
+    }
 }

@@ -1,11 +1,13 @@
-//! `generic`: POST the lead as JSON with an `Idempotency-Key`; optional lookup URL.
+//! `generic`: POST the lead as JSON with an `Idempotency-Key`; optional lookup URL. A lead
+//! with attached files lists them in `files` (each file's `name`, `content_type`, `size` and
+//! `sha256`); their bytes are not sent.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead, LeadFile};
 use crate::config::kind_settings::Settings;
 use crate::config::CrmConfig;
 use crate::services::effects::http::url_policy::check_template;
@@ -98,12 +100,23 @@ impl CrmAdapter for GenericCrm {
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
+        self.create_with_files(lead, &[])
+    }
+
+    fn create_with_files<'a>(&'a self, lead: &'a Lead, files: &'a [LeadFile]) -> BoxFuture<'a, Report> {
         Box::pin(async move {
-            let req = self
-                .client
-                .post(&self.url)
-                .header("Idempotency-Key", &lead.external_ref)
-                .json(&json!({"external_ref": lead.external_ref, "fields": lead.fields}));
+            let mut body = json!({"external_ref": lead.external_ref, "fields": lead.fields});
+            if !files.is_empty() {
+                let listed: Vec<serde_json::Value> = files
+                    .iter()
+                    .map(|f| {
+                        json!({"name": f.file.name, "content_type": f.file.content_type,
+                               "size": f.file.size, "sha256": f.file.sha256})
+                    })
+                    .collect();
+                body["files"] = serde_json::Value::Array(listed);
+            }
+            let req = self.client.post(&self.url).header("Idempotency-Key", &lead.external_ref).json(&body);
             let resp = match authorize(req, &self.token).send().await {
                 Ok(r) => r,
                 Err(e) => return transport_error(&e),

@@ -6,17 +6,29 @@
 //! (`HubSpot/HubSpot-public-api-spec-collection`, `PublicApiSpecs/CRM/Contacts/Rollouts/424/v3/contacts.json`):
 //! `BatchInputSimplePublicObjectBatchInputUpsert` in, `BatchResponseSimplePublicUpsertObject`
 //! (200) or `…WithErrors` (207) out, `Error` on failure.
+//!
+//! A lead's files, after the contact (HubSpot's files guide, "Upload a file", and the notes
+//! API, "Create a note" / "Associate existing notes with records"): each file is uploaded
+//! with `POST /files/v3/files` (multipart: `file`, `fileName`, `folderPath`, `options`
+//! `{"access":"PRIVATE"}`) into the folder `/onceform/{the lead's reference}` under a name
+//! that holds the first 16 hex digits of its SHA-256 (`drawing-0123456789abcdef.pdf`); before
+//! uploading, `GET /files/v3/files/search?name=…` looks for that name in that folder, so a
+//! retry after a lost answer finds the file instead of uploading it again. Then one note
+//! (`POST /crm/v3/objects/notes`) with `hs_attachment_ids` (the file IDs, `;`-separated) and
+//! an association to the contact (`HUBSPOT_DEFINED` type 202, note to contact), unless
+//! `POST /crm/v3/objects/notes/search` finds a note with exactly those attachment IDs.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead, LeadFile};
 use crate::config::kind_settings::Settings;
 use crate::config::CrmConfig;
+use crate::domain::FileRef;
 use crate::services::effects::http::{
-    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, status_report,
+    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, refused, status_report,
     transport_error, Secret, ServerErrors,
 };
 use crate::services::effects::kind::settings_of;
@@ -102,6 +114,157 @@ impl Hubspot {
     }
 }
 
+/// The note-to-contact association type (HubSpot-defined).
+const NOTE_TO_CONTACT: u16 = 202;
+
+/// The folder of one lead's files: `/onceform/` and its reference, letters, digits and `-`
+/// kept, any other byte `_XX` (so two references never share a folder).
+fn folder_of(external_ref: &str) -> String {
+    let mut segment = String::with_capacity(external_ref.len() + 8);
+    for b in external_ref.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' => segment.push(b as char),
+            _ => segment.push_str(&format!("_{b:02X}")),
+        }
+    }
+    format!("/onceform/{segment}")
+}
+
+/// The file's name at HubSpot without its extension (HubSpot's `name`): the display name's
+/// stem, `-`, the first 16 hex digits of its digest; and its extension.
+fn name_at_hubspot(file: &FileRef) -> (String, Option<String>) {
+    let (stem, ext) = match file.name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => (stem, Some(ext.to_string())),
+        _ => (file.name.as_str(), None),
+    };
+    let stem: String = stem.chars().filter(|c| !matches!(c, '/' | '\\' | '"')).take(80).collect();
+    (format!("{stem}-{}", &file.sha256[..16]), ext)
+}
+
+/// A multipart/form-data body: text fields, then the file; its content type.
+fn multipart(
+    fields: &[(&str, &str)],
+    file_name: &str,
+    content_type: &str,
+    bytes: &[u8],
+) -> (String, Vec<u8>) {
+    let boundary = format!("onceform-{}", uuid::Uuid::new_v4().simple());
+    let mut body = Vec::with_capacity(bytes.len() + 1024);
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                .as_bytes(),
+        );
+    }
+    // The header's file name in ASCII (the real one goes in `fileName`).
+    let ascii: String = file_name
+        .chars()
+        .map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' })
+        .collect();
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{ascii}\"\r\nContent-Type: {content_type}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// Text made safe inside the note's HTML body.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+impl Hubspot {
+    /// Sends `req`; the JSON of a 2xx answer, else the report of the failure.
+    async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value, Report> {
+        let resp = authorize(req, &self.token).send().await.map_err(|e| transport_error(&e))?;
+        let status = resp.status().as_u16();
+        if !resp.status().is_success() {
+            return Err(refused(resp, ServerErrors::MayHaveActed).await);
+        }
+        resp.json::<Value>()
+            .await
+            .map_err(|_| Report::failed(Outcome::Ambiguous, "hubspot_body").with_http(status))
+    }
+
+    /// The ID of the file named `name` in `folder`, if HubSpot has it.
+    async fn find_file(&self, folder: &str, name: &str) -> Result<Option<String>, Report> {
+        let url = format!("{}/files/v3/files/search", self.base_url);
+        let found = self.call(self.client.get(url).query(&[("name", name)])).await?;
+        let prefix = format!("{folder}/");
+        let results = found["results"].as_array().cloned().unwrap_or_default();
+        Ok(results
+            .iter()
+            .filter(|f| f["archived"] != Value::Bool(true))
+            .filter(|f| f["path"].as_str().is_some_and(|p| p.starts_with(&prefix)))
+            .find_map(|f| id_of(f, "id")))
+    }
+
+    /// One file's step: found in its folder, else uploaded there; its ID.
+    async fn file_step(&self, lead: &Lead, f: &LeadFile) -> Result<String, Report> {
+        let folder = folder_of(&lead.external_ref);
+        let (name, ext) = name_at_hubspot(&f.file);
+        if let Some(id) = self.find_file(&folder, &name).await? {
+            return Ok(id);
+        }
+        let file_name = match &ext {
+            Some(ext) => format!("{name}.{ext}"),
+            None => name.clone(),
+        };
+        let options = json!({"access": "PRIVATE", "overwrite": false}).to_string();
+        let fields = [
+            ("fileName", file_name.as_str()),
+            ("folderPath", folder.as_str()),
+            ("options", options.as_str()),
+        ];
+        let (content_type, body) = multipart(&fields, &file_name, &f.file.content_type, &f.bytes);
+        let url = format!("{}/files/v3/files", self.base_url);
+        let req = self.client.post(url).header(reqwest::header::CONTENT_TYPE, content_type).body(body);
+        let uploaded = self.call(req).await?;
+        id_of(&uploaded, "id").ok_or_else(|| Report::failed(Outcome::Ambiguous, "hubspot_file_no_id"))
+    }
+
+    /// The note holding exactly these attachments, if there is one.
+    async fn find_note(&self, attachment_ids: &str) -> Result<Option<String>, Report> {
+        let url = format!("{}/crm/v3/objects/notes/search", self.base_url);
+        let query = json!({
+            "filterGroups": [{"filters": [
+                {"propertyName": "hs_attachment_ids", "operator": "EQ", "value": attachment_ids}
+            ]}],
+            "properties": ["hs_attachment_ids"],
+            "limit": 1,
+        });
+        let found = self.call(self.client.post(url).json(&query)).await?;
+        Ok(found["results"].as_array().and_then(|r| r.first()).and_then(|n| id_of(n, "id")))
+    }
+
+    /// The note step: the contact's note with the files attached, unless it exists.
+    async fn note_step(&self, contact: &str, files: &[LeadFile], ids: &[String]) -> Result<String, Report> {
+        let attachment_ids = ids.join(";");
+        if let Some(id) = self.find_note(&attachment_ids).await? {
+            return Ok(id);
+        }
+        let names: Vec<String> = files.iter().map(|f| escape(&f.file.shown())).collect();
+        let body = json!({
+            "properties": {
+                "hs_timestamp": crate::base::format::rfc3339(crate::base::clock::now()),
+                "hs_note_body": format!("Files sent with the form:<br>{}", names.join("<br>")),
+                "hs_attachment_ids": attachment_ids,
+            },
+            "associations": [{
+                "to": {"id": contact},
+                "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": NOTE_TO_CONTACT}],
+            }],
+        });
+        let url = format!("{}/crm/v3/objects/notes", self.base_url);
+        let created = self.call(self.client.post(url).json(&body)).await?;
+        id_of(&created, "id").ok_or_else(|| Report::failed(Outcome::Ambiguous, "hubspot_note_no_id"))
+    }
+}
+
 /// A 200/207 batch answer: the upserted contact's id, else the first error's outcome.
 fn batch_outcome(body: &Value, status: u16) -> Report {
     if let Some(id) = body["results"].as_array().and_then(|r| r.first()).and_then(|o| id_of(o, "id")) {
@@ -170,6 +333,50 @@ impl CrmAdapter for Hubspot {
                 }
             }
             refused.with_detail(error_message(&body).or_else(|| excerpt(&head)))
+        })
+    }
+
+    fn create_with_files<'a>(&'a self, lead: &'a Lead, files: &'a [LeadFile]) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let report = self.create(lead).await;
+            let Outcome::Sent { provider_ref: contact } = &report.outcome else { return report };
+            if files.is_empty() {
+                return report;
+            }
+            let mut ids = Vec::with_capacity(files.len());
+            for f in files {
+                match self.file_step(lead, f).await {
+                    Ok(id) => ids.push(id),
+                    Err(failed) => return failed,
+                }
+            }
+            match self.note_step(contact, files, &ids).await {
+                Ok(_) => report,
+                Err(failed) => failed,
+            }
+        })
+    }
+
+    fn lookup_with_files<'a>(&'a self, lead: &'a Lead, files: &'a [LeadFile]) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let found = self.lookup(&lead.external_ref).await;
+            if files.is_empty() || !matches!(found, Lookup::Found { .. }) {
+                return found;
+            }
+            let folder = folder_of(&lead.external_ref);
+            let mut ids = Vec::with_capacity(files.len());
+            for f in files {
+                match self.find_file(&folder, &name_at_hubspot(&f.file).0).await {
+                    Ok(Some(id)) => ids.push(id),
+                    Ok(None) => return Lookup::Absent,
+                    Err(_) => return lookup_failed("lookup_files"),
+                }
+            }
+            match self.find_note(&ids.join(";")).await {
+                Ok(Some(_)) => found,
+                Ok(None) => Lookup::Absent,
+                Err(_) => lookup_failed("lookup_note"),
+            }
         })
     }
 

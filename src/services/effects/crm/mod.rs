@@ -23,6 +23,7 @@ use super::http::{self, Secret};
 use super::{BoxFuture, Lookup, Report};
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
+use crate::domain::FileRef;
 
 /// Every CRM adapter, one line each: a new adapter is a file beside this one (see
 /// `AdapterKind`) and its line here.
@@ -34,6 +35,21 @@ static ADAPTERS: &[&dyn AdapterKind] =
 pub struct Lead {
     pub external_ref: String,
     pub fields: BTreeMap<String, String>,
+}
+
+/// One attached file of a lead, sent as a step of its own after the lead: `key` (see
+/// `file_key`) names it at the vendor, so a retry after an unknown outcome finds the file it
+/// already sent instead of sending it twice.
+#[derive(Debug, Clone)]
+pub struct LeadFile {
+    pub key: String,
+    pub file: FileRef,
+    pub bytes: Arc<Vec<u8>>,
+}
+
+/// The step key of one file of a lead: its external reference, `:file:`, the content's SHA-256.
+pub fn file_key(external_ref: &str, sha256: &str) -> String {
+    format!("{external_ref}:file:{sha256}")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +65,19 @@ pub trait CrmAdapter: Send + Sync {
     fn capabilities(&self) -> Capabilities;
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report>;
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup>;
+
+    /// Creates the lead, then sends its files the vendor's way, each a step that looks
+    /// itself up before it sends (so the whole may be repeated). An adapter that takes no
+    /// files creates the lead only.
+    fn create_with_files<'a>(&'a self, lead: &'a Lead, _files: &'a [LeadFile]) -> BoxFuture<'a, Report> {
+        self.create(lead)
+    }
+
+    /// Looks the lead up and, where the adapter sends files, each of them: `Found` only
+    /// when every step is there (else `Absent`, and sending again completes the rest).
+    fn lookup_with_files<'a>(&'a self, lead: &'a Lead, _files: &'a [LeadFile]) -> BoxFuture<'a, Lookup> {
+        self.lookup(&lead.external_ref)
+    }
 }
 
 /// A kind of CRM: its name in `[crm] adapter`, its own table, its rules, its constructor.

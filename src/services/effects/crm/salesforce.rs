@@ -11,17 +11,26 @@
 //! for Salesforce", Lead): a form field longer than its Lead field is refused by Salesforce
 //! (`STRING_TOO_LONG`), and a required field (`LastName`, `Company`) that the mapping can
 //! leave blank, without a `crm_defaults` value, is refused on create (`REQUIRED_FIELD_MISSING`).
+//!
+//! A lead's files, after the Lead ("Insert or Update Blob Data", Object Reference
+//! ContentVersion): each file is a `ContentVersion` created with
+//! `POST /services/data/vXX.X/sobjects/ContentVersion` (JSON: `Title`, `PathOnClient`,
+//! `VersionData` base64, `FirstPublishLocationId` the Lead's Id, so the file is linked to
+//! the Lead) whose `Description` is `onceform file {step key}` (`crm::file_key`); before
+//! creating it, the SOQL query `SELECT Id FROM ContentVersion WHERE Description = '…'`
+//! (`GET /services/data/vXX.X/query?q=…`) looks for that Description, so a retry after a
+//! lost answer finds the version instead of creating a second one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead, LeadFile};
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
 use crate::services::effects::http::{
-    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, status_report,
+    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, refused, status_report,
     transport_error, Secret, ServerErrors,
 };
 use crate::services::effects::kind::settings_of;
@@ -213,6 +222,69 @@ impl Salesforce {
     }
 }
 
+/// The `Description` that names one file's step (see the module's notes).
+fn marker(step_key: &str) -> String {
+    format!("onceform file {step_key}")
+}
+
+/// A string literal of SOQL: `\` and `'` escaped.
+fn soql_string(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+impl Salesforce {
+    /// Sends `req`; the JSON of a 2xx answer, else the report of the failure.
+    async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value, Report> {
+        let resp = authorize(req, &self.token).send().await.map_err(|e| transport_error(&e))?;
+        let status = resp.status().as_u16();
+        if !resp.status().is_success() {
+            return Err(refused(resp, ServerErrors::MayHaveActed).await);
+        }
+        resp.json::<Value>()
+            .await
+            .map_err(|_| Report::failed(Outcome::Ambiguous, "salesforce_body").with_http(status))
+    }
+
+    /// The ContentVersion of one file's step, if Salesforce has it.
+    async fn find_version(&self, step_key: &str) -> Result<Option<String>, Report> {
+        let soql =
+            format!("SELECT Id FROM ContentVersion WHERE Description = {}", soql_string(&marker(step_key)));
+        let url = format!("{}/services/data/{API_VERSION}/query", self.instance_url);
+        let found = self.call(self.client.get(url).query(&[("q", soql)])).await?;
+        Ok(found["records"].as_array().and_then(|r| r.first()).and_then(|v| id_of(v, "Id")))
+    }
+
+    /// One file's step: found by its Description, else created on the Lead; its Id.
+    async fn file_step(&self, lead_id: &str, f: &LeadFile) -> Result<String, Report> {
+        if let Some(id) = self.find_version(&f.key).await? {
+            return Ok(id);
+        }
+        use base64::Engine as _;
+        let title = f.file.name.rsplit_once('.').map_or(f.file.name.as_str(), |(stem, _)| stem);
+        let body = serde_json::json!({
+            "Title": if title.is_empty() { f.file.name.as_str() } else { title },
+            "PathOnClient": f.file.name,
+            "Description": marker(&f.key),
+            "FirstPublishLocationId": lead_id,
+            "VersionData": base64::engine::general_purpose::STANDARD.encode(f.bytes.as_slice()),
+        });
+        let url = format!("{}/services/data/{API_VERSION}/sobjects/ContentVersion", self.instance_url);
+        let created = self.call(self.client.post(url).json(&body)).await?;
+        id_of(&created, "id").ok_or_else(|| Report::failed(Outcome::Ambiguous, "salesforce_file_no_id"))
+    }
+
+    /// The Lead's Id: from the upsert's answer, else (a 204 names none) looked up.
+    async fn lead_id(&self, lead: &Lead, sent: &str) -> Result<String, Report> {
+        if sent != lead.external_ref {
+            return Ok(sent.to_string());
+        }
+        match self.lookup(&lead.external_ref).await {
+            Lookup::Found { provider_ref } => Ok(provider_ref),
+            _ => Err(Report::failed(Outcome::Ambiguous, "lead_id_unknown")),
+        }
+    }
+}
+
 /// A 400 whose error list says a duplicate rule blocked the record.
 fn duplicates_detected(body: &Value) -> bool {
     body.as_array().is_some_and(|errors| errors.iter().any(|e| e["errorCode"] == "DUPLICATES_DETECTED"))
@@ -255,6 +327,43 @@ impl CrmAdapter for Salesforce {
                     refused.with_detail(detail)
                 }
             }
+        })
+    }
+
+    fn create_with_files<'a>(&'a self, lead: &'a Lead, files: &'a [LeadFile]) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let report = self.create(lead).await;
+            let Outcome::Sent { provider_ref } = &report.outcome else { return report };
+            if files.is_empty() {
+                return report;
+            }
+            let lead_id = match self.lead_id(lead, provider_ref).await {
+                Ok(id) => id,
+                Err(failed) => return failed,
+            };
+            for f in files {
+                if let Err(failed) = self.file_step(&lead_id, f).await {
+                    return failed;
+                }
+            }
+            report
+        })
+    }
+
+    fn lookup_with_files<'a>(&'a self, lead: &'a Lead, files: &'a [LeadFile]) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let found = self.lookup(&lead.external_ref).await;
+            if !matches!(found, Lookup::Found { .. }) {
+                return found;
+            }
+            for f in files {
+                match self.find_version(&f.key).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => return Lookup::Absent,
+                    Err(_) => return lookup_failed("lookup_files"),
+                }
+            }
+            found
         })
     }
 

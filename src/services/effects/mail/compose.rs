@@ -22,15 +22,26 @@ pub fn visitor(form: &FormConfig, job: &Job) -> Option<Mailbox> {
 /// The data of one email, in the form's email locale; `with_fields` lists every submitted
 /// field and the visitor's name. A confirmation passes the form's `confirmation_echo`: it
 /// goes to whatever address was typed, so without the opt-in it carries nothing a stranger
-/// chose, the name included.
-pub fn data(form: &FormConfig, job: &Job, with_fields: bool, locale: Locale) -> EmailData {
+/// chose, the name included. A `file` field shows `files(field name, value)`, never the
+/// stored value (`attach::names`, or the owner notification's lines).
+pub fn data(
+    form: &FormConfig,
+    job: &Job,
+    with_fields: bool,
+    locale: Locale,
+    files: &dyn Fn(&str, &str) -> String,
+) -> EmailData {
     let texts = form.email_in(locale);
     let fields = match with_fields {
         true => {
             let declared = form.fields.iter().filter_map(|f| {
                 job.fields
                     .get(&f.name)
-                    .map(|v| Field { label: form.label_in(f, locale).into(), value: v.clone() })
+                    .map(|v| match f.kind {
+                        FieldType::File => files(&f.name, v),
+                        _ => v.clone(),
+                    })
+                    .map(|value| Field { label: form.label_in(f, locale).into(), value })
             });
             // `undeclared_fields = "keep"`: what else the form sent, under its own name.
             let kept = job

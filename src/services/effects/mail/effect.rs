@@ -3,19 +3,23 @@
 
 use std::sync::Arc;
 
+use super::attach::{Attach, Attached};
 use super::template::Rendered;
 use super::{Envelope, Mailer};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 use crate::services::effects::{BoxFuture, Effect, Job, Lookup, Outcome, Report};
 
-/// One email kind: how it is rendered and who gets it.
+/// One email kind: how it is rendered, who gets it, and whether it carries the files.
 pub struct EmailEffect {
     pub kind: EffectKind,
-    pub render: fn(&FormConfig, &Job) -> Result<Rendered, askama::Error>,
+    /// Renders the message; `Attached` says what it carries of the submission's files.
+    pub render: fn(&FormConfig, &Job, &Attached) -> Result<Rendered, askama::Error>,
     pub envelope: fn(&FormConfig, &Job) -> Envelope,
     pub mailer: Arc<Mailer>,
     pub config: Arc<Config>,
+    /// `None`: the message never carries a file (the confirmation).
+    pub attach: Option<Attach>,
 }
 
 impl Effect for EmailEffect {
@@ -32,11 +36,15 @@ impl Effect for EmailEffect {
             let Some(form) = self.config.form(&job.form) else {
                 return Report::failed(Outcome::Permanent, "form_removed");
             };
-            let content = match (self.render)(form, job) {
+            let attached = match &self.attach {
+                Some(attach) => attach.gather(form, job, form.email_locale()).await,
+                None => Attached::default(),
+            };
+            let content = match (self.render)(form, job, &attached) {
                 Ok(c) => c,
                 Err(_) => return Report::failed(Outcome::Permanent, "template"),
             };
-            self.mailer.send(&job.effect_key, (self.envelope)(form, job), content).await
+            self.mailer.send_with(&job.effect_key, (self.envelope)(form, job), content, attached.files).await
         })
     }
 

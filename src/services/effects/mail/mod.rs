@@ -1,17 +1,19 @@
 //! Sending mail: SMTP (lettre, pooled, TLS/STARTTLS and auth from the URL) or `.eml` files.
 
+pub mod attach;
 mod compose;
 mod effect;
 pub mod template;
 
+pub use attach::{Attach, Attached, MailFile};
 pub use compose::{data, visitor};
 pub use effect::EmailEffect;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lettre::message::header::{Header, HeaderName, HeaderValue};
-use lettre::message::{Mailbox, MultiPart};
+use lettre::message::header::{ContentType, Header, HeaderName, HeaderValue};
+use lettre::message::{Attachment, Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::{Outcome, Report};
@@ -61,7 +63,18 @@ impl Mailer {
 
     /// Builds and sends one message whose Message-ID derives from `effect_key`.
     pub async fn send(&self, effect_key: &str, envelope: Envelope, content: Rendered) -> Report {
-        let message = match self.build(effect_key, envelope, content) {
+        self.send_with(effect_key, envelope, content, Vec::new()).await
+    }
+
+    /// `send`, the message carrying `files` as attachments.
+    pub async fn send_with(
+        &self,
+        effect_key: &str,
+        envelope: Envelope,
+        content: Rendered,
+        files: Vec<MailFile>,
+    ) -> Report {
+        let message = match self.build(effect_key, envelope, content, files) {
             Ok(m) => m,
             Err(class) => return Report::failed(Outcome::Permanent, class),
         };
@@ -89,6 +102,7 @@ impl Mailer {
         effect_key: &str,
         envelope: Envelope,
         content: Rendered,
+        files: Vec<MailFile>,
     ) -> Result<Message, &'static str> {
         let mut builder = Message::builder()
             .from(self.from.clone())
@@ -104,9 +118,19 @@ impl Mailer {
         if let Some(reply_to) = envelope.reply_to {
             builder = builder.reply_to(reply_to);
         }
-        builder
-            .multipart(MultiPart::alternative_plain_html(content.text, content.html))
-            .map_err(|_| "message_build")
+        let body = MultiPart::alternative_plain_html(content.text, content.html);
+        if files.is_empty() {
+            return builder.multipart(body).map_err(|_| "message_build");
+        }
+        // multipart/mixed: the text and HTML parts, then one part per file.
+        let mut mixed = MultiPart::mixed().multipart(body);
+        for file in files {
+            let kind = ContentType::parse(&file.content_type).unwrap_or_else(|_| {
+                ContentType::parse("application/octet-stream").unwrap_or(ContentType::TEXT_PLAIN)
+            });
+            mixed = mixed.singlepart(Attachment::new(file.name).body(file.bytes, kind));
+        }
+        builder.multipart(mixed).map_err(|_| "message_build")
     }
 }
 
@@ -230,6 +254,7 @@ mod tests {
             url: None,
             from: "onceform <noreply@localhost>".into(),
             mail_dir: dir.to_string_lossy().into_owned(),
+            ..SmtpConfig::default()
         };
         let mailer = Mailer::new(&config, Duration::from_secs(5)).unwrap();
         let to = || Envelope { to: vec!["a@example.com".parse().unwrap()], reply_to: None };
