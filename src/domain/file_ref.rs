@@ -8,6 +8,10 @@ use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC
 use super::form::FieldConfig;
 use super::FieldError;
 
+/// What the malware scan said of each attached file, by its SHA-256 (a file not named was
+/// not scanned).
+pub type Scans = std::collections::BTreeMap<String, super::ScanState>;
+
 /// Longest display name kept, in characters.
 const MAX_NAME: usize = 120;
 

@@ -30,7 +30,7 @@ pub use fields::{
     boolean, normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields,
     JOURNEY_FIELD, MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
 };
-pub use file_ref::{human_size, is_sha256, safe_file_name, FileRef};
+pub use file_ref::{human_size, is_sha256, safe_file_name, FileRef, Scans};
 pub use fingerprint::{digest, fingerprint, raw_digest};
 pub use form::{day, Bound, FieldConfig, FieldType, FormSchema, Undeclared};
 pub use ids::{EffectId, SubmissionId};

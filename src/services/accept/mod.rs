@@ -14,7 +14,7 @@ mod submit;
 mod transaction;
 
 use crate::config::Form;
-use crate::domain::{NormalisedFields, OperationId, SubmissionId};
+use crate::domain::{NormalisedFields, OperationId, Scans, SubmissionId};
 use crate::services::request_log::Channel;
 pub use acceptor::Acceptor;
 pub use submit::{SubmitError, SubmitRequest};
@@ -34,9 +34,6 @@ pub struct Intake {
     /// was not scanned).
     pub scans: Scans,
 }
-
-/// Scan verdicts by file digest.
-pub type Scans = std::collections::BTreeMap<String, crate::domain::ScanState>;
 
 /// What became of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,10 +3,10 @@
 //! the same content answered from memory, spam screening (fill time, captcha: outside any
 //! transaction, only for what is not such a retry) and the accept transaction.
 
-use super::{Acceptor, Intake, Outcome, Scans};
+use super::{Acceptor, Intake, Outcome};
 use crate::config::Form;
 use crate::db::DbError;
-use crate::domain::{normalise, raw_digest, FieldErrors, OperationId, RawFields, ScanState};
+use crate::domain::{normalise, raw_digest, FieldErrors, OperationId, RawFields, ScanState, Scans};
 use crate::services::request_log::Channel;
 use crate::services::spam::{Screening, SpamGuard};
 

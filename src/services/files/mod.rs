@@ -14,8 +14,9 @@ use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig};
 use crate::db::files::FileRefs;
 use crate::db::models::Upload;
 use crate::db::{DbConnection, DbError, Pool, Writes};
-use crate::domain::{safe_file_name, FieldError, FieldErrors, FieldType, FileRef, RawFields, ScanState};
-use crate::services::accept::Scans;
+use crate::domain::{
+    safe_file_name, FieldError, FieldErrors, FieldType, FileRef, RawFields, ScanState, Scans,
+};
 use crate::services::scan::{ScanError, Scanner, ScannerAddr, Verdict};
 pub use store::{BlobStore, Incoming, LocalStore};
 
