@@ -224,6 +224,7 @@ mod tests {
             ("time", Arg::Str("T")),
             ("zone", Arg::Str("Z")),
             ("n", Arg::Num(1)),
+            ("path", Arg::Str("P")),
         ];
         let mut fluent_args = FluentArgs::new();
         for (name, value) in &args {

@@ -190,17 +190,20 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
 async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
     let (filter, filters) = (q.filters.filter(), q.filters.query_string());
     let bom = q.encoding.as_deref() != Some("utf-8");
-    let mut fields: Vec<String> = Vec::new();
+    let (mut fields, mut file_fields): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     let forms = state.config.forms.iter().filter(|(name, _)| filter.form.as_ref().is_none_or(|f| f == *name));
     for field in forms.flat_map(|(_, form)| form.fields.iter()) {
         if !fields.contains(&field.name) {
             fields.push(field.name.clone());
         }
+        if field.kind == FieldType::File {
+            file_fields.push(field.name.clone());
+        }
     }
     let pool = state.pool.clone();
     let build = move || {
         with_conn!(&pool, |c| {
-            let body = csv::document(c, &filter, &fields, bom)?;
+            let body = csv::document(c, &filter, &fields, &file_fields, bom)?;
             read_audit::export(c, &user, &filters, &body)?;
             Ok::<_, DbError>(body)
         })

@@ -8,18 +8,19 @@ use diesel::QueryResult;
 use super::row_view::SubmissionView;
 use crate::base::format::{reference, rfc3339};
 use crate::db::admin::browse::{BrowseStore, SubmissionFilter, SubmissionRow};
-use crate::domain::EffectState;
+use crate::domain::{EffectState, FileRef};
 use crate::services::lifecycle::csv::document as csv_document;
 
 const BATCH: i64 = 500;
 
 /// The whole export of the submissions `filter` selects, newest first: the header, then one
-/// line per submission with the values of `fields` (declared field names) at the end; `bom`
-/// puts a UTF-8 BOM first.
+/// line per submission with the values of `fields` (declared field names) at the end (those
+/// of `file_fields` as their files' names, types and sizes); `bom` puts a UTF-8 BOM first.
 pub fn document<C: BrowseStore>(
     c: &mut C,
     filter: &SubmissionFilter,
     fields: &[String],
+    file_fields: &[String],
     bom: bool,
 ) -> QueryResult<String> {
     let mut lines = vec![header(fields)];
@@ -28,7 +29,8 @@ pub fn document<C: BrowseStore>(
         let (rows, _) = c.list_submissions(filter, BATCH, offset)?;
         let states = c.effect_states(&rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>())?;
         for r in &rows {
-            lines.push(row(r, states.get(&r.id).map(Vec::as_slice).unwrap_or_default(), fields));
+            let states = states.get(&r.id).map(Vec::as_slice).unwrap_or_default();
+            lines.push(row(r, states, fields, file_fields));
         }
         if rows.len() < BATCH as usize {
             break;
@@ -57,7 +59,12 @@ fn header(fields: &[String]) -> Vec<String> {
 }
 
 /// One submission; `states` are its effects' (kind, state).
-fn row(s: &SubmissionRow, states: &[(String, EffectState)], fields: &[String]) -> Vec<String> {
+fn row(
+    s: &SubmissionRow,
+    states: &[(String, EffectState)],
+    fields: &[String],
+    files: &[String],
+) -> Vec<String> {
     let values = s.fields();
     let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
     let effects: Vec<String> = states.iter().map(|(k, st)| format!("{k}={st}")).collect();
@@ -71,7 +78,13 @@ fn row(s: &SubmissionRow, states: &[(String, EffectState)], fields: &[String]) -
         yn(s.spam),
         effects.join(" "),
     ];
-    fixed.into_iter().chain(fields.iter().map(|f| values.get(f).cloned().unwrap_or_default())).collect()
+    let value = |f: &String| match values.get(f) {
+        Some(v) if files.contains(f) => {
+            FileRef::all_in(v).iter().map(FileRef::shown).collect::<Vec<_>>().join("; ")
+        }
+        v => v.cloned().unwrap_or_default(),
+    };
+    fixed.into_iter().chain(fields.iter().map(value)).collect()
 }
 
 #[cfg(test)]

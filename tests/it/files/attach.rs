@@ -150,6 +150,15 @@ async fn an_api_client_uploads_then_names_the_upload(backend: Backend) {
     assert_eq!(digests(&rows[0]["drawing"]), [sha256(&drawing)]);
     assert!(rows[0]["spec"].as_str().unwrap().ends_with(" Spec%20sheet%2Epdf"), "{}", rows[0]["spec"]);
     assert_eq!(blobs(&app.config.server.files_dir), [sha256(&drawing)], "the same content is one blob");
+    let (_, photo) = upload(&app, "quote", "photo.png", &png()).await;
+    assert_eq!(photo["content_type"], "image/png");
+    let (status, _) =
+        submit(&app, &new_key(), &json!({"email": "mei@example.com", "drawing": [photo["upload_id"], id]}))
+            .await;
+    assert_eq!(status, 201);
+    let mut both = vec![sha256(&drawing), sha256(&png())];
+    both.sort();
+    assert_eq!(digests(&stored(&app).await[1]["drawing"]), both, "a PNG and a PDF in one field");
 
     // A client names uploads, never blobs: a digest written as the value is refused.
     let forged = format!("{} 10 application/pdf x.pdf", sha256(&drawing));

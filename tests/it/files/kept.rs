@@ -30,11 +30,22 @@ fn with_two_forms(c: &mut Config) {
 
 /// Uploads `bytes` to `form` and submits it as the `drawing`; the submission's id.
 async fn submit_file(app: &TestApp, form: &str, email: &str, bytes: &[u8], extra: Value) -> String {
+    submit_keyed(app, form, &new_key(), email, bytes, extra).await
+}
+
+async fn submit_keyed(
+    app: &TestApp,
+    form: &str,
+    key: &str,
+    email: &str,
+    bytes: &[u8],
+    extra: Value,
+) -> String {
     let (_, up) = upload(app, form, "Drawing%20%E8%A6%8F%E6%A0%BC.pdf", bytes).await;
     let mut body = json!({"email": email, "drawing": [up["upload_id"]]});
     body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
     let url = app.url(&format!("/api/forms/{form}/submissions"));
-    let resp = app.client.post(url).header("Idempotency-Key", new_key()).json(&body).send().await.unwrap();
+    let resp = app.client.post(url).header("Idempotency-Key", key).json(&body).send().await.unwrap();
     assert_eq!(resp.status(), 201);
     resp.json::<Value>().await.unwrap()["submission_id"].as_str().unwrap().to_string()
 }
@@ -92,6 +103,9 @@ async fn files_are_downloaded_by_signed_in_users_as_audited_attachments(backend:
     assert!(h["content-security-policy"].to_str().unwrap().contains("sandbox"));
     assert_eq!(resp.bytes().await.unwrap(), drawing);
     assert_eq!(app.audit_count().await, audits + 1, "the download is audited");
+    let csv = app.admin_get(Some(&viewer), "/admin/submissions.csv?form=quote").await.text().await.unwrap();
+    assert!(csv.contains("Drawing 規格.pdf (application/pdf, 2"), "the export names the file: {csv}");
+    assert!(!csv.contains(&sha256(&drawing)), "not its stored reference");
     let other = format!("/admin/submissions/{id}/files/{}", sha256(b"another file"));
     assert_eq!(app.admin_get(Some(&viewer), &other).await.status(), 404, "only a file it names");
 
@@ -119,7 +133,8 @@ async fn retention_deletes_the_files_nothing_else_names(backend: Backend) {
     })
     .await;
     let (shared, own) = (pdf("shared"), pdf("own"));
-    submit_file(&app, "quote", "mei@example.com", &own, json!({})).await;
+    let first_key = new_key();
+    submit_keyed(&app, "quote", &first_key, "mei@example.com", &own, json!({})).await;
     submit_file(&app, "quote", "mei@example.com", &shared, json!({})).await;
     submit_file(&app, "keep", "lin@example.com", &shared, json!({})).await;
     let dir = app.config.server.files_dir.clone();
@@ -131,6 +146,13 @@ async fn retention_deletes_the_files_nothing_else_names(backend: Backend) {
     age_blobs(&app);
     purge_at(&app, tomorrow).await;
     assert_eq!(blobs(&dir), [sha256(&shared)], "the purged content's own file went; the shared one stays");
+
+    // The tombstone keeps the fingerprint (the files' digests in it): a late retry replays.
+    let (_, up) = upload(&app, "quote", "Drawing%20%E8%A6%8F%E6%A0%BC.pdf", &own).await;
+    let body = json!({"email": "mei@example.com", "drawing": [up["upload_id"]]});
+    let url = app.url("/api/forms/quote/submissions");
+    let retry = app.client.post(url).header("Idempotency-Key", &first_key).json(&body).send().await.unwrap();
+    assert_eq!(retry.status(), 200, "the same files under the same key, after the purge");
 }
 
 async fn erasure_deletes_the_persons_files_at_once(backend: Backend) {
