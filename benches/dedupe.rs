@@ -187,8 +187,13 @@ fn measure(backend: &str, rows: &[corpus::Row], csv: &str, form: &str) -> Run {
     let (_, config) = db.config(form);
     let pool = Pool::connect(&config.database).unwrap();
     let keyring = std::sync::Arc::new(Keyring::new(Secret::new("dedupe bench secret"), Vec::new()));
-    let options =
-        ImportOptions { form: "inquiry", source: "dedupe-bench", dry_run: false, with_effects: false };
+    let options = ImportOptions {
+        form: "inquiry",
+        source: "dedupe-bench",
+        dry_run: false,
+        with_effects: false,
+        files: None,
+    };
     let t = Instant::now();
     let report = import(&pool, &config, &keyring, csv, &options).unwrap();
     let import_s = t.elapsed().as_secs_f64();

@@ -37,7 +37,9 @@ impl FileRef {
         let sha256 = parts.next().filter(|h| is_sha256(h))?.to_string();
         let size = parts.next()?.parse().ok()?;
         let content_type = parts.next().filter(|t| t.contains('/'))?.to_string();
-        let name = percent_decode_str(parts.next()?).decode_utf8().ok()?.into_owned();
+        // `to_value` encodes every byte of the name but letters and digits.
+        let encoded = parts.next().filter(|n| !n.contains([' ', '\n', '\r']))?;
+        let name = percent_decode_str(encoded).decode_utf8().ok()?.into_owned();
         Some(FileRef { sha256, size, content_type, name })
     }
 
@@ -177,7 +179,10 @@ mod tests {
             assert!(!value.contains('\n') && value.matches(' ').count() == 3, "{value}");
             assert_eq!(FileRef::parse(&value), Some(f));
         }
-        for forged in ["", "abc 1 application/pdf x", &format!("{} x application/pdf n", "a".repeat(64))] {
+        let two_lines = format!("{}\n{}", pdf("a").to_value(), pdf("b").to_value());
+        for forged in
+            ["", "abc 1 application/pdf x", &format!("{} x application/pdf n", "a".repeat(64)), &two_lines]
+        {
             assert_eq!(FileRef::parse(forged), None, "{forged}");
         }
     }

@@ -41,6 +41,11 @@ impl Incoming {
         self.size
     }
 
+    /// The SHA-256 of the bytes so far, as lower-case hex (the name `commit` would give).
+    pub fn digest(&self) -> String {
+        hex(self.hash.clone())
+    }
+
     /// The content's type, from its first bytes (`application/octet-stream` when unknown,
     /// `text/plain` for UTF-8 text).
     pub fn content_type(&self) -> &'static str {
@@ -103,8 +108,7 @@ impl BlobStore for LocalStore {
 
     /// (The temporary file left after a rename is none: `Incoming`'s drop finds nothing.)
     fn commit(&self, mut incoming: Incoming) -> io::Result<String> {
-        let hash = std::mem::take(&mut incoming.hash);
-        let sha256: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let sha256 = hex(std::mem::take(&mut incoming.hash));
         let target = self.blob_path(&sha256);
         match std::fs::OpenOptions::new().write(true).open(&target) {
             // The same content again: marked as written now, so no sweep takes it from under
@@ -160,6 +164,10 @@ impl BlobStore for LocalStore {
         }
         Ok(out)
     }
+}
+
+fn hex(hash: Sha256) -> String {
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The rename is durable once the folder is synced (best effort: not every platform can).

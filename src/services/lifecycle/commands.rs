@@ -75,8 +75,16 @@ pub fn run(
                 .map_err(anyhow::Error::msg)?;
             let text = super::csv::decode(&bytes, declared)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            let options =
-                import::ImportOptions { form, source, dry_run: *dry_run, with_effects: *with_effects };
+            // A file field's cells name files in the CSV's own folder.
+            let dir = file.parent().unwrap_or(std::path::Path::new("."));
+            let files = crate::services::files::Files::local(&config.server.files_dir);
+            let options = import::ImportOptions {
+                form,
+                source,
+                dry_run: *dry_run,
+                with_effects: *with_effects,
+                files: Some((dir, &files)),
+            };
             for line in import::import(pool, config, keyring, &text, &options)?.lines() {
                 println!("{line}");
             }

@@ -4,19 +4,21 @@
 //! the file. Its key is a keyed digest of (source, `source_id` or the row's content and time),
 //! so a re-run imports nothing new. Rejected rows are listed by line; no row is half-imported.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
 use super::csv;
 use crate::base::clock::now;
-use crate::config::{Config, Form};
+use crate::config::{Config, Form, FormConfig};
 use crate::db::rescreen::RescreenStore;
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
-use crate::domain::{normalise, OperationId, RawFields};
+use crate::domain::{normalise, safe_file_name, FieldType, FileRef, OperationId, RawFields};
 use crate::services::accept::import::{import_row, Imported};
 use crate::services::accept::Intake;
+use crate::services::files::Files;
 use crate::services::request_log::Channel;
 use crate::with_conn;
 
@@ -58,6 +60,10 @@ pub struct ImportOptions<'a> {
     pub source: &'a str,
     pub dry_run: bool,
     pub with_effects: bool,
+    /// The folder beside the CSV whose files a file field's cells name (`drawing.pdf`, or
+    /// several separated by `;`), stored in `files`; `None` (the admin's upload of a CSV
+    /// alone): a file field's cell must be empty.
+    pub files: Option<(&'a Path, &'a Files)>,
 }
 
 struct Row {
@@ -92,7 +98,9 @@ pub fn import(
     let mut report = ImportReport { dry_run: o.dry_run, ..Default::default() };
     let mut rows = Vec::new();
     for (line, values) in records {
-        match read_row(&header, values, &export) {
+        let row =
+            read_row(&header, values, &export).and_then(|row| with_files(row, form, o.files, o.dry_run));
+        match row {
             Ok(row) => match normalise(form, &row.raw) {
                 Ok(_) => rows.push(row),
                 Err(errors) => {
@@ -162,6 +170,54 @@ fn read_row(header: &[String], values: Vec<String>, export: &Export) -> Result<R
         }
     }
     Ok(Row { raw, received_at: received_at.unwrap_or_else(now), source_id })
+}
+
+/// `row` with its file fields' cells (file names in the folder beside the CSV) replaced by
+/// their files, stored unless `dry_run` (which reads them all the same).
+fn with_files(
+    row: Row,
+    form: &FormConfig,
+    files: Option<(&Path, &Files)>,
+    dry_run: bool,
+) -> Result<Row, String> {
+    let mut raw = Vec::with_capacity(row.raw.len());
+    for (name, value) in row.raw {
+        let is_file = form.field(&name).is_some_and(|f| f.kind == FieldType::File);
+        if !is_file || value.trim().is_empty() {
+            raw.push((name, value));
+            continue;
+        }
+        let Some((dir, store)) = files else {
+            return Err(format!(
+                "`{name}` names files: import the CSV from the command line, beside their folder"
+            ));
+        };
+        // One pair per file, as a browser repeats a field's name.
+        for file_name in value.split(';').map(str::trim).filter(|n| !n.is_empty()) {
+            let file = read_file(dir, file_name, store, dry_run)
+                .map_err(|e| format!("`{name}`: {file_name}: {e}"))?;
+            raw.push((name.clone(), file.to_value()));
+        }
+    }
+    Ok(Row { raw, ..row })
+}
+
+/// The file `file_name` of `dir` (a name in that folder, never a path out of it), stored
+/// unless `dry_run`.
+fn read_file(dir: &Path, file_name: &str, files: &Files, dry_run: bool) -> Result<FileRef, String> {
+    let relative = Path::new(file_name);
+    if !relative.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+        return Err("not a file of the folder beside the CSV".into());
+    }
+    let bytes = std::fs::read(dir.join(relative)).map_err(|e| e.to_string())?;
+    let mut incoming = files.begin().map_err(|e| e.to_string())?;
+    incoming.write(&bytes).map_err(|e| e.to_string())?;
+    let (size, content_type) = (incoming.size(), incoming.content_type().to_string());
+    let sha256 = match dry_run {
+        true => incoming.digest(),
+        false => files.store().commit(incoming).map_err(|e| e.to_string())?,
+    };
+    Ok(FileRef { sha256, size, content_type, name: safe_file_name(file_name) })
 }
 
 /// RFC 3339, `YYYY-MM-DD HH:MM:SS` (UTC) or a date.

@@ -139,8 +139,13 @@ fn run(
     user: &SessionUser,
     r: &ImportRequest,
 ) -> Result<Vec<String>, DbError> {
-    let options =
-        ImportOptions { form: &r.form, source: &r.source, dry_run: r.dry_run, with_effects: r.with_effects };
+    let options = ImportOptions {
+        form: &r.form,
+        source: &r.source,
+        dry_run: r.dry_run,
+        with_effects: r.with_effects,
+        files: None,
+    };
     let (lines, outcome) = match import(pool, config, keyring, &r.text, &options) {
         Ok(report) => {
             let lines = report.lines();

@@ -1,6 +1,7 @@
 //! Attached files: the ways in, replays and conflicts, limits, scanning, admin, lifecycle.
 
 mod attach;
+mod import;
 mod kept;
 mod scanner;
 mod scanning;
