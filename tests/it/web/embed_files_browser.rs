@@ -1,13 +1,12 @@
 //! In headless Chromium: a static page's embedded form with a file field. The browser picks
-//! a real PDF; `embed.js` uploads it, then submits naming the upload; the first submission's
-//! answer is lost, and the retry (same operation ID) names the same upload: one upload, one
-//! submission, one stored blob whose digest is the PDF's. Screenshot:
+//! a real PDF and a PNG; `embed.js` uploads them, then submits naming the uploads; the first
+//! submission's answer is lost, and the retry (same operation ID) names the same uploads: one
+//! upload per file, one submission, one stored blob per file. Screenshot:
 //! target/test-artifacts/embed-file-receipt.png.
-
-use sha2::{Digest, Sha256};
 
 use super::embed_browser::wait_long;
 use crate::support::browser::Browser;
+use crate::support::files::{blobs, pdf, png, sha256};
 use crate::support::static_site::{HttpProxy, StaticSite};
 use crate::support::Backend;
 use onceform::domain::FileRef;
@@ -27,46 +26,6 @@ fn page(form_url: &str, script_url: &str) -> String {
 <script src="{script_url}"></script>
 </body></html>"#
     )
-}
-
-/// A small, well-formed one-page PDF.
-fn pdf() -> Vec<u8> {
-    let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 100] >>",
-    ];
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for o in offsets {
-        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1)
-            .as_bytes(),
-    );
-    out
-}
-
-/// The blobs in the file store: the files under `dir/??/`.
-fn blobs(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    for shard in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()) {
-        if shard.file_name().len() == 2 && shard.file_type().unwrap().is_dir() {
-            out.extend(
-                std::fs::read_dir(shard.path())
-                    .unwrap()
-                    .map(|e| e.unwrap().file_name().into_string().unwrap()),
-            );
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,18 +50,20 @@ async fn an_embedded_file_is_uploaded_once_and_submitted_once_through_a_lost_ans
     .await;
     let proxy = HttpProxy::start(app.address.clone()).await;
     site.set_page(page(&format!("{}/f/contact", proxy.url), &app.url("/embed.js")));
-    let bytes = pdf();
-    let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let (bytes, photo) = (pdf("embedded"), png());
     let file = work.join("drawing.pdf");
     std::fs::write(&file, &bytes).unwrap();
+    let photo_file = work.join("photo.png");
+    std::fs::write(&photo_file, &photo).unwrap();
 
     let browser = Browser::start().await;
     browser.goto(&format!("{}/quote.html", site.origin)).await;
     browser.type_into("#name", "Ada Lovelace").await;
     browser.type_into("#email", "ada@example.com").await;
     browser.type_into("#message", "The drawing is attached").await;
-    // WebDriver's send keys to a file input chooses the file at that path.
-    browser.type_into("#drawing", &file.to_string_lossy()).await;
+    // WebDriver's send keys to a file input chooses the files at these paths (one a line).
+    let chosen = format!("{}\n{}", file.to_string_lossy(), photo_file.to_string_lossy());
+    browser.type_into("#drawing", &chosen).await;
     proxy.drop_next_submit();
     browser.click("button[type=submit]").await;
     let source = wait_long(&browser, "onceform-reference", 20).await;
@@ -111,7 +72,12 @@ async fn an_embedded_file_is_uploaded_once_and_submitted_once_through_a_lost_ans
     let posts = |suffix: &str| -> Vec<_> {
         proxy.seen().into_iter().filter(|s| s.method == "POST" && s.path.ends_with(suffix)).collect()
     };
-    assert_eq!(posts("/uploads").len(), 1, "the retry names the same upload: {:?}", proxy.seen());
+    assert_eq!(
+        posts("/uploads").len(),
+        2,
+        "one per file; the retry names the same uploads: {:?}",
+        proxy.seen()
+    );
     let submits = posts("/submissions");
     assert_eq!(submits.len(), 2, "the lost answer and its retry: {submits:?}");
     assert!(submits[0].dropped && !submits[1].dropped);
@@ -130,13 +96,20 @@ async fn an_embedded_file_is_uploaded_once_and_submitted_once_through_a_lost_ans
         }
         v => v.as_str().unwrap_or_else(|| panic!("drawing: {stored}")).to_string(),
     };
-    let files = FileRef::all_in(&value);
-    assert_eq!(files.len(), 1, "one file: {stored}");
+    let mut files: Vec<_> =
+        FileRef::all_in(&value).into_iter().map(|f| (f.sha256, f.size, f.content_type, f.name)).collect();
+    files.sort_by(|a, b| a.3.cmp(&b.3));
     assert_eq!(
-        (files[0].sha256.as_str(), files[0].size, files[0].content_type.as_str(), files[0].name.as_str()),
-        (sha256.as_str(), bytes.len() as u64, "application/pdf", "drawing.pdf")
+        files,
+        [
+            (sha256(&bytes), bytes.len() as u64, "application/pdf".to_string(), "drawing.pdf".to_string()),
+            (sha256(&photo), photo.len() as u64, "image/png".to_string(), "photo.png".to_string()),
+        ],
+        "{stored}"
     );
-    assert_eq!(blobs(&files_dir), vec![sha256.clone()], "one blob, the PDF's");
+    let mut want = vec![sha256(&bytes), sha256(&photo)];
+    want.sort();
+    assert_eq!(blobs(&files_dir.to_string_lossy()), want, "one blob per file");
 
     let status: serde_json::Value = app
         .client
