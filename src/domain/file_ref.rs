@@ -48,6 +48,11 @@ impl FileRef {
         value.split(super::SEVERAL).filter_map(FileRef::parse).collect()
     }
 
+    /// A file field's value as a person reads it: each file `shown`, joined by `separator`.
+    pub fn shown_all(value: &str, separator: &str) -> String {
+        FileRef::all_in(value).iter().map(FileRef::shown).collect::<Vec<_>>().join(separator)
+    }
+
     /// How a person reads it: `drawing.pdf (application/pdf, 12.3 KB)`.
     pub fn shown(&self) -> String {
         format!("{} ({}, {})", self.name, self.content_type, human_size(self.size))

@@ -89,9 +89,7 @@ impl CrmLead {
         // Several chosen options go as CRMs take a multi-select: `a;b` (HubSpot, Salesforce).
         // A file field shows its files (name, type, size), never the stored reference.
         let several = |field: &str, v: &String| match form.and_then(|f| f.field(field)) {
-            Some(f) if f.kind == FieldType::File => {
-                FileRef::all_in(v).iter().map(FileRef::shown).collect::<Vec<_>>().join("; ")
-            }
+            Some(f) if f.kind == FieldType::File => FileRef::shown_all(v, "; "),
             Some(f) if f.takes_several() => v.replace(SEVERAL, ";"),
             _ => v.clone(),
         };

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use validator::ValidateEmail;
 
-use super::mail::{attach, data, template, visitor, Attach, EmailEffect, Envelope};
+use super::mail::{data, template, visitor, Attach, EmailEffect, Envelope};
 use super::{Deps, Effect, Kind};
 use crate::config::FormConfig;
-use crate::domain::EffectKind;
+use crate::domain::{EffectKind, FileRef};
 
 pub struct OwnerNotificationKind;
 
@@ -33,7 +33,7 @@ impl Kind for OwnerNotificationKind {
             render: |form, job, attached| {
                 // Each file field as its files' lines: attached, linked, or no longer stored.
                 let files = |field: &str, value: &str| {
-                    attached.lines.get(field).cloned().unwrap_or_else(|| attach::shown(value))
+                    attached.lines.get(field).cloned().unwrap_or_else(|| FileRef::shown_all(value, "\n"))
                 };
                 template::owner_notification(&data(form, job, true, form.email_locale(), &files))
             },

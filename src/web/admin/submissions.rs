@@ -297,9 +297,7 @@ async fn detail(
     for field in state.config.form(&found.submission.form).map(|f| f.fields.as_slice()).unwrap_or_default() {
         if let Some(v) = values.remove(&field.name) {
             let shown = match field.kind {
-                FieldType::File => {
-                    FileRef::all_in(&v).iter().map(FileRef::shown).collect::<Vec<_>>().join("\n")
-                }
+                FieldType::File => FileRef::shown_all(&v, "\n"),
                 _ => v,
             };
             page.fields.push((field.label().to_string(), shown));

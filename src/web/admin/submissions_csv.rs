@@ -79,9 +79,7 @@ fn row(
         effects.join(" "),
     ];
     let value = |f: &String| match values.get(f) {
-        Some(v) if files.contains(f) => {
-            FileRef::all_in(v).iter().map(FileRef::shown).collect::<Vec<_>>().join("; ")
-        }
+        Some(v) if files.contains(f) => FileRef::shown_all(v, "; "),
         v => v.cloned().unwrap_or_default(),
     };
     fixed.into_iter().chain(fields.iter().map(value)).collect()

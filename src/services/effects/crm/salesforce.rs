@@ -30,7 +30,7 @@ use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Le
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
 use crate::services::effects::http::{
-    authorize, client, encode_segment, excerpt, id_of, lookup_failed, read_head, refused, status_report,
+    authorize, client, encode_segment, excerpt, id_of, json_call, lookup_failed, read_head, status_report,
     transport_error, Secret, ServerErrors,
 };
 use crate::services::effects::kind::settings_of;
@@ -235,14 +235,7 @@ fn soql_string(s: &str) -> String {
 impl Salesforce {
     /// Sends `req`; the JSON of a 2xx answer, else the report of the failure.
     async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value, Report> {
-        let resp = authorize(req, &self.token).send().await.map_err(|e| transport_error(&e))?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            return Err(refused(resp, ServerErrors::MayHaveActed).await);
-        }
-        resp.json::<Value>()
-            .await
-            .map_err(|_| Report::failed(Outcome::Ambiguous, "salesforce_body").with_http(status))
+        json_call(req, &self.token, "salesforce_body").await
     }
 
     /// The ContentVersion of one file's step, if Salesforce has it.

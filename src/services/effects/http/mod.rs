@@ -84,6 +84,21 @@ pub async fn status_error(resp: Response) -> Report {
 }
 
 /// A non-success answer classified by `status_report`, with the excerpt of its body.
+/// Sends `req` with `token`: the JSON of a 2xx answer, else the report of the failure (an
+/// unreadable 2xx body is ambiguous: `unreadable` names it).
+pub async fn json_call(
+    req: RequestBuilder,
+    token: &Option<Secret>,
+    unreadable: &'static str,
+) -> Result<serde_json::Value, Report> {
+    let resp = authorize(req, token).send().await.map_err(|e| transport_error(&e))?;
+    let status = resp.status().as_u16();
+    if !resp.status().is_success() {
+        return Err(refused(resp, ServerErrors::MayHaveActed).await);
+    }
+    resp.json().await.map_err(|_| Report::failed(Outcome::Ambiguous, unreadable).with_http(status))
+}
+
 pub async fn refused(resp: Response, server_errors: ServerErrors) -> Report {
     let report = status_report(&resp, server_errors);
     report.with_detail(excerpt(&read_head(resp).await))

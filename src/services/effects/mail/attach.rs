@@ -46,11 +46,6 @@ pub fn names(value: &str) -> String {
     FileRef::all_in(value).iter().map(|f| f.name.clone()).collect::<Vec<_>>().join("\n")
 }
 
-/// A file field's value as its files' `shown` lines.
-pub fn shown(value: &str) -> String {
-    FileRef::all_in(value).iter().map(FileRef::shown).collect::<Vec<_>>().join("\n")
-}
-
 impl Attach {
     /// Reads `job`'s files of `form`'s file fields (on the blocking pool) and decides which
     /// the message carries; the lines are in `locale`.
