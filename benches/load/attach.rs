@@ -66,8 +66,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let db = Db::new(backend);
     let (path, config) = db.config(&format!("[worker]\nenabled = false\n\n{QUOTE}"));
     let pool = Pool::connect(&config.database).unwrap();
-    let acceptor =
-        Acceptor::start(Arc::new(config.clone()), pool.clone(), common::keyring(&config)).unwrap();
+    let acceptor = Acceptor::start(Arc::new(config.clone()), pool.clone(), common::keyring(&config)).unwrap();
     let form = Form::new("quote", config.form("quote").unwrap().clone());
     let limit_dir = db.dir.join("limit-files");
     let server = crate::serve(&path);
@@ -280,11 +279,8 @@ fn check(
     unexpected: usize,
 ) {
     let stats = with_conn!(pool, |c| c.stats().map_err(DbError::from)).unwrap();
-    let file_rows: i64 = with_conn!(pool, |c| submission_files::table
-        .count()
-        .get_result(c)
-        .map_err(DbError::from))
-    .unwrap();
+    let file_rows: i64 =
+        with_conn!(pool, |c| submission_files::table.count().get_result(c).map_err(DbError::from)).unwrap();
     let effects = common::form_effects(&stats);
     let ((blobs, tmp), (limit_blobs, limit_tmp)) = (blobs(files_dir), blobs(limit_dir));
     let accepted = (posted + limited) as i64;
