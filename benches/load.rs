@@ -2,8 +2,8 @@
 //! PostgreSQL, in one run.
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
-//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks] [--only-targets] [--pgbouncer]
-//!  [--purge N|0] [--burst N|0] [--only-burst] [--only-purge] [--baseline PATH]`
+//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks,attach] [--only-targets]
+//!  [--pgbouncer] [--purge N|0] [--burst N|0] [--only-burst] [--only-purge] [--only-attach] [--baseline PATH]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
 //! with `--pgbouncer`, four `serve` and two `worker` processes through pgbouncer
@@ -13,6 +13,9 @@
 //! effect is delivered, and on each backend a burst with repeated visitors, timed until every
 //! duplicate pair is scored (`load/burst.rs`); `--only-targets` stops there. `--baseline PATH`
 //! runs another build's `serve` beside this one's fresh-database accepts (`load/targets.rs`).
+//! After the targets, issue 23's accepts with a 1 MiB attachment per request against the
+//! limit of the idea, and the server's peak RSS at 1 and 64 uploads at once (`load/attach.rs`;
+//! `--traffic attach`, and by default; `--only-attach` runs them alone).
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
@@ -29,6 +32,8 @@
 //! Nothing here is a pass/fail timing test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "load/attach.rs"]
+mod attach;
 #[path = "load/burst.rs"]
 mod burst;
 #[path = "common/mod.rs"]
@@ -74,6 +79,10 @@ pub struct Options {
     pub scenarios: Vec<Scenario>,
     /// Inbound webhook rows (`--traffic hooks`, and by default).
     pub hooks: bool,
+    /// Accepts with a 1 MiB attachment each (`--traffic attach`, and by default).
+    pub attach: bool,
+    /// Only those (`--only-attach`).
+    pub only_attach: bool,
     /// Submissions seeded for the drain runs (0 skips them).
     pub drain: usize,
     /// Only the targets' rows of issue 11 (`--only-targets`).
@@ -112,6 +121,8 @@ fn options() -> Options {
             .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.name())).collect())
             .unwrap_or_else(|| Scenario::ALL.to_vec()),
         hooks: traffic.as_ref().is_none_or(|v| v.split(',').any(|n| n == "hooks")),
+        attach: traffic.as_ref().is_none_or(|v| v.split(',').any(|n| n == "attach")),
+        only_attach: args.iter().any(|a| a == "--only-attach"),
         drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(if quick { 1000 } else { 5000 }),
         only_targets: args.iter().any(|a| a == "--only-targets"),
         pgbouncer: args.iter().any(|a| a == "--pgbouncer"),
@@ -131,6 +142,10 @@ fn main() {
         bursts(&opts);
         return;
     }
+    if opts.only_attach {
+        attachments(&opts);
+        return;
+    }
     if !opts.only_purge {
         println!("Targets (issue 11), each backend on a fresh database:\n");
         targets::header();
@@ -140,6 +155,9 @@ fn main() {
     }
     if opts.pgbouncer && opts.backends.iter().any(|b| b == "postgres") {
         pgbouncer::run(&rt_for_targets(), &opts);
+    }
+    if opts.attach && !opts.only_purge {
+        attachments(&opts);
     }
     if opts.purge > 0 {
         println!(
@@ -246,6 +264,18 @@ fn main() {
             opts.drain
         );
         common::drain::print_table(opts.backends.iter().map(String::as_str), opts.drain);
+    }
+}
+
+/// Issue 23's accepts with a 1 MiB attachment each, each backend on a fresh database.
+fn attachments(opts: &Options) {
+    println!(
+        "\nAccepts with a 1 MiB attachment each (issue 23), against the limit of the idea (in-process: \
+         the blob written, fsynced and renamed, then the accept transaction), each backend on a fresh database:\n"
+    );
+    attach::header();
+    for backend in opts.backends.iter().map(String::as_str) {
+        attach::measure(&rt_for_targets(), backend, opts);
     }
 }
 

@@ -54,10 +54,11 @@ impl Db {
         // Everything the server writes goes to this run's directory, never the checkout's ./data.
         let at = |name: &str| self.dir.join(name).display().to_string();
         let server = format!(
-            "[server]\nsecret_file = {:?}\ninitial_password_file = {:?}\nspool_dir = {:?}",
+            "[server]\nsecret_file = {:?}\ninitial_password_file = {:?}\nspool_dir = {:?}\nfiles_dir = {:?}",
             at("secret"),
             at("initial-admin-password"),
-            at("spool")
+            at("spool"),
+            at("files")
         );
         let text = format!("[database]\nurl = {:?}\n\n{server}\n\n{extra}\n\n{forms}", self.url);
         let path = self.dir.join(format!("onceform-{}.toml", uuid::Uuid::new_v4().simple()));
@@ -129,10 +130,25 @@ impl Process {
 
     /// Peak resident set size so far, in MiB (Linux `VmHWM`).
     pub fn peak_rss_mib(&self) -> f64 {
+        self.status_mib("VmHWM:")
+    }
+
+    /// Resident set size now, in MiB (Linux `VmRSS`).
+    pub fn rss_mib(&self) -> f64 {
+        self.status_mib("VmRSS:")
+    }
+
+    /// Starts the peak over from the resident set size now (Linux `clear_refs` 5), so that
+    /// `peak_rss_mib` is the peak since this call.
+    pub fn reset_peak_rss(&self) {
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
+    }
+
+    fn status_mib(&self, key: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .find_map(|l| l.strip_prefix(key))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .map_or(0.0, |kb| kb / 1024.0)
     }
