@@ -54,6 +54,10 @@ pub struct ServerConfig {
     pub spool_max_bytes: u64,
     /// Where attached files are kept, one file per content digest (`services::files`).
     pub files_dir: String,
+    /// Requests streaming attached files in at once; the others wait for a turn before their
+    /// body is read (within the body deadline), which keeps memory flat under many uploads.
+    #[validate(range(min = 1, max = 1024))]
+    pub max_concurrent_uploads: usize,
     /// `ONCEFORM_CLAMD`: the clamd that scans the files of forms with `scan = "clamd"`
     /// (`unix:/path` or `tcp:host:port`).
     pub clamd: Option<String>,
@@ -79,6 +83,7 @@ impl Default for ServerConfig {
             spool_dir: "./data/spool".into(),
             spool_max_bytes: 64 * 1024 * 1024,
             files_dir: "./data/files".into(),
+            max_concurrent_uploads: 8,
             clamd: None,
         }
     }

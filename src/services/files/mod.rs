@@ -8,6 +8,8 @@ pub mod store;
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, SystemTime};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
 use chrono::{Duration, NaiveDateTime};
 
 use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig};
@@ -36,16 +38,27 @@ pub struct Files {
     store: Arc<dyn BlobStore>,
     /// `ONCEFORM_CLAMD`; `None`: not set (or not an address), so a scan finds it down.
     scanner: Option<Scanner>,
+    /// Requests streaming files in at once (`[server] max_concurrent_uploads`); the others
+    /// wait before their body is read, so the server's memory does not grow with them.
+    streaming: Arc<Semaphore>,
 }
 
+/// The default of `[server] max_concurrent_uploads`.
+pub const CONCURRENT_UPLOADS: usize = 8;
+
 impl Files {
-    pub fn new(store: Arc<dyn BlobStore>, scanner: Option<Scanner>) -> Files {
-        Files { store, scanner }
+    pub fn new(store: Arc<dyn BlobStore>, scanner: Option<Scanner>, max_concurrent: usize) -> Files {
+        Files { store, scanner, streaming: Arc::new(Semaphore::new(max_concurrent.max(1))) }
+    }
+
+    /// A turn to stream a request's files in, held while its body is read.
+    pub async fn turn(&self) -> Option<OwnedSemaphorePermit> {
+        self.streaming.clone().acquire_owned().await.ok()
     }
 
     /// The local folder store under `dir` (`[server] files_dir`), without a scanner.
     pub fn local(dir: &str) -> Files {
-        Files::new(Arc::new(LocalStore::new(dir)), None)
+        Files::new(Arc::new(LocalStore::new(dir)), None, CONCURRENT_UPLOADS)
     }
 
     /// The store and scanner `[server]` names (`files_dir`, `clamd`).
@@ -54,6 +67,7 @@ impl Files {
         Files::new(
             Arc::new(LocalStore::new(&server.files_dir)),
             scanner.map(|addr| Scanner::new(addr, SCAN_TIMEOUT)),
+            server.max_concurrent_uploads,
         )
     }
 

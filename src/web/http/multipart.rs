@@ -25,7 +25,15 @@ pub async fn read(
     files: &Files,
     deadline: std::time::Duration,
 ) -> Result<RawFields, Problem> {
-    tokio::time::timeout(deadline, read_parts(req, payload, form, files)).await.unwrap_or_else(|_| {
+    let read = async {
+        // Posts with files wait for a turn (`Files::turn`); a form without file fields takes none.
+        let _turn = match form.has_file_field() {
+            true => files.turn().await,
+            false => None,
+        };
+        read_parts(req, payload, form, files).await
+    };
+    tokio::time::timeout(deadline, read).await.unwrap_or_else(|_| {
         Err(Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time"))
     })
 }

@@ -66,6 +66,7 @@ async fn receive(
     }
     let deadline = std::time::Duration::from_millis(state.config.server.body_timeout_ms);
     let stored = tokio::time::timeout(deadline, async {
+        let _turn = state.files.turn().await;
         let mut incoming = state.files.begin().map_err(|_| Problem::unavailable())?;
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|e| match super::connections::is_deadline(&e) {

@@ -17,6 +17,7 @@ on_both_backends!(
     a_png_named_pdf_is_not_a_pdf,
     a_file_over_its_limit_is_refused_before_it_is_all_read,
     uploads_belong_to_their_form,
+    uploads_beyond_the_concurrent_limit_wait_their_turn,
 );
 
 pub const QUOTE: &str = r#"
@@ -295,4 +296,41 @@ async fn uploads_belong_to_their_form(backend: Backend) {
     .await;
     assert_eq!(resp.status(), 303);
     assert!(stored(&app).await[0].get("drawing").is_none());
+}
+
+/// `max_concurrent_uploads = 1`: while one upload streams in, the next waits (its body is not
+/// read), and goes on when the first is done.
+async fn uploads_beyond_the_concurrent_limit_wait_their_turn(backend: Backend) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app_with(backend, |c| {
+        with_quote(c);
+        c.server.max_concurrent_uploads = 1;
+    })
+    .await;
+    let first = pdf("first, sent slowly");
+    let addr = app.address.trim_start_matches("http://").to_string();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/forms/quote/uploads HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n\r\n",
+        first.len()
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    slow.write_all(&first[..10]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await; // it holds the turn
+
+    let next = tokio::spawn({
+        let (client, url) = (app.client.clone(), app.url("/api/forms/quote/uploads"));
+        async move { client.post(url).body(pdf("second")).send().await.unwrap().status().as_u16() }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert!(!next.is_finished(), "the second upload waits while the first streams in");
+
+    slow.write_all(&first[10..]).await.unwrap();
+    let mut answer = vec![0u8; 1024];
+    let n = slow.read(&mut answer).await.unwrap();
+    assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 201"));
+    assert_eq!(next.await.unwrap(), 201, "then the second one's turn came");
+    let mut want = vec![sha256(&first), sha256(&pdf("second"))];
+    want.sort();
+    assert_eq!(blobs(&app.config.server.files_dir), want);
 }
