@@ -103,6 +103,6 @@ impl Application {
 
 /// The record kinds this process's workers deliver: the form effect kinds and each inbound
 /// webhook handler (`hook:SOURCE:HANDLER`), sharing one CRM adapter and one mailer.
-pub fn registry(config: Arc<Config>) -> anyhow::Result<Registry> {
-    Registry::from_config(config, crate::web::hooks::handlers::register)
+pub fn registry(config: Arc<Config>, keyring: Arc<Keyring>) -> anyhow::Result<Registry> {
+    Registry::from_config(config, keyring, crate::web::hooks::handlers::register)
 }

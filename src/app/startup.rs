@@ -37,7 +37,7 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
     let workers = match config.worker.enabled {
-        true => Some(spawn_worker(&config, &pool, stopped)?),
+        true => Some(spawn_worker(&config, &pool, &keyring, stopped)?),
         false => None,
     };
     let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
@@ -89,9 +89,9 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
 
 /// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
 pub fn worker(config: Config) -> anyhow::Result<()> {
-    // The workers digest nothing: the keyring is loaded for the re-keying of stored rows.
-    let (pool, _keyring) = open_store(&config)?;
-    let (rt, worker) = worker_runtime(&Arc::new(config), &pool)?;
+    // The keyring re-keys stored rows at start, and signs the file links a CRM gets.
+    let (pool, keyring) = open_store(&config)?;
+    let (rt, worker) = worker_runtime(&Arc::new(config), &pool, &keyring)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
@@ -107,11 +107,15 @@ pub fn worker(config: Config) -> anyhow::Result<()> {
 }
 
 /// A runtime for the workers, and the workers built inside it (the SMTP pool needs one).
-fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> anyhow::Result<(tokio::runtime::Runtime, Worker)> {
+fn worker_runtime(
+    config: &Arc<Config>,
+    pool: &Pool,
+    keyring: &Arc<Keyring>,
+) -> anyhow::Result<(tokio::runtime::Runtime, Worker)> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let registry = {
         let _entered = rt.enter();
-        super::registry(config.clone())?
+        super::registry(config.clone(), keyring.clone())?
     };
     // SQLite: the transactions go through this process's group-commit writer, shared with
     // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
@@ -123,9 +127,10 @@ fn worker_runtime(config: &Arc<Config>, pool: &Pool) -> anyhow::Result<(tokio::r
 fn spawn_worker(
     config: &Arc<Config>,
     pool: &Pool,
+    keyring: &Arc<Keyring>,
     stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    let (rt, worker) = worker_runtime(config, pool)?;
+    let (rt, worker) = worker_runtime(config, pool, keyring)?;
     Ok(std::thread::spawn(move || rt.block_on(worker.run(stopped))))
 }
 

@@ -58,6 +58,9 @@ pub struct ServerConfig {
     /// body is read (within the body deadline), which keeps memory flat under many uploads.
     #[validate(range(min = 1, max = 1024))]
     pub max_concurrent_uploads: usize,
+    /// The address visitors and receivers reach this server at (`https://forms.example.com`):
+    /// the base of the signed file links a generic CRM gets.
+    pub public_url: Option<String>,
     /// `ONCEFORM_CLAMD`: the clamd that scans the files of forms with `scan = "clamd"`
     /// (`unix:/path` or `tcp:host:port`).
     pub clamd: Option<String>,
@@ -84,6 +87,7 @@ impl Default for ServerConfig {
             spool_max_bytes: 64 * 1024 * 1024,
             files_dir: "./data/files".into(),
             max_concurrent_uploads: 8,
+            public_url: None,
             clamd: None,
         }
     }

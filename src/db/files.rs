@@ -17,6 +17,8 @@ pub trait FileRefs {
     /// The uploads of `form` among `ids` (an unknown or foreign ID is left out).
     fn uploads_of(&mut self, form: &str, ids: &[&str]) -> QueryResult<Vec<Upload>>;
     fn files_of(&mut self, submission_id: &str) -> QueryResult<Vec<SubmissionFile>>;
+    /// (spam, stored fields) of the submission, if it names the blob `sha256`.
+    fn naming(&mut self, submission_id: &str, sha256: &str) -> QueryResult<Option<(bool, Option<String>)>>;
     /// Those of `digests` that a submission or an upload still names.
     fn in_use(&mut self, digests: &[String]) -> QueryResult<Vec<String>>;
     /// Deletes the uploads made before `before`; returns their digests.
@@ -81,6 +83,16 @@ impl FileRefs for DbConnection {
             .filter(submission_files::submission_id.eq(submission_id))
             .select(SubmissionFile::as_select())
             .load(self)
+    }
+
+    fn naming(&mut self, submission_id: &str, sha256: &str) -> QueryResult<Option<(bool, Option<String>)>> {
+        submissions::table
+            .inner_join(submission_files::table)
+            .filter(submissions::id.eq(submission_id))
+            .filter(submission_files::sha256.eq(sha256))
+            .select((submissions::spam, submissions::fields_json))
+            .first(self)
+            .optional()
     }
 
     fn in_use(&mut self, digests: &[String]) -> QueryResult<Vec<String>> {

@@ -68,12 +68,13 @@ impl CrmLead {
         if refs.is_empty() {
             return Vec::new();
         }
-        let (store, key) = (store.clone(), job.effect_key.clone());
+        let (store, key, owner) = (store.clone(), job.effect_key.clone(), job.submission_id.to_string());
         tokio::task::spawn_blocking(move || {
             refs.into_iter()
                 .filter_map(|file| {
                     let bytes = store.store().read(&file.sha256).ok()?;
-                    Some(LeadFile { key: file_key(&key, &file.sha256), file, bytes: Arc::new(bytes) })
+                    let url = store.link(&owner, &file.sha256);
+                    Some(LeadFile { key: file_key(&key, &file.sha256), file, bytes: Arc::new(bytes), url })
                 })
                 .collect()
         })

@@ -27,6 +27,7 @@ use chrono::NaiveDateTime;
 
 use crate::config::{Config, FormConfig};
 use crate::db::models::JobRow;
+use crate::domain::keyring::Keyring;
 use crate::domain::{EffectId, EffectKind, RecordKind, SubmissionId};
 pub use kind::{Deps, Kind, KindSettings, Settings};
 pub use outcome::{Lookup, Outcome, Report};
@@ -157,8 +158,11 @@ pub struct Registry {
 impl Registry {
     /// The form effect kinds; `also` registers further record kinds with the same CRM
     /// adapter and mailer (the inbound webhook handlers, see `app::registry`).
+    /// The effects of `config`'s kinds (and those `also` registers); `keyring` signs the file
+    /// links a CRM gets.
     pub fn from_config(
         config: Arc<Config>,
+        keyring: Arc<Keyring>,
         also: impl FnOnce(&mut Registry, &Deps<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<Registry> {
         let timeout = Duration::from_millis(config.worker.call_timeout_ms);
@@ -166,7 +170,10 @@ impl Registry {
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry::default();
-        let files = crate::services::files::Files::local(&config.server.files_dir);
+        let mut files = crate::services::files::Files::local(&config.server.files_dir);
+        if let Some(url) = &config.server.public_url {
+            files = files.with_links(crate::services::files::FileLinks::new(keyring, url));
+        }
         let deps = Deps { config: &config, crm: &crm, mailer: &mailer, files: &files, timeout };
         also(&mut registry, &deps)?;
         for kind in KINDS {

@@ -3,6 +3,7 @@
 //! uploaded ahead by API clients (`upl_…` IDs, kept an hour), and swept when nothing uses
 //! them any more.
 
+pub mod links;
 pub mod store;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::domain::{
     safe_file_name, FieldError, FieldErrors, FieldType, FileRef, RawFields, ScanState, Scans,
 };
 use crate::services::scan::{ScanError, Scanner, ScannerAddr, Verdict};
+pub use links::FileLinks;
 pub use store::{BlobStore, Incoming, LocalStore};
 
 /// How long an upload waits for its submission (and how old an unused blob must be before
@@ -41,6 +43,8 @@ pub struct Files {
     /// Requests streaming files in at once (`[server] max_concurrent_uploads`); the others
     /// wait before their body is read, so the server's memory does not grow with them.
     streaming: Arc<Semaphore>,
+    /// Signed links to files (`[server] public_url` set): what the generic CRM gets.
+    links: Option<FileLinks>,
 }
 
 /// The default of `[server] max_concurrent_uploads`.
@@ -48,7 +52,19 @@ pub const CONCURRENT_UPLOADS: usize = 8;
 
 impl Files {
     pub fn new(store: Arc<dyn BlobStore>, scanner: Option<Scanner>, max_concurrent: usize) -> Files {
-        Files { store, scanner, streaming: Arc::new(Semaphore::new(max_concurrent.max(1))) }
+        Files { store, scanner, streaming: Arc::new(Semaphore::new(max_concurrent.max(1))), links: None }
+    }
+
+    /// These files with signed links to them.
+    pub fn with_links(mut self, links: FileLinks) -> Files {
+        self.links = Some(links);
+        self
+    }
+
+    /// A signed link to `sha256` of `submission`, if there is a public URL to make it from.
+    pub fn link(&self, submission: &str, sha256: &str) -> Option<String> {
+        let now = chrono::Utc::now().timestamp();
+        self.links.as_ref().map(|l| l.link(submission, sha256, now))
     }
 
     /// A turn to stream a request's files in, held while its body is read.

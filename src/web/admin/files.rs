@@ -2,9 +2,6 @@
 //! attachment the browser never renders (`nosniff`, a sandboxing CSP), each download
 //! audited. A spam submission's files (malware among them) only by an admin, after a warning.
 
-use actix_web::http::header::{
-    Charset, ContentDisposition, DispositionParam, DispositionType, ExtendedValue,
-};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
@@ -137,30 +134,7 @@ async fn download(
     if let Err(e) = audited {
         return db_failure(e); // no download goes unrecorded
     }
-    HttpResponse::Ok()
-        .content_type("application/octet-stream")
-        .insert_header(attachment(&file.name))
-        .insert_header(("X-Content-Type-Options", "nosniff"))
-        .insert_header(("Content-Security-Policy", "default-src 'none'; sandbox"))
-        .insert_header(("Cache-Control", "no-store"))
-        .body(bytes)
-}
-
-/// `attachment; filename="ascii fallback"; filename*=UTF-8''…` (RFC 6266).
-fn attachment(name: &str) -> ContentDisposition {
-    let ascii: String =
-        name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' }).collect();
-    ContentDisposition {
-        disposition: DispositionType::Attachment,
-        parameters: vec![
-            DispositionParam::Filename(ascii),
-            DispositionParam::FilenameExt(ExtendedValue {
-                charset: Charset::Ext("UTF-8".into()),
-                language_tag: None,
-                value: name.as_bytes().to_vec(),
-            }),
-        ],
-    }
+    crate::web::render::download(&file.name, bytes)
 }
 
 fn not_found() -> HttpResponse {

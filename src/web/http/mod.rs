@@ -10,6 +10,7 @@ mod captcha_widget;
 mod client_ip;
 mod connections;
 mod cors;
+mod file_links;
 mod html;
 mod journey;
 mod metrics_access;
@@ -47,6 +48,7 @@ pub use submit::db_problem;
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.configure(api::routes)
         .configure(uploads::routes)
+        .configure(file_links::routes)
         .configure(html::routes)
         .configure(ops::routes)
         .configure(openapi::routes)

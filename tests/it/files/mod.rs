@@ -3,5 +3,6 @@
 mod attach;
 mod import;
 mod kept;
+mod links;
 mod scanner;
 mod scanning;

@@ -138,7 +138,8 @@ impl HookApp {
     }
 
     pub fn worker(&self) -> Worker {
-        let registry = onceform::app::registry(self.app.config.clone()).unwrap();
+        let registry =
+            onceform::app::registry(self.app.config.clone(), crate::support::test_keyring()).unwrap();
         Worker::new(
             onceform::db::Writes::pooled(self.app.pool.clone()),
             registry,

@@ -1,6 +1,7 @@
 //! `generic`: POST the lead as JSON with an `Idempotency-Key`; optional lookup URL. A lead
-//! with attached files lists them in `files` (each file's `name`, `content_type`, `size` and
-//! `sha256`); their bytes are not sent.
+//! with attached files lists them in `files` (each file's `name`, `content_type`, `size`,
+//! `sha256` and, with `[server] public_url`, a signed `url` the receiver fetches it from for a
+//! week); their bytes are not sent.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,7 +112,7 @@ impl CrmAdapter for GenericCrm {
                     .iter()
                     .map(|f| {
                         json!({"name": f.file.name, "content_type": f.file.content_type,
-                               "size": f.file.size, "sha256": f.file.sha256})
+                               "size": f.file.size, "sha256": f.file.sha256, "url": f.url})
                     })
                     .collect();
                 body["files"] = serde_json::Value::Array(listed);

@@ -45,6 +45,8 @@ pub struct LeadFile {
     pub key: String,
     pub file: FileRef,
     pub bytes: Arc<Vec<u8>>,
+    /// A signed link to the file (`[server] public_url` set), for a CRM that fetches it.
+    pub url: Option<String>,
 }
 
 /// The step key of one file of a lead: its external reference, `:file:`, the content's SHA-256.

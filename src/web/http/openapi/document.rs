@@ -116,6 +116,30 @@ fn get(operation_id: &str, tag: &str, summary: &str, responses: Value) -> Value 
     json!({"get": {"operationId": operation_id, "tags": [tag], "summary": summary, "responses": responses}})
 }
 
+/// A file behind a signed link (what a generic CRM's lead carries).
+fn file_link_path() -> Value {
+    let param = |name: &str, place: &str, schema: Value, description: &str| json!({"name": name, "in": place, "required": true, "schema": schema, "description": description});
+    let problem = json!({"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}});
+    json!({"get": {
+        "operationId": "signed_file", "tags": ["files"],
+        "summary": "One attached file, for the holder of a signed link (a week long); served as an attachment",
+        "parameters": [
+            param("submission", "path", json!({"type": "string"}), "The submission's ID"),
+            param("sha256", "path", json!({"type": "string"}), "The file's SHA-256"),
+            param("expires", "query", json!({"type": "integer", "minimum": 0, "maximum": 999_999_999_999_i64}),
+                "Unix time the link stops opening the file"),
+            param("signature", "query", json!({"type": "string"}), "The server's signature of the three"),
+        ],
+        "responses": {
+            "200": {"description": "The file", "content": {"application/octet-stream":
+                {"schema": {"type": "string", "format": "binary"}}}},
+            "400": text("text/plain", "The query is not a link's"),
+            "404": {"description": "No such file, or the link is not valid (or no longer)", "content": problem},
+            "503": {"description": "The database is unavailable", "content": problem}
+        }
+    }})
+}
+
 fn operations_paths(paths: &mut Map<String, Value>) {
     let status =
         |v: &str| json!({"type": "object", "required": ["status"], "properties": {"status": {"const": v}}});
@@ -207,6 +231,7 @@ fn operations_paths(paths: &mut Map<String, Value>) {
     for (path, item) in entries {
         paths.insert(path.to_string(), item);
     }
+    paths.insert("/files/{submission}/{sha256}".into(), file_link_path());
     for (path, content_type, _) in ASSETS {
         let media = content_type.split(';').next().unwrap_or("text/plain");
         let id = format!("docs_asset_{}", path.rsplit('/').next().unwrap_or("").replace(['.', '-'], "_"));
