@@ -9,7 +9,7 @@ use validator::Validate;
 use super::{
     spam, CaptchaConfig, DuplicateConfig, EmailTexts, FormTexts, KindSettings, LocaleChoice, RetentionConfig,
 };
-use crate::domain::{EffectKind, FieldConfig, FieldType, FormSchema, Undeclared};
+use crate::domain::{EffectKind, FieldConfig, FieldType, FileRef, FormSchema, Undeclared};
 
 /// Unknown keys are refused by `settings`, which takes only the tables of effect kinds.
 #[derive(Debug, Clone, Deserialize, Validate)]
@@ -173,7 +173,19 @@ impl FormConfig {
     }
 
     pub fn has_file_field(&self) -> bool {
-        self.fields.iter().any(|f| f.kind == FieldType::File)
+        self.fields.iter().any(FieldConfig::is_file)
+    }
+
+    /// The files the form's file fields name, each with its field, in the form's order
+    /// (`value`: a field's stored value).
+    pub fn files<'v>(&self, value: impl Fn(&str) -> Option<&'v str>) -> Vec<(&FieldConfig, FileRef)> {
+        self.fields
+            .iter()
+            .filter(|f| f.is_file())
+            .flat_map(|f| {
+                value(&f.name).map(FileRef::all_in).unwrap_or_default().into_iter().map(move |r| (f, r))
+            })
+            .collect()
     }
 
     pub fn has_email_field(&self) -> bool {

@@ -72,6 +72,10 @@ impl FieldConfig {
         self.max_files.unwrap_or(1)
     }
 
+    pub fn is_file(&self) -> bool {
+        self.kind == FieldType::File
+    }
+
     /// Whether the field takes several values (repeated names in a form post, an array in JSON).
     pub fn takes_several(&self) -> bool {
         matches!(self.kind, FieldType::Checkboxes | FieldType::Multiselect | FieldType::File)

@@ -12,8 +12,7 @@ use crate::config::Form;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
 use crate::domain::keyring::Keyring;
 use crate::domain::{
-    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, FieldType, FileRef, OperationId,
-    ScanState, SubmissionId,
+    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, ScanState, SubmissionId,
 };
 use crate::services::effects;
 use crate::services::request_log::{self, Channel, DeliveryOutcome};
@@ -76,23 +75,17 @@ impl Plan {
             .copied()
             .filter(|k| effects::applies(*k, form, &|name| intake.fields.get(name).is_some()))
             .collect();
-        let files: Vec<SubmissionFile> = form
-            .fields
-            .iter()
-            .filter(|f| f.kind == FieldType::File)
-            .filter_map(|f| intake.fields.get(&f.name))
-            .flat_map(FileRef::all_in)
-            .map(|f| SubmissionFile {
+        let mut files: Vec<SubmissionFile> = form
+            .files(|name| intake.fields.get(name))
+            .into_iter()
+            .map(|(_, f)| SubmissionFile {
                 submission_id: id.clone(),
                 scan: intake.scans.get(&f.sha256).copied().unwrap_or(ScanState::NotScanned),
                 sha256: f.sha256,
             })
-            .fold(Vec::new(), |mut all: Vec<SubmissionFile>, f| {
-                if !all.iter().any(|a| a.sha256 == f.sha256) {
-                    all.push(f);
-                }
-                all
-            });
+            .collect();
+        files.sort_by(|a, b| a.sha256.cmp(&b.sha256));
+        files.dedup_by(|a, b| a.sha256 == b.sha256);
         let scan_hold = files.iter().any(|f| f.scan == ScanState::Pending);
         // Spam is answered like any acceptance but gets no side-effect records.
         let effects = kinds

@@ -57,13 +57,9 @@ impl CrmLead {
     /// no longer stored (purged) is left out.
     async fn files(&self, job: &Job) -> Vec<LeadFile> {
         let (Some(store), Some(form)) = (&self.files, self.config.form(&job.form)) else { return Vec::new() };
-        let mut refs: Vec<FileRef> = form
-            .fields
-            .iter()
-            .filter(|f| f.kind == FieldType::File)
-            .filter_map(|f| job.fields.get(&f.name))
-            .flat_map(|v| FileRef::all_in(v))
-            .collect();
+        let mut refs: Vec<FileRef> =
+            form.files(|name| job.fields.get(name).map(String::as_str)).into_iter().map(|(_, r)| r).collect();
+        refs.sort_by(|a, b| a.sha256.cmp(&b.sha256));
         refs.dedup_by(|a, b| a.sha256 == b.sha256);
         if refs.is_empty() {
             return Vec::new();

@@ -17,9 +17,7 @@ use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig};
 use crate::db::files::FileRefs;
 use crate::db::models::Upload;
 use crate::db::{DbConnection, DbError, Pool, Writes};
-use crate::domain::{
-    safe_file_name, FieldError, FieldErrors, FieldType, FileRef, RawFields, ScanState, Scans,
-};
+use crate::domain::{safe_file_name, FieldError, FieldErrors, FileRef, RawFields, ScanState, Scans};
 use crate::services::scan::{ScanError, Scanner, ScannerAddr, Verdict};
 pub use links::FileLinks;
 pub use store::{BlobStore, Incoming, LocalStore};
@@ -95,7 +93,7 @@ impl Files {
         if form.scan != ScanMode::Clamd {
             return scans;
         }
-        let is_file = |name: &str| form.field(name).is_some_and(|f| f.kind == FieldType::File);
+        let is_file = |name: &str| form.field(name).is_some_and(|f| f.is_file());
         let files = raw.iter().filter(|(n, _)| is_file(n)).flat_map(|(_, v)| FileRef::all_in(v));
         for file in files {
             let verdict = self.scan_blob(&file.sha256).await;
@@ -171,7 +169,7 @@ pub fn resolve_uploads(
     config: &FormConfig,
     raw: &mut RawFields,
 ) -> Result<(), ResolveError> {
-    let is_file = |name: &str| config.field(name).is_some_and(|f| f.kind == FieldType::File);
+    let is_file = |name: &str| config.field(name).is_some_and(|f| f.is_file());
     let ids: Vec<&str> = raw
         .iter()
         .filter(|(name, v)| is_file(name) && v.starts_with(UPLOAD_PREFIX))

@@ -49,14 +49,11 @@ impl Incoming {
     /// The content's type, from its first bytes (`application/octet-stream` when unknown,
     /// `text/plain` for UTF-8 text).
     pub fn content_type(&self) -> &'static str {
+        // UTF-8 text, its last character perhaps cut by the end of `head`.
+        let text = std::str::from_utf8(&self.head).map_or_else(|e| e.error_len().is_none(), |_| true);
         match infer::get(&self.head) {
             Some(t) => t.mime_type(),
-            // Text whose last character may be cut by the end of `head`.
-            None if std::str::from_utf8(&self.head).is_ok()
-                || std::str::from_utf8(&self.head).is_err_and(|e| e.error_len().is_none()) =>
-            {
-                "text/plain"
-            }
+            None if text => "text/plain",
             None => "application/octet-stream",
         }
     }

@@ -15,7 +15,7 @@ use crate::config::{Config, Form, FormConfig};
 use crate::db::rescreen::RescreenStore;
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
-use crate::domain::{normalise, safe_file_name, FieldType, FileRef, OperationId, RawFields};
+use crate::domain::{normalise, safe_file_name, FileRef, OperationId, RawFields};
 use crate::services::accept::import::{import_row, Imported};
 use crate::services::accept::Intake;
 use crate::services::files::Files;
@@ -182,7 +182,7 @@ fn with_files(
 ) -> Result<Row, String> {
     let mut raw = Vec::with_capacity(row.raw.len());
     for (name, value) in row.raw {
-        let is_file = form.field(&name).is_some_and(|f| f.kind == FieldType::File);
+        let is_file = form.field(&name).is_some_and(|f| f.is_file());
         if !is_file || value.trim().is_empty() {
             raw.push((name, value));
             continue;

@@ -12,7 +12,7 @@ use super::{audit, blocking, db_failure, Chrome};
 use crate::config::Config;
 use crate::db::admin::browse::{BrowseStore, SubmissionRow};
 use crate::db::DbError;
-use crate::domain::{FieldType, FileRef};
+use crate::domain::FileRef;
 use crate::web::admin::row_view::SubmissionView;
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -32,16 +32,10 @@ pub struct FileView {
 /// The files `row`'s file fields name, in the form's order.
 pub fn files_of(config: &Config, row: &SubmissionRow) -> Vec<(String, FileRef)> {
     let values = row.fields();
-    config
-        .form(&row.form)
-        .map(|f| f.fields.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter(|f| f.kind == FieldType::File)
-        .flat_map(|f| {
-            let refs = values.get(&f.name).map(|v| FileRef::all_in(v)).unwrap_or_default();
-            refs.into_iter().map(|r| (f.label().to_string(), r))
-        })
+    let Some(form) = config.form(&row.form) else { return Vec::new() };
+    form.files(|name| values.get(name).map(String::as_str))
+        .into_iter()
+        .map(|(f, r)| (f.label().to_string(), r))
         .collect()
 }
 

@@ -37,10 +37,7 @@ pub async fn read_limited(req: &HttpRequest, mut payload: Payload, limit: usize)
     let mut buf = BytesMut::new();
     let mut seen = 0usize;
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| match super::connections::is_deadline(&e) {
-            true => Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time"),
-            false => Problem::new(ProblemKind::MalformedBody, "the request body could not be read"),
-        })?;
+        let chunk = chunk.map_err(|e| unreadable(&e))?;
         seen += chunk.len();
         if seen > limit + DRAIN_LIMIT {
             break;
@@ -63,8 +60,21 @@ pub fn too_large(limit: usize) -> Problem {
     Problem::new(ProblemKind::PayloadTooLarge, format!("this form accepts bodies of at most {limit} bytes"))
 }
 
-fn malformed(detail: impl Into<String>) -> Problem {
+pub(super) fn malformed(detail: impl Into<String>) -> Problem {
     Problem::new(ProblemKind::MalformedBody, detail)
+}
+
+/// 408: the body did not arrive within its deadline.
+pub(super) fn late() -> Problem {
+    Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time")
+}
+
+/// A body that broke off: past its deadline (408), or unreadable (400).
+pub(super) fn unreadable(e: &PayloadError) -> Problem {
+    match super::connections::is_deadline(e) {
+        true => late(),
+        false => malformed("the request body could not be read"),
+    }
 }
 
 /// A JSON object's members in order, duplicates kept (a map would keep only the last).
@@ -194,7 +204,7 @@ async fn multipart_parts(headers: &HeaderMap, body: Bytes) -> Result<Vec<Part>, 
 }
 
 /// Field names echoed in messages are cut short.
-fn clip(s: &str) -> String {
+pub(super) fn clip(s: &str) -> String {
     s.chars().take(64).collect()
 }
 

@@ -7,10 +7,10 @@ use actix_multipart::{Field, Multipart, MultipartError};
 use actix_web::{web, HttpRequest};
 use futures_util::StreamExt;
 
-use super::body::{declared_length, too_large};
+use super::body::{clip, declared_length, late, malformed, too_large};
 use super::problem::{Problem, ProblemKind};
 use crate::config::FormConfig;
-use crate::domain::{human_size, FieldConfig, FieldError, FieldErrors, FieldType, RawFields};
+use crate::domain::{human_size, FieldConfig, FieldError, FieldErrors, RawFields};
 use crate::services::files::{Files, Incoming};
 
 /// Parts a multipart form may have.
@@ -33,9 +33,7 @@ pub async fn read(
         };
         read_parts(req, payload, form, files).await
     };
-    tokio::time::timeout(deadline, read).await.unwrap_or_else(|_| {
-        Err(Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time"))
-    })
+    tokio::time::timeout(deadline, read).await.unwrap_or_else(|_| Err(late()))
 }
 
 async fn read_parts(
@@ -59,12 +57,12 @@ async fn read_parts(
         }
         let name = part.name().unwrap_or("").to_string();
         let file_name = part.content_disposition().and_then(|d| d.get_filename()).map(String::from);
-        match (form.field(&name).filter(|f| f.kind == FieldType::File), file_name) {
+        match (form.field(&name).filter(|f| f.is_file()), file_name) {
             (Some(field), Some(file_name)) => {
                 let Some(incoming) = receive(&mut part, field, form, &mut file_bytes, files).await? else {
                     continue; // no file chosen: the browser sends an empty part
                 };
-                let file = files.finish(incoming, &file_name).await.map_err(stored_not)?;
+                let file = files.finish(incoming, &file_name).await.map_err(not_stored)?;
                 fields.push((name, file.to_value()));
             }
             // A file field's value is a file, never text (nor a file where text is due).
@@ -99,7 +97,7 @@ async fn receive(
     total: &mut u64,
     files: &Files,
 ) -> Result<Option<Incoming>, Problem> {
-    let mut incoming = files.begin().map_err(stored_not)?;
+    let mut incoming = files.begin().map_err(not_stored)?;
     while let Some(chunk) = part.next().await {
         let chunk = chunk.map_err(refused)?;
         *total += chunk.len() as u64;
@@ -109,7 +107,7 @@ async fn receive(
                 format!("this form accepts files of at most {} together", human_size(form.max_files_bytes)),
             ));
         }
-        incoming.write(&chunk).map_err(stored_not)?;
+        incoming.write(&chunk).map_err(not_stored)?;
         if field.max_bytes.is_some_and(|max| incoming.size() > max) {
             let mut errors = FieldErrors::default();
             errors
@@ -130,22 +128,13 @@ async fn drain(part: &mut Field) -> Result<(), Problem> {
 /// A broken stream: its deadline passed (408), or it is not multipart (400).
 fn refused(e: MultipartError) -> Problem {
     match e {
-        MultipartError::Payload(p) if super::connections::is_deadline(&p) => {
-            Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time")
-        }
+        MultipartError::Payload(p) if super::connections::is_deadline(&p) => late(),
         _ => malformed("the multipart body could not be decoded"),
     }
 }
 
-fn stored_not(e: std::io::Error) -> Problem {
+/// A file the store could not take: logged, and 503 (nothing was accepted).
+pub(super) fn not_stored(e: std::io::Error) -> Problem {
     tracing::error!(error = %e, "an attached file could not be stored");
     Problem::unavailable()
-}
-
-fn malformed(detail: impl Into<String>) -> Problem {
-    Problem::new(ProblemKind::MalformedBody, detail)
-}
-
-fn clip(s: &str) -> String {
-    s.chars().take(64).collect()
 }

@@ -6,12 +6,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use super::body::{declared_length, too_large};
+use super::body::{declared_length, late, malformed, too_large, unreadable};
+use super::multipart::not_stored;
 use super::problem::{Problem, ProblemKind};
 use super::submit::{check_rate, db_problem, record_refusal, Gate, Refusal};
 use super::{RateLimiter, TrustedProxies};
 use crate::config::Form;
-use crate::domain::{FieldType, RawFields};
+use crate::domain::RawFields;
 use crate::services::files::{self, ResolveError};
 use crate::web::state::AppState;
 
@@ -54,7 +55,7 @@ async fn receive(
     let Some(limit) = form
         .fields
         .iter()
-        .filter(|f| f.kind == FieldType::File)
+        .filter(|f| f.is_file())
         .map(|f| f.max_bytes.unwrap_or(form.max_files_bytes).min(form.max_files_bytes))
         .max()
     else {
@@ -67,30 +68,25 @@ async fn receive(
     let deadline = std::time::Duration::from_millis(state.config.server.body_timeout_ms);
     let stored = tokio::time::timeout(deadline, async {
         let _turn = state.files.turn().await;
-        let mut incoming = state.files.begin().map_err(|_| Problem::unavailable())?;
+        let mut incoming = state.files.begin().map_err(not_stored)?;
         while let Some(chunk) = payload.next().await {
-            let chunk = chunk.map_err(|e| match super::connections::is_deadline(&e) {
-                true => Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time"),
-                false => Problem::new(ProblemKind::MalformedBody, "the request body could not be read"),
-            })?;
-            incoming.write(&chunk).map_err(|_| Problem::unavailable())?;
+            let chunk = chunk.map_err(|e| unreadable(&e))?;
+            incoming.write(&chunk).map_err(not_stored)?;
             if incoming.size() > limit {
                 return Err(too_big());
             }
         }
         if incoming.size() == 0 {
-            return Err(Problem::new(ProblemKind::MalformedBody, "the body is empty; send the file's bytes"));
+            return Err(malformed("the body is empty; send the file's bytes"));
         }
         // Percent-encoded (or raw UTF-8) by the client; made safe by `safe_file_name`.
         let name = req.headers().get("Onceform-File-Name").map(|v| String::from_utf8_lossy(v.as_bytes()));
         let name = name.as_deref().unwrap_or("file");
         let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy().into_owned();
-        state.files.finish(incoming, &name).await.map_err(|_| Problem::unavailable())
+        state.files.finish(incoming, &name).await.map_err(not_stored)
     })
     .await
-    .unwrap_or_else(|_| {
-        Err(Problem::new(ProblemKind::RequestTimeout, "the request body did not arrive in time"))
-    })?;
+    .unwrap_or_else(|_| Err(late()))?;
     let (pool, name, file) = (state.pool.clone(), form.name().to_string(), stored.clone());
     let id = web::block(move || files::record_upload(&pool, &name, &file))
         .await

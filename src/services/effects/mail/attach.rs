@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::base::i18n::{Arg, Locale};
 use crate::config::FormConfig;
-use crate::domain::{FieldType, FileRef};
+use crate::domain::FileRef;
 use crate::services::effects::Job;
 use crate::services::files::Files;
 
@@ -51,11 +51,9 @@ impl Attach {
     /// the message carries; the lines are in `locale`.
     pub async fn gather(&self, form: &FormConfig, job: &Job, locale: Locale) -> Attached {
         let refs: Vec<(String, FileRef)> = form
-            .fields
-            .iter()
-            .filter(|f| f.kind == FieldType::File)
-            .filter_map(|f| Some((f.name.clone(), job.fields.get(&f.name)?)))
-            .flat_map(|(name, value)| FileRef::all_in(value).into_iter().map(move |r| (name.clone(), r)))
+            .files(|name| job.fields.get(name).map(String::as_str))
+            .into_iter()
+            .map(|(f, r)| (f.name.clone(), r))
             .collect();
         if refs.is_empty() {
             return Attached::default();
