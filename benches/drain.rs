@@ -1,11 +1,13 @@
 //! Drain rate of the side-effect workers: effects/s for one and two `onceform worker`
-//! processes, leads to an instant loopback CRM and to the `file` adapter, mail as files, on
+//! processes, leads to an instant loopback CRM and to the `file` adapter, mail as files, and
+//! outbound webhooks (the form's only effect) to an instant loopback receiver, on
 //! SQLite and PostgreSQL (the loopback rows are also the last table of `--bench load`), with
 //! the workers' CPU time per 1,000 effects, the machine's CPU use and issue 11's target.
 //!
-//! `cargo bench --bench drain [-- --submissions N (5,000)] [--backend sqlite|postgres] [--leads http|file]`
+//! `cargo bench --bench drain [-- --submissions N (5,000)] [--backend sqlite|postgres] [--leads http|file|webhook]`
 //! (PostgreSQL from ONCEFORM_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres).
-//! It prints a table; it asserts only that every effect ended SENT and every lead was created once.
+//! It prints a table; it asserts only that every effect ended SENT and every lead (webhook)
+//! arrived once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/mod.rs"]
@@ -22,7 +24,8 @@ fn main() {
     let leads = match value("--leads").as_deref() {
         Some("http") => vec![Leads::Http],
         Some("file") => vec![Leads::File],
-        _ => vec![Leads::Http, Leads::File],
+        Some("webhook") => vec![Leads::Webhook],
+        _ => vec![Leads::Http, Leads::File, Leads::Webhook],
     };
     common::drain::print_table_with(backends.iter().map(String::as_str), submissions, &leads);
 }

@@ -14,7 +14,8 @@
 //! duplicate pair is scored (`load/burst.rs`); `--only-targets` stops there. `--baseline PATH`
 //! runs another build's `serve` beside this one's fresh-database accepts (`load/targets.rs`).
 //! After the targets, issue 23's accepts with a 1 MiB attachment per request against the
-//! limit of the idea, and the server's peak RSS at 1 and 64 uploads at once (`load/attach.rs`;
+//! limit of the idea, and the server's peak RSS at 1 and 64 uploads at once, and at 64 with
+//! 4 MiB files (`load/attach.rs`;
 //! `--traffic attach`, and by default; `--only-attach` runs them alone).
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,

@@ -1,4 +1,5 @@
-//! The workers' drain rate against an instant loopback CRM and file mail.
+//! The workers' drain rate against an instant loopback CRM and file mail, and of outbound
+//! webhooks against an instant loopback receiver.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -19,7 +20,33 @@ pub enum Leads {
     Http,
     /// The embedded `file` adapter (one file per lead).
     File,
+    /// No lead: the contact form's only effect is an outbound `webhook` (signed per Standard
+    /// Webhooks) to the instant loopback receiver.
+    Webhook,
 }
+
+impl Leads {
+    fn label(self) -> &'static str {
+        match self {
+            Leads::Http => "http",
+            Leads::File => "file",
+            Leads::Webhook => "outbound webhook",
+        }
+    }
+
+    /// Effect records per submission.
+    fn effects(self) -> usize {
+        if self == Leads::Webhook {
+            1
+        } else {
+            3
+        }
+    }
+}
+
+/// The variable holding the outbound webhook's secret, and the secret.
+const WEBHOOK_SECRET: (&str, &str) =
+    ("ONCEFORM_BENCH_OUTBOUND_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
 
 /// The target for one worker process, leads to the instant CRM or to files (issue 11, item 5).
 pub const TARGET_PER_PROCESS: f64 = 3000.0;
@@ -50,14 +77,14 @@ pub fn print_table_with<'a>(
                 let mut run = drain_rate_to(&crm, to, backend, processes, submissions);
                 scratch.extend(run.scratch.take());
                 let rate = run.effects as f64 / run.seconds;
-                let label = if to == Leads::File { "file" } else { "http" };
                 let (target, met) = match one {
                     None => ("≥ 3,000".to_string(), rate >= TARGET_PER_PROCESS),
                     Some(single) => (format!("> {single:.0} (one process)"), rate > single),
                 };
                 let met = if met { "yes" } else { "**no**" };
                 println!(
-                    "| {backend} | {label} | {processes} | {} | {:.2} | {rate:.0} | {:.2} | {:.0} % | {target} | {met} |",
+                    "| {backend} | {} | {processes} | {} | {:.2} | {rate:.0} | {:.2} | {:.0} % | {target} | {met} |",
+                    to.label(),
                     run.effects,
                     run.seconds,
                     1000.0 * run.cpu_seconds / run.effects as f64,
@@ -80,8 +107,9 @@ pub struct Drained {
     pub scratch: Option<Db>,
 }
 
-/// Seeds `submissions` (3 effects each) on a fresh `backend` database, starts `processes`
-/// workers and measures until all are SENT; checks each lead arrived once.
+/// Seeds `submissions` (3 effects each, or the one webhook) on a fresh `backend` database,
+/// starts `processes` workers and measures until all are SENT; checks each lead (or
+/// webhook) arrived once.
 pub fn drain_rate_to(
     crm: &InstantCrm,
     to: Leads,
@@ -96,7 +124,7 @@ pub fn drain_rate_to(
     let before = crm.created();
     let path = path.to_str().unwrap();
     let workers: Vec<Process> =
-        (0..processes).map(|_| Process::start(&["worker", "--config", path], &[])).collect();
+        (0..processes).map(|_| Process::start(&["worker", "--config", path], &[WEBHOOK_SECRET])).collect();
     // The clock starts once the processes are up (they print their first line when running).
     let started = Instant::now();
     let cpu_before: f64 = workers.iter().map(Process::cpu_seconds).sum();
@@ -110,10 +138,11 @@ pub fn drain_rate_to(
     let machine_after = machine_jiffies();
     let busy = (machine_after.0 - machine_before.0) / (machine_after.1 - machine_before.1).max(1.0);
     drop(workers);
-    let total = (submissions * 3) as i64;
+    let total = (submissions * to.effects()) as i64;
     assert_eq!(sent(&pool), total, "every effect SENT");
     match to {
         Leads::Http => assert_eq!(crm.created() - before, submissions, "each lead exactly once"),
+        Leads::Webhook => assert_eq!(crm.created() - before, submissions, "each webhook exactly once"),
         Leads::File => {
             let files = std::fs::read_dir(db.dir.join("crm").join("leads")).unwrap().count();
             assert_eq!(files, submissions, "one file per lead");
@@ -154,7 +183,8 @@ fn machine_jiffies() -> (f64, f64) {
     (all - idle, all)
 }
 
-/// A CRM that answers every create at once (HTTP/1.1 keep-alive, one thread per connection).
+/// A CRM (or webhook receiver) that answers every create at once (HTTP/1.1 keep-alive, one
+/// thread per connection).
 pub struct InstantCrm {
     pub url: String,
     created: Arc<AtomicUsize>,
@@ -219,12 +249,28 @@ fn serve(stream: std::net::TcpStream, created: &AtomicUsize) {
 fn write_config(db: &Db, crm_url: &str, to: Leads) -> (std::path::PathBuf, Config) {
     let mail = db.dir.join("mail").display().to_string();
     let crm = match to {
-        Leads::Http => format!("url = {crm_url:?}"),
+        Leads::Http | Leads::Webhook => format!("url = {crm_url:?}"),
         Leads::File => format!("adapter = \"file\"\ndir = {:?}", db.dir.join("crm").display().to_string()),
     };
-    db.config(&format!(
-        "[crm]\n{crm}\n\n[smtp]\nmail_dir = {mail:?}\n\n[worker]\nconcurrency = 64\npoll_ms = 10"
-    ))
+    let forms = match to {
+        Leads::Webhook => {
+            let effects = "effects = [\"webhook\"]";
+            let forms = super::default_forms().replacen(
+                "effects = [\"crm_lead\", \"confirmation_email\", \"owner_notification\"]",
+                effects,
+                1,
+            );
+            assert!(forms.contains(effects), "the default contact form's effects changed");
+            format!(
+                "{forms}\n[forms.contact.webhook]\nurl = {crm_url:?}\nsecret_env = {:?}\n",
+                WEBHOOK_SECRET.0
+            )
+        }
+        _ => super::default_forms().to_string(),
+    };
+    let extra =
+        format!("[crm]\n{crm}\n\n[smtp]\nmail_dir = {mail:?}\n\n[worker]\nconcurrency = 64\npoll_ms = 10");
+    db.config_with_forms(&extra, &forms)
 }
 
 fn sent(pool: &Pool) -> i64 {

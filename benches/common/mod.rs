@@ -50,7 +50,11 @@ impl Db {
 
     /// Writes a configuration file: the demo forms, this database, `extra` TOML sections.
     pub fn config(&self, extra: &str) -> (std::path::PathBuf, Config) {
-        let forms = &DEFAULT_CONFIG[DEFAULT_CONFIG.find("[forms.contact]").unwrap()..];
+        self.config_with_forms(extra, default_forms())
+    }
+
+    /// `config` with `forms` instead of the default configuration's forms.
+    pub fn config_with_forms(&self, extra: &str, forms: &str) -> (std::path::PathBuf, Config) {
         // Everything the server writes goes to this run's directory, never the checkout's ./data.
         let at = |name: &str| self.dir.join(name).display().to_string();
         let server = format!(
@@ -66,6 +70,11 @@ impl Db {
         let parsed = onceform::services::check_config::load(Some(&path), |_| None).unwrap();
         (path, parsed)
     }
+}
+
+/// The forms of the default configuration (its `contact` form), as TOML.
+pub fn default_forms() -> &'static str {
+    &DEFAULT_CONFIG[DEFAULT_CONFIG.find("[forms.contact]").unwrap()..]
 }
 
 /// The benchmarks' scratch directories' parent, marked as a top of directory hierarchies

@@ -1,13 +1,14 @@
 //! Issue 23's row: accepts with a 1 MiB attachment per request. On a fresh database per
 //! backend, `serve` with a `quote` form whose `file` field takes PDFs; `POST /f/quote` as a
 //! browser sends it (`multipart/form-data`), each post a new operation with a distinct 1 MiB
-//! PDF (a new blob), at 1, 16 and 64 clients. Before each row, the limit of the idea at the
-//! same concurrency, in-process: 1 MiB written to a new file, fsynced, renamed into its shard
-//! and the shard fsynced (as the file store commits a blob, without hashing it), then the
-//! accept transaction (`Acceptor`) of a submission naming it. The server's peak RSS is
-//! measured per row (the peak reset before it): the bodies stream to disk, so 64 uploads at
-//! once should not hold 64 MiB. The run ends with a check: submissions = operations accepted
-//! (303s and the limit's), one file row each, blobs in `files_dir` = posts accepted.
+//! PDF (a new blob), at 1, 16 and 64 clients, then 64 clients with 4 MiB PDFs. Before each
+//! row, the limit of the idea at the same concurrency, in-process: the file written to a new
+//! file, fsynced, renamed into its shard and the shard fsynced (as the file store commits a
+//! blob, without hashing it), then the accept transaction (`Acceptor`) of a submission naming
+//! it. The server's peak RSS is measured per row (the peak reset before it): the bodies stream
+//! to disk, so 64 uploads at once should not hold 64 MiB, and 4 MiB files should cost what
+//! 1 MiB files cost. The run ends with a check: submissions = operations accepted (303s and
+//! the limit's), one file row each, blobs in `files_dir` = posts accepted.
 
 use std::io::Write;
 use std::path::Path;
@@ -28,16 +29,17 @@ use crate::common::{self, Db};
 use crate::traffic::{drive, Stop, Tally};
 use crate::Options;
 
-pub const CLIENTS: [usize; 3] = [1, 16, 64];
+/// Each row's clients and the size of each post's file, in MiB.
+pub const ROWS: [(usize, usize); 4] = [(1, 1), (16, 1), (64, 1), (64, 4)];
 const MIB: usize = 1 << 20;
 
-/// A quote form: an email and a required PDF of up to 2 MiB, the contact form's three effects.
+/// A quote form: an email and a required PDF of up to 8 MiB, the contact form's three effects.
 const QUOTE: &str = r#"
 [forms.quote]
 title = "Request a quote"
 honeypot = ""
 min_fill_seconds = 0
-max_files_bytes = 4194304
+max_files_bytes = 8388608
 effects = ["crm_lead", "confirmation_email", "owner_notification"]
 notify = ["sales@example.com"]
 crm_fields = { email = "email" }
@@ -50,15 +52,15 @@ name = "drawing"
 type = "file"
 required = true
 accept = ["application/pdf"]
-max_bytes = 2097152
+max_bytes = 8388608
 "#;
 
 pub fn header() {
     println!(
-        "| backend | clients | req/s | p50 ms | p99 ms | server RSS before MiB | server peak RSS MiB | \
+        "| backend | clients | file MiB | req/s | p50 ms | p99 ms | server RSS before MiB | server peak RSS MiB | \
          limit req/s | limit p50 ms | limit p99 ms | × limit | unexpected |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
 /// Measures and prints `backend`'s rows, the memory line and the consistency check.
@@ -73,20 +75,20 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let (mut posted, mut limited, mut unexpected, mut peaks) = (0, 0, 0, Vec::new());
     if db.is_pg() {
         // A second of warm-up, then fresh statistics (see `crate::analyze`).
-        limited += limit(&acceptor, &form, &limit_dir, 16, 1).0;
+        limited += limit(&acceptor, &form, &limit_dir, 16, 1, 1).0;
         crate::analyze(&pool);
     }
-    for clients in CLIENTS {
-        let (n, ceiling) = limit(&acceptor, &form, &limit_dir, clients, opts.seconds);
+    for (clients, mib) in ROWS {
+        let (n, ceiling) = limit(&acceptor, &form, &limit_dir, clients, mib, opts.seconds);
         limited += n;
         server.reset_peak_rss();
         let before = server.rss_mib();
-        let t = rt.block_on(posts(&server.address(), clients, opts.seconds));
+        let t = rt.block_on(posts(&server.address(), clients, mib, opts.seconds));
         let peak = server.peak_rss_mib();
         (posted, unexpected) = (posted + t.created, unexpected + t.unexpected);
         peaks.push(peak);
         println!(
-            "| {backend} | {clients} | {:.0} | {:.2} | {:.2} | {before:.0} | {peak:.0} | {:.0} | {:.2} | {:.2} | \
+            "| {backend} | {clients} | {mib} | {:.0} | {:.2} | {:.2} | {before:.0} | {peak:.0} | {:.0} | {:.2} | {:.2} | \
              {:.2} | {} |",
             t.rate,
             t.p50_ms,
@@ -98,13 +100,12 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             t.unexpected + ceiling.unexpected
         );
     }
-    if let (Some(one), Some(many)) = (peaks.first(), peaks.last()) {
+    if let [one, _, small, large] = peaks[..] {
         println!(
-            "\nmemory ({backend}): server peak RSS {many:.0} MiB at {} clients against {one:.0} MiB at {} \
-             ({:+.0} MiB)",
-            CLIENTS[CLIENTS.len() - 1],
-            CLIENTS[0],
-            many - one
+            "\nmemory ({backend}): server peak RSS {one:.0} MiB at 1 client, {small:.0} MiB ({:+.0}) at 64 clients \
+             with 1 MiB files, {large:.0} MiB ({:+.0}) at 64 clients with 4 MiB files",
+            small - one,
+            large - one
         );
     }
     acceptor.deliveries().flush_blocking();
@@ -113,8 +114,8 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
 }
 
 /// `clients` browsers posting the quote form until `seconds` are up, each post a new
-/// operation with a new 1 MiB PDF; every status but 303 is unexpected.
-async fn posts(address: &str, clients: usize, seconds: u64) -> Tally {
+/// operation with a new PDF of `mib` MiB; every status but 303 is unexpected.
+async fn posts(address: &str, clients: usize, mib: usize, seconds: u64) -> Tally {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(clients * 2)
@@ -125,7 +126,7 @@ async fn posts(address: &str, clients: usize, seconds: u64) -> Tally {
     let (samples, rate) = drive(clients, Stop::After(Duration::from_secs(seconds)), move |_| {
         let (client, url, filler, counts) = (client.clone(), url.clone(), filler.clone(), shared.clone());
         async move {
-            let (content_type, body) = multipart(&filler);
+            let (content_type, body) = multipart(&filler[..mib * MIB]);
             let started = Instant::now();
             let resp = client.post(url).header("Content-Type", content_type).body(body).send().await;
             let status = resp.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
@@ -155,22 +156,23 @@ async fn posts(address: &str, clients: usize, seconds: u64) -> Tally {
     }
 }
 
-/// The bytes after a PDF's first line: the same in every file (the first line differs).
+/// The bytes of the largest file (the first line of each file differs).
 fn filler() -> Vec<u8> {
-    (0..MIB).map(|i| b"0123456789abcdef\n"[i % 17]).collect()
+    (0..4 * MIB).map(|i| b"0123456789abcdef\n"[i % 17]).collect()
 }
 
-/// A PDF of exactly 1 MiB whose first line names `tag`.
+/// The first line of a PDF, naming `tag`.
 fn pdf_head(tag: &str) -> Vec<u8> {
     format!("%PDF-1.4\n% {tag}\n").into_bytes()
 }
 
-/// The `Content-Type` and body of a browser's post of a new operation with a new 1 MiB PDF.
+/// The `Content-Type` and body of a browser's post of a new operation with a new PDF of the
+/// size of `filler`.
 fn multipart(filler: &[u8]) -> (String, Vec<u8>) {
     let op = OperationId::generate();
     let boundary = format!("----onceform{}", uuid::Uuid::new_v4().simple());
     let head = pdf_head(op.as_str());
-    let mut body = Vec::with_capacity(MIB + 1024);
+    let mut body = Vec::with_capacity(filler.len() + 1024);
     for (name, value) in [("operation_id", op.as_str()), ("email", &format!("{}@example.com", op.as_str()))] {
         body.extend_from_slice(
             format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
@@ -185,15 +187,22 @@ fn multipart(filler: &[u8]) -> (String, Vec<u8>) {
         .as_bytes(),
     );
     body.extend_from_slice(&head);
-    body.extend_from_slice(&filler[..MIB - head.len()]);
+    body.extend_from_slice(&filler[head.len()..]);
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-/// The limit of the idea: `clients` threads, until `seconds` are up, each storing a new
-/// 1 MiB blob under `dir` and accepting a submission naming it. (Operations accepted, their
+/// The limit of the idea: `clients` threads, until `seconds` are up, each storing a new blob
+/// of `mib` MiB under `dir` and accepting a submission naming it. (Operations accepted, their
 /// rate and latency; a failure counts as unexpected.)
-fn limit(acceptor: &Acceptor, form: &Form, dir: &Path, clients: usize, seconds: u64) -> (usize, Tally) {
+fn limit(
+    acceptor: &Acceptor,
+    form: &Form,
+    dir: &Path,
+    clients: usize,
+    mib: usize,
+    seconds: u64,
+) -> (usize, Tally) {
     let (filler, failed, samples) = (filler(), AtomicUsize::new(0), Mutex::new(Vec::new()));
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
     let started = Instant::now();
@@ -204,7 +213,7 @@ fn limit(acceptor: &Acceptor, form: &Form, dir: &Path, clients: usize, seconds: 
                 let mut mine = Vec::new();
                 while Instant::now() < until {
                     let t = Instant::now();
-                    match store_and_accept(acceptor, form, dir, &filler) {
+                    match store_and_accept(acceptor, form, dir, &filler[..mib * MIB]) {
                         Ok(true) => mine.push(t.elapsed().as_micros() as u64),
                         _ => {
                             failed.fetch_add(1, Ordering::Relaxed);
@@ -232,7 +241,7 @@ fn store_and_accept(acceptor: &Acceptor, form: &Form, dir: &Path, filler: &[u8])
     let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
     let head = pdf_head(&name);
     file.write_all(&head)?;
-    file.write_all(&filler[..MIB - head.len()])?;
+    file.write_all(&filler[head.len()..])?;
     file.sync_all()?;
     let shard = dir.join(&name[..2]);
     std::fs::create_dir_all(&shard)?;
@@ -240,7 +249,7 @@ fn store_and_accept(acceptor: &Acceptor, form: &Form, dir: &Path, filler: &[u8])
     std::fs::File::open(&shard)?.sync_all()?;
     let file = FileRef {
         sha256: name,
-        size: MIB as u64,
+        size: filler.len() as u64,
         content_type: "application/pdf".into(),
         name: "drawing.pdf".into(),
     };

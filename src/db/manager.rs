@@ -69,7 +69,8 @@ impl ManageConnection for Manager {
             DbConnection::Pg(c) => {
                 super::primary_pg::require_writable(c).map_err(diesel::r2d2::Error::QueryError)
             }
-            DbConnection::Sqlite(_) => conn.ping().map_err(diesel::r2d2::Error::QueryError),
+            // An open file does not drop: no statement per check-out (it was parsed each time).
+            DbConnection::Sqlite(_) => Ok(()),
         }
     }
 
@@ -88,5 +89,22 @@ mod tests {
         assert!(suspect());
         SUSPECT_UNTIL_MS.store(now_ms().saturating_sub(1), Ordering::Relaxed);
         assert!(!suspect(), "off again once the time is up");
+    }
+
+    /// `.cargo/config.toml` builds the bundled SQLite with the query planner stability
+    /// guarantee: without it every statement with a bound `LIMIT` is compiled again on each
+    /// execution (see docs/SCALING.md).
+    #[test]
+    fn the_bundled_sqlite_keeps_its_prepared_statements() {
+        use diesel::sql_types::Integer;
+        use diesel::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Used {
+            #[diesel(sql_type = Integer)]
+            used: i32,
+        }
+        let mut c = SqliteConnection::establish(":memory:").unwrap();
+        let q = diesel::sql_query("SELECT sqlite_compileoption_used('ENABLE_QPSG') AS used");
+        assert_eq!(q.get_result::<Used>(&mut c).unwrap().used, 1);
     }
 }

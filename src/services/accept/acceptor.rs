@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::cache::{Entry, ReplayCache};
+use super::plan::Content;
 use super::transaction::{committed, in_progress_on_lock_timeout, run};
 use super::{pg, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, Form};
@@ -184,22 +185,25 @@ impl Acceptor {
     /// Accepts `intake` exactly once per (form, operation ID). Blocks: call it from a
     /// blocking thread.
     pub fn accept(&self, intake: Intake) -> Result<Outcome, DbError> {
-        let plan = Plan::new(intake, &self.keyring);
+        let content = Content::of(&self.keyring, &intake.fields);
         let (form_name, operation_id, fingerprint, keyless) = (
-            plan.submission.form.clone(),
-            plan.submission.operation_id.clone(),
-            plan.submission.fingerprint.clone(),
-            plan.submission.keyless,
+            intake.form.name().to_string(),
+            intake.operation_id.as_ref().map_or("", OperationId::as_str).to_string(),
+            content.fingerprint.clone(),
+            intake.operation_id.is_none(),
         );
+        // A retry whose key is committed is answered from a plain read (`committed`) before
+        // the rows of a first acceptance are planned.
+        let plan = |intake, content| Plan::with_content(intake, content, &self.keyring);
         let result = match (&self.path, &self.pool) {
             (Path::OneStatement, Pool::Pg(_)) => with_conn!(&self.pool, |c| {
-                // A key this process saw committed, out of the replay memory: a plain read
-                // answers the retry, without the claim statement (and its lock wait).
+                // Only for a key this process saw committed, out of the replay memory: the
+                // claim statement answers the others (without a read before it).
                 let seen = !keyless && self.cache.seen(&form_name, &operation_id);
-                match seen.then(|| committed(c, &plan)).transpose() {
-                    Ok(Some(Some(receipt))) => Ok(self.replayed(&plan, receipt)),
+                match seen.then(|| committed(c, &self.keyring, &intake, &content)).transpose() {
+                    Ok(Some(Some(receipt))) => Ok(self.replayed(&intake, receipt)),
                     Err(e) => Err(e),
-                    Ok(_) => pg::accept_pg(c, &plan, &self.deliveries).map(|done| {
+                    Ok(_) => pg::accept_pg(c, &plan(intake, content), &self.deliveries).map(|done| {
                         if done.linked {
                             self.screener.wake();
                         }
@@ -210,14 +214,18 @@ impl Acceptor {
                     }),
                 }
             }),
-            // On SQLite a retry not in the cache is answered from a plain read.
-            (Path::GroupCommit(writer), _) => match with_conn!(&self.pool, |c| committed(c, &plan))? {
-                Some(receipt) => Ok(self.replayed(&plan, receipt)),
-                None => writer.run(move |c| run(c, &plan)),
-            },
-            _ => with_conn!(&self.pool, |c| match committed(c, &plan)? {
-                Some(receipt) => Ok(self.replayed(&plan, receipt)),
-                None => c.write_tx(|c| run(c, &plan)),
+            (Path::GroupCommit(writer), _) => {
+                match with_conn!(&self.pool, |c| committed(c, &self.keyring, &intake, &content))? {
+                    Some(receipt) => Ok(self.replayed(&intake, receipt)),
+                    None => {
+                        let plan = plan(intake, content);
+                        writer.run(move |c| run(c, &plan))
+                    }
+                }
+            }
+            _ => with_conn!(&self.pool, |c| match committed(c, &self.keyring, &intake, &content)? {
+                Some(receipt) => Ok(self.replayed(&intake, receipt)),
+                None => c.write_tx(|c| run(c, &plan(intake, content))),
             }),
         };
         if matches!(result, Ok(Outcome::Created(_))) && matches!(self.pool, Pool::Sqlite(_)) {
@@ -225,7 +233,9 @@ impl Acceptor {
             // for pending pairs is one indexed read, gathered over its pause.
             self.screener.wake();
         }
-        let outcome = in_progress_on_lock_timeout(result, &operation_id)?;
+        // A lock wait that timed out: a keyed request's first is still in flight; a keyless
+        // post was not stored (its error asks for a retry).
+        let outcome = if keyless { result? } else { in_progress_on_lock_timeout(result, &operation_id)? };
         if let (Outcome::Created(r) | Outcome::Replayed(r), false) = (&outcome, keyless) {
             self.cache.put(&form_name, fingerprint, r.clone());
         }
@@ -256,8 +266,16 @@ impl Acceptor {
     }
 
     /// A replay found outside the write transaction: its delivery row is queued.
-    fn replayed(&self, plan: &Plan, receipt: Receipt) -> Outcome {
-        self.deliveries.record(plan.delivery(DeliveryOutcome::Replayed, Some(&receipt.submission_id)));
+    fn replayed(&self, intake: &Intake, receipt: Receipt) -> Outcome {
+        let operation_id = intake.operation_id.as_ref().map_or("", OperationId::as_str);
+        self.deliveries.record(request_log::row(
+            intake.form.name(),
+            operation_id,
+            Some(&receipt.submission_id),
+            intake.channel,
+            DeliveryOutcome::Replayed,
+            crate::base::clock::now(),
+        ));
         Outcome::Replayed(receipt)
     }
 }

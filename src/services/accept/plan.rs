@@ -12,7 +12,7 @@ use crate::config::Form;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
 use crate::domain::keyring::Keyring;
 use crate::domain::{
-    fingerprint, ConflictStatus, EffectId, EffectKind, EffectState, OperationId, ScanState, SubmissionId,
+    ConflictStatus, EffectId, EffectKind, EffectState, NormalisedFields, OperationId, ScanState, SubmissionId,
 };
 use crate::services::effects;
 use crate::services::request_log::{self, Channel, DeliveryOutcome};
@@ -33,6 +33,31 @@ pub struct ResultBody<'a> {
 pub struct EffectSummary {
     pub kind: &'static str,
     pub state: EffectState,
+}
+
+/// A submission's content as a retry compares it: its normalised fields as JSON, and their
+/// fingerprint under the current key (`domain::fingerprint`).
+pub(super) struct Content {
+    pub json: String,
+    pub fingerprint: String,
+}
+
+impl Content {
+    pub fn of(keyring: &Keyring, fields: &NormalisedFields) -> Content {
+        let json = fields.to_json();
+        Content { fingerprint: keyring.digest(&json), json }
+    }
+
+    /// Equals the stored submission's content.
+    pub fn same_as(&self, keyring: &Keyring, stored: &Submission) -> bool {
+        same_content(keyring, &self.fingerprint, &self.json, stored)
+    }
+}
+
+/// Content (`fingerprint` of `json`) equals the stored submission's, compared with the key
+/// that digested the stored one (see `domain::keyring`).
+fn same_content(keyring: &Keyring, fingerprint: &str, json: &str, stored: &Submission) -> bool {
+    stored.fingerprint == fingerprint || keyring.matches(&stored.fingerprint, json)
 }
 
 pub(super) struct Plan {
@@ -56,6 +81,12 @@ pub(super) struct Plan {
 
 impl Plan {
     pub fn new(intake: Intake, keyring: &Arc<Keyring>) -> Plan {
+        let content = Content::of(keyring, &intake.fields);
+        Plan::with_content(intake, content, keyring)
+    }
+
+    /// `new`, with the content already digested (`Content::of(keyring, &intake.fields)`).
+    pub fn with_content(intake: Intake, content: Content, keyring: &Arc<Keyring>) -> Plan {
         let now = crate::base::clock::now();
         let id = SubmissionId::generate();
         let keyless = intake.operation_id.is_none();
@@ -131,8 +162,8 @@ impl Plan {
             id: id.clone(),
             form: intake.form.name().to_string(),
             operation_id: operation_id.as_str().into(),
-            fingerprint: fingerprint(keyring, &intake.fields),
-            fields_json: Some(intake.fields.to_json()),
+            fingerprint: content.fingerprint,
+            fields_json: Some(content.json),
             response_body,
             channel: intake.channel,
             keyless,
@@ -165,12 +196,10 @@ impl Plan {
         self.expired
     }
 
-    /// This plan's content equals the stored submission's, compared with the key that
-    /// digested the stored one (see `domain::keyring`).
+    /// This plan's content equals the stored submission's (`Content::same_as`).
     pub fn same_content(&self, stored: &Submission) -> bool {
         let sub = &self.submission;
-        stored.fingerprint == sub.fingerprint
-            || self.keyring.matches(&stored.fingerprint, sub.fields_json.as_deref().unwrap_or_default())
+        same_content(&self.keyring, &sub.fingerprint, sub.fields_json.as_deref().unwrap_or_default(), stored)
     }
 
     pub fn now(&self) -> NaiveDateTime {

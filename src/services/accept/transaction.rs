@@ -2,25 +2,30 @@
 //! operation ID) with everything the submission writes, and one decision for a key that was
 //! taken (`Taken`).
 
-use super::plan::Plan;
-use super::{recipient_cap, Outcome, Receipt};
+use super::plan::{Content, Plan};
+use super::{recipient_cap, Intake, Outcome, Receipt};
 use crate::db::duplicates::DuplicateStore;
 use crate::db::files::FileRefs;
 use crate::db::models::{NewConflict, NewDelivery, NewEffect, Submission};
 use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::{DbError, Store};
+use crate::domain::keyring::Keyring;
 use crate::domain::SubmissionId;
 use crate::services::duplicates;
 use crate::services::request_log::DeliveryOutcome;
 
-/// The fast path of a retry: the committed receipt when the same content was accepted
-/// under this key, from a plain read without the write lock. Anything else: `None`.
-pub(super) fn committed<C: Store>(c: &mut C, plan: &Plan) -> Result<Option<Receipt>, DbError> {
-    let sub = &plan.submission;
-    if sub.keyless {
-        return Ok(None);
-    }
-    Ok(c.find_submission(&sub.form, &sub.operation_id)?.filter(|s| plan.same_content(s)).map(receipt))
+/// The fast path of a retry: the committed receipt when the same `content` was accepted
+/// under this key, from a plain read without the write lock and before any of a first
+/// acceptance's rows are planned. Anything else (a keyless post too): `None`.
+pub(super) fn committed<C: Store>(
+    c: &mut C,
+    keyring: &Keyring,
+    intake: &Intake,
+    content: &Content,
+) -> Result<Option<Receipt>, DbError> {
+    let Some(operation_id) = &intake.operation_id else { return Ok(None) };
+    let stored = c.find_submission(intake.form.name(), operation_id.as_str())?;
+    Ok(stored.filter(|s| content.same_as(keyring, s)).map(receipt))
 }
 
 /// A lock wait that timed out means the first request with this key is still in flight.
