@@ -43,6 +43,21 @@ fn print(backend: &str, r: &Row) {
     );
 }
 
+/// Accepts at `clients` from this build and, with a baseline, from the baseline too in the
+/// order this, baseline, baseline, this (so that neither build always has the first turn
+/// on the machine), each side the mean of its two cells (`Tally::mean`).
+fn abba(
+    http: &mut impl FnMut(Scenario, usize) -> Tally,
+    base: &impl Fn(usize) -> Option<Tally>,
+    clients: usize,
+) -> (Tally, Option<Tally>) {
+    let first = http(Scenario::Accept, clients);
+    let Some(b1) = base(clients) else { return (first, None) };
+    let b2 = base(clients).unwrap_or_else(|| b1.clone());
+    let second = http(Scenario::Accept, clients);
+    (Tally::mean(&first, &second), Some(Tally::mean(&b1, &b2)))
+}
+
 /// Measures and prints `backend`'s rows; checks the database's consistency at the end.
 pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let db = Db::new(backend);
@@ -67,8 +82,9 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         met,
     };
     // Accept first, on the fresh database: no ANALYZE has run yet. With `--baseline`, the
-    // other build's `serve` on a fresh database of its own runs the same traffic after each
-    // of this build's rows (interleaved, so both see the same state of the machine); it runs
+    // other build's `serve` on a fresh database of its own runs the same traffic, the accept
+    // cells in the order this, baseline, baseline, this (`abba`), so that both see the same
+    // state of the machine and neither always goes first; it runs
     // only while it is measured, as PostgreSQL's 100 connections do not hold two servers'
     // pools beside pgbench's.
     let start_baseline = || {
@@ -91,10 +107,8 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         assert_eq!(t.unexpected, 0, "{backend} baseline: unexpected answers");
         Some(t)
     };
-    let fresh16 = http(Scenario::Accept, 16);
-    let base16 = base(16);
-    let fresh64 = http(Scenario::Accept, 64);
-    let base64 = base(64);
+    let (fresh16, base16) = abba(&mut http, &base, 16);
+    let (fresh64, base64) = abba(&mut http, &base, 64);
     // Replays (wrk, keys in the replay memory), this build's and then the baseline's.
     let replay_pair = baseline.as_ref().map(|(server, db_base)| {
         let here = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs, wrk::WARM_KEYS));

@@ -58,6 +58,19 @@ impl Tally {
         Tally { rate, ..Tally::default() }
     }
 
+    /// Two cells of the same traffic as one: the mean rate and p50, the larger p99, the
+    /// counts added.
+    pub fn mean(a: &Tally, b: &Tally) -> Tally {
+        Tally {
+            rate: (a.rate + b.rate) / 2.0,
+            p50_ms: (a.p50_ms + b.p50_ms) / 2.0,
+            p99_ms: a.p99_ms.max(b.p99_ms),
+            unexpected: a.unexpected + b.unexpected,
+            five_xx: a.five_xx + b.five_xx,
+            created: a.created + b.created,
+        }
+    }
+
     /// The rate with the p50 and p99 of sorted microsecond samples.
     pub fn from_samples(sorted: &[u64], rate: f64) -> Tally {
         Tally {
