@@ -159,8 +159,9 @@ fn records_survive(db: &TestDb) {
     assert_eq!(attempts, [pair("a-fwd", "h-fwd"), pair("a-lead", "e-lead"), pair("a-tell", "h-tell")]);
     assert_eq!(forms, [pair("s-1", "contact")], "the anchor rows are gone");
 
-    // The held flag and the constraints came through the rebuild.
-    let (held, both_null, twice) = with_conn!(&pool, |c| (|| {
+    // The held flag and the constraints came through the rebuilds (`record_owner`'s, and
+    // `event_records_index`'s, whose partial index keeps an event's records unique).
+    let (held, both_null, twice, unique) = with_conn!(&pool, |c| (|| {
         let held: bool = side_effects::table.find("e-mail").select(side_effects::held).first(c)?;
         let insert =
             |c: &mut onceform::db::DbConnection, id: &str, key: &str, sub: Option<&str>, ev: Option<&str>| {
@@ -180,12 +181,15 @@ fn records_survive(db: &TestDb) {
             };
         let both_null = insert(c, "x-1", "x-1", None, None).is_err();
         let twice = insert(c, "x-2", "x-2", Some("s-1"), Some("ev-1")).is_err();
-        Ok::<_, DbError>((held, both_null, twice))
+        let first = insert(c, "x-3", "x-3", None, Some("ev-1")).is_ok();
+        let again = insert(c, "x-4", "x-4", None, Some("ev-1")).is_err();
+        Ok::<_, DbError>((held, both_null, twice, first && again))
     })())
     .unwrap();
     assert!(held, "a held record stays held");
     assert!(both_null, "a record with no owner is refused");
     assert!(twice, "a record with two owners is refused");
+    assert!(unique, "an event has one record per (handler, batch)");
 
     // The worker reads a migrated event's record with its event's fields.
     let tell = RecordKind::hook("helpdesk", "tell");
