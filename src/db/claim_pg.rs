@@ -7,6 +7,9 @@
 //! fresh database has some. Behind a transaction-pooling pooler
 //! (`database.prepared_statements = false`) it is sent unnamed.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
@@ -134,9 +137,33 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
        WHERE confirmation_caps.last_at <= $28 RETURNING 1), \
      k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
 
+/// The statement for `link`'s shape, made once per shape: which keys it looks up and over
+/// how many forms (or no look-up). Formatting its 3–4 KB for every accept was most of the
+/// allocator's time under `claim` (BENCHMARKS.md, eighth session). The shapes are few (the
+/// key sets times the form groups' sizes); past `SHAPES` a statement is made but not kept.
+fn statement(link: Option<Link<'_>>) -> Arc<str> {
+    const SHAPES: usize = 256;
+    /// Which keys (email, phone, name, content) over how many forms; `None`: no look-up.
+    type Shape = Option<([bool; 4], usize)>;
+    static MADE: LazyLock<Mutex<HashMap<Shape, Arc<str>>>> = LazyLock::new(Default::default);
+    let shape: Shape = link.map(|l| {
+        let k = l.keys;
+        ([k.email.is_some(), k.phone.is_some(), k.name.is_some(), k.content.is_some()], l.forms.len())
+    });
+    let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(sql) = made.get(&shape) {
+        return sql.clone();
+    }
+    let sql: Arc<str> = make_statement(link).into();
+    if made.len() < SHAPES {
+        made.insert(shape, sql.clone());
+    }
+    sql
+}
+
 /// The statement with the duplicate look-up by `link`'s keys over its forms (from `FIRST_FORM` on),
 /// or without it (spam, no key).
-fn statement(link: Option<Link<'_>>) -> String {
+fn make_statement(link: Option<Link<'_>>) -> String {
     let lookup = match link {
         None => "SELECT NULL::text AS id, NULL::timestamp AS received_at WHERE false".to_string(),
         // The submission's own digests ($21, $22, $30) and fingerprint ($15) are the keys;

@@ -204,18 +204,22 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
                     anyhow::anyhow!("cannot create database directory {}: {e}", dir.display())
                 })?;
             }
-            let path = path.to_string_lossy();
-            let mut conn = SqliteConnection::establish(&path)
-                .map_err(|e| anyhow::anyhow!("cannot open SQLite database {path}: {e}"))?;
-            SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms }.apply(&mut conn)?;
-            // Under the write lock, taken before the migration table is read: processes
-            // started at once on a fresh file wait for the first instead of each applying
-            // the same migrations (diesel runs each migration in a nested savepoint).
-            conn.immediate_transaction(|c| {
-                c.run_pending_migrations(MIGRATIONS)
-                    .map(|_| ())
-                    .map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))
-            })?;
+            // Processes started at once on one file: SQLite answers some of their steps
+            // "database is locked" at once, without its busy handler (switching a fresh file
+            // to WAL, reading it while another process's last connection checkpoints it on
+            // exit), so the whole start is tried again within the busy timeout.
+            let started = std::time::Instant::now();
+            let patience = Duration::from_millis(config.busy_timeout_ms);
+            loop {
+                match migrate_sqlite(path, config.busy_timeout_ms) {
+                    Err(e)
+                        if e.to_string().contains("database is locked") && started.elapsed() < patience =>
+                    {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    other => break other?,
+                }
+            }
         }
         DatabaseUrl::Postgres(url) => {
             let mut conn = establish_pg(url)
@@ -227,6 +231,20 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
         }
     }
     Ok(url)
+}
+
+/// Opens the SQLite file with the pool's pragmas and applies the pending migrations under the
+/// write lock, taken before the migration table is read: processes started at once on a
+/// fresh file wait for the first instead of each applying the same migrations (diesel runs
+/// each migration in a nested savepoint).
+fn migrate_sqlite(path: &std::path::Path, busy_timeout_ms: u64) -> anyhow::Result<()> {
+    let path = path.to_string_lossy();
+    let mut conn = SqliteConnection::establish(&path)
+        .map_err(|e| anyhow::anyhow!("cannot open SQLite database {path}: {e}"))?;
+    SqlitePragmas { busy_timeout_ms }.apply(&mut conn)?;
+    conn.immediate_transaction(|c| {
+        c.run_pending_migrations(MIGRATIONS).map(|_| ()).map_err(|e| anyhow::anyhow!("migrating {path}: {e}"))
+    })
 }
 
 /// In one transaction under a transaction-scoped advisory lock, so that it also works

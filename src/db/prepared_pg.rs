@@ -8,6 +8,7 @@
 //! and it is sent unnamed, as `sql_query` would be.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
@@ -18,12 +19,12 @@ use diesel::{QueryResult, RunQueryDsl};
 /// SQL text with `$n` placeholders (each may appear any number of times) and the values
 /// of `$1`, `$2`, … in order.
 pub struct Prepared<'a> {
-    sql: String,
+    sql: Arc<str>,
     binds: Vec<Box<dyn QueryFragment<Pg> + Send + 'a>>,
 }
 
 impl<'a> Prepared<'a> {
-    pub fn new(sql: impl Into<String>) -> Self {
+    pub fn new(sql: impl Into<Arc<str>>) -> Self {
         Prepared { sql: sql.into(), binds: Vec::new() }
     }
 
@@ -59,7 +60,7 @@ where
 /// and sends one value per placeholder).
 impl QueryFragment<Pg> for Prepared<'_> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        let mut rest = self.sql.as_str();
+        let mut rest = &*self.sql;
         while let Some(at) = rest.find('$') {
             let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
             out.push_sql(&rest[..at]);
