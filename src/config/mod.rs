@@ -28,6 +28,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::domain::FieldType;
+
 pub use alerts::AlertsConfig;
 pub use crm::CrmConfig;
 pub use database::DatabaseConfig;
@@ -87,6 +89,19 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The `consent` fields of each form that has one (form → field names): a tombstone keeps
+    /// their values, the versions agreed to (`db::purge::tombstone`).
+    pub fn consent_fields(&self) -> BTreeMap<String, Vec<String>> {
+        let consent = |form: &FormConfig| -> Vec<String> {
+            form.fields.iter().filter(|f| f.kind == FieldType::Consent).map(|f| f.name.clone()).collect()
+        };
+        self.forms
+            .iter()
+            .map(|(name, form)| (name.clone(), consent(form)))
+            .filter(|(_, f)| !f.is_empty())
+            .collect()
+    }
+
     /// Reads `path` (or the built-in default), applies `env` overrides and checks the result
     /// with `check` (`crate::services::check_config::load` checks it with every rule).
     pub fn load(

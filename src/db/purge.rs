@@ -2,6 +2,8 @@
 //! due rows (PostgreSQL skips rows another purge, or a conflict insert, holds), making
 //! tombstones, deleting them and everything naming them, and the purge totals.
 
+use std::collections::BTreeMap;
+
 use chrono::NaiveDateTime;
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
@@ -110,10 +112,22 @@ pub struct Tombstoned {
     pub blobs: Vec<String>,
 }
 
+/// The `consent` fields of each form (form → field names; `Config::consent_fields`).
+pub type ConsentFields = BTreeMap<String, Vec<String>>;
+
 /// Makes tombstones of `ids` (those not purged yet): the content and its copies go (of an
 /// inbound event among them, erased: its body and its conflicts' bodies), and their files'
-/// references. The fingerprint stays, so a late retry still replays.
-pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> QueryResult<Tombstoned> {
+/// references. The fingerprint stays, so a late retry still replays; so do the answers to
+/// the `consent` fields (the versions agreed to, in `consent_json`), the proof of consent.
+pub fn tombstone(
+    c: &mut DbConnection,
+    ids: &[String],
+    consent: &ConsentFields,
+    now: NaiveDateTime,
+) -> QueryResult<Tombstoned> {
+    for (id, kept) in consent_of(c, ids, consent)? {
+        diesel::update(submissions::table.find(id)).set(submissions::consent_json.eq(kept)).execute(c)?;
+    }
     let n = diesel::update(
         submissions::table
             .filter(submissions::id.eq_any(ids))
@@ -134,6 +148,34 @@ pub fn tombstone(c: &mut DbConnection, ids: &[String], now: NaiveDateTime) -> Qu
     cancel_pending(c, ids, now, "content purged before delivery")?;
     let blobs = c.forget_files_of(ids)?;
     Ok(Tombstoned { submissions: n, blobs })
+}
+
+/// The consent answers of those of `ids` (not purged yet) whose form has a consent field,
+/// as (id, JSON object of field → version); a submission without an answer is left out.
+fn consent_of(
+    c: &mut DbConnection,
+    ids: &[String],
+    consent: &ConsentFields,
+) -> QueryResult<Vec<(String, String)>> {
+    if consent.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(String, String, Option<String>)> = submissions::table
+        .filter(submissions::id.eq_any(ids))
+        .filter(submissions::form.eq_any(consent.keys()))
+        .filter(submissions::content_purged_at.is_null())
+        .select((submissions::id, submissions::form, submissions::fields_json))
+        .load(c)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, form, json)| {
+            let fields: BTreeMap<String, String> = serde_json::from_str(json.as_deref()?).ok()?;
+            let names = consent.get(&form)?;
+            let kept: BTreeMap<&String, &String> = fields.iter().filter(|(k, _)| names.contains(k)).collect();
+            let json = serde_json::to_string(&kept).ok()?;
+            (!kept.is_empty()).then_some((id, json))
+        })
+        .collect())
 }
 
 /// Makes tombstones of a webhook source's events `ids` (those not purged yet): their bodies

@@ -207,6 +207,7 @@ diesel::table! {
         journey_id -> Nullable<Text>,
         name_digest -> Nullable<Text>,
         locale -> Nullable<Text>,
+        consent_json -> Nullable<Text>,
     }
 }
 

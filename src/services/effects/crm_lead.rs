@@ -1,16 +1,19 @@
 //! `crm_lead`: the submission as a lead in the CRM, with the effect's key as external reference.
 //!
 //! The form's `crm_fields` maps its fields to the CRM's; `journey_id` in that mapping names
-//! the CRM field for the visitor's journey ID, which is otherwise not sent (a vendor refuses
-//! a field its object does not have). Without a mapping every field goes under its own
-//! name, with the journey as `journey_id`. `crm_defaults` fills a CRM field the mapping
-//! leaves blank or unmapped.
+//! the CRM field for the visitor's journey ID, and `received_at` the one for the time the
+//! submission was received (RFC 3339, UTC: for a `consent` field, the time of consent);
+//! neither is otherwise sent (a vendor refuses a field its object does not have). Without a
+//! mapping every field goes under its own name, with the journey as `journey_id` and, on a
+//! form with a consent field, the time as `received_at`. `crm_defaults` fills a CRM field
+//! the mapping leaves blank or unmapped.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::crm::{file_key, CrmAdapter, Lead, LeadFile};
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Report};
+use crate::base::format::rfc3339;
 use crate::config::{Config, FormConfig};
 use crate::domain::{EffectKind, FieldType, FileRef, SEVERAL};
 use crate::services::files::Files;
@@ -23,7 +26,10 @@ impl Kind for CrmLeadKind {
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
-        let unknown = form.crm_fields.keys().filter(|field| *field != JOURNEY && form.field(field).is_none());
+        let unknown = form
+            .crm_fields
+            .keys()
+            .filter(|f| ![JOURNEY, RECEIVED].contains(&f.as_str()) && form.field(f).is_none());
         unknown.map(|field| format!("{at}.crm_fields: `{field}` is not a field of this form")).collect()
     }
 
@@ -34,6 +40,8 @@ impl Kind for CrmLeadKind {
 
 /// The key of `crm_fields` that names the CRM field for the journey ID.
 const JOURNEY: &str = "journey_id";
+/// The key of `crm_fields` that names the CRM field for the time received.
+const RECEIVED: &str = "received_at";
 
 pub struct CrmLead {
     crm: Arc<dyn CrmAdapter>,
@@ -92,6 +100,7 @@ impl CrmLead {
         };
         let value = |field: &str| match (field, &job.journey_id) {
             (JOURNEY, Some(journey)) => Some(journey.clone()),
+            (RECEIVED, _) => Some(rfc3339(job.received_at)),
             _ => job.fields.get(field).map(|v| several(field, v)),
         };
         let mut fields: BTreeMap<String, String> = match mapping {
@@ -100,6 +109,9 @@ impl CrmLead {
                 let mut all: BTreeMap<String, String> =
                     job.fields.iter().map(|(k, v)| (k.clone(), several(k, v))).collect();
                 all.extend(job.journey_id.clone().map(|j| (JOURNEY.to_string(), j)));
+                if form.is_some_and(|f| f.fields.iter().any(|f| f.kind == FieldType::Consent)) {
+                    all.insert(RECEIVED.to_string(), rfc3339(job.received_at));
+                }
                 all
             }
         };

@@ -59,7 +59,9 @@ pub fn run(
                 (None, None) => anyhow::bail!("erase needs --email or --phone"),
             };
             let files = erase::Files::of(config);
-            let report = erase::erase(pool, keyring, &files, &person, *dry_run, &erase::Actor::cli())?;
+            let consent = config.consent_fields();
+            let report =
+                erase::erase(pool, keyring, &files, &consent, &person, *dry_run, &erase::Actor::cli())?;
             for line in report.lines() {
                 println!("{line}");
             }

@@ -27,7 +27,7 @@ use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
 use crate::db::erasure::{self, ErasedEffect, Found};
 use crate::db::files::FileRefs;
-use crate::db::purge::{tombstone, TotalStore};
+use crate::db::purge::{tombstone, ConsentFields, TotalStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
 use crate::domain::FieldType;
@@ -211,12 +211,14 @@ impl Person {
     }
 }
 
-/// Finds the person's records and, unless `dry_run`, erases their content now, then the
-/// files onceform wrote for them. `keyring` digests the person as the stored rows were.
+/// Finds the person's records and, unless `dry_run`, erases their content now (keeping the
+/// answers to `consent` fields), then the files onceform wrote for them. `keyring` digests
+/// the person as the stored rows were.
 pub fn erase(
     pool: &Pool,
     keyring: &Keyring,
     files: &Files,
+    consent: &ConsentFields,
     person: &Person,
     dry_run: bool,
     actor: &Actor,
@@ -269,7 +271,7 @@ pub fn erase(
         if dry_run {
             return Ok::<_, DbError>((report, effects, Vec::new()));
         }
-        let blobs = tombstone(c, &all, now)?.blobs;
+        let blobs = tombstone(c, &all, consent, now)?.blobs;
         c.forget_uploads_of(&blobs)?;
         erasure::forget_journeys(c, &ids)?;
         erasure::forget_conflicts(c, &conflict_ids, &inbound_conflicts)?;

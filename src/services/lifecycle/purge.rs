@@ -22,7 +22,7 @@ use crate::db::hooks::HookStore;
 use crate::db::purge::{
     delete_cap_rows, delete_events, delete_submissions, pick_caps, pick_content, pick_event_content,
     pick_events, pick_quarantined, pick_tombstones, record_pass, relax_commit, tombstone, tombstone_events,
-    TotalStore,
+    ConsentFields, TotalStore,
 };
 use crate::db::{DbError, Pool, Writes, LOCK_POLL};
 use crate::services::files::{release, Files, IN_FLIGHT};
@@ -58,6 +58,7 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
     let mut report = PurgeReport::default();
     let batch = config.purge.batch;
     let blobs = Files::local(&config.server.files_dir);
+    let consent = config.consent_fields();
     for scope in scopes(config) {
         let name = &scope.form;
         if let Some(content) = scope.retention.content {
@@ -66,7 +67,11 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
                 Some(source) => {
                     drain(writes, || purge_event_content(writes, source, before, now, batch), batch)?
                 }
-                None => drain(writes, || purge_content(writes, &blobs, name, before, now, batch), batch)?,
+                None => drain(
+                    writes,
+                    || purge_content(writes, &blobs, &consent, name, before, now, batch),
+                    batch,
+                )?,
             };
             report.purged.push((name.clone(), "content", n));
             if let Some(source) = scope.hook_source {
@@ -117,24 +122,26 @@ fn drain(
     }
 }
 
-/// One batch of content purges, their files deleted unless still in use; the rows this
-/// call purged.
+/// One batch of content purges, their files deleted unless still in use, their consent
+/// answers kept; the rows this call purged.
 pub fn purge_content(
     writes: &Writes,
     blobs: &Files,
+    consent: &ConsentFields,
     form: &str,
     before: NaiveDateTime,
     now: NaiveDateTime,
     batch: i64,
 ) -> Result<i64, DbError> {
     let form = form.to_string();
+    let consent: ConsentFields = consent.get(&form).map(|f| (form.clone(), f.clone())).into_iter().collect();
     let done = writes.run(move |c| {
         relax_commit(c)?;
         let ids = pick_content(c, &form, before, batch)?;
         if ids.is_empty() {
             return Ok(None);
         }
-        Ok(Some(tombstone(c, &ids, now)?))
+        Ok(Some(tombstone(c, &ids, &consent, now)?))
     })?;
     let Some(done) = done else { return Ok(0) };
     release(&writes.pool, blobs, done.blobs, IN_FLIGHT)?;

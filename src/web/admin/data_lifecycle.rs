@@ -57,9 +57,9 @@ async fn erase_now(state: web::Data<AppState>, action: AdminAction<EraseForm>) -
     };
     let dry_run = form.dry_run.is_some();
     let (pool, keyring) = (state.pool.clone(), state.keyring.clone());
-    let files = erase::Files::of(&state.config);
+    let (files, consent) = (erase::Files::of(&state.config), state.config.consent_fields());
     let actor = Actor { id: user.id.clone(), email: user.email.clone() };
-    match blocking(move || erase::erase(&pool, &keyring, &files, &person, dry_run, &actor)).await {
+    match blocking(move || erase::erase(&pool, &keyring, &files, &consent, &person, dry_run, &actor)).await {
         Ok(report) => {
             if !dry_run {
                 // This server's replay memory answers no retry of what was erased.

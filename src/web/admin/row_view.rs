@@ -11,7 +11,8 @@ pub trait SubmissionView {
     fn spam_badge(&self) -> &'static str;
     /// Why it was set aside, in words.
     fn spam_why(&self) -> &'static str;
-    /// The stored fields (a JSON object of strings); empty once purged.
+    /// The stored fields (a JSON object of strings); once purged, only the consent answers
+    /// a tombstone keeps.
     fn fields(&self) -> BTreeMap<String, String>;
 }
 
@@ -28,7 +29,8 @@ impl SubmissionView for SubmissionRow {
     }
 
     fn fields(&self) -> BTreeMap<String, String> {
-        self.fields_json.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
+        let stored = self.fields_json.as_deref().or(self.consent_json.as_deref());
+        stored.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
     }
 }
 

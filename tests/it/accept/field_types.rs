@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::on_both_backends;
 use crate::support::delivery::spawn_delivery_app;
-use crate::support::{new_key, spawn_app_with, Backend, TestApp};
+use crate::support::{new_key, spawn_app_with, test_keyring, Backend, TestApp};
 use onceform::config::Config;
 use onceform::web::admin::accounts::Role;
 
@@ -17,6 +17,7 @@ on_both_backends!(
     answers_are_compared_by_their_normal_form,
     a_browser_post_is_stored_exported_and_sent_to_the_crm,
     kept_undeclared_fields_are_content_and_rejected_ones_are_named_in_plain_words,
+    the_proof_of_consent_outlives_retention_and_erasure,
 );
 
 const QUOTE: &str = r#"
@@ -249,7 +250,10 @@ async fn a_browser_post_is_stored_exported_and_sent_to_the_crm(backend: Backend)
     d.settle(&worker).await;
     let lead = d.crm.state.lock().unwrap().bodies.last().cloned().expect("a lead");
     let text = lead.to_string();
-    for wanted in [r#""privacy":"2026-01""#, r#""interests":"Valves;Seals""#, r#""quantity":"12""#] {
+    // The consent's version, and its time (when the submission was received).
+    let consented = r#""received_at":"20"#;
+    for wanted in [r#""privacy":"2026-01""#, consented, r#""interests":"Valves;Seals""#, r#""quantity":"12""#]
+    {
         assert!(text.contains(wanted), "the lead lacks {wanted}: {text}");
     }
 
@@ -296,4 +300,57 @@ async fn kept_undeclared_fields_are_content_and_rejected_ones_are_named_in_plain
     let html = page.text().await.unwrap();
     assert!(html.contains("budget is not a field of this form"), "{html}");
     assert!(!html.contains('`'), "no Markdown on a visitor's page");
+}
+
+/// A tombstone keeps the version agreed to (its time is `received_at`) and nothing else of
+/// the content, whether retention or an erasure made it; the export still shows both.
+async fn the_proof_of_consent_outlives_retention_and_erasure(backend: Backend) {
+    use onceform::services::lifecycle::erase::{erase, Actor, Files, Person};
+    let app = spawn_app_with(backend, |c| {
+        with_quote(c);
+        c.forms.get_mut("quote").unwrap().retention.content =
+            Some(onceform::config::retention::Window::parse("1d").unwrap());
+    })
+    .await;
+    let (erased, expired) = (new_key(), new_key());
+    assert_eq!(submit(&app, "quote", &erased, &good()).await.status(), 201);
+    let mut lin = good();
+    lin["email"] = json!("lin@example.com");
+    lin["name"] = json!("Lin Hua");
+    assert_eq!(submit(&app, "quote", &expired, &lin).await.status(), 201);
+
+    let config = app.config.clone();
+    let report = app
+        .query(move |pool| {
+            let person = Person::Email("mei@example.com".into());
+            let files = Files::of(&config);
+            erase(pool, &test_keyring(), &files, &config.consent_fields(), &person, false, &Actor::cli())
+        })
+        .await;
+    assert_eq!(report.submissions, 1);
+    let config = app.config.clone();
+    let later = onceform::base::clock::now() + chrono::Duration::days(2);
+    app.query(move |pool| {
+        let writes = onceform::db::Writes::shared(pool, &config.database).unwrap();
+        onceform::services::lifecycle::purge::run_pass(&writes, &config, later)
+    })
+    .await;
+
+    let admin = app.sign_in(Role::Viewer).await;
+    let csv = app.admin_get(Some(&admin), "/admin/submissions.csv?form=quote&encoding=utf-8").await;
+    let csv = csv.text().await.unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    for row in &rows {
+        assert_eq!(row[column("privacy")], "2026-01", "the version agreed to: {csv}");
+        assert!(row[column("received_at")].starts_with("20"), "and when: {csv}");
+        assert_eq!((row[column("email")], row[column("name")]), ("", ""), "nothing else: {csv}");
+    }
+    assert!(!csv.contains("example.com") && !csv.contains("Lin"), "{csv}");
+    // A late retry of either still replays from the tombstone.
+    assert_eq!(submit(&app, "quote", &erased, &good()).await.status(), 200);
+    assert_eq!(submit(&app, "quote", &expired, &lin).await.status(), 200);
 }

@@ -164,7 +164,15 @@ async fn erasure_deletes_the_persons_files_at_once(backend: Backend) {
     let report = app
         .query(move |pool| {
             let person = Person::Email("MEI@example.com".into());
-            erase(pool, &test_keyring(), &Files::of(&config), &person, false, &Actor::cli())
+            erase(
+                pool,
+                &test_keyring(),
+                &Files::of(&config),
+                &config.consent_fields(),
+                &person,
+                false,
+                &Actor::cli(),
+            )
         })
         .await;
     assert_eq!(report.attachments, 1);

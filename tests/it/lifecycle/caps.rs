@@ -85,12 +85,24 @@ async fn erasing_the_address_deletes_its_cap_at_once(backend: Backend) {
     assert_eq!(caps(&d).await, 1);
     let person = Person::Email(ADDRESS.to_uppercase());
     d.app
-        .query(move |pool| erase(pool, &test_keyring(), &Files::default(), &person, true, &Actor::cli()))
+        .query(move |pool| {
+            erase(pool, &test_keyring(), &Files::default(), &Default::default(), &person, true, &Actor::cli())
+        })
         .await;
     assert_eq!(caps(&d).await, 1, "a dry run changes nothing");
     let person = Person::Email(ADDRESS.to_uppercase());
     d.app
-        .query(move |pool| erase(pool, &test_keyring(), &Files::default(), &person, false, &Actor::cli()))
+        .query(move |pool| {
+            erase(
+                pool,
+                &test_keyring(),
+                &Files::default(),
+                &Default::default(),
+                &person,
+                false,
+                &Actor::cli(),
+            )
+        })
         .await;
     assert_eq!(caps(&d).await, 0, "nothing left holding the address's digest");
 }

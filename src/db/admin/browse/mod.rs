@@ -37,6 +37,8 @@ pub struct SubmissionRow {
     /// reasons were kept.
     pub spam_reason: Option<String>,
     pub journey_id: Option<String>,
+    /// What a tombstone keeps of the content: the consent answers (`db::purge::tombstone`).
+    pub consent_json: Option<String>,
 }
 
 /// (kind, state) of each effect record, by submission id.
