@@ -39,6 +39,8 @@ mod attach;
 mod burst;
 #[path = "common/mod.rs"]
 mod common;
+#[path = "load/default_serve.rs"]
+mod default_serve;
 #[path = "load/grow.rs"]
 mod grow;
 #[path = "load/hooks.rs"]

@@ -15,7 +15,7 @@ use onceform::with_conn;
 use crate::common::{form_effects, Db};
 use crate::hooks;
 use crate::traffic::{self, Scenario, Tally};
-use crate::{in_process, pgbench, serve, serve_bin, wrk, Options};
+use crate::{default_serve, in_process, pgbench, serve, serve_bin, wrk, Options};
 
 pub struct Row {
     what: String,
@@ -24,6 +24,12 @@ pub struct Row {
     /// How the row compares with its reference, and the target.
     ratio: String,
     met: Option<bool>,
+}
+
+impl Row {
+    pub fn new(what: &str, clients: usize, tally: &Tally, ratio: String, met: Option<bool>) -> Row {
+        Row { what: what.into(), clients, tally: tally.clone(), ratio, met }
+    }
 }
 
 pub fn header() {
@@ -74,13 +80,8 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         t
     };
     let mut rows = Vec::new();
-    let row = |what: &str, clients, tally: &Tally, ratio: String, met: Option<bool>| Row {
-        what: what.into(),
-        clients,
-        tally: tally.clone(),
-        ratio,
-        met,
-    };
+    let row = Row::new;
+    let mut ceilings = Vec::new();
     // Accept first, on the fresh database: no ANALYZE has run yet. With `--baseline`, the
     // other build's `serve` on a fresh database of its own runs the same traffic, the accept
     // cells in the order this, baseline, baseline, this (`abba`), so that both see the same
@@ -159,6 +160,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         for (clients, fresh, ceiling) in [(16, &fresh16, &one16), (64, &fresh64, &one64)] {
             if let Some((n, c)) = ceiling {
                 accepted += n;
+                ceilings.push((clients, c.rate));
                 rows.push(row(
                     "pgbench: one statement (submission + 3 effects)",
                     clients,
@@ -243,6 +245,11 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     drop(server);
     if opts.hooks {
         hooks::check(backend, &pool, &hooks_sent);
+    }
+    // The default `serve` on a database of its own, once the web tier's server has stopped.
+    let web_tier = [(16, fresh16.rate), (64, fresh64.rate)];
+    for r in default_serve::measure(rt, backend, secs, &ceilings, &web_tier) {
+        print(backend, &r);
     }
 }
 

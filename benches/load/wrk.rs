@@ -1,7 +1,7 @@
-//! Replays measured with `wrk`, the tool svix-server's figures were taken with: a C load
-//! generator leaves more of the two cores to the server than the Rust client does. Its Lua
-//! script counts every answer that is not 200. Skipped when `wrk` is not installed
-//! (`apt-get install wrk`).
+//! Replays and accepts measured with `wrk`, the tool svix-server's figures were taken with:
+//! a C load generator leaves more of the two cores to the server than the Rust client does.
+//! Its Lua script counts every answer that is not the expected one. Skipped when `wrk` is
+//! not installed (`apt-get install wrk`).
 
 use std::process::Command;
 
@@ -15,12 +15,10 @@ pub const WARM_KEYS: usize = 64;
 /// round robin, each has left the memory before its turn comes again (a cold replay).
 pub const COLD_KEYS: usize = 30_000;
 
-const SCRIPT: &str = r#"
+/// Replays round robin over `{KEYS}` (each answered 200).
+const REPLAY: &str = r#"
 local keys = {KEYS}
 local n = 0
-bad, five_xx = 0, 0 -- globals: done() reads them from each thread
-function setup(thread) table.insert(threads, thread) end
-threads = {}
 function request()
   n = n % #keys + 1
   local k = keys[n]
@@ -28,15 +26,42 @@ function request()
   return wrk.format("POST", "/api/forms/contact/submissions",
     {["Content-Type"] = "application/json", ["Idempotency-Key"] = k}, body)
 end
+"#;
+
+/// A new operation on every request (each answered 201), its key made of the run, the
+/// thread and a counter; `{EMAIL}` is the Lua expression of its email address.
+const ACCEPT: &str = r#"
+local n = 0
+function request()
+  n = n + 1
+  local k = string.format("wrk-{RUN}-%d-%d", id, n)
+  local body = string.format('{"name":"Load Test","email":"%s","topic":"Sales","message":"Load %s"}', {EMAIL}, k)
+  return wrk.format("POST", "/api/forms/contact/submissions",
+    {["Content-Type"] = "application/json", ["Idempotency-Key"] = k}, body)
+end
+"#;
+
+/// Counts every answer that is not `{OK}`, the 5xx among them and the 201s, summed over the
+/// threads in `done`.
+const COUNT: &str = r#"
+bad, five_xx, created = 0, 0, 0 -- globals: done() reads them from each thread
+threads = {}
+counter = 0
+function setup(thread)
+  counter = counter + 1
+  thread:set("id", counter)
+  table.insert(threads, thread)
+end
 function response(status)
-  if status ~= 200 then bad = bad + 1 end
+  if status ~= {OK} then bad = bad + 1 end
   if status >= 500 then five_xx = five_xx + 1 end
+  if status == 201 then created = created + 1 end
 end
 function done(summary, latency, requests)
-  local b, f = 0, 0
-  for _, t in ipairs(threads) do b, f = b + t:get("bad"), f + t:get("five_xx") end
-  io.write(string.format("onceform: %d %d %.0f %.0f %d %d\n", summary.requests, summary.duration,
-    latency:percentile(50), latency:percentile(99), b, f))
+  local b, f, c = 0, 0, 0
+  for _, t in ipairs(threads) do b, f, c = b + t:get("bad"), f + t:get("five_xx"), c + t:get("created") end
+  io.write(string.format("onceform: %d %d %.0f %.0f %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), b, f, c))
 end
 "#;
 
@@ -63,8 +88,51 @@ pub async fn replay(
         }
     }
     let quoted: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
-    let script = dir.join("replay.lua");
-    std::fs::write(&script, SCRIPT.replace("{KEYS}", &format!("{{{}}}", quoted.join(",")))).ok()?;
+    let script = REPLAY.replace("{KEYS}", &format!("{{{}}}", quoted.join(",")));
+    let tally = run(addr, dir, clients, seconds, &script, 200)?;
+    Some(Tally { created, ..tally })
+}
+
+/// Whose email address each new operation carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Email {
+    /// Its own (made of its key).
+    Unique,
+    /// One for all (a bot): each a repeat for the duplicate detector.
+    Same,
+}
+
+/// New operations from `clients` wrk connections for `seconds`; `created` counts the 201s
+/// wrk saw (a request still in flight when wrk stops may be accepted unseen). `None`
+/// without wrk.
+pub async fn accept(
+    addr: &str,
+    dir: &std::path::Path,
+    clients: usize,
+    seconds: u64,
+    email: Email,
+) -> Option<Tally> {
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let email = match email {
+        Email::Unique => "k .. \"@example.com\"",
+        Email::Same => "\"one.bot@example.com\"",
+    };
+    let script = ACCEPT.replace("{RUN}", &run_id[..8]).replace("{EMAIL}", email);
+    run(addr, dir, clients, seconds, &script, 201)
+}
+
+/// Runs `script` (a `request` function; the counting is added) and reads its tally.
+fn run(
+    addr: &str,
+    dir: &std::path::Path,
+    clients: usize,
+    seconds: u64,
+    script: &str,
+    ok: u16,
+) -> Option<Tally> {
+    Command::new("wrk").arg("--version").output().ok()?;
+    let path = dir.join(format!("wrk-{}.lua", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&path, format!("{script}{}", COUNT.replace("{OK}", &ok.to_string()))).ok()?;
     let out = Command::new("wrk")
         .args([
             "-t",
@@ -75,20 +143,20 @@ pub async fn replay(
             &format!("{seconds}s"),
             "-s",
         ])
-        .arg(&script)
+        .arg(&path)
         .arg(addr)
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find_map(|l| l.strip_prefix("onceform: "))?;
     let v: Vec<f64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-    let [requests, duration_us, p50_us, p99_us, bad, five_xx] = v[..] else { return None };
+    let [requests, duration_us, p50_us, p99_us, bad, five_xx, created] = v[..] else { return None };
     Some(Tally {
         rate: requests / (duration_us / 1e6),
         p50_ms: p50_us / 1000.0,
         p99_ms: p99_us / 1000.0,
         unexpected: bad as usize,
         five_xx: five_xx as usize,
-        created,
+        created: created as usize,
     })
 }
