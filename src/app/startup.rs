@@ -91,7 +91,7 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
 pub fn worker(config: Config) -> anyhow::Result<()> {
     // The keyring re-keys stored rows at start, and signs the file links a CRM gets.
     let (pool, keyring) = open_store(&config)?;
-    let (rt, worker) = worker_runtime(&Arc::new(config), &pool, &keyring)?;
+    let (rt, worker) = worker_runtime(&Arc::new(config), &pool, &keyring, false)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
@@ -106,13 +106,19 @@ pub fn worker(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A runtime for the workers, and the workers built inside it (the SMTP pool needs one).
+/// A runtime for the workers, and the workers built inside it (the SMTP pool needs one);
+/// with `beside_requests` (inside `serve`) its threads yield the CPU to the requests'.
 fn worker_runtime(
     config: &Arc<Config>,
     pool: &Pool,
     keyring: &Arc<Keyring>,
+    beside_requests: bool,
 ) -> anyhow::Result<(tokio::runtime::Runtime, Worker)> {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if beside_requests {
+        builder.on_thread_start(yield_to_requests);
+    }
+    let rt = builder.worker_threads(2).enable_all().build()?;
     let registry = {
         let _entered = rt.enter();
         super::registry(config.clone(), keyring.clone())?
@@ -130,8 +136,28 @@ fn spawn_worker(
     keyring: &Arc<Keyring>,
     stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    let (rt, worker) = worker_runtime(config, pool, keyring)?;
-    Ok(std::thread::spawn(move || rt.block_on(worker.run(stopped))))
+    let (rt, worker) = worker_runtime(config, pool, keyring, true)?;
+    Ok(std::thread::spawn(move || {
+        yield_to_requests();
+        rt.block_on(worker.run(stopped))
+    }))
+}
+
+/// The nice value of `serve`'s worker threads: under a full CPU the scheduler gives a thread
+/// at 10 about a tenth of the share of one at 0, and all of an idle CPU.
+const WORKER_NICE: libc::c_int = 10;
+
+/// Lowers the calling thread's CPU priority (on Linux nice is per thread), so that the
+/// workers inside `serve` deliver with what the requests leave of the CPU: under a burst the
+/// accepts keep their pace and the effects wait (they are stored; the burst benchmark times
+/// their delivery), and an idle server delivers at full speed. `onceform worker` is not
+/// lowered. The database's own processes and SQLite's writer thread are not lowered either.
+fn yield_to_requests() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority takes plain integers and changes only this thread's nice value.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE);
+    }
 }
 
 async fn shutdown_signal() {

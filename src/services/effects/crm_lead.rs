@@ -110,7 +110,7 @@ impl CrmLead {
                     job.fields.iter().map(|(k, v)| (k.clone(), several(k, v))).collect();
                 all.extend(job.journey_id.clone().map(|j| (JOURNEY.to_string(), j)));
                 if form.is_some_and(|f| f.fields.iter().any(|f| f.kind == FieldType::Consent)) {
-                    all.insert(RECEIVED.to_string(), rfc3339(job.received_at));
+                    all.entry(RECEIVED.to_string()).or_insert_with(|| rfc3339(job.received_at));
                 }
                 all
             }
