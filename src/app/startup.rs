@@ -118,7 +118,7 @@ fn worker_runtime(
     if beside_requests {
         builder.on_thread_start(yield_to_requests);
     }
-    let rt = builder.worker_threads(2).enable_all().build()?;
+    let rt = builder.thread_name(WORKER_THREAD).worker_threads(2).enable_all().build()?;
     let registry = {
         let _entered = rt.enter();
         super::registry(config.clone(), keyring.clone())?
@@ -137,11 +137,15 @@ fn spawn_worker(
     stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     let (rt, worker) = worker_runtime(config, pool, keyring, true)?;
-    Ok(std::thread::spawn(move || {
+    let thread = std::thread::Builder::new().name(WORKER_THREAD.into());
+    Ok(thread.spawn(move || {
         yield_to_requests();
         rt.block_on(worker.run(stopped))
-    }))
+    })?)
 }
+
+/// The name of the workers' threads (`/proc/PID/task/*/comm`).
+const WORKER_THREAD: &str = "effect-worker";
 
 /// The nice value of `serve`'s worker threads: under a full CPU the scheduler gives a thread
 /// at 10 about a tenth of the share of one at 0, and all of an idle CPU.

@@ -6,5 +6,6 @@ pub mod config_reference;
 pub mod layers;
 pub mod migration_record_owner;
 pub mod observability;
+pub mod priority;
 pub mod process_exit;
 pub mod schema;
