@@ -3,7 +3,8 @@
 //! database, same-email traffic against unique-email traffic (with the pair rows it left),
 //! SQLite accept against a transaction per accept, and replay latency at 32 clients (Rust
 //! client and wrk). Each row names its target and whether this run met it. With the hooks'
-//! traffic (issue 13), inbound deliveries at 16 clients beside accept at 16.
+//! traffic (issue 13), inbound deliveries at 16 clients beside accept at 16. Then the
+//! default `serve` (workers inside) on a database of its own (`default_serve`, issue 25).
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;

@@ -17,7 +17,7 @@ use diesel::PgConnection;
 
 use super::duplicates::{LinkKeys, CANDIDATES};
 use super::models::{NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
-use super::prepared_pg::Prepared;
+use super::prepared::Prepared;
 use crate::domain::{EffectKind, EffectState, PairStatus};
 
 /// Everything one acceptance writes.

@@ -114,15 +114,19 @@ pub trait DuplicateStore {
     fn relink(&mut self, pair_id: &str, original_id: &str) -> QueryResult<()>;
 }
 
-/// One arm of the candidate look-up: a key's most recent matches (SQLite's text).
-fn sqlite_arm(column: &str, index: Option<&str>, forms: usize) -> String {
+/// One arm of the candidate look-up: a key's most recent matches (SQLite's text), its
+/// values in placeholders `$first`, `$first + 1`, … (forms, key, since, until, excluded id).
+fn sqlite_arm(column: &str, index: Option<&str>, forms: usize, first: usize) -> String {
     let indexed = index.map(|i| format!("INDEXED BY {i} ")).unwrap_or_default();
     let keyless = if column == "fingerprint" { "AND keyless = 1 " } else { "" };
-    let marks = vec!["?"; forms].join(", ");
+    let p = |i: usize| format!("${}", first + i);
+    let marks: Vec<String> = (0..forms).map(p).collect();
+    let (key, since, until, exclude) = (p(forms), p(forms + 1), p(forms + 2), p(forms + 3));
     format!(
-        "SELECT * FROM (SELECT id, received_at FROM submissions {indexed}WHERE form IN ({marks}) \
-         AND {column} = ? {keyless}AND received_at >= ? AND received_at <= ? AND id <> ? AND spam = 0 \
-         ORDER BY received_at DESC LIMIT {CANDIDATES})"
+        "SELECT * FROM (SELECT id, received_at FROM submissions {indexed}WHERE form IN ({}) \
+         AND {column} = {key} {keyless}AND received_at >= {since} AND received_at <= {until} \
+         AND id <> {exclude} AND spam = 0 ORDER BY received_at DESC LIMIT {CANDIDATES})",
+        marks.join(", ")
     )
 }
 
@@ -135,14 +139,17 @@ impl DuplicateStore for DbConnection {
         }
         // Each arm names its key's own index: SQLite (3.53), with no statistics, would
         // otherwise walk the (form, received_at) index through the whole window.
-        let arms: Vec<String> = columns.iter().map(|(c, _, i)| sqlite_arm(c, *i, l.forms.len())).collect();
+        let per_arm = l.forms.len() + 4;
+        let arms: Vec<String> = (columns.iter().enumerate())
+            .map(|(n, (c, _, i))| sqlite_arm(c, *i, l.forms.len(), 1 + n * per_arm))
+            .collect();
         let sql = format!(
             "SELECT id FROM ({}) GROUP BY id ORDER BY max(received_at) DESC LIMIT {CANDIDATES}",
             arms.join(" UNION ALL ")
         );
         let found: Vec<Found> = match self {
             DbConnection::Sqlite(c) => {
-                let mut q = diesel::sql_query(sql).into_boxed::<diesel::sqlite::Sqlite>();
+                let mut q = super::prepared::Prepared::<diesel::sqlite::Sqlite>::new(sql);
                 for (_, value, _) in &columns {
                     for form in l.forms {
                         q = q.bind::<Text, _>(form.clone());
@@ -162,7 +169,7 @@ impl DuplicateStore for DbConnection {
                     l.keys,
                     ["$1", "$2", "$3", "$4", "$5", "$6", "$7"],
                 );
-                let mut q = super::prepared_pg::Prepared::new(sql)
+                let mut q = super::prepared::Prepared::new(sql)
                     .bind::<Timestamp, _>(l.since)
                     .bind::<Timestamp, _>(l.until)
                     .bind::<Text, _>(l.exclude_id.to_string())

@@ -19,7 +19,7 @@ mod manager;
 pub mod models;
 mod openssl_exit;
 mod owner;
-mod prepared_pg;
+mod prepared;
 pub mod primary_pg;
 pub mod probe;
 pub mod purge;

@@ -1,15 +1,17 @@
-//! Raw PostgreSQL statements with typed binds that the connection keeps prepared.
+//! Raw SQL statements with typed binds that the connection keeps prepared.
 //!
-//! diesel's `sql_query` opts out of the statement cache, so PostgreSQL parses, analyses and
-//! plans it on every call: for the accept statement that was about a third of the
-//! machine's CPU under load. A `Prepared` statement is cached per connection under its
-//! SQL text (and bind types) like any query-builder query; with
-//! `database.prepared_statements = false` (a transaction-pooling pooler) the cache is off
-//! and it is sent unnamed, as `sql_query` would be.
+//! diesel's `sql_query` opts out of the statement cache, so the database parses, analyses
+//! and plans it on every call: on PostgreSQL, for the accept statement, that was about a
+//! third of the machine's CPU under load; on SQLite the duplicate look-up of every accept
+//! was compiled anew. A `Prepared` statement is cached per connection under its SQL text
+//! (and bind types) like any query-builder query; with `database.prepared_statements =
+//! false` (a PostgreSQL transaction-pooling pooler) the cache is off and it is sent
+//! unnamed, as `sql_query` would be.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use diesel::backend::Backend;
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::serialize::ToSql;
@@ -17,13 +19,13 @@ use diesel::sql_types::{HasSqlType, Untyped};
 use diesel::{QueryResult, RunQueryDsl};
 
 /// SQL text with `$n` placeholders (each may appear any number of times) and the values
-/// of `$1`, `$2`, … in order.
-pub struct Prepared<'a> {
+/// of `$1`, `$2`, … in order; sent with the backend's own placeholders.
+pub struct Prepared<'a, DB: Backend = Pg> {
     sql: Arc<str>,
-    binds: Vec<Box<dyn QueryFragment<Pg> + Send + 'a>>,
+    binds: Vec<Box<dyn QueryFragment<DB> + Send + 'a>>,
 }
 
-impl<'a> Prepared<'a> {
+impl<'a, DB: Backend> Prepared<'a, DB> {
     pub fn new(sql: impl Into<Arc<str>>) -> Self {
         Prepared { sql: sql.into(), binds: Vec::new() }
     }
@@ -31,8 +33,8 @@ impl<'a> Prepared<'a> {
     /// The next placeholder's value, as SQL type `ST`.
     pub fn bind<ST, U>(mut self, value: U) -> Self
     where
-        Pg: HasSqlType<ST>,
-        U: ToSql<ST, Pg> + Send + 'a,
+        DB: HasSqlType<ST>,
+        U: ToSql<ST, DB> + Send + 'a,
         ST: 'a,
     {
         self.binds.push(Box::new(Bind { value, sql_type: PhantomData::<fn() -> ST> }));
@@ -45,12 +47,12 @@ struct Bind<ST, U> {
     sql_type: PhantomData<fn() -> ST>,
 }
 
-impl<ST, U> QueryFragment<Pg> for Bind<ST, U>
+impl<ST, U, DB> QueryFragment<DB> for Bind<ST, U>
 where
-    Pg: HasSqlType<ST>,
-    U: ToSql<ST, Pg>,
+    DB: Backend + HasSqlType<ST>,
+    U: ToSql<ST, DB>,
 {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         out.push_bind_param::<ST, U>(&self.value)
     }
 }
@@ -58,8 +60,8 @@ where
 /// Writes the SQL with each `$n` replaced by the next placeholder diesel numbers, binding
 /// value `n` there: a value used twice is sent twice (diesel numbers placeholders itself
 /// and sends one value per placeholder).
-impl QueryFragment<Pg> for Prepared<'_> {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+impl<DB: Backend> QueryFragment<DB> for Prepared<'_, DB> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         let mut rest = &*self.sql;
         while let Some(at) = rest.find('$') {
             let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
@@ -85,16 +87,16 @@ fn unbound(at: &str) -> diesel::result::Error {
 }
 
 /// No static ID: the cache key is the SQL text and the bind types.
-impl QueryId for Prepared<'_> {
+impl<DB: Backend> QueryId for Prepared<'_, DB> {
     type QueryId = ();
     const HAS_STATIC_QUERY_ID: bool = false;
 }
 
-impl Query for Prepared<'_> {
+impl<DB: Backend> Query for Prepared<'_, DB> {
     type SqlType = Untyped;
 }
 
-impl<Conn> RunQueryDsl<Conn> for Prepared<'_> {}
+impl<Conn, DB: Backend> RunQueryDsl<Conn> for Prepared<'_, DB> {}
 
 #[cfg(test)]
 mod tests {
@@ -109,6 +111,16 @@ mod tests {
             .bind::<Text, _>("seven");
         let shown = diesel::debug_query::<Pg, _>(&q).to_string();
         assert_eq!(shown, r#"SELECT $1, $2 WHERE x = $3 AND y = '$' -- binds: ["seven", 7, "seven"]"#);
+    }
+
+    #[test]
+    fn on_sqlite_each_placeholder_becomes_a_question_mark_with_its_value() {
+        use diesel::sqlite::Sqlite;
+        let q = Prepared::<Sqlite>::new("SELECT $2 WHERE x IN ($1, $2)")
+            .bind::<Integer, _>(7)
+            .bind::<Text, _>("seven");
+        let shown = diesel::debug_query::<Sqlite, _>(&q).to_string();
+        assert_eq!(shown, r#"SELECT ? WHERE x IN (?, ?) -- binds: ["seven", 7, "seven"]"#);
     }
 
     #[test]
