@@ -48,6 +48,19 @@ impl Db {
         self.pg_name.is_some()
     }
 
+    /// The default configuration (workers inside `serve`) with the file CRM in `DIR/crm` and
+    /// mail as files in `DIR/mail`, as `cargo run` users get it; also the CRM's directory.
+    pub fn default_config(&self) -> (std::path::PathBuf, Config, std::path::PathBuf) {
+        let (crm, mail) = (self.dir.join("crm"), self.dir.join("mail"));
+        let (path, config) = self.config(&format!(
+            "[crm]\nadapter = \"file\"\ndir = {:?}\n\n[smtp]\nmail_dir = {:?}",
+            crm.display().to_string(),
+            mail.display().to_string()
+        ));
+        assert!(config.worker.enabled, "the default configuration runs the workers inside serve");
+        (path, config, crm)
+    }
+
     /// Writes a configuration file: the demo forms, this database, `extra` TOML sections.
     pub fn config(&self, extra: &str) -> (std::path::PathBuf, Config) {
         self.config_with_forms(extra, default_forms())

@@ -23,13 +23,7 @@ const CLIENTS: usize = 16;
 
 pub fn run(rt: &tokio::runtime::Runtime, opts: &Options) {
     let db = Db::new("sqlite");
-    let (crm, mail) = (db.dir.join("crm"), db.dir.join("mail"));
-    let (path, config) = db.config(&format!(
-        "[crm]\nadapter = \"file\"\ndir = {:?}\n\n[smtp]\nmail_dir = {:?}",
-        crm.display().to_string(),
-        mail.display().to_string()
-    ));
-    assert!(config.worker.enabled, "the default configuration runs the workers inside serve");
+    let (path, config, crm) = db.default_config();
     let pool = Pool::connect(&config.database).unwrap();
     let server = crate::serve(&path);
     let tally = rt.block_on(traffic::run(&[server.address()], Scenario::Accept, CLIENTS, opts.burst));
@@ -88,12 +82,7 @@ pub fn run(rt: &tokio::runtime::Runtime, opts: &Options) {
 /// left unscored (`screening`). On each backend.
 pub fn screening(rt: &tokio::runtime::Runtime, opts: &Options, backend: &str) {
     let db = Db::new(backend);
-    let (crm, mail) = (db.dir.join("crm"), db.dir.join("mail"));
-    let (path, config) = db.config(&format!(
-        "[crm]\nadapter = \"file\"\ndir = {:?}\n\n[smtp]\nmail_dir = {:?}",
-        crm.display().to_string(),
-        mail.display().to_string()
-    ));
+    let (path, config, _) = db.default_config();
     let pool = Pool::connect(&config.database).unwrap();
     let server = crate::serve(&path);
     let tally = rt.block_on(traffic::run(&[server.address()], Scenario::Repeats, CLIENTS, opts.burst));

@@ -29,13 +29,7 @@ pub fn measure(
     web_tier: &[(usize, f64)],
 ) -> Vec<Row> {
     let db = Db::new(backend);
-    let (crm, mail) = (db.dir.join("crm"), db.dir.join("mail"));
-    let (path, config) = db.config(&format!(
-        "[crm]\nadapter = \"file\"\ndir = {:?}\n\n[smtp]\nmail_dir = {:?}",
-        crm.display().to_string(),
-        mail.display().to_string()
-    ));
-    assert!(config.worker.enabled, "the default configuration runs the workers inside serve");
+    let (path, config, crm) = db.default_config();
     let pool = Pool::connect(&config.database).unwrap();
     let server = crate::serve(&path);
     let addr = server.address();
