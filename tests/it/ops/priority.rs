@@ -27,7 +27,14 @@ fn nice_by_thread(pid: u32) -> BTreeMap<String, Vec<i32>> {
 fn serves_workers_yield_the_cpu_and_a_worker_process_does_not() {
     let db = TestDb::new(Backend::Sqlite);
     let serve = ServeProcess::start(ServeProcess::command(&db.url, &[]));
-    let threads = nice_by_thread(serve.child.id());
+    // `serve` prints its address before the HTTP server's threads start: wait for them (up
+    // to a generous limit, not a timing assertion).
+    let started = std::time::Instant::now();
+    let mut threads = nice_by_thread(serve.child.id());
+    while !threads.keys().any(|k| k.starts_with("actix")) && started.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        threads = nice_by_thread(serve.child.id());
+    }
     let workers = threads.get("effect-worker").cloned().unwrap_or_default();
     assert!(workers.len() >= 3, "the worker loop and its runtime's threads: {threads:?}");
     assert!(workers.iter().all(|n| *n == 10), "{threads:?}");
