@@ -160,12 +160,6 @@ impl Process {
         self.status_mib("VmRSS:")
     }
 
-    /// Starts the peak over from the resident set size now (Linux `clear_refs` 5), so that
-    /// `peak_rss_mib` is the peak since this call.
-    pub fn reset_peak_rss(&self) {
-        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
-    }
-
     fn status_mib(&self, key: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
         status

@@ -5,7 +5,8 @@
 //! row, the limit of the idea at the same concurrency, in-process: the file written to a new
 //! file, fsynced, renamed into its shard and the shard fsynced (as the file store commits a
 //! blob, without hashing it), then the accept transaction (`Acceptor`) of a submission naming
-//! it. The server's peak RSS is measured per row (the peak reset before it): the bodies stream
+//! it. Each row has a `serve` of its own (on the same database), whose peak RSS is the row's:
+//! what the earlier rows' posts left in the replay memory and caches is not counted. The bodies stream
 //! to disk, so 64 uploads at once should not hold 64 MiB, and 4 MiB files should cost what
 //! 1 MiB files cost. The run ends with a check: submissions = operations accepted (303s and
 //! the limit's), one file row each, blobs in `files_dir` = posts accepted.
@@ -71,7 +72,6 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let acceptor = Acceptor::start(Arc::new(config.clone()), pool.clone(), common::keyring(&config)).unwrap();
     let form = Form::new("quote", config.form("quote").unwrap().clone());
     let limit_dir = db.dir.join("limit-files");
-    let server = crate::serve(&path);
     let (mut posted, mut limited, mut unexpected, mut peaks) = (0, 0, 0, Vec::new());
     if db.is_pg() {
         // A second of warm-up, then fresh statistics (see `crate::analyze`).
@@ -81,7 +81,9 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     for (clients, mib) in ROWS {
         let (n, ceiling) = limit(&acceptor, &form, &limit_dir, clients, mib, opts.seconds);
         limited += n;
-        server.reset_peak_rss();
+        // A server of its own per row: the replay memory and the caches the earlier rows
+        // filled do not count as this row's concurrency.
+        let server = crate::serve(&path);
         let before = server.rss_mib();
         let t = rt.block_on(posts(&server.address(), clients, mib, opts.seconds));
         let peak = server.peak_rss_mib();
@@ -109,7 +111,6 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         );
     }
     acceptor.deliveries().flush_blocking();
-    drop(server);
     check(backend, &pool, Path::new(&config.server.files_dir), &limit_dir, posted, limited, unexpected);
 }
 

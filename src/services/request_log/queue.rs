@@ -4,8 +4,8 @@
 //! submission. `flush` waits until every row queued before it is written (read-your-writes
 //! for the pages and `/metrics`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,9 @@ use crate::db::DbError;
 /// Writes one batch of rows in one transaction.
 pub type Sink = Box<dyn FnMut(&[NewDelivery]) -> Result<(), DbError> + Send>;
 
-/// Rows queued at most; beyond that new rows are counted as dropped.
+/// Rows queued at most; beyond that new rows are counted as dropped. The queue takes memory
+/// for the rows in it only (a bounded `sync_channel` would hold all 100,000 slots, 13 MiB,
+/// from the start).
 const CAPACITY: usize = 100_000;
 /// Rows written per transaction at most.
 const BATCH: usize = 2_000;
@@ -37,25 +39,28 @@ enum Msg {
 /// last handle is dropped.
 #[derive(Clone)]
 pub struct RequestLog {
-    queue: SyncSender<Msg>,
+    queue: Sender<Msg>,
+    /// Rows sent and not yet taken by the writer.
+    queued: Arc<AtomicUsize>,
     dropped: Arc<AtomicU64>,
 }
 
 impl RequestLog {
     pub fn start(sink: Sink) -> std::io::Result<RequestLog> {
-        let (queue, rx) = mpsc::sync_channel(CAPACITY);
-        let dropped = Arc::new(AtomicU64::new(0));
-        let lost = dropped.clone();
+        let (queue, rx) = mpsc::channel();
+        let (queued, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicU64::new(0)));
+        let (taken, lost) = (queued.clone(), dropped.clone());
         std::thread::Builder::new()
             .name("delivery-log".into())
-            .spawn(move || write_loop(sink, &rx, &lost))?;
-        Ok(RequestLog { queue, dropped })
+            .spawn(move || write_loop(sink, &rx, &taken, &lost))?;
+        Ok(RequestLog { queue, queued, dropped })
     }
 
     /// Queues `row` without waiting.
     pub fn record(&self, row: NewDelivery) {
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.queue.try_send(Msg::Row(row))
-        {
+        let full = self.queued.fetch_add(1, Ordering::Relaxed) >= CAPACITY;
+        if full || self.queue.send(Msg::Row(row)).is_err() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -63,7 +68,7 @@ impl RequestLog {
     /// Returns once every row queued before this call is written (or given up).
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
-        if self.queue.try_send(Msg::Flush(done)).is_ok() {
+        if self.queue.send(Msg::Flush(done)).is_ok() {
             let _ = wait.await;
         }
     }
@@ -82,7 +87,7 @@ impl RequestLog {
     }
 }
 
-fn write_loop(mut sink: Sink, rx: &Receiver<Msg>, dropped: &AtomicU64) {
+fn write_loop(mut sink: Sink, rx: &Receiver<Msg>, queued: &AtomicUsize, dropped: &AtomicU64) {
     let mut rows = Vec::with_capacity(BATCH);
     let mut waiters = Vec::new();
     while let Ok(first) = rx.recv() {
@@ -95,6 +100,7 @@ fn write_loop(mut sink: Sink, rx: &Receiver<Msg>, dropped: &AtomicU64) {
                 Msg::Flush(done) => waiters.push(done),
             }
         }
+        queued.fetch_sub(rows.len(), Ordering::Relaxed);
         if !rows.is_empty() {
             write(&mut sink, &rows, dropped);
             rows.clear();
@@ -167,5 +173,30 @@ mod tests {
         log.flush().await;
         assert_eq!(*batches.lock().unwrap(), vec![1], "written on the second attempt");
         assert_eq!(log.dropped(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_drops_what_does_not_fit_and_keeps_the_rest() {
+        let (entered, stuck) = mpsc::channel();
+        let (release, held) = mpsc::channel::<()>();
+        let written = Arc::new(AtomicUsize::new(0));
+        let count = written.clone();
+        let log = RequestLog::start(Box::new(move |rows| {
+            if count.fetch_add(rows.len(), Ordering::Relaxed) == 0 {
+                let _ = entered.send(());
+                let _ = held.recv(); // the database hangs on the first batch
+            }
+            Ok(())
+        }))
+        .unwrap();
+        log.record(row(0));
+        stuck.recv().unwrap();
+        for n in 1..=CAPACITY + 5 {
+            log.record(row(n));
+        }
+        assert_eq!(log.dropped(), 5, "the rows beyond the queue's capacity are counted as dropped");
+        drop(release);
+        log.flush().await;
+        assert_eq!(written.load(Ordering::Relaxed), 1 + CAPACITY, "every row that fitted is written");
     }
 }
