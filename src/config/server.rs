@@ -55,7 +55,7 @@ pub struct ServerConfig {
     /// Where attached files are kept, one file per content digest (`services::files`).
     pub files_dir: String,
     /// Requests streaming attached files in at once; the others wait for a turn before their
-    /// body is read (within the body deadline), which keeps memory flat under many uploads.
+    /// body is read (within the body deadline): the bodies go to disk a few at a time.
     #[validate(range(min = 1, max = 1024))]
     pub max_concurrent_uploads: usize,
     /// The address visitors and receivers reach this server at (`https://forms.example.com`):

@@ -81,31 +81,23 @@ async fn send(app: &TestApp, form: &str, body: &Value) -> String {
 type Pair = (String, String, f64, Vec<String>, String);
 
 async fn pairs(app: &TestApp) -> Vec<Pair> {
-    for _ in 0..400 {
-        let all: Vec<(String, String, f64, String, String)> = app
-            .query(|pool| {
-                with_conn!(pool, |c| duplicate_pairs::table
-                    .order(duplicate_pairs::score.desc())
-                    .select((
-                        duplicate_pairs::original_id,
-                        duplicate_pairs::duplicate_id,
-                        duplicate_pairs::score,
-                        duplicate_pairs::reasons,
-                        duplicate_pairs::status,
-                    ))
-                    .load(c)
-                    .map_err(DbError::from))
-            })
-            .await;
-        if all.iter().all(|p| p.4 != "screening") {
-            return all
-                .into_iter()
-                .map(|(o, d, s, r, st)| (o, d, s, serde_json::from_str(&r).unwrap(), st))
-                .collect();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("pairs still screening");
+    app.until_screened().await;
+    let all: Vec<(String, String, f64, String, String)> = app
+        .query(|pool| {
+            with_conn!(pool, |c| duplicate_pairs::table
+                .order(duplicate_pairs::score.desc())
+                .select((
+                    duplicate_pairs::original_id,
+                    duplicate_pairs::duplicate_id,
+                    duplicate_pairs::score,
+                    duplicate_pairs::reasons,
+                    duplicate_pairs::status,
+                ))
+                .load(c)
+                .map_err(DbError::from))
+        })
+        .await;
+    all.into_iter().map(|(o, d, s, r, st)| (o, d, s, serde_json::from_str(&r).unwrap(), st)).collect()
 }
 
 fn open(pairs: &[Pair]) -> Vec<&Pair> {

@@ -25,14 +25,8 @@ type Pair = (String, String, f64, String, String);
 
 /// Every pair, once the screener has scored them all (the accept path only links them).
 async fn pairs(app: &TestApp) -> Vec<Pair> {
-    for _ in 0..400 {
-        let pairs = all_pairs(app).await;
-        if pairs.iter().all(|p| p.4 != "screening") {
-            return pairs;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("pairs still screening: {:?}", all_pairs(app).await);
+    app.until_screened().await;
+    all_pairs(app).await
 }
 
 async fn all_pairs(app: &TestApp) -> Vec<Pair> {

@@ -240,7 +240,6 @@ impl TestApp {
         format!("{}{path}", self.address)
     }
 
-    /// `POST /api/forms/contact/submissions` with `key` in the Idempotency-Key header.
     /// The `/metrics` page.
     pub async fn metrics(&self) -> String {
         self.client.get(self.url("/metrics")).send().await.unwrap().text().await.unwrap()
@@ -253,6 +252,7 @@ impl TestApp {
         metrics.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |n| n.parse().unwrap())
     }
 
+    /// `POST /api/forms/contact/submissions` with `key` in the Idempotency-Key header.
     pub async fn submit(&self, key: &str, body: &Value) -> reqwest::Response {
         self.client
             .post(self.url("/api/forms/contact/submissions"))
@@ -271,6 +271,28 @@ impl TestApp {
             .await
             .unwrap()
             .unwrap()
+    }
+
+    /// Waits until the duplicate screener has judged every pair the accept path linked (none
+    /// is `screening` any more); loud after 10 s.
+    pub async fn until_screened(&self) {
+        use onceform::db::schema::duplicate_pairs::dsl as p;
+        for _ in 0..400 {
+            let screening: i64 = self
+                .query(|pool| {
+                    with_conn!(pool, |c| p::duplicate_pairs
+                        .filter(p::status.eq("screening"))
+                        .count()
+                        .get_result(c)
+                        .map_err(DbError::from))
+                })
+                .await;
+            if screening == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("duplicate pairs still screening after 10 s");
     }
 
     /// Runs a query on the app's database (both backends) from a blocking thread.
