@@ -81,22 +81,7 @@ async fn send(app: &TestApp, form: &str, body: &Value) -> String {
 type Pair = (String, String, f64, Vec<String>, String);
 
 async fn pairs(app: &TestApp) -> Vec<Pair> {
-    app.until_screened().await;
-    let all: Vec<(String, String, f64, String, String)> = app
-        .query(|pool| {
-            with_conn!(pool, |c| duplicate_pairs::table
-                .order(duplicate_pairs::score.desc())
-                .select((
-                    duplicate_pairs::original_id,
-                    duplicate_pairs::duplicate_id,
-                    duplicate_pairs::score,
-                    duplicate_pairs::reasons,
-                    duplicate_pairs::status,
-                ))
-                .load(c)
-                .map_err(DbError::from))
-        })
-        .await;
+    let all = app.screened_pairs().await;
     all.into_iter().map(|(o, d, s, r, st)| (o, d, s, serde_json::from_str(&r).unwrap(), st)).collect()
 }
 

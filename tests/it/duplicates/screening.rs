@@ -1,10 +1,8 @@
 //! The duplicate detector: a repeat is linked to its candidates, judged off the accept path
 //! and kept in its cluster (one original and its members); `hold` keeps effects back until the screening (or a decision) releases them.
 
-use diesel::prelude::*;
 use onceform::config::DuplicatePolicy;
 use onceform::db::admin::effects::EffectAdminStore;
-use onceform::db::schema::duplicate_pairs;
 use onceform::db::DbError;
 use onceform::with_conn;
 use serde_json::Value;
@@ -25,25 +23,7 @@ type Pair = (String, String, f64, String, String);
 
 /// Every pair, once the screener has scored them all (the accept path only links them).
 async fn pairs(app: &TestApp) -> Vec<Pair> {
-    app.until_screened().await;
-    all_pairs(app).await
-}
-
-async fn all_pairs(app: &TestApp) -> Vec<Pair> {
-    app.query(|pool| {
-        with_conn!(pool, |c| duplicate_pairs::table
-            .order(duplicate_pairs::score.desc())
-            .select((
-                duplicate_pairs::original_id,
-                duplicate_pairs::duplicate_id,
-                duplicate_pairs::score,
-                duplicate_pairs::reasons,
-                duplicate_pairs::status,
-            ))
-            .load(c)
-            .map_err(DbError::from))
-    })
-    .await
+    app.screened_pairs().await
 }
 
 fn with(topic: &str, message: &str) -> Value {

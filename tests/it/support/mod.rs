@@ -295,6 +295,21 @@ impl TestApp {
         panic!("duplicate pairs still screening after 10 s");
     }
 
+    /// (original, duplicate, score, reasons JSON, status) of every duplicate pair, highest
+    /// score first, once the screener has judged them all.
+    pub async fn screened_pairs(&self) -> Vec<(String, String, f64, String, String)> {
+        use onceform::db::schema::duplicate_pairs::dsl as p;
+        self.until_screened().await;
+        self.query(|pool| {
+            with_conn!(pool, |c| p::duplicate_pairs
+                .order(p::score.desc())
+                .select((p::original_id, p::duplicate_id, p::score, p::reasons, p::status))
+                .load(c)
+                .map_err(DbError::from))
+        })
+        .await
+    }
+
     /// Runs a query on the app's database (both backends) from a blocking thread.
     pub async fn query<T: Send + 'static>(
         &self,
