@@ -13,6 +13,7 @@ use std::sync::Arc;
 use actix_web::dev::Server;
 use actix_web::web;
 
+use crate::base::traffic::Traffic;
 use crate::config::Config;
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
@@ -39,8 +40,14 @@ pub struct Application {
 
 impl Application {
     /// Binds `config.server.bind` (port 0 picks a free port) and prepares the server, whose
-    /// digests `keyring` makes (`startup::open_store` loaded it).
-    pub fn build(config: Arc<Config>, pool: Pool, keyring: Arc<Keyring>) -> anyhow::Result<Application> {
+    /// digests `keyring` makes (`startup::open_store` loaded it) and whose requests in flight
+    /// `traffic` counts.
+    pub fn build(
+        config: Arc<Config>,
+        pool: Pool,
+        keyring: Arc<Keyring>,
+        traffic: Traffic,
+    ) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(config.server.bind)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
         let port = listener.local_addr()?.port();
@@ -71,7 +78,7 @@ impl Application {
                 .configure(crate::web::admin::routes)
                 .configure(crate::web::hooks::routes);
         };
-        let server = crate::web::http::server(listener, &config, mount)?;
+        let server = crate::web::http::server(listener, &config, traffic, mount)?;
         Ok(Application { port, server, deliveries, pool, hooks: spool, writes })
     }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::Application;
+use crate::base::traffic::Traffic;
 use crate::config::{Config, ScanMode};
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
@@ -36,8 +37,9 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     let (pool, keyring) = open_store(&config)?;
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
+    let traffic = Traffic::default();
     let workers = match config.worker.enabled {
-        true => Some(spawn_worker(&config, &pool, &keyring, stopped)?),
+        true => Some(spawn_worker(&config, &pool, &keyring, traffic.clone(), stopped)?),
         false => None,
     };
     let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
@@ -51,7 +53,7 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
             let period = std::time::Duration::from_secs(30);
             actix_web::rt::spawn(crate::services::files::rescan_every(writes, files, period));
         }
-        let app = Application::build(config.clone(), pool, keyring)?;
+        let app = Application::build(config.clone(), pool, keyring, traffic)?;
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
         announce(&config, &base, first_admin.as_deref());
         tracing::info!(database = config.database.url.backend(), "serving");
@@ -91,7 +93,7 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
 pub fn worker(config: Config) -> anyhow::Result<()> {
     // The keyring re-keys stored rows at start, and signs the file links a CRM gets.
     let (pool, keyring) = open_store(&config)?;
-    let (rt, worker) = worker_runtime(&Arc::new(config), &pool, &keyring, false)?;
+    let (rt, worker) = worker_runtime(&Arc::new(config), &pool, &keyring, None)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
@@ -107,15 +109,16 @@ pub fn worker(config: Config) -> anyhow::Result<()> {
 }
 
 /// A runtime for the workers, and the workers built inside it (the SMTP pool needs one);
-/// with `beside_requests` (inside `serve`) its threads yield the CPU to the requests'.
+/// beside `serve`'s requests (`traffic`) its threads yield the CPU to the requests', and the
+/// worker paces itself while they last (`Worker::beside`).
 fn worker_runtime(
     config: &Arc<Config>,
     pool: &Pool,
     keyring: &Arc<Keyring>,
-    beside_requests: bool,
+    traffic: Option<Traffic>,
 ) -> anyhow::Result<(tokio::runtime::Runtime, Worker)> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if beside_requests {
+    if traffic.is_some() {
         builder.on_thread_start(yield_to_requests);
     }
     let rt = builder.thread_name(WORKER_THREAD).worker_threads(2).enable_all().build()?;
@@ -126,7 +129,14 @@ fn worker_runtime(
     // SQLite: the transactions go through this process's group-commit writer, shared with
     // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
     let writes = Writes::shared(pool, &config.database)?;
-    Ok((rt, Worker::new(writes, registry, config.worker.clone())))
+    let worker = Worker::new(writes, registry, config.worker.clone());
+    Ok((
+        rt,
+        match traffic {
+            Some(traffic) => worker.beside(traffic),
+            None => worker,
+        },
+    ))
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.
@@ -134,9 +144,10 @@ fn spawn_worker(
     config: &Arc<Config>,
     pool: &Pool,
     keyring: &Arc<Keyring>,
+    traffic: Traffic,
     stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    let (rt, worker) = worker_runtime(config, pool, keyring, true)?;
+    let (rt, worker) = worker_runtime(config, pool, keyring, Some(traffic))?;
     let thread = std::thread::Builder::new().name(WORKER_THREAD.into());
     Ok(thread.spawn(move || {
         yield_to_requests();

@@ -1,8 +1,9 @@
 //! The helpers every layer may use: the time, how times and references are written, the shipped
-//! locales, logging, the server secret.
+//! locales, logging, the server secret, the requests in flight.
 
 pub mod clock;
 pub mod format;
 pub mod i18n;
 pub mod logging;
 pub mod secret;
+pub mod traffic;

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::base::clock::now;
+use crate::base::traffic::Traffic;
 use crate::config::WorkerConfig;
 use crate::db::models::{JobRow, NewAttempt, Transition};
 use crate::db::{DbConnection, DbError, Queue, Writes};
@@ -31,6 +32,9 @@ pub struct Worker {
     owner: String,
     /// When leases were last expired and UNKNOWN outcomes looked up.
     housekeeping: Mutex<Option<Instant>>,
+    /// Inside `serve`: its requests in flight, while which the worker delivers one batch
+    /// per `poll_ms` (`beside`).
+    traffic: Option<Traffic>,
 }
 
 /// The worker's transactions (`Writes`), run off the async threads.
@@ -59,7 +63,16 @@ impl Worker {
     /// process: SQLite's group-commit writer, shared with the acceptor).
     pub fn new(writes: Writes, registry: Registry, config: WorkerConfig) -> Worker {
         let owner = format!("w{}-{}", std::process::id(), &Uuid::new_v4().simple().to_string()[..8]);
-        Worker { db: Db(writes), registry, config, owner, housekeeping: Mutex::new(None) }
+        Worker { db: Db(writes), registry, config, owner, housekeeping: Mutex::new(None), traffic: None }
+    }
+
+    /// A worker beside the HTTP server whose requests `traffic` counts: while any is being
+    /// answered it delivers one batch per `poll_ms` (at least `concurrency` records per
+    /// poll, so that it never stops), and at full speed as soon as none is. The effects wait
+    /// stored; the requests get the database, the disk and the CPU first.
+    pub fn beside(mut self, traffic: Traffic) -> Worker {
+        self.traffic = Some(traffic);
+        self
     }
 
     pub fn owner(&self) -> &str {
@@ -79,7 +92,8 @@ impl Worker {
                 Some(claimed) => claimed.await.unwrap_or_default(),
                 None => self.claim().await,
             };
-            if due.len() == self.config.concurrency {
+            let yielding = self.traffic.as_ref().is_some_and(Traffic::busy);
+            if due.len() == self.config.concurrency && !yielding {
                 let (db, owner, config) = (self.db.clone(), self.owner.clone(), self.config.clone());
                 next = Some(tokio::spawn(async move { claim(&db, owner, &config).await }));
             }
@@ -90,7 +104,7 @@ impl Worker {
             if !results.is_empty() {
                 recording = Some(tokio::spawn(finish(self.db.clone(), self.owner.clone(), results)));
             }
-            if handled == 0 {
+            if handled == 0 || yielding {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(self.config.poll_ms)) => {}
                     _ = stop.changed() => {}

@@ -35,6 +35,7 @@ use actix_web::{web, App, HttpServer};
 use futures_util::FutureExt;
 use tracing::Instrument;
 
+use crate::base::traffic::Traffic;
 use crate::config::{Config, Form};
 use crate::web::state::AppState;
 pub use client_ip::{client_bucket, TrustedProxies};
@@ -72,10 +73,12 @@ fn default_workers(cores: usize) -> usize {
 }
 
 /// Serves `listener` with the routes and data `mount` registers, behind the middleware and
-/// connection limits of `config.server`; paths nothing answers get the OpenAPI fallback.
+/// connection limits of `config.server`, counting the requests in flight in `traffic`;
+/// paths nothing answers get the OpenAPI fallback.
 pub fn server(
     listener: TcpListener,
     config: &Config,
+    traffic: Traffic,
     mount: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
 ) -> std::io::Result<Server> {
     let workers = match config.server.http_workers {
@@ -85,6 +88,7 @@ pub fn server(
     let limits = ConnectionLimits::of(&config.server);
     let secure = config.secure_cookies();
     let server = HttpServer::new(move || {
+        let traffic = traffic.clone();
         App::new()
             .app_data(connections::form_config())
             // HEAD is answered wherever GET is: routed as GET; the connection, which saw
@@ -104,12 +108,14 @@ pub fn server(
                     })
                 })
             })
-            .wrap_fn(|req, srv| {
+            .wrap_fn(move |req, srv| {
+                let in_flight = traffic.enter();
                 let (method, path, started) = (req.method().clone(), req.path().to_string(), Instant::now());
                 let (id, span) = request_id::start(&req);
                 let call = span.in_scope(|| srv.call(req));
                 async move {
                     let mut res = call.await;
+                    drop(in_flight);
                     if let Ok(r) = &mut res {
                         r.headers_mut().insert(request_id::HEADER, id);
                         let status = r.status().as_u16();

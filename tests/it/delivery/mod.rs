@@ -5,6 +5,7 @@ pub mod file_adapters;
 pub mod hubspot;
 pub mod mail_hardening;
 pub mod outcomes;
+pub mod pacing;
 pub mod providers;
 pub mod salesforce;
 pub mod slack;

@@ -217,7 +217,7 @@ pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
     let database = config.database.clone();
     let pool = tokio::task::spawn_blocking(move || Pool::connect(&database)).await.unwrap().unwrap();
     let config = Arc::new(config);
-    let app = Application::build(config.clone(), pool.clone(), test_keyring()).unwrap();
+    let app = Application::build(config.clone(), pool.clone(), test_keyring(), Default::default()).unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let deliveries = app.deliveries();
     tokio::spawn(app.run());
