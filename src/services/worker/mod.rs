@@ -32,7 +32,7 @@ pub struct Worker {
     owner: String,
     /// When leases were last expired and UNKNOWN outcomes looked up.
     housekeeping: Mutex<Option<Instant>>,
-    /// Inside `serve`: its requests in flight, while which the worker delivers one batch
+    /// Inside `serve`: its requests in flight; while any is, the worker delivers one batch
     /// per `poll_ms` (`beside`).
     traffic: Option<Traffic>,
 }
