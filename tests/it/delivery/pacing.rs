@@ -27,28 +27,22 @@ async fn a_worker_beside_requests_delivers_one_batch_per_poll_while_they_last(ba
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = d.worker().beside(traffic.clone());
     let running = tokio::spawn(async move { worker.run(stopped).await });
-    let mut first = 0;
-    for _ in 0..200 {
-        first = sent().await;
-        if first > 0 {
-            break;
+    // The SENT count once it reaches `n` (or after 10 s).
+    let reaches = |n| async move {
+        for _ in 0..200 {
+            if sent().await >= n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(first, 1, "the first batch goes at once");
+        sent().await
+    };
+    assert_eq!(reaches(1).await, 1, "the first batch goes at once");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(sent().await, 1, "while a request is in flight, the next batch waits for the poll");
 
     drop(request);
-    let mut all = 0;
-    for _ in 0..200 {
-        all = sent().await;
-        if all == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(all, 3, "with no request in flight, the rest goes after the poll");
+    assert_eq!(reaches(3).await, 3, "with no request in flight, the rest goes after the poll");
     let _ = stop.send(true);
     running.await.unwrap();
 }
