@@ -3,7 +3,7 @@
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
 //!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks,attach] [--only-targets]
-//!  [--pgbouncer] [--purge N|0] [--burst N|0] [--only-burst] [--only-purge] [--only-attach] [--baseline PATH]`
+//!  [--pgbouncer] [--purge N|0] [--burst N|0] [--only-burst] [--only-purge] [--only-attach] [--only-serve] [--baseline PATH]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
 //! with `--pgbouncer`, four `serve` and two `worker` processes through pgbouncer
@@ -16,7 +16,8 @@
 //! After the targets, issue 23's accepts with a 1 MiB attachment per request against the
 //! limit of the idea, and the server's peak RSS at 1 and 64 uploads at once, and at 64 with
 //! 4 MiB files (`load/attach.rs`;
-//! `--traffic attach`, and by default; `--only-attach` runs them alone).
+//! `--traffic attach`, and by default; `--only-attach` runs them alone). `--only-serve` runs
+//! the default `serve` rows alone (`load/default_serve.rs`).
 //!
 //! Per backend: the ceiling (the accept transaction through onceform's database layer,
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
@@ -90,6 +91,9 @@ pub struct Options {
     pub drain: usize,
     /// Only the targets' rows of issue 11 (`--only-targets`).
     pub only_targets: bool,
+    /// Only the default `serve` rows of issue 25 (`--only-serve`), without the ratios to
+    /// rows of other runs.
+    pub only_serve: bool,
     /// Also four `serve` and two `worker` processes through pgbouncer (`--pgbouncer`).
     pub pgbouncer: bool,
     /// Rows purged while accepts run (`--purge N`, 0 skips).
@@ -128,6 +132,7 @@ fn options() -> Options {
         only_attach: args.iter().any(|a| a == "--only-attach"),
         drain: value("--drain").and_then(|v| v.parse().ok()).unwrap_or(if quick { 1000 } else { 5000 }),
         only_targets: args.iter().any(|a| a == "--only-targets"),
+        only_serve: args.iter().any(|a| a == "--only-serve"),
         pgbouncer: args.iter().any(|a| a == "--pgbouncer"),
         purge: value("--purge").and_then(|v| v.parse().ok()).unwrap_or(if quick { 20_000 } else { 100_000 }),
         burst: value("--burst").and_then(|v| v.parse().ok()).unwrap_or(if quick { 5 } else { 20 }),
@@ -147,6 +152,15 @@ fn main() {
     }
     if opts.only_attach {
         attachments(&opts);
+        return;
+    }
+    if opts.only_serve {
+        targets::header();
+        for backend in opts.backends.iter().map(String::as_str) {
+            for r in default_serve::measure(&rt_for_targets(), backend, opts.seconds, &[], &[]) {
+                targets::print(backend, &r);
+            }
+        }
         return;
     }
     if !opts.only_purge {

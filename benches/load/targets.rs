@@ -38,7 +38,7 @@ pub fn header() {
     println!("|---|---|---|---|---|---|---|---|");
 }
 
-fn print(backend: &str, r: &Row) {
+pub fn print(backend: &str, r: &Row) {
     let met = match r.met {
         Some(true) => "yes",
         Some(false) => "**no**",

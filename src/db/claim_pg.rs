@@ -32,7 +32,7 @@ pub struct Claim<'a> {
     pub delivery: &'a NewDelivery,
     /// The duplicate look-up: the keys, the forms screened together and the window.
     pub link: Option<Link<'a>>,
-    /// The pairs' ids are this and `-n`, one per candidate.
+    /// The id of the pair row naming the candidates found, if any.
     pub pair_id: &'a str,
     /// Whether a linked submission's effects are held for the screening.
     pub hold_linked: bool,
@@ -181,14 +181,17 @@ fn make_statement(link: Option<Link<'_>>) -> String {
     let (screening, cancelled, pending) =
         (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
     let confirmation = EffectKind::CONFIRMATION_EMAIL.as_str();
+    let sep = super::duplicates::CANDIDATE_SEPARATOR;
     format!(
         "WITH {CAP}, \
          s AS ({INSERT_SUBMISSION}), \
          f AS ({lookup}), \
          p AS (INSERT INTO duplicate_pairs (id, form, original_id, duplicate_id, score, reasons, status, \
-               created_at) \
-               SELECT $3 || '-' || row_number() OVER (ORDER BY f.received_at DESC), s.form, f.id, s.id, 0, \
-               '[]', '{screening}', s.received_at FROM s, f), \
+               created_at, candidates) \
+               SELECT $3, s.form, (array_agg(f.id ORDER BY f.received_at DESC))[1], s.id, 0, '[]', \
+               '{screening}', s.received_at, \
+               NULLIF(array_to_string((array_agg(f.id ORDER BY f.received_at DESC))[2:], '{sep}'), '') \
+               FROM s, f GROUP BY s.id, s.form, s.received_at), \
          e AS (INSERT INTO side_effects (id, submission_id, kind, batch, effect_key, state, held, \
                last_error, next_attempt_at, created_at, updated_at) \
                SELECT x.id, s.id, x.kind, 0, x.effect_key, \

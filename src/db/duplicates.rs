@@ -1,5 +1,5 @@
 //! What the duplicate detector reads and writes: on the accept path one indexed look-up
-//! (the cluster's first submission) and one pair row; off it, the screening of those pairs.
+//! and one pair row naming the candidates found; off it, the screening of those rows.
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -34,6 +34,21 @@ pub struct NewPair {
     pub reasons: String,
     pub status: PairStatus,
     pub created_at: NaiveDateTime,
+    /// While screened: the candidates besides `original_id`, joined by `CANDIDATE_SEPARATOR`.
+    pub candidates: Option<String>,
+}
+
+/// Joins the candidate IDs of a pair being screened (UUIDs: never part of one).
+pub const CANDIDATE_SEPARATOR: &str = ",";
+
+/// What the screener stores of the candidate it keeps: the pair, now naming that candidate
+/// as its original, with its score, readable reasons (JSON) and status.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept<'a> {
+    pub original_id: &'a str,
+    pub score: f64,
+    pub reasons: &'a str,
+    pub status: PairStatus,
 }
 
 /// How many earlier submissions one new submission is compared with at most: its most
@@ -83,7 +98,7 @@ pub struct Lookup<'a> {
     pub keys: LinkKeys<'a>,
 }
 
-/// A pair waiting for its score, with both submissions.
+/// A candidate waiting for its score, with both submissions: one per candidate of a pair row.
 #[derive(Debug, Clone)]
 pub struct Unscreened {
     pub pair_id: String,
@@ -97,21 +112,18 @@ pub trait DuplicateStore {
     fn candidates(&mut self, lookup: &Lookup<'_>) -> QueryResult<Vec<String>>;
     /// Stores a pair unless it exists (a pair decided "not a duplicate" is never stored again).
     fn insert_pair(&mut self, pair: &NewPair) -> QueryResult<()>;
-    /// The pairs still being screened of the submissions named by the `limit` oldest such
-    /// pairs (all the candidates of one submission together).
+    /// The candidates of the pair rows still being screened of the submissions named by the
+    /// `limit` oldest such rows (all of one submission together).
     fn unscreened(&mut self, limit: i64) -> QueryResult<Vec<Unscreened>>;
-    /// Stores a pair's score and status (`open` for review, `same_sender` listed apart), or
-    /// removes it when `scored` is `None`; false when another screener got there first.
-    fn finish_screening(
-        &mut self,
-        pair_id: &str,
-        scored: Option<(f64, &str, PairStatus)>,
-    ) -> QueryResult<bool>;
+    /// Stores what the screening kept of a pair row (`open` for review, `same_sender` listed
+    /// apart), or removes the row when `kept` is `None`; false when another screener got
+    /// there first.
+    fn finish_screening(&mut self, pair_id: &str, kept: Option<Kept<'_>>) -> QueryResult<bool>;
     /// The first submission of the cluster `id` repeats (open or confirmed, scoring at least
     /// `min_score`), if it repeats one.
     fn cluster_root(&mut self, id: &str, min_score: f64) -> QueryResult<Option<String>>;
-    /// Points a pair being screened at another original (its cluster's first).
-    fn relink(&mut self, pair_id: &str, original_id: &str) -> QueryResult<()>;
+    /// Whether a pair of `original` and `id` is stored (decided or not).
+    fn pair_exists(&mut self, original: &str, id: &str) -> QueryResult<bool>;
 }
 
 /// One arm of the candidate look-up: a key's most recent matches (SQLite's text), its
@@ -203,7 +215,7 @@ impl DuplicateStore for DbConnection {
             .limit(limit)
             .select(duplicate_pairs::duplicate_id)
             .load(self)?;
-        let pairs: Vec<(String, String, String, String)> = duplicate_pairs::table
+        let rows: Vec<(String, String, String, String, Option<String>)> = duplicate_pairs::table
             .filter(duplicate_pairs::status.eq(SCREENING))
             .filter(duplicate_pairs::duplicate_id.eq_any(&new))
             .order((duplicate_pairs::duplicate_id, duplicate_pairs::created_at))
@@ -212,9 +224,18 @@ impl DuplicateStore for DbConnection {
                 duplicate_pairs::form,
                 duplicate_pairs::original_id,
                 duplicate_pairs::duplicate_id,
+                duplicate_pairs::candidates,
             ))
             .load(self)?;
-        let ids: Vec<&String> = pairs.iter().flat_map(|p| [&p.2, &p.3]).collect();
+        // Each row's candidates: its original, then the others it lists.
+        let pairs: Vec<(&String, &String, &str, &String)> = rows
+            .iter()
+            .flat_map(|(id, form, original, duplicate, others)| {
+                let others = others.as_deref().into_iter().flat_map(|o| o.split(CANDIDATE_SEPARATOR));
+                std::iter::once(original.as_str()).chain(others).map(move |o| (id, form, o, duplicate))
+            })
+            .collect();
+        let ids: Vec<&str> = pairs.iter().flat_map(|p| [p.2, p.3.as_str()]).collect();
         let found: Vec<Candidate> = submissions::table
             .filter(submissions::id.eq_any(ids))
             .select((
@@ -228,29 +249,34 @@ impl DuplicateStore for DbConnection {
                 submissions::keyless,
             ))
             .load(self)?;
-        let get = |id: &str| found.iter().find(|c| c.id == id).cloned();
+        let by_id: std::collections::HashMap<&str, &Candidate> =
+            found.iter().map(|c| (c.id.as_str(), c)).collect();
+        let get = |id: &str| by_id.get(id).map(|c| (*c).clone());
         Ok(pairs
             .into_iter()
             .filter_map(|(pair_id, form, o, d)| {
-                Some(Unscreened { pair_id, form, original: get(&o)?, duplicate: get(&d)? })
+                Some(Unscreened {
+                    pair_id: pair_id.clone(),
+                    form: form.clone(),
+                    original: get(o)?,
+                    duplicate: get(d)?,
+                })
             })
             .collect())
     }
 
-    fn finish_screening(
-        &mut self,
-        pair_id: &str,
-        scored: Option<(f64, &str, PairStatus)>,
-    ) -> QueryResult<bool> {
+    fn finish_screening(&mut self, pair_id: &str, kept: Option<Kept<'_>>) -> QueryResult<bool> {
         let pair = duplicate_pairs::table
             .filter(duplicate_pairs::id.eq(pair_id))
             .filter(duplicate_pairs::status.eq(SCREENING));
-        let n = match scored {
-            Some((score, reasons, status)) => diesel::update(pair)
+        let n = match kept {
+            Some(k) => diesel::update(pair)
                 .set((
-                    duplicate_pairs::score.eq(score),
-                    duplicate_pairs::reasons.eq(reasons),
-                    duplicate_pairs::status.eq(status),
+                    duplicate_pairs::original_id.eq(k.original_id),
+                    duplicate_pairs::score.eq(k.score),
+                    duplicate_pairs::reasons.eq(k.reasons),
+                    duplicate_pairs::status.eq(k.status),
+                    duplicate_pairs::candidates.eq(None::<String>),
                 ))
                 .execute(self)?,
             None => diesel::delete(pair).execute(self)?,
@@ -268,20 +294,12 @@ impl DuplicateStore for DbConnection {
             .optional()
     }
 
-    fn relink(&mut self, pair_id: &str, original_id: &str) -> QueryResult<()> {
-        let duplicate: String =
-            duplicate_pairs::table.find(pair_id).select(duplicate_pairs::duplicate_id).first(self)?;
-        let taken: i64 = duplicate_pairs::table
-            .filter(duplicate_pairs::original_id.eq(original_id))
-            .filter(duplicate_pairs::duplicate_id.eq(&duplicate))
+    fn pair_exists(&mut self, original: &str, id: &str) -> QueryResult<bool> {
+        duplicate_pairs::table
+            .filter(duplicate_pairs::original_id.eq(original))
+            .filter(duplicate_pairs::duplicate_id.eq(id))
             .count()
-            .get_result(self)?;
-        if taken > 0 {
-            return Ok(()); // decided before: that decision stands, this pair stays as found
-        }
-        diesel::update(duplicate_pairs::table.filter(duplicate_pairs::id.eq(pair_id)))
-            .set(duplicate_pairs::original_id.eq(original_id))
-            .execute(self)
-            .map(|_| ())
+            .get_result::<i64>(self)
+            .map(|n| n > 0)
     }
 }

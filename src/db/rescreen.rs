@@ -27,8 +27,6 @@ pub trait RescreenStore {
     fn pair_statuses_of(&mut self, ids: &[String]) -> QueryResult<Vec<PairStatus>>;
     /// Some pair of `id`'s was decided by an admin (duplicate or not).
     fn has_decided_pair(&mut self, id: &str) -> QueryResult<bool>;
-    /// The pair (original, id) exists, in whatever status.
-    fn pair_exists(&mut self, original: &str, id: &str) -> QueryResult<bool>;
     fn set_contact_digests(
         &mut self,
         id: &str,
@@ -83,15 +81,6 @@ impl RescreenStore for DbConnection {
         duplicate_pairs::table
             .filter(duplicate_pairs::duplicate_id.eq(id))
             .filter(duplicate_pairs::status.eq_any([PairStatus::Duplicate, PairStatus::NotDuplicate]))
-            .count()
-            .get_result::<i64>(self)
-            .map(|n| n > 0)
-    }
-
-    fn pair_exists(&mut self, original: &str, id: &str) -> QueryResult<bool> {
-        duplicate_pairs::table
-            .filter(duplicate_pairs::original_id.eq(original))
-            .filter(duplicate_pairs::duplicate_id.eq(id))
             .count()
             .get_result::<i64>(self)
             .map(|n| n > 0)

@@ -59,6 +59,7 @@ diesel::table! {
         decided_by -> Nullable<Text>,
         decided_at -> Nullable<Timestamp>,
         created_at -> Timestamp,
+        candidates -> Nullable<Text>,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The duplicate detector. On the accept path: one bounded look-up of the most recent
 //! submissions of the form's group within `window_hours` sharing the new one's canonical
 //! email, phone, or name plus company (keyless without any of them: its whole content),
-//! each key through its own index, and one pair per candidate (at most
+//! each key through its own index, and one pair row naming its candidates (at most
 //! `db::duplicates::CANDIDATES`). Off the accept path, the screener (`screen`) scores each
 //! submission's candidates (`score`): the best repeat of one request is opened for review;
 //! the same sender's new request is listed apart and never held; anything else is dropped.
@@ -21,7 +21,7 @@ use chrono::{Duration, NaiveDateTime};
 use uuid::Uuid;
 
 use crate::config::{DuplicatePolicy, FormConfig};
-use crate::db::duplicates::{DuplicateStore, LinkKeys, Lookup, NewPair, SCREENING};
+use crate::db::duplicates::{DuplicateStore, LinkKeys, Lookup, NewPair, CANDIDATE_SEPARATOR, SCREENING};
 use crate::db::models::NewSubmission;
 pub use score::{judge, Judged, Verdict};
 pub use screen::Screener;
@@ -69,8 +69,8 @@ pub fn holds(form: &FormConfig) -> bool {
     form.duplicates.policy == DuplicatePolicy::Hold
 }
 
-/// Links the new submission to its candidates (pairs to be screened); true when its side
-/// effects must be held (linked, and the form's policy is `hold`).
+/// Links the new submission to its candidates (one pair row to be screened); true when its
+/// side effects must be held (linked, and the form's policy is `hold`).
 pub fn link<C: DuplicateStore>(
     c: &mut C,
     form: &FormConfig,
@@ -82,24 +82,32 @@ pub fn link<C: DuplicateStore>(
     let lookup =
         Lookup { forms: &forms, exclude_id: &new.id, since: since(form, now), until: until(form, now), keys };
     let found = c.candidates(&lookup)?;
-    for original_id in &found {
-        c.insert_pair(&pending_pair(&new.form, original_id.clone(), new.id.to_string(), now))?;
-    }
-    Ok(!found.is_empty() && holds(form))
+    let Some(pair) = pending_pair(&new.form, &found, new.id.to_string(), now) else { return Ok(false) };
+    c.insert_pair(&pair)?;
+    Ok(holds(form))
 }
 
-/// A pair as the accept path writes it: linked, not yet scored.
-pub fn pending_pair(form: &str, original_id: String, duplicate_id: String, now: NaiveDateTime) -> NewPair {
-    NewPair {
+/// The pair the accept path writes for `duplicate_id` and its `candidates` (most recent
+/// first): linked to the first, the others listed with it, not yet scored. None without
+/// candidates.
+pub fn pending_pair(
+    form: &str,
+    candidates: &[String],
+    duplicate_id: String,
+    now: NaiveDateTime,
+) -> Option<NewPair> {
+    let (first, others) = candidates.split_first()?;
+    Some(NewPair {
         id: Uuid::now_v7().to_string(),
         form: form.into(),
-        original_id,
+        original_id: first.clone(),
         duplicate_id,
         score: 0.0,
         reasons: "[]".into(),
         status: SCREENING,
         created_at: now,
-    }
+        candidates: (!others.is_empty()).then(|| others.join(CANDIDATE_SEPARATOR)),
+    })
 }
 
 fn parse(json: Option<&str>) -> BTreeMap<String, String> {

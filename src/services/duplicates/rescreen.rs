@@ -12,7 +12,7 @@ use super::canonical::Contact;
 use super::{link_keys, parse, pending_pair, screened_forms};
 use crate::config::Config;
 use crate::db::admin::effects::EffectAdminStore;
-use crate::db::duplicates::{DuplicateStore, Lookup, SCREENING};
+use crate::db::duplicates::{DuplicateStore, Lookup};
 use crate::db::models::NewSubmission;
 use crate::db::rescreen::{RescreenPage, RescreenStore};
 use crate::db::{DbError, Pool, Store};
@@ -151,13 +151,14 @@ fn again(
         if candidates.is_empty() {
             c.release_held_of(id, crate::base::clock::now())?; // no pair any more: nothing held for one
         }
+        let mut undecided = Vec::new();
         for original in candidates {
-            let decided_pair = c.pair_exists(&original, id)?;
-            if !decided_pair {
-                let mut pair = pending_pair(form_name, original, id.clone(), *received_at);
-                pair.status = SCREENING;
-                c.insert_pair(&pair)?;
+            if !c.pair_exists(&original, id)? {
+                undecided.push(original);
             }
+        }
+        if let Some(pair) = pending_pair(form_name, &undecided, id.clone(), *received_at) {
+            c.insert_pair(&pair)?;
         }
     }
     Ok((screened, decided))

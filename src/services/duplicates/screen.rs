@@ -4,19 +4,20 @@
 //! its candidates (`score::judge`): the best repeat is opened for review, else the same
 //! sender's new request is listed apart (`same_sender`), and the other pairs are dropped.
 //! Under `policy = "hold"` the held effects are released unless an opened repeat scores at
-//! least `hold_score`. Any number of processes may screen at once: a pair is
-//! finished once, by whoever updates it first.
+//! least `hold_score`. The pairs are read and scored outside any write transaction; only the
+//! decisions are written (on SQLite, by the writer the accepts share). Any number of
+//! processes may screen at once: a pair is finished once, by whoever updates it first.
 
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::score::{judge, Side, Verdict};
+use super::score::{judge, Judged, Side, Verdict};
 use super::{holds, parse};
 use crate::config::Config;
 use crate::db::admin::effects::EffectAdminStore;
-use crate::db::duplicates::{Candidate, DuplicateStore, Unscreened};
-use crate::db::{DbConnection, DbError, Pool, Store, Writes};
+use crate::db::duplicates::{Candidate, DuplicateStore, Kept, Unscreened};
+use crate::db::{DbError, Pool, Store, Writes};
 use crate::domain::PairStatus;
 use crate::with_conn;
 
@@ -60,8 +61,7 @@ fn screen_loop(rx: &mpsc::Receiver<()>, config: &Arc<Config>, writes: &Writes) {
             Err(RecvTimeoutError::Disconnected) => return,
         }
         loop {
-            let config = config.clone();
-            match writes.run(move |c| screen_batch(c, &config)) {
+            match screen_batch(config, writes) {
                 Ok(batch) if batch.full => continue,
                 Ok(_) => break,
                 Err(error) => {
@@ -76,56 +76,90 @@ fn screen_loop(rx: &mpsc::Receiver<()>, config: &Arc<Config>, writes: &Writes) {
 /// Screens up to one batch of pending pairs in one transaction; how many submissions it
 /// screened.
 pub fn screen_pending(config: &Config, pool: &Pool) -> Result<usize, DbError> {
-    with_conn!(pool, |c| c.write_tx(|c| screen_batch(c, config))).map(|b| b.screened)
+    with_conn!(pool, |c| c.write_tx(|c| {
+        let pairs = c.unscreened(BATCH)?;
+        let judged = judge_all(config, &pairs);
+        let screened = judged.len();
+        decide_all(c, config, judged)?;
+        Ok(screened)
+    }))
 }
 
 /// What one batch did.
 struct Batch {
-    /// Submissions screened.
-    screened: usize,
     /// The batch took as many pairs as it may: more may be waiting.
     full: bool,
 }
 
-fn screen_batch(c: &mut DbConnection, config: &Config) -> Result<Batch, DbError> {
-    let pairs = c.unscreened(BATCH)?;
-    let mut screened = 0;
-    for group in pairs.chunk_by(|a, b| a.duplicate.id == b.duplicate.id) {
-        finish(c, config, group)?;
-        screened += 1;
-    }
+/// One batch: the pairs are read and scored on this thread, from a pooled connection, and
+/// only the decisions go through `writes` (on SQLite, the writer the accepts wait for).
+fn screen_batch(config: &Arc<Config>, writes: &Writes) -> Result<Batch, DbError> {
+    let pairs = with_conn!(&writes.pool, |c| c.unscreened(BATCH).map_err(DbError::from))?;
     // `unscreened` takes the submissions of up to BATCH pairs, each with all its pairs: a
     // batch of a few submissions with many candidates each is full too.
-    Ok(Batch { screened, full: pairs.len() as i64 >= BATCH })
+    let full = pairs.len() as i64 >= BATCH;
+    let judged = judge_all(config, &pairs);
+    if !judged.is_empty() {
+        let config = config.clone();
+        writes.run(move |c| decide_all(c, &config, judged))?;
+    }
+    Ok(Batch { full })
 }
 
-/// Judges one submission against its candidates (`pairs`, all naming it as the later one).
-pub(super) fn finish<C: DuplicateStore + EffectAdminStore>(
+/// One submission's pairs (all naming it as the later one), each with its judgement; no
+/// judgement at all when its form is gone from the configuration.
+pub(super) struct Judgement {
+    pairs: Vec<Unscreened>,
+    verdicts: Option<Vec<Option<Judged>>>,
+}
+
+fn judge_all(config: &Config, pairs: &[Unscreened]) -> Vec<Judgement> {
+    pairs.chunk_by(|a, b| a.duplicate.id == b.duplicate.id).map(|group| judge_one(config, group)).collect()
+}
+
+fn decide_all<C: DuplicateStore + EffectAdminStore>(
     c: &mut C,
     config: &Config,
-    pairs: &[Unscreened],
+    judged: Vec<Judgement>,
 ) -> Result<(), DbError> {
-    let Some(first) = pairs.first() else { return Ok(()) };
-    let new = &first.duplicate;
-    let Some(form) = config.form(&pair_form(first)) else {
-        // The form is gone from the configuration: nothing to score against, nothing held.
-        for pair in pairs {
-            c.finish_screening(&pair.pair_id, None)?;
-        }
-        c.release_held_of(&new.id, crate::base::clock::now())?;
-        return Ok(());
-    };
-    let new_fields = parse(new.fields_json.as_deref());
-    let judged: Vec<_> = pairs
-        .iter()
-        .map(|pair| {
+    judged.into_iter().try_for_each(|j| decide(c, config, j))
+}
+
+/// Scores one submission against each of its candidates (`pairs`): no database, no lock.
+pub(super) fn judge_one(config: &Config, pairs: &[Unscreened]) -> Judgement {
+    let verdicts = pairs.first().and_then(|first| {
+        let new = &first.duplicate;
+        let form = config.form(&first.form)?;
+        let new_fields = parse(new.fields_json.as_deref());
+        let verdicts = pairs.iter().map(|pair| {
             let old = &pair.original;
             let old_fields = parse(old.fields_json.as_deref());
             let old_form = config.form(&old.form).unwrap_or(form);
-            let verdict = judge(&side(form, &new_fields, new), &side(old_form, &old_fields, old));
-            (pair, verdict)
-        })
-        .collect();
+            judge(&side(form, &new_fields, new), &side(old_form, &old_fields, old))
+        });
+        Some(verdicts.collect())
+    });
+    Judgement { pairs: pairs.to_vec(), verdicts }
+}
+
+/// Stores what the screening of one submission found.
+pub(super) fn decide<C: DuplicateStore + EffectAdminStore>(
+    c: &mut C,
+    config: &Config,
+    judgement: Judgement,
+) -> Result<(), DbError> {
+    let Some(new_id) = judgement.pairs.first().map(|p| p.duplicate.id.clone()) else { return Ok(()) };
+    let (Some(form), Some(verdicts)) =
+        (judgement.pairs.first().and_then(|p| config.form(&p.form)), judgement.verdicts)
+    else {
+        // The form is gone from the configuration: nothing to score against, nothing held.
+        for pair in &judgement.pairs {
+            c.finish_screening(&pair.pair_id, None)?;
+        }
+        c.release_held_of(&new_id, crate::base::clock::now())?;
+        return Ok(());
+    };
+    let judged: Vec<(&Unscreened, Option<Judged>)> = judgement.pairs.iter().zip(verdicts).collect();
     // The best repeat is reviewed; without one, the best same-sender pair is listed apart.
     // The highest score; among equals, the earliest original.
     let best = |v: Verdict| {
@@ -137,31 +171,30 @@ pub(super) fn finish<C: DuplicateStore + EffectAdminStore>(
     };
     // The best repeat is kept with its judgement (in its cluster: see `into_cluster`); else
     // the best same-sender pair, listed apart.
-    let chosen = best(Verdict::Repeat).or_else(|| best(Verdict::SameSender));
-    let kept = match chosen {
+    let kept = match best(Verdict::Repeat).or_else(|| best(Verdict::SameSender)) {
         Some((pair, j)) if j.verdict == Verdict::Repeat => Some(into_cluster(c, &judged, pair, j)?),
-        other => other.map(|(pair, j)| (pair.pair_id.clone(), j)),
+        other => other.map(|(pair, j)| (pair.pair_id.as_str(), pair.original.id.clone(), j)),
     };
-    let mut keep_held = false;
+    // The other rows go first: the kept row may take an original one of them named.
+    let mut rows: Vec<&str> = judged.iter().map(|(p, _)| p.pair_id.as_str()).collect();
+    rows.dedup();
     let mut finished = false;
-    for (pair, _) in &judged {
-        let stored = match &kept {
-            Some((id, j)) if *id == pair.pair_id => {
-                let status = match j.verdict {
-                    Verdict::Repeat => PairStatus::Open,
-                    Verdict::SameSender => PairStatus::SameSender,
-                };
-                keep_held = j.verdict == Verdict::Repeat && j.score >= form.duplicates.hold_score;
-                let reasons = serde_json::to_string(&j.reasons).unwrap_or_else(|_| "[]".into());
-                Some((j.score, reasons, status))
-            }
-            _ => None,
+    for row in rows.into_iter().filter(|r| kept.as_ref().is_none_or(|k| k.0 != *r)) {
+        finished |= c.finish_screening(row, None)?;
+    }
+    let mut keep_held = false;
+    if let Some((row, original_id, j)) = kept {
+        let status = match j.verdict {
+            Verdict::Repeat => PairStatus::Open,
+            Verdict::SameSender => PairStatus::SameSender,
         };
-        finished |=
-            c.finish_screening(&pair.pair_id, stored.as_ref().map(|(s, r, st)| (*s, r.as_str(), *st)))?;
+        keep_held = j.verdict == Verdict::Repeat && j.score >= form.duplicates.hold_score;
+        let reasons = serde_json::to_string(&j.reasons).unwrap_or_else(|_| "[]".into());
+        let kept = Kept { original_id: &original_id, score: j.score, reasons: &reasons, status };
+        finished |= c.finish_screening(row, Some(kept))?;
     }
     if finished && holds(form) && !keep_held {
-        c.release_held_of(&new.id, crate::base::clock::now())?;
+        c.release_held_of(&new_id, crate::base::clock::now())?;
     }
     Ok(())
 }
@@ -169,32 +202,34 @@ pub(super) fn finish<C: DuplicateStore + EffectAdminStore>(
 /// Both links scoring at least this, a repeat of a repeat is moved to its cluster's first.
 const STRONG: f64 = 0.8;
 
-/// The pair to keep for the repeat `kept`: when its original repeats an earlier one (the
-/// cluster's first), the pair with that first if it is a candidate judged a repeat too, else,
-/// when both links are strong, `kept` moved to it (one original and its members). A weak
-/// earlier link is never followed.
+/// The row and original to keep for the repeat `kept`: when its original repeats an earlier
+/// one (the cluster's first), that first if it is a candidate judged a repeat too, else, when
+/// both links are strong and no pair of the two was stored before, `kept` moved to it (one
+/// original and its members). A weak earlier link is never followed.
 fn into_cluster<'a, C: DuplicateStore>(
     c: &mut C,
-    judged: &'a [(&Unscreened, Option<super::Judged>)],
-    kept: &Unscreened,
-    j: &'a super::Judged,
-) -> Result<(String, &'a super::Judged), DbError> {
-    let Some(root) = c.cluster_root(&kept.original.id, 0.0)? else { return Ok((kept.pair_id.clone(), j)) };
+    judged: &'a [(&'a Unscreened, Option<Judged>)],
+    kept: &'a Unscreened,
+    j: &'a Judged,
+) -> Result<(&'a str, String, &'a Judged), DbError> {
+    let as_found = (kept.pair_id.as_str(), kept.original.id.clone(), j);
+    let Some(root) = c.cluster_root(&kept.original.id, 0.0)? else { return Ok(as_found) };
     let to_root = judged.iter().find_map(|(p, rj)| match rj {
-        Some(rj) if p.original.id == root && rj.verdict == Verdict::Repeat => Some((p.pair_id.clone(), rj)),
+        Some(rj) if p.original.id == root && rj.verdict == Verdict::Repeat => {
+            Some((p.pair_id.as_str(), root.clone(), rj))
+        }
         _ => None,
     });
     if let Some(found) = to_root {
         return Ok(found);
     }
-    if j.score >= STRONG && c.cluster_root(&kept.original.id, STRONG)?.is_some() {
-        c.relink(&kept.pair_id, &root)?;
+    if j.score >= STRONG
+        && c.cluster_root(&kept.original.id, STRONG)?.is_some()
+        && !c.pair_exists(&root, &kept.duplicate.id)?
+    {
+        return Ok((kept.pair_id.as_str(), root, j));
     }
-    Ok((kept.pair_id.clone(), j))
-}
-
-fn pair_form(pair: &Unscreened) -> String {
-    pair.form.clone()
+    Ok(as_found)
 }
 
 fn side<'a>(

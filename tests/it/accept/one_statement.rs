@@ -122,7 +122,7 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
     let statements = counted();
 
     let first = acceptor.accept(intake(&config, "op-first", "ada@example.com", "A quote")).unwrap();
-    assert!(matches!(first, Outcome::Created(_)), "{first:?}");
+    let Outcome::Created(first) = first else { panic!("{first:?}") };
     assert_eq!(statements.swap(0, Ordering::SeqCst), 1, "one statement, one round trip");
     let stats = c.stats().unwrap();
     assert_eq!((stats.submissions, stats.effects_total()), (1, 3));
@@ -159,6 +159,17 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
     assert!(again.body.contains("CANCELLED"), "the stored result says so: {}", again.body);
     statements.store(0, Ordering::SeqCst);
 
+    // A third from the address: one pair row, linked to the most recent, naming the other.
+    let third = acceptor.accept(intake(&config, "op-third", "ada@example.com", "A quote?")).unwrap();
+    let Outcome::Created(third) = third else { panic!("{third:?}") };
+    assert_eq!(statements.swap(0, Ordering::SeqCst), 1);
+    let rows: Vec<(String, Option<String>)> = duplicate_pairs::table
+        .filter(duplicate_pairs::duplicate_id.eq(&third.submission_id))
+        .select((duplicate_pairs::original_id, duplicate_pairs::candidates))
+        .load(&mut c)
+        .unwrap();
+    assert_eq!(rows, [(again.submission_id.to_string(), Some(first.submission_id.to_string()))]);
+
     // A stranger: no link, nothing held.
     let other = acceptor.accept(intake(&config, "op-other", "bob@example.com", "Hello")).unwrap();
     let Outcome::Created(other) = other else { panic!("{other:?}") };
@@ -169,7 +180,7 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
         .get_result(&mut c)
         .unwrap();
     assert_eq!(held, 0);
-    assert_eq!(duplicate_pairs::table.count().get_result::<i64>(&mut c).unwrap(), 1);
+    assert_eq!(duplicate_pairs::table.count().get_result::<i64>(&mut c).unwrap(), 2);
 }
 
 #[test]

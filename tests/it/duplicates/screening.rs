@@ -17,6 +17,7 @@ on_both_backends!(
     identical_keyless_posts_are_paired,
     a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat,
     hold_releases_a_repeat_that_scores_below_hold_score,
+    a_repeat_is_paired_with_its_request_past_the_senders_newer_one,
 );
 
 type Pair = (String, String, f64, String, String);
@@ -171,4 +172,26 @@ async fn hold_releases_a_repeat_that_scores_below_hold_score(backend: Backend) {
     d.settle(&worker).await;
     assert!(d.effects(Some(&b)).await.iter().all(|e| e.state == "SENT"), "released by the screening");
     assert_eq!(d.crm.leads().len(), 2);
+}
+
+/// The accept path links a submission to its most recent candidate and lists the others
+/// with it; the screener keeps the one it repeats, wherever it is in the list.
+async fn a_repeat_is_paired_with_its_request_past_the_senders_newer_one(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let id = |v: Value| v["submission_id"].as_str().unwrap().to_string();
+    let quote = app.submit(&new_key(), &with("Sales", "Quote for 40 units of the X200 please")).await;
+    let quote = id(quote.json().await.unwrap());
+    let support = app.submit(&new_key(), &with("Support", "The display flickers after an hour")).await;
+    let support = id(support.json().await.unwrap());
+    let again = app.submit(&new_key(), &with("Sales", "Quote for 40 units of X200, please")).await;
+    let again = id(again.json().await.unwrap());
+
+    let pairs = pairs(&app).await;
+    let view: Vec<(&str, &str, &str)> =
+        pairs.iter().map(|p| (p.0.as_str(), p.1.as_str(), p.4.as_str())).collect();
+    assert_eq!(
+        view,
+        [(quote.as_str(), again.as_str(), "open"), (quote.as_str(), support.as_str(), "same_sender")],
+        "the repeat with its request, the new request listed apart: {pairs:?}"
+    );
 }

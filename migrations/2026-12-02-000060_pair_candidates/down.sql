@@ -1,0 +1,1 @@
+ALTER TABLE duplicate_pairs DROP COLUMN candidates;
