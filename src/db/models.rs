@@ -51,7 +51,7 @@ pub struct Submission {
 
 /// A submission's side-effect record (an inbound event's: `hooks::NewEventEffect`).
 #[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = side_effects)]
+#[diesel(table_name = side_effects, treat_none_as_default_value = false)]
 pub struct NewEffect {
     pub id: EffectId,
     pub submission_id: SubmissionId,
@@ -61,6 +61,8 @@ pub struct NewEffect {
     pub state: EffectState,
     /// Waits for a duplicate decision before the workers may claim it.
     pub held: bool,
+    /// Why a record written as CANCELLED was (the confirmation cap).
+    pub last_error: Option<String>,
     pub next_attempt_at: NaiveDateTime,
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,

@@ -23,6 +23,14 @@ pub trait RecipientCapStore {
         now: NaiveDateTime,
         since: NaiveDateTime,
     ) -> QueryResult<bool>;
+    /// Whether the recipient's slot was taken after `since` (a plain read: the claim above
+    /// still decides between concurrent transactions).
+    fn confirmation_taken(
+        &mut self,
+        form: &str,
+        email_digest: &str,
+        since: NaiveDateTime,
+    ) -> QueryResult<bool>;
     /// Records a capped confirmation as CANCELLED with reason `recipient_cap`, and the
     /// submission's result body that says so.
     fn cancel_capped(
@@ -57,6 +65,21 @@ impl RecipientCapStore for DbConnection {
             confirmation_caps::last_at.le(since),
         ))?;
         Ok(n == 1)
+    }
+
+    fn confirmation_taken(
+        &mut self,
+        form: &str,
+        email_digest: &str,
+        since: NaiveDateTime,
+    ) -> QueryResult<bool> {
+        diesel::select(diesel::dsl::exists(
+            confirmation_caps::table
+                .filter(confirmation_caps::form.eq(form))
+                .filter(confirmation_caps::email_digest.eq(email_digest))
+                .filter(confirmation_caps::last_at.gt(since)),
+        ))
+        .get_result(self)
     }
 
     fn cancel_capped(

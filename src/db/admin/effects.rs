@@ -254,6 +254,7 @@ impl EffectAdminStore for DbConnection {
                     batch,
                     state: EffectState::Pending,
                     held: false,
+                    last_error: None,
                     next_attempt_at: now,
                     created_at: now,
                     updated_at: now,

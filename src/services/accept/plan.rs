@@ -130,6 +130,7 @@ impl Plan {
                 effect_key: format!("{id}:{}:0", kind.as_str()),
                 state: EffectState::Pending,
                 held: scan_hold,
+                last_error: None,
                 next_attempt_at: now,
                 created_at: now,
                 updated_at: now,

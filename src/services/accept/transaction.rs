@@ -6,7 +6,7 @@ use super::plan::{Content, Plan};
 use super::{recipient_cap, Intake, Outcome, Receipt};
 use crate::db::duplicates::DuplicateStore;
 use crate::db::files::FileRefs;
-use crate::db::models::{NewConflict, NewDelivery, NewEffect, Submission};
+use crate::db::models::{NewConflict, NewDelivery, NewSubmission, Submission};
 use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::{DbError, Store};
 use crate::domain::keyring::Keyring;
@@ -45,17 +45,28 @@ pub(super) fn run<C: Store + DuplicateStore + RecipientCapStore + FileRefs>(
     plan: &Plan,
 ) -> Result<Outcome, DbError> {
     let (sub, form) = (&plan.submission, &*plan.form);
-    // An expired issued ID is never inserted again: what is stored answers, else 410.
-    if !plan.expired() && c.insert_submission(sub)? {
+    // A confirmation the cap already rules out is written cancelled, with the body that says
+    // so, instead of being updated after its insert.
+    let capped = if plan.expired() { None } else { recipient_cap::taken(c, form, plan)? };
+    let inserted = match capped {
+        Some(body) => c.insert_submission(&NewSubmission { response_body: body.into(), ..sub.clone() })?,
+        // An expired issued ID is never inserted again: what is stored answers, else 410.
+        None => !plan.expired() && c.insert_submission(sub)?,
+    };
+    if inserted {
         c.insert_submission_files(&plan.files)?;
+        let mut effects = plan.effects.clone();
         if duplicates::link(c, form, sub, plan.now())? {
-            let held: Vec<NewEffect> =
-                plan.effects.iter().cloned().map(|e| NewEffect { held: true, ..e }).collect();
-            c.insert_effects(&held)?;
-        } else {
-            c.insert_effects(&plan.effects)?;
+            effects.iter_mut().for_each(|e| e.held = true);
         }
-        let body = recipient_cap::apply(c, form, plan)?.unwrap_or_else(|| sub.response_body.clone());
+        if capped.is_some() {
+            recipient_cap::capped(&mut effects);
+        }
+        c.insert_effects(&effects)?;
+        let body = match capped {
+            Some(body) => body.to_string(),
+            None => recipient_cap::apply(c, form, plan)?.unwrap_or_else(|| sub.response_body.clone()),
+        };
         let outcome = if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created };
         c.insert_deliveries(&[plan.delivery(outcome, Some(&sub.id))])?;
         return Ok(Outcome::Created(Receipt {

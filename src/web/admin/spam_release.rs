@@ -116,6 +116,7 @@ fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>
             effect_key: format!("{submission_id}:{}:0", kind.as_str()),
             state: EffectState::Pending,
             held: false,
+            last_error: None,
             next_attempt_at: at,
             created_at: at,
             updated_at: at,
