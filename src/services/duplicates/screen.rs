@@ -87,7 +87,7 @@ pub fn screen_pending(config: &Config, pool: &Pool) -> Result<usize, DbError> {
 
 /// What one batch did.
 struct Batch {
-    /// The batch took as many pairs as it may: more may be waiting.
+    /// The batch took as many pair rows as it may: more may be waiting.
     full: bool,
 }
 
@@ -95,9 +95,12 @@ struct Batch {
 /// only the decisions go through `writes` (on SQLite, the writer the accepts wait for).
 fn screen_batch(config: &Arc<Config>, writes: &Writes) -> Result<Batch, DbError> {
     let pairs = with_conn!(&writes.pool, |c| c.unscreened(BATCH).map_err(DbError::from))?;
-    // `unscreened` takes the submissions of up to BATCH pairs, each with all its pairs: a
-    // batch of a few submissions with many candidates each is full too.
-    let full = pairs.len() as i64 >= BATCH;
+    // `unscreened` takes the submissions of up to BATCH rows, each with all its rows and
+    // candidates: as many rows as that, and more may be waiting.
+    let mut rows: Vec<&str> = pairs.iter().map(|p| p.pair_id.as_str()).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let full = rows.len() as i64 >= BATCH;
     let judged = judge_all(config, &pairs);
     if !judged.is_empty() {
         let config = config.clone();
@@ -108,7 +111,7 @@ fn screen_batch(config: &Arc<Config>, writes: &Writes) -> Result<Batch, DbError>
 
 /// One submission's pairs (all naming it as the later one), each with its judgement; no
 /// judgement at all when its form is gone from the configuration.
-pub(super) struct Judgement {
+struct Judgement {
     pairs: Vec<Unscreened>,
     verdicts: Option<Vec<Option<Judged>>>,
 }
@@ -126,7 +129,7 @@ fn decide_all<C: DuplicateStore + EffectAdminStore>(
 }
 
 /// Scores one submission against each of its candidates (`pairs`): no database, no lock.
-pub(super) fn judge_one(config: &Config, pairs: &[Unscreened]) -> Judgement {
+fn judge_one(config: &Config, pairs: &[Unscreened]) -> Judgement {
     let verdicts = pairs.first().and_then(|first| {
         let new = &first.duplicate;
         let form = config.form(&first.form)?;
@@ -143,7 +146,7 @@ pub(super) fn judge_one(config: &Config, pairs: &[Unscreened]) -> Judgement {
 }
 
 /// Stores what the screening of one submission found.
-pub(super) fn decide<C: DuplicateStore + EffectAdminStore>(
+fn decide<C: DuplicateStore + EffectAdminStore>(
     c: &mut C,
     config: &Config,
     judgement: Judgement,
