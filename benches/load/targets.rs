@@ -112,12 +112,17 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let (fresh16, base16) = abba(&mut http, &base, 16);
     let (fresh64, base64) = abba(&mut http, &base, 64);
     // Replays (wrk, keys in the replay memory) in the order this, baseline, baseline, this,
-    // as the accepts: a single cell each varied by 10–20 % within one run on this host.
+    // twice, each side the mean of its four cells: one cell each varied by 10–20 % within
+    // a run on this host.
     let replay_pair = baseline.as_ref().map(|(server, db_base)| {
         let here = || rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs, wrk::WARM_KEYS));
         let there = || rt.block_on(wrk::replay(&server.address(), &db_base.dir, 32, secs, wrk::WARM_KEYS));
-        let (h1, t1, t2, h2) = (here(), there(), there(), here());
         let mean = |a: Option<Tally>, b: Option<Tally>| Some(Tally::mean(&a?, &b?));
+        let round = || {
+            let (h1, t1, t2, h2) = (here(), there(), there(), here());
+            (mean(h1, h2), mean(t1, t2))
+        };
+        let ((h1, t1), (h2, t2)) = (round(), round());
         (mean(h1, h2), mean(t1, t2))
     });
     drop(baseline);
