@@ -138,23 +138,26 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
      k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
 
 /// The statement for `link`'s shape, made once per shape: which keys it looks up and over
-/// how many forms (or no look-up). Formatting its 3–4 KB for every accept was most of the
-/// allocator's time under `claim` (BENCHMARKS.md, eighth session). The shapes are few (the
-/// key sets times the form groups' sizes); past `SHAPES` a statement is made but not kept.
-fn statement(link: Option<Link<'_>>) -> Arc<str> {
+/// how many forms (or no look-up), and whether the submission names files. Formatting its
+/// 3–4 KB for every accept was most of the allocator's time under `claim` (BENCHMARKS.md,
+/// eighth session). The shapes are few (the key sets times the form groups' sizes, twice);
+/// past `SHAPES` a statement is made but not kept.
+fn statement(link: Option<Link<'_>>, files: bool) -> Arc<str> {
     const SHAPES: usize = 256;
-    /// Which keys (email, phone, name, content) over how many forms; `None`: no look-up.
-    type Shape = Option<([bool; 4], usize)>;
+    /// Which keys (email, phone, name, content) over how many forms (`None`: no look-up),
+    /// and whether there are files.
+    type Shape = (Option<([bool; 4], usize)>, bool);
     static MADE: LazyLock<Mutex<HashMap<Shape, Arc<str>>>> = LazyLock::new(Default::default);
-    let shape: Shape = link.map(|l| {
+    let lookup = link.map(|l| {
         let k = l.keys;
         ([k.email.is_some(), k.phone.is_some(), k.name.is_some(), k.content.is_some()], l.forms.len())
     });
+    let shape: Shape = (lookup, files);
     let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(sql) = made.get(&shape) {
         return sql.clone();
     }
-    let sql: Arc<str> = make_statement(link).into();
+    let sql: Arc<str> = make_statement(link, files).into();
     if made.len() < SHAPES {
         made.insert(shape, sql.clone());
     }
@@ -162,8 +165,9 @@ fn statement(link: Option<Link<'_>>) -> Arc<str> {
 }
 
 /// The statement with the duplicate look-up by `link`'s keys over its forms (from `FIRST_FORM` on),
-/// or without it (spam, no key).
-fn make_statement(link: Option<Link<'_>>) -> String {
+/// or without it (spam, no key); with the rows of the files ($33, $34) only when there are
+/// some (`submission_files` is not even opened for the others).
+fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
     let lookup = match link {
         None => "SELECT NULL::text AS id, NULL::timestamp AS received_at WHERE false".to_string(),
         // The submission's own digests ($21, $22, $30) and fingerprint ($15) are the keys;
@@ -182,6 +186,13 @@ fn make_statement(link: Option<Link<'_>>) -> String {
         (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
     let confirmation = EffectKind::CONFIRMATION_EMAIL.as_str();
     let sep = super::duplicates::CANDIDATE_SEPARATOR;
+    let files = match files {
+        true => {
+            "sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
+               SELECT s.id, x.sha256, x.scan FROM s, unnest($33::text[], $34::text[]) AS x(sha256, scan)), "
+        }
+        false => "",
+    };
     format!(
         "WITH {CAP}, \
          s AS ({INSERT_SUBMISSION}), \
@@ -200,9 +211,7 @@ fn make_statement(link: Option<Link<'_>>) -> String {
                CASE WHEN x.kind = '{confirmation}' AND (SELECT capped FROM k) THEN 'recipient_cap' END, \
                s.received_at, s.received_at, s.received_at \
                FROM s, unnest($5::text[], $6::text[], $7::text[]) AS x(id, kind, effect_key)), \
-         sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
-               SELECT s.id, x.sha256, x.scan FROM s, unnest($33::text[], $34::text[]) AS x(sha256, scan)), \
-         d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \
+         {files}d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \
                http_status, received_at) \
                SELECT $8, s.form, s.operation_id, s.id, $11, $9, $10, s.received_at FROM s) \
          SELECT (SELECT count(*) FROM s) AS created, EXISTS (SELECT 1 FROM f) AS linked, \
@@ -217,7 +226,7 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
     let until = link.map_or(claim.submission.received_at, |l| l.until);
     let effects = claim.effects;
     let forms: Vec<&str> = link.map_or(Vec::new(), |l| l.forms.iter().map(String::as_str).collect());
-    let query = Prepared::new(statement(link))
+    let query = Prepared::new(statement(link, !claim.files.is_empty()))
         .bind::<Timestamp, _>(until)
         .bind::<Timestamp, _>(since)
         .bind::<Text, _>(claim.pair_id)
