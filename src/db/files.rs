@@ -41,9 +41,9 @@ pub trait FileRefs {
 impl FileRefs for DbConnection {
     fn set_aside_as_malware(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<()> {
         diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
-            .set((submissions::spam.eq(true), submissions::spam_reason.eq(Some("malware"))))
+            .set((submissions::spam.eq(true), submissions::spam_reason.eq(Some(ScanState::Malware.as_str()))))
             .execute(self)?;
-        super::purge::cancel_pending(self, &[submission_id.to_string()], now, "malware")?;
+        super::purge::cancel_pending(self, &[submission_id.to_string()], now, ScanState::Malware.as_str())?;
         Ok(())
     }
 

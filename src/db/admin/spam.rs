@@ -4,6 +4,7 @@ use diesel::prelude::*;
 
 use crate::db::schema::submissions;
 use crate::db::DbConnection;
+use crate::domain::ScanState;
 
 /// What a release needs of a submission.
 #[derive(Debug, Clone, Queryable)]
@@ -11,12 +12,22 @@ pub struct SpamCandidate {
     pub form: String,
     pub spam: bool,
     pub fields_json: Option<String>,
+    pub spam_reason: Option<String>,
+}
+
+impl SpamCandidate {
+    /// A file of it is malware (the reason both the accept path and the rescan store).
+    pub fn is_malware(&self) -> bool {
+        self.spam_reason.as_deref() == Some(ScanState::Malware.as_str())
+    }
 }
 
 pub trait SpamStore {
-    /// The submission `id`'s form, spam flag and fields.
+    /// The submission `id`'s form, spam flag, fields and spam reason.
     fn spam_candidate(&mut self, id: &str) -> QueryResult<Option<SpamCandidate>>;
-    /// Clears `id`'s spam flag and reason; false when it was not (or no longer) spam.
+    /// Clears `id`'s spam flag and reason; false when it was not (or no longer) spam, or
+    /// when a file of it is malware (checked on the row the update takes, so a rescan that
+    /// finds malware meanwhile is never undone).
     fn release_spam(&mut self, id: &str) -> QueryResult<bool>;
 }
 
@@ -24,7 +35,12 @@ impl SpamStore for DbConnection {
     fn spam_candidate(&mut self, id: &str) -> QueryResult<Option<SpamCandidate>> {
         submissions::table
             .filter(submissions::id.eq(id))
-            .select((submissions::form, submissions::spam, submissions::fields_json))
+            .select((
+                submissions::form,
+                submissions::spam,
+                submissions::fields_json,
+                submissions::spam_reason,
+            ))
             .first(self)
             .optional()
     }
@@ -32,6 +48,11 @@ impl SpamStore for DbConnection {
     fn release_spam(&mut self, id: &str) -> QueryResult<bool> {
         diesel::update(submissions::table)
             .filter(submissions::id.eq(id).and(submissions::spam.eq(true)))
+            .filter(
+                submissions::spam_reason
+                    .is_null()
+                    .or(submissions::spam_reason.ne(ScanState::Malware.as_str())),
+            )
             .set((submissions::spam.eq(false), submissions::spam_reason.eq(None::<String>)))
             .execute(self)
             .map(|n| n > 0)

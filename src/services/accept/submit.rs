@@ -50,7 +50,7 @@ impl Acceptor {
             return Ok(outcome);
         }
         if scans.values().any(|s| *s == ScanState::Malware) {
-            fields.spam_reason = Some("malware");
+            fields.spam_reason = Some(ScanState::Malware.as_str());
         }
         if fields.spam_reason().is_none() {
             let verdict = spam.screen(form, screening, operation_id.as_ref()).await;

@@ -11,6 +11,8 @@ pub trait SubmissionView {
     fn spam_badge(&self) -> &'static str;
     /// Why it was set aside, in words.
     fn spam_why(&self) -> &'static str;
+    /// Set aside because a file of it is malware: never released.
+    fn is_malware(&self) -> bool;
     /// The stored fields (a JSON object of strings); once purged, only the consent answers
     /// a tombstone keeps.
     fn fields(&self) -> BTreeMap<String, String>;
@@ -26,6 +28,10 @@ impl SubmissionView for SubmissionRow {
 
     fn spam_why(&self) -> &'static str {
         crate::services::spam::describe(self.spam_reason.as_deref().unwrap_or("honeypot"))
+    }
+
+    fn is_malware(&self) -> bool {
+        self.spam_reason.as_deref() == Some(crate::domain::ScanState::Malware.as_str())
     }
 
     fn fields(&self) -> BTreeMap<String, String> {

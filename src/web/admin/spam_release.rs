@@ -42,6 +42,8 @@ pub enum ReleaseError {
     NotFound,
     #[error("This submission is not marked as spam (or its form is gone); reload the page.")]
     NotSpam,
+    #[error("A file of this submission is malware: it is never released, so nothing delivers it.")]
+    Malware,
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -56,7 +58,7 @@ impl actix_web::ResponseError for ReleaseError {
     fn status_code(&self) -> StatusCode {
         match self {
             ReleaseError::NotFound => StatusCode::NOT_FOUND,
-            ReleaseError::NotSpam => StatusCode::CONFLICT,
+            ReleaseError::NotSpam | ReleaseError::Malware => StatusCode::CONFLICT,
             ReleaseError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -64,7 +66,7 @@ impl actix_web::ResponseError for ReleaseError {
     fn error_response(&self) -> HttpResponse {
         match self {
             ReleaseError::NotFound => HttpResponse::NotFound().body(self.to_string()),
-            ReleaseError::NotSpam => refused(&self.to_string()),
+            ReleaseError::NotSpam | ReleaseError::Malware => refused(&self.to_string()),
             ReleaseError::Db(e) => db_failure(e),
         }
     }
@@ -82,6 +84,9 @@ async fn release(
     let n = blocking(move || {
         with_conn!(&pool, |c| Ok(c.write_tx(|c| {
             let Some(found) = c.spam_candidate(&sid)? else { return Err(ReleaseError::NotFound) };
+            if found.is_malware() {
+                return Err(ReleaseError::Malware);
+            }
             let Some(form) = config.form(&found.form).filter(|_| found.spam) else {
                 return Err(ReleaseError::NotSpam);
             };

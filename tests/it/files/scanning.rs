@@ -1,6 +1,7 @@
 //! Malware scanning against a real clamd (its signature database the tests' own EICAR
 //! hash): malware is stored as spam with no effects; clean files are delivered; while clamd
 //! is down a `hold` form's effects wait for the rescan and a `deliver` form's go, unscanned.
+//! Malware is never released by an admin.
 
 use serde_json::json;
 
@@ -11,6 +12,7 @@ use crate::support::files::pdf;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 use onceform::config::Config;
 use onceform::services::files::{rescan, Files};
+use onceform::web::admin::accounts::Role;
 
 on_both_backends!(
     eicar_is_stored_as_malware_with_no_effects,
@@ -52,6 +54,20 @@ async fn state(app: &TestApp) -> (Option<String>, Vec<(String, bool)>, Vec<Strin
     .await
 }
 
+/// The ID of the one submission to `quote`.
+async fn submission_id(app: &TestApp) -> String {
+    use diesel::prelude::*;
+    use onceform::db::schema::submissions as s;
+    app.query(|pool| {
+        onceform::with_conn!(pool, |c| s::table
+            .filter(s::form.eq("quote"))
+            .select(s::id)
+            .first(c)
+            .map_err(onceform::db::DbError::from))
+    })
+    .await
+}
+
 async fn submit_file(app: &TestApp, bytes: &[u8]) {
     let (_, up) = upload(app, "quote", "x.pdf", bytes).await;
     let (status, body) =
@@ -71,6 +87,29 @@ async fn eicar_is_stored_as_malware_with_no_effects(backend: Backend) {
     assert_eq!(reason.as_deref(), Some("malware"));
     assert!(effects.is_empty(), "malware gets no side effects: {effects:?}");
     assert_eq!(scans, ["malware"]);
+
+    // An admin cannot release it as "not spam": nothing ever delivers the file.
+    let id = submission_id(&app).await;
+    let admin = app.sign_in(Role::Admin).await;
+    let page = app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
+    assert!(page.contains("it is never released"), "{page}");
+    assert!(!page.contains("/release"), "no release button for malware: {page}");
+    let path = format!("/admin/submissions/{id}/release");
+    let resp = app.admin_post(Some(&admin), &path, Some(&admin.csrf), &[("note", "looks fine")]).await;
+    assert_eq!(resp.status(), 409);
+    assert!(resp.text().await.unwrap().contains("malware"));
+    // The store refuses too, on the row it updates (a rescan that finds malware while a
+    // release of another spam reason is under way).
+    let released = app
+        .query(move |pool| {
+            use onceform::db::admin::spam::SpamStore;
+            onceform::with_conn!(pool, |c| c.release_spam(&id).map_err(onceform::db::DbError::from))
+        })
+        .await;
+    assert!(!released, "a malware submission is never released");
+    let (reason, effects, _) = state(&app).await;
+    assert_eq!(reason.as_deref(), Some("malware"), "still set aside");
+    assert!(effects.is_empty(), "still no side effects: {effects:?}");
 }
 
 async fn while_clamd_is_down_a_hold_form_waits_for_the_rescan(backend: Backend) {
