@@ -262,7 +262,7 @@
           if (!u) { return self.send(op, JSON.stringify(values), 0); }
           if (u.r.status !== 413 && u.r.status !== 400) { return self.answer(u.r, u.json, op, "", RETRIES); }
           var errors = {};
-          errors[u.field] = [u.json.detail || self.t("embed-failed")];
+          errors[u.field] = [u.r.status === 413 ? self.t("embed-file-too-large") : u.json.detail || self.t("embed-failed")];
           self.showErrors(errors);
         });
       })

@@ -128,3 +128,4 @@ embed-rate-limited = Too many messages from here just now. Please wait { $second
 embed-unavailable = The service is briefly unavailable. Nothing was lost: please press Send again in { $seconds } seconds.
 embed-forbidden = This website is not allowed to send this form.
 embed-failed = The message could not be sent.
+embed-file-too-large = This file is too large: please choose a smaller one. Nothing was sent yet.

@@ -114,3 +114,4 @@ embed-rate-limited = 刚才从这里提交的留言太多了。请等待 { $seco
 embed-unavailable = 服务暂时不可用，您的内容没有丢失。请在 { $seconds } 秒后再点一次“提交”。
 embed-forbidden = 此网站不能提交这个表单。
 embed-failed = 留言无法提交。
+embed-file-too-large = 文件太大，请选择较小的文件。尚未提交任何内容。

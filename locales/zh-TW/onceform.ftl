@@ -114,3 +114,4 @@ embed-rate-limited = 剛才從這裡送出的訊息太多了。請等候 { $seco
 embed-unavailable = 服務暫時無法使用，您的內容沒有遺失。請在 { $seconds } 秒後再按一次「送出」。
 embed-forbidden = 此網站不能送出這份表單。
 embed-failed = 訊息無法送出。
+embed-file-too-large = 檔案太大，請選擇較小的檔案。尚未送出任何內容。

@@ -32,7 +32,7 @@ async fn script(body: impl Into<String>) -> HttpResponse {
 }
 
 /// The messages embed.js shows (`embed-*` in `locales/`).
-const EMBED_KEYS: [&str; 12] = [
+const EMBED_KEYS: [&str; 13] = [
     "embed-checking",
     "embed-sending",
     "embed-errors",
@@ -45,6 +45,7 @@ const EMBED_KEYS: [&str; 12] = [
     "embed-unavailable",
     "embed-forbidden",
     "embed-failed",
+    "embed-file-too-large",
 ];
 
 #[derive(Deserialize)]

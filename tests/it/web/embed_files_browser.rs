@@ -2,7 +2,8 @@
 //! a real PDF and a PNG; `embed.js` uploads them, then submits naming the uploads; the first
 //! submission's answer is lost, and the retry (same operation ID) names the same uploads: one
 //! upload per file, one submission, one stored blob per file. Screenshot:
-//! target/test-artifacts/embed-file-receipt.png.
+//! target/test-artifacts/embed-file-receipt.png. A file over its limit is refused in the page's
+//! language, and nothing is sent.
 
 use super::embed_browser::wait_long;
 use crate::support::browser::Browser;
@@ -122,5 +123,43 @@ async fn an_embedded_file_is_uploaded_once_and_submitted_once_through_a_lost_ans
         .unwrap();
     let reference = onceform::base::format::reference(status["submission_id"].as_str().unwrap());
     assert!(source.contains(&reference), "the receipt shows {reference}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_over_the_limit_is_refused_in_the_pages_language_and_nothing_is_sent() {
+    let site = StaticSite::start().await;
+    let origin = site.origin.clone();
+    let work = crate::support::own_dir();
+    let dir = work.join("files").to_string_lossy().into_owned();
+    let app = crate::support::spawn_app_with(Backend::Sqlite, |c| {
+        c.server.files_dir = dir;
+        let form = c.forms.get_mut("contact").unwrap();
+        form.allowed_origins = vec![origin];
+        form.fields.push(toml::from_str("name = 'drawing'\ntype = 'file'\nmax_bytes = 1024").unwrap());
+    })
+    .await;
+    let page =
+        page(&app.url("/f/contact"), &app.url("/embed.js")).replace("<html>", r#"<html lang="zh-TW">"#);
+    site.set_page(page);
+    let file = work.join("drawing.pdf");
+    std::fs::write(&file, [pdf("too large"), vec![b' '; 4096]].concat()).unwrap();
+
+    let browser = Browser::start().await;
+    browser.goto(&format!("{}/quote.html", site.origin)).await;
+    browser.type_into("#name", "Ada Lovelace").await;
+    browser.type_into("#email", "ada@example.com").await;
+    browser.type_into("#message", "The drawing is attached").await;
+    browser.type_into("#drawing", &file.to_string_lossy()).await;
+    browser.click("button[type=submit]").await;
+    let source = wait_long(&browser, "onceform-error-drawing", 20).await;
+    assert!(
+        source.contains("檔案太大，請選擇較小的檔案。"),
+        "the page's language, not the server's English: {source}"
+    );
+
+    let stats = app.stats().await;
+    assert_eq!((stats.submissions, stats.deliveries_with("created")), (0, 0), "nothing was sent");
+    assert!(blobs(&work.join("files").to_string_lossy()).is_empty(), "nothing was stored");
     let _ = std::fs::remove_dir_all(&work);
 }
