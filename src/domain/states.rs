@@ -73,6 +73,14 @@ text_enum! {
     }
 }
 
+impl ScanState {
+    /// Whether a submission's `spam_reason` says a file of it is malware: the scan's own word
+    /// is the reason (the accept path and the rescan store it).
+    pub fn is_malware_reason(spam_reason: Option<&str>) -> bool {
+        spam_reason == Some(ScanState::Malware.as_str())
+    }
+}
+
 text_enum! {
     /// A conflict's review status (`conflicts.status`, `inbound_conflicts.status`).
     ConflictStatus {

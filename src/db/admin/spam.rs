@@ -16,9 +16,9 @@ pub struct SpamCandidate {
 }
 
 impl SpamCandidate {
-    /// A file of it is malware (the reason both the accept path and the rescan store).
+    /// A file of it is malware.
     pub fn is_malware(&self) -> bool {
-        self.spam_reason.as_deref() == Some(ScanState::Malware.as_str())
+        ScanState::is_malware_reason(self.spam_reason.as_deref())
     }
 }
 

@@ -31,7 +31,7 @@ impl SubmissionView for SubmissionRow {
     }
 
     fn is_malware(&self) -> bool {
-        self.spam_reason.as_deref() == Some(crate::domain::ScanState::Malware.as_str())
+        crate::domain::ScanState::is_malware_reason(self.spam_reason.as_deref())
     }
 
     fn fields(&self) -> BTreeMap<String, String> {
