@@ -186,12 +186,11 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
         (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
     let confirmation = EffectKind::CONFIRMATION_EMAIL.as_str();
     let sep = super::duplicates::CANDIDATE_SEPARATOR;
-    let files = match files {
-        true => {
-            "sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
-               SELECT s.id, x.sha256, x.scan FROM s, unnest($33::text[], $34::text[]) AS x(sha256, scan)), "
-        }
-        false => "",
+    let files = if files {
+        "sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
+         SELECT s.id, x.sha256, x.scan FROM s, unnest($33::text[], $34::text[]) AS x(sha256, scan)), "
+    } else {
+        ""
     };
     format!(
         "WITH {CAP}, \

@@ -84,14 +84,12 @@ async fn release(
     let n = blocking(move || {
         with_conn!(&pool, |c| Ok(c.write_tx(|c| {
             let Some(found) = c.spam_candidate(&sid)? else { return Err(ReleaseError::NotFound) };
-            if found.is_malware() {
-                return Err(ReleaseError::Malware);
-            }
             let Some(form) = config.form(&found.form).filter(|_| found.spam) else {
                 return Err(ReleaseError::NotSpam);
             };
+            // The store refuses malware; its reason read above says which refusal this is.
             if !c.release_spam(&sid)? {
-                return Err(ReleaseError::NotSpam);
+                return Err(if found.is_malware() { ReleaseError::Malware } else { ReleaseError::NotSpam });
             }
             let effects = effects_for(&sid, form, found.fields_json.as_deref());
             c.insert_effects(&effects)?;

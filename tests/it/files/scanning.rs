@@ -9,6 +9,7 @@ use super::attach::{submit, upload, QUOTE};
 use crate::on_both_backends;
 use crate::support::clamd::{down_addr, eicar, Clamd};
 use crate::support::files::pdf;
+use crate::support::vendor::submission_id;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 use onceform::config::Config;
 use onceform::services::files::{rescan, Files};
@@ -54,20 +55,6 @@ async fn state(app: &TestApp) -> (Option<String>, Vec<(String, bool)>, Vec<Strin
     .await
 }
 
-/// The ID of the one submission to `quote`.
-async fn submission_id(app: &TestApp) -> String {
-    use diesel::prelude::*;
-    use onceform::db::schema::submissions as s;
-    app.query(|pool| {
-        onceform::with_conn!(pool, |c| s::table
-            .filter(s::form.eq("quote"))
-            .select(s::id)
-            .first(c)
-            .map_err(onceform::db::DbError::from))
-    })
-    .await
-}
-
 async fn submit_file(app: &TestApp, bytes: &[u8]) {
     let (_, up) = upload(app, "quote", "x.pdf", bytes).await;
     let (status, body) =
@@ -80,8 +67,9 @@ async fn eicar_is_stored_as_malware_with_no_effects(backend: Backend) {
     let app = spawn_app_with(backend, scanning(clamd.addr(), "hold")).await;
     let (_, up) = upload(&app, "quote", "eicar.com", &eicar()).await;
     assert_eq!(up["content_type"], "text/plain");
+    let key = new_key();
     let (status, body) =
-        submit(&app, &new_key(), &json!({"email": "mei@example.com", "any": up["upload_id"]})).await;
+        submit(&app, &key, &json!({"email": "mei@example.com", "any": up["upload_id"]})).await;
     assert_eq!(status, 201, "{body}");
     let (reason, effects, scans) = state(&app).await;
     assert_eq!(reason.as_deref(), Some("malware"));
@@ -89,7 +77,7 @@ async fn eicar_is_stored_as_malware_with_no_effects(backend: Backend) {
     assert_eq!(scans, ["malware"]);
 
     // An admin cannot release it as "not spam": nothing ever delivers the file.
-    let id = submission_id(&app).await;
+    let id = submission_id(&app, &key).await;
     let admin = app.sign_in(Role::Admin).await;
     let page = app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
     assert!(page.contains("it is never released"), "{page}");
