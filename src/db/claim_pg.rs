@@ -279,13 +279,18 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
 
 /// The submission holding (form, operation ID), read after a claim found it taken.
 pub fn holder(c: &mut PgConnection, form: &str, operation_id: &str) -> QueryResult<Option<Submission>> {
+    Ok(holders(c, form, &[operation_id])?.pop())
+}
+
+/// The submissions of `form` holding any of `operation_ids`, in one statement (a batch of
+/// `db::Lookups`).
+pub fn holders(c: &mut PgConnection, form: &str, operation_ids: &[&str]) -> QueryResult<Vec<Submission>> {
     Prepared::new(
         "SELECT id, form, operation_id, fingerprint, response_body, spam, received_at, operation_expires_at, \
          content_purged_at \
-         FROM submissions WHERE form = $1 AND operation_id = $2",
+         FROM submissions WHERE form = $1 AND operation_id = ANY($2)",
     )
     .bind::<Text, _>(form)
-    .bind::<Text, _>(operation_id)
-    .get_result(c)
-    .optional()
+    .bind::<Array<Text>, _>(operation_ids)
+    .load(c)
 }

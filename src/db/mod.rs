@@ -15,6 +15,7 @@ pub mod erasure;
 pub mod files;
 pub mod hooks;
 pub mod lifecycle_stats;
+mod lookups;
 mod manager;
 pub mod models;
 mod openssl_exit;
@@ -41,6 +42,7 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 pub use crate::config::DatabaseUrl;
 pub use conn::{DbConnection, MultiBackend, LOCK_POLL};
+pub use lookups::Lookups;
 use manager::Manager;
 pub use openssl_exit::establish_pg;
 pub(crate) use owner::{owned_by, owned_by_one};

@@ -48,6 +48,8 @@ pub trait Store: Connection + Sized {
     /// Inserts unless (form, operation_id) exists; true when this call created the row.
     fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool>;
     fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>>;
+    /// The submissions of `form` committed under any of `operation_ids` (in no order).
+    fn find_submissions(&mut self, form: &str, operation_ids: &[&str]) -> QueryResult<Vec<Submission>>;
     fn insert_effects(&mut self, rows: &[NewEffect]) -> QueryResult<()>;
     fn effects_of(&mut self, submission_id: &str) -> QueryResult<Vec<Effect>>;
     /// Keeps one conflict row per (original, conflicting content), counting repeats.
@@ -86,6 +88,18 @@ impl Store for DbConnection {
             .select(Submission::as_select())
             .first(self)
             .optional()
+    }
+
+    fn find_submissions(&mut self, form: &str, operation_ids: &[&str]) -> QueryResult<Vec<Submission>> {
+        match self {
+            // One statement (kept prepared) for them all: a round trip each costs more than
+            // the read.
+            DbConnection::Pg(c) => super::claim_pg::holders(c, form, operation_ids),
+            // No round trip: each through the kept single-key statement.
+            DbConnection::Sqlite(_) => {
+                operation_ids.iter().filter_map(|op| self.find_submission(form, op).transpose()).collect()
+            }
+        }
     }
 
     fn insert_effects(&mut self, rows: &[NewEffect]) -> QueryResult<()> {

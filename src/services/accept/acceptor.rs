@@ -1,6 +1,7 @@
 //! The accept service: the accept transaction plus what makes it fast without weakening it.
 //! - Retries of committed operations are answered from memory (`ReplayCache`), else from a
-//!   plain read; their delivery rows are queued on the `RequestLog`.
+//!   plain read (gathered by `Lookups` for the keys this process saw committed); their
+//!   delivery rows are queued on the `RequestLog`.
 //! - On SQLite, write transactions go through the group-commit writer: one fsync per batch
 //!   of concurrent accepts, each in its own savepoint, each answered after the commit.
 //! - On PostgreSQL, a first acceptance is one statement (`pg`); retries read after it.
@@ -13,10 +14,10 @@ use std::sync::Arc;
 
 use super::cache::{Entry, ReplayCache};
 use super::plan::Content;
-use super::transaction::{committed, in_progress_on_lock_timeout, run};
+use super::transaction::{committed, in_progress_on_lock_timeout, receipt, run};
 use super::{pg, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, Form};
-use crate::db::{young_pg, DbError, Pool, SqliteWriter, Store, Writes};
+use crate::db::{young_pg, DbError, Lookups, Pool, SqliteWriter, Store, Writes};
 use crate::domain::keyring::Keyring;
 use crate::domain::{fingerprint, NormalisedFields, OperationId};
 use crate::services::duplicates::Screener;
@@ -42,6 +43,8 @@ pub struct Acceptor {
     pool: Pool,
     path: Path,
     cache: Arc<ReplayCache>,
+    /// Reads the keys `cache` saw committed but no longer holds.
+    lookups: Lookups,
     deliveries: RequestLog,
     screener: Screener,
     /// Where other write transactions of this process go (the same group-commit writer).
@@ -93,10 +96,12 @@ impl Acceptor {
         };
         let deliveries = RequestLog::start(delivery_sink(&pool, writer.clone()))?;
         let cache = Arc::new(ReplayCache::new(config.server.replay_cache));
+        let deadline = std::time::Duration::from_millis(config.database.acquire_timeout_ms);
+        let lookups = Lookups::start(pool.clone(), deadline)?;
         let writes = Writes { pool: pool.clone(), writer };
         let screener = Screener::start(config, writes.clone())?;
         let created = Arc::new(AtomicUsize::new(0));
-        Ok(Acceptor { pool, path, cache, deliveries, screener, writes, created, keyring })
+        Ok(Acceptor { pool, path, cache, lookups, deliveries, screener, writes, created, keyring })
     }
 
     /// The keyring this acceptor digests with.
@@ -156,6 +161,29 @@ impl Acceptor {
         self.replayed_from(&entry, form, operation_id, channel)
     }
 
+    /// A retry of a key this process saw committed whose entry has left the memory: the
+    /// stored result when its content equals `fields`, read with the other such retries of
+    /// the moment (`Lookups`); `None` sends the request to the accept path.
+    pub async fn replay_committed(
+        &self,
+        form: &Form,
+        operation_id: &OperationId,
+        fields: &NormalisedFields,
+        channel: Channel,
+    ) -> Option<Outcome> {
+        if !self.cache.seen(form.name(), operation_id.as_str()) {
+            return None;
+        }
+        let stored = self.lookups.submission(form.name(), operation_id.as_str()).await?;
+        let content = Content::of(&self.keyring, fields);
+        if !content.same_as(&self.keyring, &stored) {
+            return None;
+        }
+        let receipt = receipt(stored);
+        self.cache.put(form.name(), content.fingerprint, receipt.clone());
+        Some(self.replayed(form.name(), operation_id.as_str(), channel, receipt))
+    }
+
     fn replayed_from(
         &self,
         entry: &Entry,
@@ -169,17 +197,7 @@ impl Acceptor {
         if form.retention.keys.is_some_and(|k| receipt.received_at + k.duration() <= now) {
             return None;
         }
-        let outcome = DeliveryOutcome::Replayed;
-        let row = request_log::row(
-            form.name(),
-            operation_id.as_str(),
-            Some(&receipt.submission_id),
-            channel,
-            outcome,
-            now,
-        );
-        self.deliveries.record(row);
-        Some(Outcome::Replayed(receipt.clone()))
+        Some(self.replayed(form.name(), operation_id.as_str(), channel, receipt.clone()))
     }
 
     /// Accepts `intake` exactly once per (form, operation ID). Blocks: call it from a
@@ -192,31 +210,26 @@ impl Acceptor {
             content.fingerprint.clone(),
             intake.operation_id.is_none(),
         );
-        // A retry whose key is committed is answered from a plain read (`committed`) before
-        // the rows of a first acceptance are planned.
+        // On SQLite a retry whose key is committed is answered from a plain read (`committed`)
+        // before the rows of a first acceptance are planned.
         let plan = |intake, content| Plan::with_content(intake, content, &self.keyring);
         let result = match (&self.path, &self.pool) {
+            // No read before the claim statement: it answers a taken key itself (a retry this
+            // process saw committed was read before, `replay_committed`).
             (Path::OneStatement, Pool::Pg(_)) => with_conn!(&self.pool, |c| {
-                // Only for a key this process saw committed, out of the replay memory: the
-                // claim statement answers the others (without a read before it).
-                let seen = !keyless && self.cache.seen(&form_name, &operation_id);
-                match seen.then(|| committed(c, &self.keyring, &intake, &content)).transpose() {
-                    Ok(Some(Some(receipt))) => Ok(self.replayed(&intake, receipt)),
-                    Err(e) => Err(e),
-                    Ok(_) => pg::accept_pg(c, &plan(intake, content), &self.deliveries).map(|done| {
-                        if done.linked {
-                            self.screener.wake();
-                        }
-                        if matches!(done.outcome, Outcome::Created(_)) {
-                            self.count_created();
-                        }
-                        done.outcome
-                    }),
-                }
+                pg::accept_pg(c, &plan(intake, content), &self.deliveries).map(|done| {
+                    if done.linked {
+                        self.screener.wake();
+                    }
+                    if matches!(done.outcome, Outcome::Created(_)) {
+                        self.count_created();
+                    }
+                    done.outcome
+                })
             }),
             (Path::GroupCommit(writer), _) => {
                 match with_conn!(&self.pool, |c| committed(c, &self.keyring, &intake, &content))? {
-                    Some(receipt) => Ok(self.replayed(&intake, receipt)),
+                    Some(receipt) => Ok(self.replayed_intake(&intake, receipt)),
                     None => {
                         let plan = plan(intake, content);
                         writer.run(move |c| run(c, &plan))
@@ -224,7 +237,7 @@ impl Acceptor {
                 }
             }
             _ => with_conn!(&self.pool, |c| match committed(c, &self.keyring, &intake, &content)? {
-                Some(receipt) => Ok(self.replayed(&intake, receipt)),
+                Some(receipt) => Ok(self.replayed_intake(&intake, receipt)),
                 None => c.write_tx(|c| run(c, &plan(intake, content))),
             }),
         };
@@ -265,14 +278,18 @@ impl Acceptor {
         }
     }
 
-    /// A replay found outside the write transaction: its delivery row is queued.
-    fn replayed(&self, intake: &Intake, receipt: Receipt) -> Outcome {
+    fn replayed_intake(&self, intake: &Intake, receipt: Receipt) -> Outcome {
         let operation_id = intake.operation_id.as_ref().map_or("", OperationId::as_str);
+        self.replayed(intake.form.name(), operation_id, intake.channel, receipt)
+    }
+
+    /// A replay found outside the write transaction: its delivery row is queued.
+    fn replayed(&self, form: &str, operation_id: &str, channel: Channel, receipt: Receipt) -> Outcome {
         self.deliveries.record(request_log::row(
-            intake.form.name(),
+            form,
             operation_id,
             Some(&receipt.submission_id),
-            intake.channel,
+            channel,
             DeliveryOutcome::Replayed,
             crate::base::clock::now(),
         ));

@@ -49,6 +49,11 @@ impl Acceptor {
         {
             return Ok(outcome);
         }
+        if let Some(op) = &operation_id {
+            if let Some(outcome) = self.replay_committed(form, op, &fields, channel).await {
+                return Ok(outcome);
+            }
+        }
         if scans.values().any(|s| *s == ScanState::Malware) {
             fields.spam_reason = Some(ScanState::Malware.as_str());
         }

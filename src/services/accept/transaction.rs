@@ -117,7 +117,7 @@ impl Taken {
     }
 }
 
-fn receipt(s: Submission) -> Receipt {
+pub(super) fn receipt(s: Submission) -> Receipt {
     Receipt {
         submission_id: s.id,
         operation_id: s.operation_id,
