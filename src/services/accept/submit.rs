@@ -1,7 +1,8 @@
 //! The submit use case, for every way in (JSON API, HTML form): a retry repeated byte for
 //! byte is answered from memory before it is normalised again; then validation, a retry of
-//! the same content answered from memory, spam screening (fill time, captcha: outside any
-//! transaction, only for what is not such a retry) and the accept transaction.
+//! the same content answered from memory or (a key this process saw committed) from a
+//! gathered read, spam screening (fill time, captcha: outside any transaction, only for what
+//! is not such a retry) and the accept transaction.
 
 use super::{Acceptor, Intake, Outcome};
 use crate::config::Form;
