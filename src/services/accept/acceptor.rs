@@ -128,7 +128,7 @@ impl Acceptor {
 
     /// A retry answered from memory without normalising it: the stored result when this
     /// key's entry has seen a request with exactly these raw fields (`domain::raw_digest`).
-    pub fn replay_same_request(
+    pub(super) fn replay_same_request(
         &self,
         form: &Form,
         operation_id: &OperationId,
@@ -145,7 +145,7 @@ impl Acceptor {
     /// A retry answered from memory: the stored result when this key's committed content
     /// equals `fields` (whose raw form, `raw`, is then remembered); `None` sends the request
     /// to the database.
-    pub fn replay_from_memory(
+    pub(super) fn replay_from_memory(
         &self,
         form: &Form,
         operation_id: &OperationId,
@@ -164,7 +164,7 @@ impl Acceptor {
     /// A retry of a key this process saw committed whose entry has left the memory: the
     /// stored result when its content equals `fields`, read with the other such retries of
     /// the moment (`Lookups`); `None` sends the request to the accept path.
-    pub async fn replay_committed(
+    pub(super) async fn replay_committed(
         &self,
         form: &Form,
         operation_id: &OperationId,
