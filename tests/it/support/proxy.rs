@@ -22,16 +22,18 @@ impl Proxy {
         let (o, l) = (open.clone(), links.clone());
         let accept = tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
+                // Checked and kept under the lock that `cut` takes: a connection accepted
+                // while it cuts is either refused or cut with the others.
+                let mut links = l.lock().unwrap();
                 if !o.load(Ordering::SeqCst) {
                     continue; // dropped: the client sees the connection closed
                 }
                 let target = target.clone();
-                let link = tokio::spawn(async move {
+                links.push(tokio::spawn(async move {
                     if let Ok(mut outbound) = TcpStream::connect(target).await {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
-                });
-                l.lock().unwrap().push(link);
+                }));
             }
         });
         Proxy { port, open, links, accept }
@@ -39,8 +41,9 @@ impl Proxy {
 
     /// Cuts every open connection and refuses new ones.
     pub fn cut(&self) {
+        let mut links = self.links.lock().unwrap();
         self.open.store(false, Ordering::SeqCst);
-        for link in self.links.lock().unwrap().drain(..) {
+        for link in links.drain(..) {
             link.abort();
         }
     }
