@@ -1,5 +1,10 @@
 //! The `onceform` binary: parse the command line, run it, exit with one clear line on error.
 
+/// jemalloc: glibc's allocator took about a fifth of the server's CPU under accepts
+/// (BENCHMARKS.md, fourteenth session).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     if let Err(message) = onceform::base::logging::init(std::env::var("ONCEFORM_LOG_FORMAT").ok().as_deref())
     {
