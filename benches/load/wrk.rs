@@ -79,18 +79,31 @@ pub async fn replay(
     let keys: Vec<String> = (0..keys).map(|_| format!("wrk-{}", uuid::Uuid::new_v4().simple())).collect();
     let mut created = 0;
     for chunk in keys.chunks(32) {
-        let sent = chunk.iter().map(|key| {
-            let url = format!("{addr}/api/forms/contact/submissions");
-            client.post(url).header("Idempotency-Key", key).json(&body(key, "Load")).send()
-        });
-        for resp in futures_util::future::join_all(sent).await {
-            created += usize::from(resp.ok()?.status() == 201);
+        for accepted in
+            futures_util::future::join_all(chunk.iter().map(|key| accept_key(&client, addr, key))).await
+        {
+            created += usize::from(accepted?);
         }
     }
     let quoted: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
     let script = REPLAY.replace("{KEYS}", &format!("{{{}}}", quoted.join(",")));
     let tally = run(addr, dir, clients, seconds, &script, 200)?;
     Some(Tally { created, ..tally })
+}
+
+/// Accepts `key` once, retried with the same key where a request failed (a pooled connection
+/// the server closed as it was reused): whether it is stored (a retry answered 200 was
+/// accepted by the try it lost); `None` if three tries failed.
+async fn accept_key(client: &reqwest::Client, addr: &str, key: &str) -> Option<bool> {
+    for _ in 0..3 {
+        let url = format!("{addr}/api/forms/contact/submissions");
+        if let Ok(resp) =
+            client.post(url).header("Idempotency-Key", key).json(&body(key, "Load")).send().await
+        {
+            return Some(matches!(resp.status().as_u16(), 200 | 201));
+        }
+    }
+    None
 }
 
 /// Whose email address each new operation carries.

@@ -7,7 +7,10 @@
 //!   [`BodyDeadline`] enforces for every handler, whatever reads the body;
 //! - an idle keep-alive connection is closed after `keep_alive_seconds`;
 //! - each HTTP worker holds at most `max_connections_per_worker` connections; beyond that
-//!   the listener stops accepting until some close (the kernel's backlog queues them).
+//!   the listener stops accepting until some close (the kernel's backlog queues them);
+//! - a connection reads a body only as fast as its handler takes it
+//!   ([`read_credit`](super::read_credit)): a request waiting for its turn holds a window
+//!   of its body, not the HTTP server's read-ahead.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,6 +26,8 @@ use actix_web::{HttpMessage, HttpResponse};
 use futures_util::Stream;
 use tokio::time::{sleep, Sleep};
 
+use super::body::declared_length;
+use super::read_credit::ReadCredit;
 use crate::config::ServerConfig;
 
 /// The deadlines and caps applied to the `HttpServer` and to every request body.
@@ -54,18 +59,32 @@ impl ConnectionLimits {
 /// The I/O error kind a body cut by its deadline ends with (see [`is_deadline`]).
 const DEADLINE_KIND: std::io::ErrorKind = std::io::ErrorKind::TimedOut;
 
-/// Wraps the request's body so that reading it fails once `deadline` has passed. A request
-/// that declares no body (most GETs) is left as it is: no timer to arm.
+/// Wraps the request's body so that reading it fails once `deadline` has passed, and so that
+/// its connection reads on as the handler takes it (the connection's [`ReadCredit`], which
+/// this request's head renews). A request that declares no body (most GETs) is left as it
+/// is: no timer to arm.
 pub fn with_body_deadline(mut req: ServiceRequest, deadline: Duration) -> ServiceRequest {
+    let credit = req.conn_data::<ReadCredit>().cloned();
+    if let Some(credit) = &credit {
+        credit.next_request();
+    }
     let headers = req.headers();
     let declares_body = headers.contains_key(TRANSFER_ENCODING)
         || headers.get(CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0");
     if !declares_body {
         return req;
     }
+    let unread = declared_length(headers);
     let inner = req.take_payload();
-    let stream: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> =
-        Box::pin(BodyDeadline { inner, timer: Box::pin(sleep(deadline)), expired: false });
+    let body = BodyDeadline {
+        inner,
+        timer: Box::pin(sleep(deadline)),
+        expired: false,
+        credit,
+        unread,
+        ended: false,
+    };
+    let stream: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> = Box::pin(body);
     req.set_payload(Payload::from(stream));
     req
 }
@@ -92,6 +111,21 @@ struct BodyDeadline {
     inner: Payload,
     timer: Pin<Box<Sleep>>,
     expired: bool,
+    /// The connection's, told of each chunk taken.
+    credit: Option<ReadCredit>,
+    /// What is still to come of a declared `Content-Length`.
+    unread: Option<u64>,
+    /// The body's end was reached.
+    ended: bool,
+}
+
+impl Drop for BodyDeadline {
+    /// A body left before its end: the connection reads the rest, to discard it.
+    fn drop(&mut self) {
+        if let (false, Some(credit)) = (self.ended, &self.credit) {
+            credit.left(self.unread);
+        }
+    }
 }
 
 impl Stream for BodyDeadline {
@@ -102,6 +136,16 @@ impl Stream for BodyDeadline {
             return Poll::Ready(None);
         }
         if let Poll::Ready(item) = Pin::new(&mut self.inner).poll_next(cx) {
+            match &item {
+                Some(Ok(chunk)) => {
+                    self.unread = self.unread.map(|n| n.saturating_sub(chunk.len() as u64));
+                    if let Some(credit) = &self.credit {
+                        credit.taken(chunk.len());
+                    }
+                }
+                None => self.ended = true,
+                Some(Err(_)) => {}
+            }
             return Poll::Ready(item);
         }
         if self.timer.as_mut().poll(cx).is_ready() {

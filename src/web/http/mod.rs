@@ -20,6 +20,7 @@ mod ops;
 pub(crate) mod pages;
 pub mod problem;
 mod rate_limit;
+mod read_credit;
 mod request_id;
 mod security_headers;
 mod static_sites;
@@ -29,9 +30,13 @@ mod uploads;
 use std::net::TcpListener;
 use std::time::Instant;
 
-use actix_web::dev::{Server, Service};
+use actix_http::error::DispatchError;
+use actix_http::HttpService;
+use actix_service::{fn_service, map_config, IntoServiceFactory, ServiceFactoryExt};
+use actix_web::dev::{AppConfig, Server, Service};
 use actix_web::http::Method;
-use actix_web::{web, App, HttpServer};
+use actix_web::rt::net::TcpStream;
+use actix_web::{web, App};
 use futures_util::FutureExt;
 use tracing::Instrument;
 
@@ -43,6 +48,7 @@ use connections::{with_body_deadline, ConnectionLimits};
 pub use metrics_access::{admits_bearer, MetricsCache};
 pub use ops::render as database_metrics;
 pub use rate_limit::RateLimiter;
+use read_credit::Metered;
 pub use submit::db_problem;
 
 /// The public routes: JSON API, form pages, operations endpoints, OpenAPI, static sites.
@@ -74,7 +80,8 @@ fn default_workers(cores: usize) -> usize {
 
 /// Serves `listener` with the routes and data `mount` registers, behind the middleware and
 /// connection limits of `config.server`, counting the requests in flight in `traffic`;
-/// paths nothing answers get the OpenAPI fallback.
+/// paths nothing answers get the OpenAPI fallback. It is actix-web's `HttpServer::listen`
+/// (HTTP/1) with each connection's socket read within its `ReadCredit`.
 pub fn server(
     listener: TcpListener,
     config: &Config,
@@ -87,9 +94,15 @@ pub fn server(
     };
     let limits = ConnectionLimits::of(&config.server);
     let secure = config.secure_cookies();
-    let server = HttpServer::new(move || {
+    let addr = listener.local_addr()?;
+    let builder = actix_server::Server::build()
+        .workers(workers)
+        .max_concurrent_connections(limits.max_connections_per_worker)
+        .shutdown_timeout(10);
+    let shutdown = builder.graceful_shutdown_signal();
+    let builder = builder.listen("onceform", listener, move || {
         let traffic = traffic.clone();
-        App::new()
+        let app = App::new()
             .app_data(connections::form_config())
             // HEAD is answered wherever GET is: routed as GET; the connection, which saw
             // HEAD, sends the headers without the body.
@@ -127,18 +140,29 @@ pub fn server(
                 .instrument(span)
             })
             .configure(mount.clone())
-            .default_service(web::to(openapi::fallback))
-    })
-    .workers(workers)
-    // Deadlines and caps on every connection: see `connections`.
-    .client_request_timeout(limits.request_head)
-    .client_disconnect_timeout(limits.disconnect)
-    .keep_alive(limits.keep_alive)
-    .max_connections(limits.max_connections_per_worker)
-    .shutdown_timeout(10)
-    .listen(listener)?
-    .run();
-    Ok(server)
+            .default_service(web::to(openapi::fallback));
+        let shutdown = shutdown.clone();
+        let http = HttpService::build()
+            .graceful_shutdown_signal(move || {
+                let shutdown = shutdown.clone();
+                async move { shutdown.notified().await }
+            })
+            // Deadlines and caps on every connection: see `connections`.
+            .client_request_timeout(limits.request_head)
+            .client_disconnect_timeout(limits.disconnect)
+            .keep_alive(limits.keep_alive)
+            .local_addr(addr)
+            .on_connect_ext(|io: &Metered<TcpStream>, data| {
+                data.insert(io.credit());
+            })
+            .h1(map_config(app.into_factory().map_err(|e| e.error_response()), |_| AppConfig::default()));
+        fn_service(|io: TcpStream| {
+            let peer = io.peer_addr().ok();
+            std::future::ready(Ok::<_, DispatchError>((Metered::new(io), peer)))
+        })
+        .and_then(http)
+    })?;
+    Ok(builder.run())
 }
 
 #[cfg(test)]
