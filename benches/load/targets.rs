@@ -51,18 +51,28 @@ pub fn print(backend: &str, r: &Row) {
 }
 
 /// Accepts at `clients` from this build and, with a baseline, from the baseline too in the
-/// order this, baseline, baseline, this (so that neither build always has the first turn
-/// on the machine), each side the mean of its two cells (`Tally::mean`).
+/// order this, baseline, baseline, this, twice (so that neither build always has the first
+/// turn on the machine), each side the mean of its four cells (`Tally::mean`): one cell
+/// varied by ±10 % within a build on this host (BENCHMARKS.md, fourteenth session).
 fn abba(
     http: &mut impl FnMut(Scenario, usize) -> Tally,
     base: &impl Fn(usize) -> Option<Tally>,
     clients: usize,
 ) -> (Tally, Option<Tally>) {
-    let first = http(Scenario::Accept, clients);
-    let Some(b1) = base(clients) else { return (first, None) };
-    let b2 = base(clients).unwrap_or_else(|| b1.clone());
-    let second = http(Scenario::Accept, clients);
-    (Tally::mean(&first, &second), Some(Tally::mean(&b1, &b2)))
+    let mut round = || {
+        let first = http(Scenario::Accept, clients);
+        let Some(b1) = base(clients) else { return (first, None) };
+        let b2 = base(clients).unwrap_or_else(|| b1.clone());
+        let second = http(Scenario::Accept, clients);
+        (Tally::mean(&first, &second), Some(Tally::mean(&b1, &b2)))
+    };
+    match round() {
+        (here, None) => (here, None),
+        (h1, Some(b1)) => {
+            let (h2, b2) = round();
+            (Tally::mean(&h1, &h2), Some(Tally::mean(&b1, &b2.unwrap_or_else(|| b1.clone()))))
+        }
+    }
 }
 
 /// Measures and prints `backend`'s rows; checks the database's consistency at the end.
@@ -85,7 +95,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let mut ceilings = Vec::new();
     // Accept first, on the fresh database: no ANALYZE has run yet. With `--baseline`, the
     // other build's `serve` on a fresh database of its own runs the same traffic, the accept
-    // cells in the order this, baseline, baseline, this (`abba`), so that both see the same
+    // cells in the order this, baseline, baseline, this, twice (`abba`), so that both see the same
     // state of the machine and neither always goes first; it runs
     // only while it is measured, as PostgreSQL's 100 connections do not hold two servers'
     // pools beside pgbench's.
