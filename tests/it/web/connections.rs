@@ -143,3 +143,31 @@ async fn two_thousand_idle_connections_do_not_stop_a_submission() {
     assert!(still_open >= 1_900, "{still_open}");
     assert_eq!(app.stats().await.submissions, 1);
 }
+
+/// A connection reads at most 16 KiB ahead of its handler (`read_credit`), which is also the
+/// largest request head it reads: a head of 12 KiB is served, one of 20 KiB is answered 408
+/// at the head deadline instead of being read on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_over_the_read_window_is_answered_408_at_its_deadline() {
+    let app = spawn_app_with(Backend::Sqlite, |c| c.server.request_head_timeout_ms = 1_000).await;
+    let body = serde_json::to_vec(&inquiry("A head with a large header")).unwrap();
+    let post = |padding: usize| {
+        let head = head(&app, body.len());
+        let (line, rest) = head.split_once("\r\n").unwrap();
+        let mut request = format!("{line}\r\nX-Padding: {}\r\n{rest}", "p".repeat(padding)).into_bytes();
+        request.extend_from_slice(&body);
+        let address = app.address.trim_start_matches("http://").to_string();
+        async move {
+            let (mut read, mut write) = TcpStream::connect(address).await.unwrap().into_split();
+            write.write_all(&request).await.unwrap();
+            let started = Instant::now();
+            (read_answer(&mut read, Duration::from_secs(10)).await, started.elapsed())
+        }
+    };
+    let (answer, _) = post(12 * 1024).await;
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    let (answer, waited) = post(20 * 1024).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(waited < Duration::from_secs(5), "answered at the 1 s head deadline: {waited:?}");
+    assert_eq!(app.stats().await.submissions, 1, "only the first was stored");
+}
