@@ -194,7 +194,10 @@ mod tests {
             WINDOW,
             "a chunked body left open is not read ahead after it"
         );
+        credit.taken(WINDOW as usize);
+        assert_eq!(read_ready(&mut metered) as u64, WINDOW);
         drop(client);
+        credit.left(None);
         assert_eq!(metered.read(&mut [0u8; 16]).await.unwrap(), 0);
     }
 }
