@@ -60,17 +60,17 @@ impl ConnectionLimits {
 const DEADLINE_KIND: std::io::ErrorKind = std::io::ErrorKind::TimedOut;
 
 /// Wraps the request's body so that reading it fails once `deadline` has passed, and so that
-/// its connection reads on as the handler takes it (the connection's [`ReadCredit`], which
-/// this request's head renews). A request that declares no body (most GETs) is left as it
+/// its connection reads on as the handler takes it (the connection's [`ReadCredit`], renewed
+/// for the next request when the body is done). A request that declares no body (most GETs) is left as it
 /// is: no timer to arm.
 pub fn with_body_deadline(mut req: ServiceRequest, deadline: Duration) -> ServiceRequest {
-    let credit = req.conn_data::<ReadCredit>().cloned();
-    if let Some(credit) = &credit {
-        credit.next_request();
-    }
     let headers = req.headers();
     let declares_body = headers.contains_key(TRANSFER_ENCODING)
         || headers.get(CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0");
+    let credit = req.conn_data::<ReadCredit>().cloned();
+    if let Some(credit) = &credit {
+        credit.next_request(declares_body);
+    }
     if !declares_body {
         return req;
     }
@@ -120,10 +120,10 @@ struct BodyDeadline {
 }
 
 impl Drop for BodyDeadline {
-    /// A body left before its end: the connection reads the rest, to discard it.
+    /// The connection reads on: what is left of the body (to discard it), then the next request.
     fn drop(&mut self) {
-        if let (false, Some(credit)) = (self.ended, &self.credit) {
-            credit.left(self.unread);
+        if let Some(credit) = &self.credit {
+            credit.body_done(if self.ended { Some(0) } else { self.unread });
         }
     }
 }

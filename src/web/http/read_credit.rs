@@ -45,11 +45,20 @@ impl ReadCredit {
         }))
     }
 
-    /// A request's head was read: a window past what was read so far (and no further, after
-    /// a body of unknown length was left open).
-    pub fn next_request(&self) {
+    /// A request's head was read (`has_body`: it declares a body). A request without a body
+    /// took all it will take: the connection may read a window past it. A request with a body
+    /// is read within the window its head came in, renewed when its body is done
+    /// ([`body_done`](Self::body_done)): the part of its body already read is inside that
+    /// window, so a window renewed here would let each request on a kept-alive connection
+    /// read a window further ahead of its handler. After a body of unknown length was left
+    /// open, a window past what was read.
+    pub fn next_request(&self, has_body: bool) {
         let (allowed, window) = (self.0.allowed.get(), self.0.read.get().saturating_add(WINDOW));
-        self.allow(if allowed == u64::MAX { window } else { allowed.max(window) });
+        if allowed == u64::MAX {
+            self.allow(window);
+        } else if !has_body {
+            self.allow(allowed.max(window));
+        }
     }
 
     /// The handler took `n` bytes of the body: as many more may be read.
@@ -57,10 +66,12 @@ impl ReadCredit {
         self.allow(self.0.allowed.get().saturating_add(n as u64));
     }
 
-    /// The handler left the body before its end with `unread` bytes of it still to come
-    /// (unknown for a chunked body): the dispatcher reads them to discard them.
-    pub fn left(&self, unread: Option<u64>) {
-        self.allow(unread.map_or(u64::MAX, |n| self.0.allowed.get().saturating_add(n)));
+    /// The handler is done with the body, `rest` bytes of it still to come (`Some(0)`: it was
+    /// read to its end; `None`: a body of unknown length left open). The dispatcher reads
+    /// the rest, to discard it, and a window past it for the next request.
+    pub fn body_done(&self, rest: Option<u64>) {
+        let past = rest.map(|n| self.0.read.get().saturating_add(n).saturating_add(WINDOW));
+        self.allow(past.map_or(u64::MAX, |past| self.0.allowed.get().max(past)));
     }
 
     fn allow(&self, allowed: u64) {
@@ -181,14 +192,16 @@ mod tests {
         assert_eq!(read_ready(&mut metered) as u64, WINDOW);
         credit.taken(1000);
         assert_eq!(read_ready(&mut metered), 1000);
-        credit.next_request();
-        assert_eq!(read_ready(&mut metered) as u64, WINDOW);
-        credit.left(Some(5000));
-        assert_eq!(read_ready(&mut metered), 5000);
-        credit.left(None);
-        assert_eq!(read_ready(&mut metered) as u64, 200 * 1024 - 2 * WINDOW - 6000);
+        credit.next_request(true);
+        assert_eq!(read_ready(&mut metered), 0, "a body is read within the window its head came in");
+        credit.next_request(false);
+        assert_eq!(read_ready(&mut metered) as u64, WINDOW, "a request without a body renews the window");
+        credit.body_done(Some(5000));
+        assert_eq!(read_ready(&mut metered) as u64, 5000 + WINDOW, "the rest of a body left, then a window");
+        credit.body_done(None);
+        assert_eq!(read_ready(&mut metered) as u64, 200 * 1024 - 3 * WINDOW - 6000);
         client.write_all(&[7u8; 2 * WINDOW as usize]).await.unwrap();
-        credit.next_request();
+        credit.next_request(true);
         assert_eq!(
             read_ready(&mut metered) as u64,
             WINDOW,
@@ -197,7 +210,38 @@ mod tests {
         credit.taken(WINDOW as usize);
         assert_eq!(read_ready(&mut metered) as u64, WINDOW);
         drop(client);
-        credit.left(None);
+        credit.body_done(None);
         assert_eq!(metered.read(&mut [0u8; 16]).await.unwrap(), 0);
+    }
+
+    /// Posts on one kept-alive connection, each sent once the one before was answered, as
+    /// browsers send them: however many came before, the socket is read at most a window
+    /// past the handler (here: the head, then the body taken as far as it was read).
+    #[tokio::test]
+    async fn request_after_request_the_socket_is_read_no_further_ahead() {
+        const HEAD: u64 = 300;
+        const BODY: u64 = 100 * 1024;
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        let mut metered = Metered::new(server);
+        let credit = metered.credit();
+        let (mut read, mut handled) = (0u64, 0u64);
+        for post in 0..20 {
+            client.write_all(&[7u8; (HEAD + BODY) as usize]).await.unwrap();
+            read += read_ready(&mut metered) as u64;
+            handled += HEAD;
+            credit.next_request(true);
+            let end = handled + BODY;
+            while handled < end {
+                // (tokio's duplex pipe says wait after so many reads in one poll of the task.)
+                tokio::task::yield_now().await;
+                read += read_ready(&mut metered) as u64;
+                assert!(read - handled <= WINDOW, "post {post}: {} bytes read ahead", read - handled);
+                let chunk = (read - handled).min(end - handled);
+                assert!(chunk > 0, "post {post}: the body stalled at {handled} of {end}");
+                credit.taken(chunk as usize);
+                handled += chunk;
+            }
+            credit.body_done(Some(0));
+        }
     }
 }
