@@ -171,3 +171,53 @@ async fn a_request_head_over_the_read_window_is_answered_408_at_its_deadline() {
     assert!(waited < Duration::from_secs(5), "answered at the 1 s head deadline: {waited:?}");
     assert_eq!(app.stats().await.submissions, 1, "only the first was stored");
 }
+
+/// Reads one response off a kept-alive connection: its head, then its `Content-Length` body.
+async fn read_response(stream: &mut tokio::net::tcp::OwnedReadHalf) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+            if got.len() >= end + 4 + length {
+                return String::from_utf8_lossy(&got).into_owned();
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            other => panic!("no whole response ({other:?}): {}", String::from_utf8_lossy(&got)),
+        }
+    }
+}
+
+/// Request after request on one kept-alive connection, each with a 12 KiB head (most of the
+/// read window): every post and every body-less request is read and answered, so the window
+/// is renewed past each request, and not only once per connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_with_large_heads_follow_each_other_on_one_connection() {
+    let app = spawn_app_with(Backend::Sqlite, |c| c.server.request_head_timeout_ms = 1_000).await;
+    let host = app.address.trim_start_matches("http://").to_string();
+    let padding = "p".repeat(12 * 1024);
+    let (mut read, mut write) = TcpStream::connect(&host).await.unwrap().into_split();
+    for round in 0..6 {
+        for _ in 0..2 {
+            let body = serde_json::to_vec(&inquiry(&format!("Post {round} on one connection"))).unwrap();
+            let head = head(&app, body.len());
+            let (line, rest) = head.split_once("\r\n").unwrap();
+            let mut request = format!("{line}\r\nX-Padding: {padding}\r\n{rest}").into_bytes();
+            request.extend_from_slice(&body);
+            write.write_all(&request).await.unwrap();
+            let answer = read_response(&mut read).await;
+            assert!(answer.starts_with("HTTP/1.1 201"), "post in round {round}: {answer}");
+        }
+        let get = format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nX-Padding: {padding}\r\n\r\n");
+        write.write_all(get.as_bytes()).await.unwrap();
+        let answer = read_response(&mut read).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "get in round {round}: {answer}");
+    }
+    assert_eq!(app.stats().await.submissions, 12);
+}
