@@ -9,6 +9,11 @@
 //! ([`ReadCredit`]): the request head and the start of its body, and then only as the handler
 //! takes chunks (`connections::with_body_deadline` reports them). A request head larger than
 //! the window never completes: the head deadline answers it (408).
+//!
+//! The window is renewed past each request (one without a body, or the end of a body), never
+//! at a head alone: part of the body may already be read by then, and each request on a
+//! kept-alive connection would read a window further ahead of its handler (about 300 KiB
+//! per connection under 64 uploads; BENCHMARKS.md, fifteenth session).
 
 use std::cell::Cell;
 use std::io;
@@ -16,6 +21,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use bytes::{Buf, BufMut, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// How far a connection reads ahead of its handler: a request head (Node.js's default limit
@@ -46,12 +52,10 @@ impl ReadCredit {
     }
 
     /// A request's head was read (`has_body`: it declares a body). A request without a body
-    /// took all it will take: the connection may read a window past it. A request with a body
-    /// is read within the window its head came in, renewed when its body is done
-    /// ([`body_done`](Self::body_done)): the part of its body already read is inside that
-    /// window, so a window renewed here would let each request on a kept-alive connection
-    /// read a window further ahead of its handler. After a body of unknown length was left
-    /// open, a window past what was read.
+    /// took all it will take: the connection may read a window past it. A request with a
+    /// body is read within the window its head came in, renewed when the body is done
+    /// ([`body_done`](Self::body_done)): part of it may already be read by now.
+    /// After a body of unknown length was left open, a window past what was read.
     pub fn next_request(&self, has_body: bool) {
         let (allowed, window) = (self.0.allowed.get(), self.0.read.get().saturating_add(WINDOW));
         if allowed == u64::MAX {
@@ -71,7 +75,7 @@ impl ReadCredit {
     /// the rest, to discard it, and a window past it for the next request.
     pub fn body_done(&self, rest: Option<u64>) {
         let past = rest.map(|n| self.0.read.get().saturating_add(n).saturating_add(WINDOW));
-        self.allow(past.map_or(u64::MAX, |past| self.0.allowed.get().max(past)));
+        self.allow(past.unwrap_or(u64::MAX));
     }
 
     fn allow(&self, allowed: u64) {
@@ -95,11 +99,14 @@ impl ReadCredit {
 pub struct Metered<T> {
     io: T,
     credit: ReadCredit,
+    /// Bytes read from the socket that the dispatcher's buffer had no room for yet: handed
+    /// on at its next reads (within the same poll), and freed once handed on.
+    ahead: BytesMut,
 }
 
 impl<T> Metered<T> {
     pub fn new(io: T) -> Metered<T> {
-        Metered { io, credit: ReadCredit::new() }
+        Metered { io, credit: ReadCredit::new(), ahead: BytesMut::new() }
     }
 
     pub fn credit(&self) -> ReadCredit {
@@ -107,33 +114,48 @@ impl<T> Metered<T> {
     }
 }
 
-/// The most a read cut short by the allowance copies through the stack.
-const EDGE: usize = 8 * 1024;
+/// The most one read of the socket takes.
+const MAX_READ: usize = 64 * 1024;
 
 impl<T: AsyncRead + Unpin> AsyncRead for Metered<T> {
+    /// Reads the socket as far as the allowance goes (up to [`MAX_READ`]) in one call, even
+    /// when the dispatcher's buffer has room for less (8 KiB at a time): the rest waits in
+    /// `ahead`. With reads of the buffer's size, a streamed upload cost the server about 7 %
+    /// more CPU (BENCHMARKS.md, fifteenth session).
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let budget = self.credit.budget();
-        if budget == 0 {
-            self.credit.0.parked.set(Some(cx.waker().clone()));
-            return Poll::Pending;
-        }
-        if budget >= buf.remaining() {
-            let before = buf.filled().len();
-            std::task::ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
-            self.credit.add_read(buf.filled().len() - before);
+        if buf.remaining() == 0 {
             return Poll::Ready(Ok(()));
         }
-        // Only `budget` bytes: read through a buffer that small (the caller's buffer is
-        // uninitialised memory, which safe code cannot hand on cut shorter).
-        let mut edge = [0u8; EDGE];
-        let mut part = ReadBuf::new(&mut edge[..budget.min(EDGE)]);
-        std::task::ready!(Pin::new(&mut self.io).poll_read(cx, &mut part))?;
-        buf.put_slice(part.filled());
-        self.credit.add_read(part.filled().len());
+        if self.ahead.is_empty() {
+            let budget = self.credit.budget();
+            if budget == 0 {
+                self.credit.0.parked.set(Some(cx.waker().clone()));
+                return Poll::Pending;
+            }
+            let want = budget.min(MAX_READ);
+            let this = &mut *self;
+            this.ahead.reserve(want);
+            let read =
+                tokio_util::io::poll_read_buf(Pin::new(&mut this.io), cx, &mut (&mut this.ahead).limit(want));
+            match read {
+                Poll::Ready(Ok(n)) => this.credit.add_read(n),
+                // An idle connection holds no buffer.
+                other => {
+                    this.ahead = BytesMut::new();
+                    return other.map_ok(|_| ());
+                }
+            }
+        }
+        let n = self.ahead.len().min(buf.remaining());
+        buf.put_slice(&self.ahead[..n]);
+        self.ahead.advance(n);
+        if self.ahead.is_empty() {
+            self.ahead = BytesMut::new();
+        }
         Poll::Ready(Ok(()))
     }
 }
@@ -243,5 +265,49 @@ mod tests {
             }
             credit.body_done(Some(0));
         }
+    }
+
+    /// Counts the reads of the socket that returned bytes.
+    struct Counted(tokio::io::DuplexStream, usize);
+
+    impl AsyncRead for Counted {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let before = buf.filled().len();
+            let read = Pin::new(&mut self.0).poll_read(cx, buf);
+            if buf.filled().len() > before {
+                self.1 += 1;
+            }
+            read
+        }
+    }
+
+    /// The dispatcher reads 8 KiB at a time; the socket is read once for the whole window,
+    /// and a connection waiting for its client holds no buffer.
+    #[tokio::test]
+    async fn the_socket_is_read_once_per_allowance_and_an_idle_connection_holds_no_buffer() {
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        client.write_all(&[7u8; 3 * WINDOW as usize]).await.unwrap();
+        let mut metered = Metered::new(Counted(server, 0));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut got = 0;
+        for _ in 0..WINDOW / 8192 {
+            let mut chunk = [0u8; 8192];
+            let mut buf = ReadBuf::new(&mut chunk);
+            assert!(Pin::new(&mut metered).poll_read(&mut cx, &mut buf).is_ready());
+            got += buf.filled().len();
+        }
+        assert_eq!((got as u64, metered.io.1), (WINDOW, 1));
+        metered.credit().body_done(Some(0));
+        let mut rest = vec![0u8; 3 * WINDOW as usize];
+        assert_eq!(metered.read(&mut rest).await.unwrap() as u64, WINDOW);
+        metered.credit().body_done(Some(0));
+        assert_eq!(metered.read(&mut rest).await.unwrap() as u64, WINDOW);
+        metered.credit().body_done(Some(0));
+        assert!(Pin::new(&mut metered).poll_read(&mut cx, &mut ReadBuf::new(&mut rest)).is_pending());
+        assert_eq!(metered.ahead.capacity(), 0, "an idle connection holds no buffer");
     }
 }
