@@ -61,8 +61,8 @@ const DEADLINE_KIND: std::io::ErrorKind = std::io::ErrorKind::TimedOut;
 
 /// Wraps the request's body so that reading it fails once `deadline` has passed, and so that
 /// its connection reads on as the handler takes it (the connection's [`ReadCredit`], renewed
-/// for the next request when the body is done). A request that declares no body (most GETs) is left as it
-/// is: no timer to arm.
+/// for the next request when the body is done). A request that declares no body (most GETs)
+/// is left as it is: no timer to arm.
 pub fn with_body_deadline(mut req: ServiceRequest, deadline: Duration) -> ServiceRequest {
     let headers = req.headers();
     let declares_body = headers.contains_key(TRANSFER_ENCODING)

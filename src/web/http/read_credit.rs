@@ -12,7 +12,7 @@
 //!
 //! The window is renewed past each request (one without a body, or the end of a body), never
 //! at a head alone: part of the body may already be read by then, and each request on a
-//! kept-alive connection would read a window further ahead of its handler (about 300 KiB
+//! kept-alive connection would read a window further ahead of its handler (about 240 KiB
 //! per connection under 64 uploads; BENCHMARKS.md, fifteenth session).
 
 use std::cell::Cell;
