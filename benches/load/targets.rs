@@ -50,29 +50,31 @@ pub fn print(backend: &str, r: &Row) {
     );
 }
 
-/// Accepts at `clients` from this build and, with a baseline, from the baseline too in the
-/// order this, baseline, baseline, this, twice (so that neither build always has the first
-/// turn on the machine), each side the mean of its four cells (`Tally::mean`): one cell
-/// varied by ±10 % within a build on this host (BENCHMARKS.md, fourteenth session).
+/// Cells of this build and of the baseline in the order this, baseline, baseline, this,
+/// twice, so that neither build always has the first turn on the machine: (this build's
+/// four, the baseline's four). One cell varied by ±10 % within a build on this host
+/// (BENCHMARKS.md, fourteenth session).
+fn alternated<T>(mut here: impl FnMut() -> T, mut there: impl FnMut() -> T) -> (Vec<T>, Vec<T>) {
+    let (mut h, mut t) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        h.push(here());
+        t.push(there());
+        t.push(there());
+        h.push(here());
+    }
+    (h, t)
+}
+
+/// Accepts at `clients` from this build (one cell) or, with a baseline, from both builds
+/// `alternated`, each side the mean of its cells.
 fn abba(
     http: &mut impl FnMut(Scenario, usize) -> Tally,
-    base: &impl Fn(usize) -> Option<Tally>,
+    base: Option<&impl Fn(usize) -> Tally>,
     clients: usize,
 ) -> (Tally, Option<Tally>) {
-    let mut round = || {
-        let first = http(Scenario::Accept, clients);
-        let Some(b1) = base(clients) else { return (first, None) };
-        let b2 = base(clients).unwrap_or_else(|| b1.clone());
-        let second = http(Scenario::Accept, clients);
-        (Tally::mean(&first, &second), Some(Tally::mean(&b1, &b2)))
-    };
-    match round() {
-        (here, None) => (here, None),
-        (h1, Some(b1)) => {
-            let (h2, b2) = round();
-            (Tally::mean(&h1, &h2), Some(Tally::mean(&b1, &b2.unwrap_or_else(|| b1.clone()))))
-        }
-    }
+    let Some(base) = base else { return (http(Scenario::Accept, clients), None) };
+    let (here, there) = alternated(|| http(Scenario::Accept, clients), || base(clients));
+    (Tally::mean(&here), Some(Tally::mean(&there)))
 }
 
 /// Measures and prints `backend`'s rows; checks the database's consistency at the end.
@@ -95,8 +97,8 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let mut ceilings = Vec::new();
     // Accept first, on the fresh database: no ANALYZE has run yet. With `--baseline`, the
     // other build's `serve` on a fresh database of its own runs the same traffic, the accept
-    // cells in the order this, baseline, baseline, this, twice (`abba`), so that both see the same
-    // state of the machine and neither always goes first; it runs
+    // cells `alternated`, so that both see the same state of the machine and neither always
+    // goes first; it runs
     // only while it is measured, as PostgreSQL's 100 connections do not hold two servers'
     // pools beside pgbench's.
     let start_baseline = || {
@@ -113,27 +115,24 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         })
     };
     let mut baseline = start_baseline();
-    let base = |clients: usize| {
-        let (server, _) = baseline.as_ref()?;
-        let t = rt.block_on(traffic::run(&[server.address()], Scenario::Accept, clients, secs));
-        assert_eq!(t.unexpected, 0, "{backend} baseline: unexpected answers");
-        Some(t)
-    };
-    let (fresh16, base16) = abba(&mut http, &base, 16);
-    let (fresh64, base64) = abba(&mut http, &base, 64);
-    // Replays (wrk, keys in the replay memory) in the order this, baseline, baseline, this,
-    // twice, each side the mean of its four cells: one cell each varied by 10–20 % within
-    // a run on this host.
+    let base = baseline.as_ref().map(|(server, _)| {
+        move |clients: usize| {
+            let t = rt.block_on(traffic::run(&[server.address()], Scenario::Accept, clients, secs));
+            assert_eq!(t.unexpected, 0, "{backend} baseline: unexpected answers");
+            t
+        }
+    });
+    let (fresh16, base16) = abba(&mut http, base.as_ref(), 16);
+    let (fresh64, base64) = abba(&mut http, base.as_ref(), 64);
+    // Replays (wrk, keys in the replay memory) `alternated`, each side the mean of its four
+    // cells: one cell each varied by 10–20 % within a run on this host.
     let replay_pair = baseline.as_ref().map(|(server, db_base)| {
         let here = || rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs, wrk::WARM_KEYS));
         let there = || rt.block_on(wrk::replay(&server.address(), &db_base.dir, 32, secs, wrk::WARM_KEYS));
-        let mean = |a: Option<Tally>, b: Option<Tally>| Some(Tally::mean(&a?, &b?));
-        let round = || {
-            let (h1, t1, t2, h2) = (here(), there(), there(), here());
-            (mean(h1, h2), mean(t1, t2))
-        };
-        let ((h1, t1), (h2, t2)) = (round(), round());
-        (mean(h1, h2), mean(t1, t2))
+        let mean =
+            |cells: Vec<Option<Tally>>| Some(Tally::mean(&cells.into_iter().collect::<Option<Vec<_>>>()?));
+        let (h, t) = alternated(here, there);
+        (mean(h), mean(t))
     });
     drop(baseline);
     let (unique16, label) = if db.is_pg() {

@@ -58,16 +58,17 @@ impl Tally {
         Tally { rate, ..Tally::default() }
     }
 
-    /// Two cells of the same traffic as one: the mean rate and p50, the larger p99, the
-    /// counts added.
-    pub fn mean(a: &Tally, b: &Tally) -> Tally {
+    /// Cells of the same traffic as one: the mean rate and p50, the largest p99, the counts
+    /// added.
+    pub fn mean(cells: &[Tally]) -> Tally {
+        let n = cells.len() as f64;
         Tally {
-            rate: (a.rate + b.rate) / 2.0,
-            p50_ms: (a.p50_ms + b.p50_ms) / 2.0,
-            p99_ms: a.p99_ms.max(b.p99_ms),
-            unexpected: a.unexpected + b.unexpected,
-            five_xx: a.five_xx + b.five_xx,
-            created: a.created + b.created,
+            rate: cells.iter().map(|c| c.rate).sum::<f64>() / n,
+            p50_ms: cells.iter().map(|c| c.p50_ms).sum::<f64>() / n,
+            p99_ms: cells.iter().map(|c| c.p99_ms).fold(0.0, f64::max),
+            unexpected: cells.iter().map(|c| c.unexpected).sum(),
+            five_xx: cells.iter().map(|c| c.five_xx).sum(),
+            created: cells.iter().map(|c| c.created).sum(),
         }
     }
 
