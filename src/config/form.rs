@@ -183,7 +183,7 @@ impl FormConfig {
             .iter()
             .filter(|f| f.is_file())
             .flat_map(|f| {
-                value(&f.name).map(FileRef::all_in).unwrap_or_default().into_iter().map(move |r| (f, r))
+                value(&f.name).map(FileRef::stored_in).unwrap_or_default().into_iter().map(move |r| (f, r))
             })
             .collect()
     }

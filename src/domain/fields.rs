@@ -7,6 +7,7 @@ use unicode_normalization::UnicodeNormalization;
 use validator::ValidateEmail;
 
 use super::field_error::FieldError;
+use super::file_ref::FileRef;
 use super::form::{Bound, FieldConfig, FieldType, FormSchema, Undeclared};
 
 /// Name/value pairs as received (JSON object members or form pairs), in order.
@@ -86,11 +87,24 @@ pub const MAX_UNDECLARED: usize = 20;
 pub const MAX_UNDECLARED_NAME: usize = 64;
 pub const MAX_UNDECLARED_VALUE: usize = 2000;
 
-/// Checks `raw` against the form's declaration and returns the normalised values.
-/// `operation_id`, the honeypot and ignored (volatile) fields are not part of the result.
+/// Checks `raw` (a request without files) against the form's declaration and returns the
+/// normalised values; see `normalise_with`.
 pub fn normalise<'a>(
     form: impl Into<FormSchema<'a>>,
     raw: &RawFields,
+) -> Result<NormalisedFields, FieldErrors> {
+    normalise_with(form, raw, &[])
+}
+
+/// Checks `raw` and the `files` the store received for the form's file fields against the
+/// form's declaration and returns the normalised values. A file field's answer comes from
+/// `files` only: text sent for it is an `unknown_upload` (a visitor names uploads, never
+/// blobs). `operation_id`, the honeypot and ignored (volatile) fields are not part of the
+/// result.
+pub fn normalise_with<'a>(
+    form: impl Into<FormSchema<'a>>,
+    raw: &RawFields,
+    files: &[(String, FileRef)],
 ) -> Result<NormalisedFields, FieldErrors> {
     let form = form.into();
     let mut errors = FieldErrors::default();
@@ -120,6 +134,11 @@ pub fn normalise<'a>(
                 }
             }
             None => errors.add(name, FieldError::UnknownField),
+            Some(f) if f.kind == FieldType::File => {
+                if !value.is_empty() {
+                    errors.add(name, FieldError::UnknownUpload);
+                }
+            }
             Some(f) => {
                 let values = given.entry(name).or_default();
                 if !values.is_empty() && !f.takes_several() {
@@ -129,8 +148,24 @@ pub fn normalise<'a>(
             }
         }
     }
+    for (name, _) in files.iter().filter(|(name, _)| !form.field(name).is_some_and(|f| f.is_file())) {
+        errors.add(name, FieldError::UnknownField);
+    }
     let mut values = BTreeMap::new();
     for field in form.fields {
+        if field.kind == FieldType::File {
+            let sent: Vec<&FileRef> =
+                files.iter().filter(|(n, _)| *n == field.name).map(|(_, f)| f).collect();
+            match super::file_ref::answer(field, &sent) {
+                Ok(None) if field.required => errors.add(&field.name, FieldError::Required),
+                Ok(None) => {}
+                Ok(Some(v)) => {
+                    values.insert(field.name.clone(), v);
+                }
+                Err(message) => errors.add(&field.name, message),
+            }
+            continue;
+        }
         let sent = given.get(field.name.as_str()).map(Vec::as_slice).unwrap_or_default();
         if let Some(Err(message)) = sent.iter().map(|v| check_sent(field, v)).find(Result::is_err) {
             errors.add(&field.name, message);
@@ -193,9 +228,6 @@ fn keep_undeclared<'r>(
 
 /// The field's normalised answer from what was sent for it (`None`: not answered).
 fn answer(field: &FieldConfig, sent: &[&str]) -> Result<Option<String>, FieldError> {
-    if field.kind == FieldType::File {
-        return super::file_ref::answer(field, sent);
-    }
     if field.takes_several() {
         let mut chosen = Vec::new();
         for v in sent {
@@ -373,7 +405,7 @@ pub fn normalise_value(kind: FieldType, raw: &str) -> String {
         | FieldType::Date
         | FieldType::Url
         | FieldType::Hidden => collapse_spaces(&nfc),
-        // Written by the web layer (`FileRef::to_value`), never typed: kept as it is.
+        // A file field's answer is its files (`normalise_with`), never typed text.
         FieldType::File => raw.to_string(),
     }
 }

@@ -1,7 +1,9 @@
 //! A file a visitor attached: its content's SHA-256, size and detected type, and the name it
-//! was sent with (for display only, sanitised, never a path). A `file` field's value is one
-//! such reference per file, as `FileRef::to_value` writes them, joined by `SEVERAL`; only
-//! the web layer writes them, after it stored the bytes (a visitor's text never becomes one).
+//! was sent with (for display only, sanitised, never a path). A request's files travel beside
+//! its text fields as `Attached`, each `FileRef` made by the file store from the bytes it
+//! received (`services::files`); a stored `file` field's value is one reference per file, as
+//! `FileRef::to_value` writes them, joined by `SEVERAL`. Only a stored value is ever read
+//! back into a `FileRef` (`FileRef::stored_in`): a visitor's text never becomes one.
 
 use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC};
 
@@ -11,6 +13,10 @@ use super::FieldError;
 /// What the malware scan said of each attached file, by its SHA-256 (a file not named was
 /// not scanned).
 pub type Scans = std::collections::BTreeMap<String, super::ScanState>;
+
+/// The files a request attached, by field name, in the order they came: only the file store
+/// makes them, from bytes it received (a multipart part, a resolved upload, an import's file).
+pub type Attached = Vec<(String, FileRef)>;
 
 /// Longest display name kept, in characters.
 const MAX_NAME: usize = 120;
@@ -32,7 +38,8 @@ impl FileRef {
         format!("{} {} {} {name}", self.sha256, self.size, self.content_type)
     }
 
-    pub fn parse(value: &str) -> Option<FileRef> {
+    /// One reference as `to_value` wrote it into a stored value.
+    fn from_stored(value: &str) -> Option<FileRef> {
         let mut parts = value.splitn(4, ' ');
         let sha256 = parts.next().filter(|h| is_sha256(h))?.to_string();
         let size = parts.next()?.parse().ok()?;
@@ -43,25 +50,38 @@ impl FileRef {
         Some(FileRef { sha256, size, content_type, name })
     }
 
-    /// Every reference in a `file` field's value (those that do not parse are skipped).
-    pub fn all_in(value: &str) -> Vec<FileRef> {
-        value.split(super::SEVERAL).filter_map(FileRef::parse).collect()
+    /// Every reference in a stored `file` field's value (those that do not parse are
+    /// skipped). Never for what a client sent: its files come as `Attached`.
+    pub fn stored_in(value: &str) -> Vec<FileRef> {
+        value.split(super::SEVERAL).filter_map(FileRef::from_stored).collect()
     }
 
     /// A file field's value as a person reads it: each file `shown`, joined by `separator`.
     pub fn shown_all(value: &str, separator: &str) -> String {
-        FileRef::all_in(value).iter().map(FileRef::shown).collect::<Vec<_>>().join(separator)
+        FileRef::stored_in(value).iter().map(FileRef::shown).collect::<Vec<_>>().join(separator)
     }
 
     /// How a person reads it: `drawing.pdf (application/pdf, 12.3 KB)`.
     pub fn shown(&self) -> String {
         format!("{} ({}, {})", self.name, self.content_type, human_size(self.size))
     }
+}
 
-    /// The file name's extension, lower-case, without the dot.
-    fn extension(&self) -> Option<String> {
-        self.name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).filter(|e| !e.is_empty())
+/// A stored submission's fields as a request would send them again: the text pairs, and
+/// the files its file fields' stored values name.
+pub fn split_stored<'a>(
+    form: impl Into<super::FormSchema<'a>>,
+    stored: impl IntoIterator<Item = (String, String)>,
+) -> (super::RawFields, Attached) {
+    let form = form.into();
+    let (mut raw, mut files) = (Vec::new(), Vec::new());
+    for (name, value) in stored {
+        match form.field(&name).is_some_and(FieldConfig::is_file) {
+            true => files.extend(FileRef::stored_in(&value).into_iter().map(|f| (name.clone(), f))),
+            false => raw.push((name, value)),
+        }
     }
+    (raw, files)
 }
 
 pub fn is_sha256(text: &str) -> bool {
@@ -108,31 +128,34 @@ pub fn safe_file_name(raw: &str) -> String {
 /// extension such as `.pdf`, checked against the type decided from the content). An empty
 /// `accept` takes any type.
 pub fn accepts(field: &FieldConfig, file: &FileRef) -> bool {
+    accepts_type(field, &file.content_type, &file.name)
+}
+
+/// Whether a file of `content_type` (decided from its content) named `name` is of a type
+/// `field.accept` names: what a file part is checked by before its bytes are stored.
+pub fn accepts_type(field: &FieldConfig, content_type: &str, name: &str) -> bool {
     if field.accept.is_empty() {
         return true;
     }
-    let detected_ext = mime_guess::get_mime_extensions_str(&file.content_type).unwrap_or_default();
+    let detected_ext = mime_guess::get_mime_extensions_str(content_type).unwrap_or_default();
+    let extension = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).filter(|e| !e.is_empty());
     field.accept.iter().any(|a| {
         let a = a.trim().to_ascii_lowercase();
         if let Some(ext) = a.strip_prefix('.') {
             // The name's extension must agree with the content: a PNG named .pdf is no PDF.
-            detected_ext.contains(&ext)
-                && file.extension().is_some_and(|e| detected_ext.contains(&e.as_str()))
+            detected_ext.contains(&ext) && extension.as_deref().is_some_and(|e| detected_ext.contains(&e))
         } else if let Some(major) = a.strip_suffix("/*") {
-            file.content_type.split('/').next() == Some(major)
+            content_type.split('/').next() == Some(major)
         } else {
-            a == file.content_type
+            a == content_type
         }
     })
 }
 
 /// The field's answer: its files, checked against `max_files`, `max_bytes` and `accept`, in
-/// digest order (a reordered retry is the same content), one value.
-pub fn answer(field: &FieldConfig, sent: &[&str]) -> Result<Option<String>, FieldError> {
-    let mut files = Vec::with_capacity(sent.len());
-    for v in sent.iter().filter(|v| !v.is_empty()) {
-        files.push(FileRef::parse(v).ok_or(FieldError::UnknownUpload)?);
-    }
+/// digest order (a reordered retry is the same content), each with its own name (equal
+/// contents sent under two names are two files), one value.
+pub fn answer(field: &FieldConfig, files: &[&FileRef]) -> Result<Option<String>, FieldError> {
     let max_files = field.max_files();
     if files.len() > max_files {
         return Err(FieldError::TooManyFiles { max: max_files });
@@ -145,9 +168,9 @@ pub fn answer(field: &FieldConfig, sent: &[&str]) -> Result<Option<String>, Fiel
     if files.iter().any(|f| !accepts(field, f)) {
         return Err(FieldError::InvalidFileType { accepted: field.accept.clone() });
     }
-    files.sort_by(|a, b| a.sha256.cmp(&b.sha256));
-    files.dedup_by(|a, b| a.sha256 == b.sha256);
-    let values: Vec<String> = files.iter().map(FileRef::to_value).collect();
+    let mut files = files.to_vec();
+    files.sort_by(|a, b| (&a.sha256, &a.name).cmp(&(&b.sha256, &b.name)));
+    let values: Vec<String> = files.iter().map(|f| f.to_value()).collect();
     Ok((!values.is_empty()).then(|| values.join(super::SEVERAL)))
 }
 
@@ -182,13 +205,13 @@ mod tests {
             let f = pdf(name);
             let value = f.to_value();
             assert!(!value.contains('\n') && value.matches(' ').count() == 3, "{value}");
-            assert_eq!(FileRef::parse(&value), Some(f));
+            assert_eq!(FileRef::stored_in(&value), [f]);
         }
         let two_lines = format!("{}\n{}", pdf("a").to_value(), pdf("b").to_value());
         for forged in
             ["", "abc 1 application/pdf x", &format!("{} x application/pdf n", "a".repeat(64)), &two_lines]
         {
-            assert_eq!(FileRef::parse(forged), None, "{forged}");
+            assert_eq!(FileRef::from_stored(forged), None, "{forged}");
         }
     }
 
@@ -223,14 +246,22 @@ mod tests {
         let f = field(&["application/pdf", "image/png"]);
         let a = pdf("a.pdf");
         let b = FileRef { sha256: "b".repeat(64), ..pdf("b.pdf") };
-        let (va, vb) = (a.to_value(), b.to_value());
-        let ab = answer(&f, &[&va, &vb]).unwrap();
-        assert_eq!(ab, answer(&f, &[&vb, &va]).unwrap(), "a reordered answer is the same content");
+        let ab = answer(&f, &[&a, &b]).unwrap();
+        assert_eq!(ab, answer(&f, &[&b, &a]).unwrap(), "a reordered answer is the same content");
         assert_eq!(answer(&f, &[]).unwrap(), None);
-        let c = FileRef { sha256: "c".repeat(64), ..pdf("c.pdf") }.to_value();
-        assert_eq!(answer(&f, &[&va, &vb, &c]), Err(FieldError::TooManyFiles { max: 2 }));
-        let big = FileRef { size: 10_001, ..pdf("big.pdf") }.to_value();
+        let c = FileRef { sha256: "c".repeat(64), ..pdf("c.pdf") };
+        assert_eq!(answer(&f, &[&a, &b, &c]), Err(FieldError::TooManyFiles { max: 2 }));
+        let big = FileRef { size: 10_001, ..pdf("big.pdf") };
         assert!(matches!(answer(&f, &[&big]), Err(FieldError::FileTooLarge { .. })));
-        assert_eq!(answer(&f, &["upl_x"]), Err(FieldError::UnknownUpload));
+    }
+
+    #[test]
+    fn equal_contents_under_two_names_keep_both_names() {
+        let f = field(&["application/pdf"]);
+        let (first, second) = (pdf("offer.pdf"), pdf("invoice.pdf"));
+        let value = answer(&f, &[&first, &second]).unwrap().unwrap();
+        let names: Vec<String> = FileRef::stored_in(&value).into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["invoice.pdf", "offer.pdf"]);
+        assert_eq!(Some(value), answer(&f, &[&second, &first]).unwrap(), "the order sent does not matter");
     }
 }

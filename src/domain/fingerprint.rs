@@ -3,7 +3,7 @@
 use sha2::{Digest, Sha256};
 
 use super::keyring::Keyring;
-use super::{NormalisedFields, RawFields};
+use super::{Attached, NormalisedFields, RawFields};
 
 /// The keyed digest (`keys`: HMAC-SHA-256 with the server secret, hex) of the canonical JSON of the declared fields that have a value after
 /// normalisation, keys sorted. Absent fields are left out, so declaring a new optional
@@ -14,16 +14,25 @@ pub fn fingerprint(keys: &Keyring, fields: &NormalisedFields) -> String {
 }
 
 /// SHA-256 of the fields exactly as received (names and values, in order, each
-/// length-prefixed): equal digests mean the same request content, so the same normalised
-/// fields and the same fingerprint. Kept in memory only, to answer a repeated retry without
-/// normalising it again (`accept::Acceptor::replay_same_request`).
-pub fn raw_digest(raw: &RawFields) -> [u8; 32] {
+/// length-prefixed) and of the files attached (each field's name and file reference):
+/// equal digests mean the same request content, so the same normalised fields and the same
+/// fingerprint. Kept in memory only, to answer a repeated retry without normalising it again
+/// (`accept::Acceptor::replay_same_request`).
+pub fn raw_digest(raw: &RawFields, files: &Attached) -> [u8; 32] {
     let mut hash = Sha256::new();
+    // The count of pairs first: no text reads as a file.
+    hash.update((raw.len() as u64).to_le_bytes());
+    let mut add = |part: &str| {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part.as_bytes());
+    };
     for (name, value) in raw {
-        for part in [name, value] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part.as_bytes());
-        }
+        add(name);
+        add(value);
+    }
+    for (name, file) in files {
+        add(name);
+        add(&file.to_value());
     }
     hash.finalize().into()
 }
@@ -133,8 +142,17 @@ mod tests {
     #[test]
     fn the_raw_digest_tells_where_one_field_ends_and_the_next_begins() {
         let pair = |a: &str, b: &str| vec![(a.to_string(), b.to_string())];
-        assert_eq!(raw_digest(&pair("name", "Ada")), raw_digest(&pair("name", "Ada")));
-        assert_ne!(raw_digest(&pair("name", "Ada")), raw_digest(&pair("nameA", "da")));
-        assert_ne!(raw_digest(&pair("name", "Ada")), raw_digest(&pair("name", "Ada ")));
+        assert_eq!(
+            raw_digest(&pair("name", "Ada"), &Vec::new()),
+            raw_digest(&pair("name", "Ada"), &Vec::new())
+        );
+        assert_ne!(
+            raw_digest(&pair("name", "Ada"), &Vec::new()),
+            raw_digest(&pair("nameA", "da"), &Vec::new())
+        );
+        assert_ne!(
+            raw_digest(&pair("name", "Ada"), &Vec::new()),
+            raw_digest(&pair("name", "Ada "), &Vec::new())
+        );
     }
 }

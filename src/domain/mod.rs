@@ -27,10 +27,12 @@ pub use width::fold_width;
 pub use effect::EffectKind;
 pub use field_error::{FieldError, FIELD_ERROR_CODES};
 pub use fields::{
-    boolean, normalise, normalise_value, parse_journey_id, FieldErrors, NormalisedFields, RawFields,
-    JOURNEY_FIELD, MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
+    boolean, normalise, normalise_value, normalise_with, parse_journey_id, FieldErrors, NormalisedFields,
+    RawFields, JOURNEY_FIELD, MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
 };
-pub use file_ref::{human_size, is_sha256, safe_file_name, FileRef, Scans};
+pub use file_ref::{
+    accepts_type, human_size, is_sha256, safe_file_name, split_stored, Attached, FileRef, Scans,
+};
 pub use fingerprint::{digest, fingerprint, raw_digest};
 pub use form::{day, Bound, FieldConfig, FieldType, FormSchema, Undeclared};
 pub use ids::{EffectId, SubmissionId};

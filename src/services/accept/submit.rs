@@ -7,7 +7,9 @@
 use super::{Acceptor, Intake, Outcome};
 use crate::config::Form;
 use crate::db::DbError;
-use crate::domain::{normalise, raw_digest, FieldErrors, OperationId, RawFields, ScanState, Scans};
+use crate::domain::{
+    normalise_with, raw_digest, Attached, FieldErrors, OperationId, RawFields, ScanState, Scans,
+};
 use crate::services::request_log::Channel;
 use crate::services::spam::{Screening, SpamGuard};
 
@@ -27,23 +29,25 @@ pub struct SubmitRequest<'a> {
     /// `None` for a keyless post.
     pub operation_id: Option<OperationId>,
     pub raw: &'a RawFields,
+    /// The files the store received for the form's file fields.
+    pub files: &'a Attached,
     pub screening: &'a Screening,
-    /// The scan verdicts of the files `raw` names (`services::files::scan`).
+    /// The scan verdicts of `files` (`services::files::scan`).
     pub scans: Scans,
 }
 
 impl Acceptor {
     /// Submits `s` exactly once per (form, operation ID), screened for spam by `spam`.
     pub async fn submit(&self, spam: &SpamGuard, s: SubmitRequest<'_>) -> Result<Outcome, SubmitError> {
-        let SubmitRequest { form, channel, operation_id, raw, screening, scans } = s;
-        let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw));
+        let SubmitRequest { form, channel, operation_id, raw, files, screening, scans } = s;
+        let raw_digest = operation_id.as_ref().map(|_| raw_digest(raw, files));
         let keyed = operation_id.as_ref().zip(raw_digest.as_ref());
         if let Some(outcome) =
             keyed.and_then(|(op, digest)| self.replay_same_request(form, op, digest, channel))
         {
             return Ok(outcome);
         }
-        let mut fields = normalise(&**form, raw).map_err(SubmitError::Invalid)?;
+        let mut fields = normalise_with(&**form, raw, files).map_err(SubmitError::Invalid)?;
         fields.locale = screening.locale.map(crate::base::i18n::Locale::tag);
         if let Some(outcome) =
             keyed.and_then(|(op, digest)| self.replay_from_memory(form, op, &fields, digest, channel))

@@ -3,6 +3,7 @@
 //! uploaded ahead by API clients (`upl_…` IDs, kept an hour), and swept when nothing uses
 //! them any more.
 
+pub mod gate;
 pub mod links;
 pub mod store;
 
@@ -17,7 +18,9 @@ use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig};
 use crate::db::files::FileRefs;
 use crate::db::models::Upload;
 use crate::db::{DbConnection, DbError, Pool, Writes};
-use crate::domain::{safe_file_name, FieldError, FieldErrors, FileRef, RawFields, ScanState, Scans};
+use crate::domain::{
+    safe_file_name, Attached, FieldError, FieldErrors, FileRef, RawFields, ScanState, Scans,
+};
 use crate::services::scan::{ScanError, Scanner, ScannerAddr, Verdict};
 pub use links::FileLinks;
 pub use store::{BlobStore, Incoming, LocalStore};
@@ -85,17 +88,15 @@ impl Files {
         )
     }
 
-    /// What the scanner says of each file `raw` names in `form`'s file fields: nothing for a
-    /// form that does not scan; `Pending` or `Unscanned` (as the form's `when_scanner_down`
-    /// says) for a file clamd could not scan.
-    pub async fn scan(&self, form: &FormConfig, raw: &RawFields) -> Scans {
+    /// What the scanner says of each of `files`: nothing for a form that does not scan;
+    /// `Pending` or `Unscanned` (as the form's `when_scanner_down` says) for a file clamd
+    /// could not scan.
+    pub async fn scan(&self, form: &FormConfig, files: &Attached) -> Scans {
         let mut scans = Scans::new();
         if form.scan != ScanMode::Clamd {
             return scans;
         }
-        let is_file = |name: &str| form.field(name).is_some_and(|f| f.is_file());
-        let files = raw.iter().filter(|(n, _)| is_file(n)).flat_map(|(_, v)| FileRef::all_in(v));
-        for file in files {
+        for (_, file) in files {
             let verdict = self.scan_blob(&file.sha256).await;
             let state = match verdict {
                 Ok(Verdict::Clean) => ScanState::Clean,
@@ -103,7 +104,7 @@ impl Files {
                 Err(_) if form.when_scanner_down == ScannerDown::Deliver => ScanState::Unscanned,
                 Err(_) => ScanState::Pending,
             };
-            scans.insert(file.sha256, state);
+            scans.insert(file.sha256.clone(), state);
         }
         scans
     }
@@ -135,12 +136,49 @@ impl Files {
 
     /// Makes `incoming` durable (off the async threads: it fsyncs) and names it.
     pub async fn finish(&self, incoming: Incoming, name: &str) -> std::io::Result<FileRef> {
-        let (size, content_type) = (incoming.size(), incoming.content_type().to_string());
+        let mut kept = self.keep(vec![(String::new(), Received::new(incoming, name))]).await?;
+        Ok(kept.remove(0).1)
+    }
+
+    /// Makes each received file durable (off the async threads: it fsyncs), once the request
+    /// it came with is known to be valid; returns them as that request's files.
+    pub async fn keep(&self, received: Vec<(String, Received)>) -> std::io::Result<Attached> {
         let store = self.store.clone();
-        let sha256 = tokio::task::spawn_blocking(move || store.commit(incoming))
-            .await
-            .map_err(|_| std::io::Error::other("the blocking pool is gone"))??;
-        Ok(FileRef { sha256, size, content_type, name: safe_file_name(name) })
+        tokio::task::spawn_blocking(move || {
+            received
+                .into_iter()
+                .map(|(field, r)| r.commit(&*store).map(|file| (field, file)))
+                .collect::<std::io::Result<Attached>>()
+        })
+        .await
+        .map_err(|_| std::io::Error::other("the blocking pool is gone"))?
+    }
+}
+
+/// A file received in full but not yet in the store: the reference it will have, and its
+/// bytes in a temporary file that goes when this is dropped (a refused request stores
+/// nothing).
+pub struct Received {
+    pub file: FileRef,
+    incoming: Incoming,
+}
+
+impl Received {
+    /// `incoming`, sent under the file name `name` (made safe to show).
+    pub fn new(incoming: Incoming, name: &str) -> Received {
+        let file = FileRef {
+            sha256: incoming.digest(),
+            size: incoming.size(),
+            content_type: incoming.content_type().to_string(),
+            name: safe_file_name(name),
+        };
+        Received { file, incoming }
+    }
+
+    /// Makes the file durable in `store` (it fsyncs: off the async threads).
+    pub fn commit(self, store: &dyn BlobStore) -> std::io::Result<FileRef> {
+        store.commit(self.incoming)?;
+        Ok(self.file)
     }
 }
 
@@ -160,24 +198,22 @@ pub fn record_upload(pool: &Pool, form: &str, file: &FileRef) -> Result<String, 
     Ok(id)
 }
 
-/// Replaces the `upl_…` values of `form`'s file fields in `raw` by the files they name.
-/// Any other value of a file field, or an upload of another form or gone, is an error of
-/// that field: a client names uploads, never blobs.
+/// Takes the values of `form`'s file fields out of `raw` and returns the files they name:
+/// each must be the `upl_…` ID of an upload to `form` still kept. Any other value, or an
+/// upload of another form or gone, is an `unknown_upload` of that field: a client names
+/// uploads, never blobs. Empty values (no file chosen) name nothing.
 pub fn resolve_uploads(
     pool: &Pool,
     form: &str,
     config: &FormConfig,
     raw: &mut RawFields,
-) -> Result<(), ResolveError> {
+) -> Result<Attached, ResolveError> {
     let is_file = |name: &str| config.field(name).is_some_and(|f| f.is_file());
-    let ids: Vec<&str> = raw
-        .iter()
-        .filter(|(name, v)| is_file(name) && v.starts_with(UPLOAD_PREFIX))
-        .map(|(_, v)| v.as_str())
-        .collect();
-    if !raw.iter().any(|(name, _)| is_file(name)) {
-        return Ok(());
-    }
+    let (sent, text): (RawFields, RawFields) = std::mem::take(raw).into_iter().partition(|(n, _)| is_file(n));
+    *raw = text;
+    let sent: Vec<(String, String)> = sent.into_iter().filter(|(_, v)| !v.is_empty()).collect();
+    let ids: Vec<&str> =
+        sent.iter().map(|(_, v)| v.as_str()).filter(|v| v.starts_with(UPLOAD_PREFIX)).collect();
     let uploads = match ids.is_empty() {
         true => Vec::new(),
         false => pool
@@ -187,22 +223,23 @@ pub fn resolve_uploads(
             .map_err(|e| ResolveError::Store(e.into()))?,
     };
     let mut errors = FieldErrors::default();
-    for (name, value) in raw.iter_mut().filter(|(name, v)| is_file(name) && !v.is_empty()) {
+    let mut files = Attached::with_capacity(sent.len());
+    for (name, value) in &sent {
         match uploads.iter().find(|u| u.id == *value) {
-            Some(u) => {
-                *value = FileRef {
+            Some(u) => files.push((
+                name.clone(),
+                FileRef {
                     sha256: u.sha256.clone(),
                     size: u64::try_from(u.size).unwrap_or(0),
                     content_type: u.content_type.clone(),
                     name: u.file_name.clone(),
-                }
-                .to_value()
-            }
+                },
+            )),
             None => errors.add(name, FieldError::UnknownUpload),
         }
     }
     match errors.is_empty() {
-        true => Ok(()),
+        true => Ok(files),
         false => Err(ResolveError::Invalid(errors)),
     }
 }

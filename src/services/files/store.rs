@@ -24,7 +24,7 @@ pub struct Incoming {
 }
 
 /// How many first bytes the type detection reads.
-const HEAD: usize = 8192;
+pub const HEAD: usize = 8192;
 
 /// Bytes gathered before each write to the temporary file. A connection hands the body on in
 /// pieces of its 16 KiB read window (`web::http::read_credit`); written as they came, a
@@ -57,13 +57,20 @@ impl Incoming {
     /// The content's type, from its first bytes (`application/octet-stream` when unknown,
     /// `text/plain` for UTF-8 text).
     pub fn content_type(&self) -> &'static str {
-        // UTF-8 text, its last character perhaps cut by the end of `head`.
-        let text = std::str::from_utf8(&self.head).map_or_else(|e| e.error_len().is_none(), |_| true);
-        match infer::get(&self.head) {
-            Some(t) => t.mime_type(),
-            None if text => "text/plain",
-            None => "application/octet-stream",
-        }
+        content_type_of(&self.head)
+    }
+}
+
+/// The type of content that starts with `head` (its first `HEAD` bytes, or all of it):
+/// `application/octet-stream` when unknown, `text/plain` for UTF-8 text.
+pub fn content_type_of(head: &[u8]) -> &'static str {
+    let head = &head[..head.len().min(HEAD)];
+    // UTF-8 text, its last character perhaps cut by the end of `head`.
+    let text = std::str::from_utf8(head).map_or_else(|e| e.error_len().is_none(), |_| true);
+    match infer::get(head) {
+        Some(t) => t.mime_type(),
+        None if text => "text/plain",
+        None => "application/octet-stream",
     }
 }
 

@@ -15,10 +15,10 @@ use crate::config::{Config, Form, FormConfig};
 use crate::db::rescreen::RescreenStore;
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
-use crate::domain::{normalise, safe_file_name, FileRef, OperationId, RawFields};
+use crate::domain::{normalise_with, Attached, OperationId, RawFields};
 use crate::services::accept::import::{import_row, Imported};
 use crate::services::accept::Intake;
-use crate::services::files::Files;
+use crate::services::files::{Files, Received};
 use crate::services::request_log::Channel;
 use crate::with_conn;
 
@@ -68,6 +68,8 @@ pub struct ImportOptions<'a> {
 
 struct Row {
     raw: RawFields,
+    /// The files its file fields' cells name.
+    files: Attached,
     received_at: NaiveDateTime,
     source_id: Option<String>,
 }
@@ -98,16 +100,8 @@ pub fn import(
     let mut report = ImportReport { dry_run: o.dry_run, ..Default::default() };
     let mut rows = Vec::new();
     for (line, values) in records {
-        let row =
-            read_row(&header, values, &export).and_then(|row| with_files(row, form, o.files, o.dry_run));
-        match row {
-            Ok(row) => match normalise(form, &row.raw) {
-                Ok(_) => rows.push(row),
-                Err(errors) => {
-                    let why = errors.summary();
-                    report.rejected.push((line, why.join("; ")));
-                }
-            },
+        match read_row(&header, values, &export).and_then(|row| with_files(row, form, o.files, o.dry_run)) {
+            Ok(row) => rows.push(row),
             Err(reason) => report.rejected.push((line, reason)),
         }
     }
@@ -169,42 +163,46 @@ fn read_row(header: &[String], values: Vec<String>, export: &Export) -> Result<R
             _ => raw.push((name.clone(), export.value(value))),
         }
     }
-    Ok(Row { raw, received_at: received_at.unwrap_or_else(now), source_id })
+    Ok(Row { raw, files: Attached::new(), received_at: received_at.unwrap_or_else(now), source_id })
 }
 
-/// `row` with its file fields' cells (file names in the folder beside the CSV) replaced by
-/// their files, stored unless `dry_run` (which reads them all the same).
+/// `row` with its file fields' cells (file names in the folder beside the CSV) read as its
+/// files, checked with the rest of the row by the form's rules; a valid row's files are
+/// stored unless `dry_run` (an invalid row's never are). Why not, for a row refused.
 fn with_files(
     row: Row,
     form: &FormConfig,
     files: Option<(&Path, &Files)>,
     dry_run: bool,
 ) -> Result<Row, String> {
-    let mut raw = Vec::with_capacity(row.raw.len());
-    for (name, value) in row.raw {
-        let is_file = form.field(&name).is_some_and(|f| f.is_file());
-        if !is_file || value.trim().is_empty() {
-            raw.push((name, value));
-            continue;
-        }
+    let is_file = |name: &str| form.field(name).is_some_and(|f| f.is_file());
+    let (cells, raw): (RawFields, RawFields) = row.raw.into_iter().partition(|(n, _)| is_file(n));
+    let mut received = Vec::new();
+    for (name, value) in cells.into_iter().filter(|(_, v)| !v.trim().is_empty()) {
         let Some((dir, store)) = files else {
             return Err(format!(
                 "`{name}` names files: import the CSV from the command line, beside their folder"
             ));
         };
-        // One pair per file, as a browser repeats a field's name.
+        // One file per name, as a browser repeats a field's name.
         for file_name in value.split(';').map(str::trim).filter(|n| !n.is_empty()) {
-            let file = read_file(dir, file_name, store, dry_run)
-                .map_err(|e| format!("`{name}`: {file_name}: {e}"))?;
-            raw.push((name.clone(), file.to_value()));
+            let file = read_file(dir, file_name, store).map_err(|e| format!("`{name}`: {file_name}: {e}"))?;
+            received.push((name.clone(), file));
         }
     }
-    Ok(Row { raw, ..row })
+    let attached: Attached = received.iter().map(|(n, r)| (n.clone(), r.file.clone())).collect();
+    normalise_with(form, &raw, &attached).map_err(|errors| errors.summary().join("; "))?;
+    if let (Some((_, store)), false) = (files, dry_run) {
+        for (_, file) in received {
+            file.commit(store.store()).map_err(|e| format!("a file could not be stored: {e}"))?;
+        }
+    }
+    Ok(Row { raw, files: attached, ..row })
 }
 
-/// The file `file_name` of `dir` (a name in that folder, never a path out of it), stored
-/// unless `dry_run`.
-fn read_file(dir: &Path, file_name: &str, files: &Files, dry_run: bool) -> Result<FileRef, String> {
+/// The file `file_name` of `dir` (a name in that folder, never a path out of it), read but
+/// not stored.
+fn read_file(dir: &Path, file_name: &str, files: &Files) -> Result<Received, String> {
     let relative = Path::new(file_name);
     if !relative.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
         return Err("not a file of the folder beside the CSV".into());
@@ -212,12 +210,7 @@ fn read_file(dir: &Path, file_name: &str, files: &Files, dry_run: bool) -> Resul
     let bytes = std::fs::read(dir.join(relative)).map_err(|e| e.to_string())?;
     let mut incoming = files.begin().map_err(|e| e.to_string())?;
     incoming.write(&bytes).map_err(|e| e.to_string())?;
-    let (size, content_type) = (incoming.size(), incoming.content_type().to_string());
-    let sha256 = match dry_run {
-        true => incoming.digest(),
-        false => files.store().commit(incoming).map_err(|e| e.to_string())?,
-    };
-    Ok(FileRef { sha256, size, content_type, name: safe_file_name(file_name) })
+    Ok(Received::new(incoming, file_name))
 }
 
 /// RFC 3339, `YYYY-MM-DD HH:MM:SS` (UTC) or a date.
@@ -255,7 +248,7 @@ fn import_batch(
         let result = c.write_tx(|c| {
             let (mut new_ids, mut present) = (Vec::new(), 0);
             for row in rows {
-                let Ok(fields) = normalise(form.config(), &row.raw) else { continue };
+                let Ok(fields) = normalise_with(form.config(), &row.raw, &row.files) else { continue };
                 let identity = match &row.source_id {
                     Some(id) => format!("{}\nid\n{id}", o.source),
                     None => format!("{}\nrow\n{}\n{}", o.source, fields.to_json(), row.received_at),

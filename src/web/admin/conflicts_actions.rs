@@ -10,7 +10,7 @@ use crate::base::format::reference;
 use crate::config::Form;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
-use crate::domain::{normalise, ConflictStatus, OperationId, RawFields, SubmissionId};
+use crate::domain::{normalise_with, split_stored, ConflictStatus, OperationId, SubmissionId};
 use crate::services::accept::{Acceptor, Intake, Outcome};
 use crate::services::request_log::Channel;
 use crate::web::admin::audit;
@@ -183,8 +183,8 @@ fn accept_content(
     row: &ConflictRow,
     form: Form,
 ) -> Result<SubmissionId, AcceptAsNewError> {
-    let raw: RawFields = fields_of(row.fields_json.as_deref()).into_iter().collect();
-    let fields = normalise(&*form, &raw).map_err(|errors| {
+    let (raw, files) = split_stored(&*form, fields_of(row.fields_json.as_deref()));
+    let fields = normalise_with(&*form, &raw, &files).map_err(|errors| {
         let problems: Vec<String> = errors.summary();
         AcceptAsNewError::Unfit(problems.join("; "))
     })?;

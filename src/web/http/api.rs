@@ -80,7 +80,7 @@ async fn submit_json(
     }
     let bytes = read_limited(req, payload, form.max_body_bytes).await?;
     let (body_key, raw) = parse_json(&bytes, form)?;
-    let raw = super::uploads::resolve(state, form, raw).await?;
+    let (raw, files) = super::uploads::resolve(state, form, raw).await?;
     let mut raw = super::journey::with_header(req, raw);
     let key = resolve_key(req.headers().get("Idempotency-Key"), body_key.as_deref(), form.allow_keyless_api)?;
     let mut screening = Screening::take(form, &mut raw, false, gate.proxies.client_of(req));
@@ -91,8 +91,9 @@ async fn submit_json(
         channel: Channel::Api,
         operation_id: key.clone(),
         raw: &raw,
+        files: &files,
         screening: &screening,
-        scans: state.files.scan(form, &raw).await,
+        scans: state.files.scan(form, &files).await,
     };
     let outcome =
         run_submit(state, request).await.map_err(|problem| Refusal { problem, key, raw: Vec::new() })?;

@@ -38,7 +38,7 @@ async fn file(
         let name = fields
             .as_deref()
             .and_then(|f| serde_json::from_str::<std::collections::BTreeMap<String, String>>(f).ok())
-            .and_then(|f| f.values().flat_map(|v| FileRef::all_in(v)).find(|r| r.sha256 == digest))
+            .and_then(|f| f.values().flat_map(|v| FileRef::stored_in(v)).find(|r| r.sha256 == digest))
             .map(|r| r.name);
         let bytes = files.store().read(&digest).ok();
         Ok::<_, crate::db::DbError>((!spam).then_some((name, bytes)))

@@ -13,8 +13,9 @@ use super::{RateLimiter, TrustedProxies};
 use crate::base::format::reference;
 use crate::base::i18n::{negotiate, Locale};
 use crate::config::{Form, FormConfig};
-use crate::domain::{FieldErrors, OperationId};
+use crate::domain::{normalise_with, Attached, FieldErrors, OperationId, RawFields};
 use crate::services::accept::{Outcome, SubmitRequest};
+use crate::services::files;
 use crate::services::request_log::Channel;
 use crate::services::spam::Screening;
 use crate::web::render::html;
@@ -124,13 +125,17 @@ async fn post_fields(
     payload: web::Payload,
 ) -> Result<Outcome, Refusal> {
     check_rate(gate, form, req)?;
-    let raw = match media_type(req.headers()).as_deref() {
+    let (raw, received) = match media_type(req.headers()).as_deref() {
         Some("application/x-www-form-urlencoded") => {
-            parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?
+            let raw = parse_urlencoded(&read_limited(req, payload, form.max_body_bytes).await?)?;
+            // A file field's value is an upload's ID, resolved by the store, never a file.
+            let (raw, files) = super::uploads::resolve(state, form, raw).await?;
+            (raw, PostFiles::Stored(files))
         }
         Some("multipart/form-data") => {
             let deadline = std::time::Duration::from_millis(state.config.server.body_timeout_ms);
-            super::multipart::read(req, payload, form, &state.files, deadline).await?
+            let (raw, files) = super::multipart::read(req, payload, form, &state.files, deadline).await?;
+            (raw, PostFiles::Streamed(files))
         }
         _ => {
             return Err(Problem::new(
@@ -148,17 +153,48 @@ async fn post_fields(
     let mut raw = super::journey::with_header(req, raw);
     let mut screening = Screening::take(form, &mut raw, true, gate.proxies.client_of(req));
     screening.locale = form.visitor_locale(accept_language(req.headers()));
+    let files = match received.keep_if_valid(state, form, &raw).await {
+        Ok(files) => files,
+        Err(problem) => return Err(Refusal { problem, key, raw }),
+    };
     let request = SubmitRequest {
         form,
         channel: Channel::Html,
         operation_id: key.clone(),
         raw: &raw,
+        files: &files,
         screening: &screening,
-        scans: state.files.scan(form, &raw).await,
+        scans: state.files.scan(form, &files).await,
     };
     match run_submit(state, request).await {
         Ok(outcome) => Ok(outcome),
         Err(problem) => Err(Refusal { problem, key, raw }),
+    }
+}
+
+/// The files of a form post: uploads it named (already stored), or parts it streamed in,
+/// stored only once the whole post is valid (a refused post leaves the store as it was).
+enum PostFiles {
+    Stored(Attached),
+    Streamed(Vec<(String, files::Received)>),
+}
+
+impl PostFiles {
+    async fn keep_if_valid(
+        self,
+        state: &AppState,
+        form: &Form,
+        raw: &RawFields,
+    ) -> Result<Attached, Problem> {
+        match self {
+            PostFiles::Stored(files) => Ok(files),
+            PostFiles::Streamed(parts) if parts.is_empty() => Ok(Attached::new()),
+            PostFiles::Streamed(parts) => {
+                let files: Attached = parts.iter().map(|(n, r)| (n.clone(), r.file.clone())).collect();
+                normalise_with(&**form, raw, &files).map_err(Problem::invalid_fields)?;
+                state.files.keep(parts).await.map_err(super::multipart::not_stored)
+            }
+        }
     }
 }
 

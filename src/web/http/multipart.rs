@@ -1,7 +1,10 @@
 //! `multipart/form-data` read as it streams in: text parts into memory (within the form's
-//! `max_body_bytes`), the file parts of its `file` fields into the file store (each within
-//! its field's `max_bytes`, all within the form's `max_files_bytes`), hashed on the way.
-//! A file part becomes the field's `FileRef` value; a visitor's text never does.
+//! `max_body_bytes`), the file parts of its `file` fields towards the file store, hashed on
+//! the way. Each file part is checked before its bytes reach the store (its field's
+//! `max_files`, then the type its first bytes show against `accept`) and while they stream
+//! (`max_bytes`, the form's `max_files_bytes`); the files are `Received`, not yet stored: the
+//! handler keeps them once the whole request is valid, so a refused post stores nothing. A
+//! file part becomes a `FileRef`; a visitor's text never does.
 
 use actix_multipart::{Field, Multipart, MultipartError};
 use actix_web::{web, HttpRequest};
@@ -10,8 +13,14 @@ use futures_util::StreamExt;
 use super::body::{clip, declared_length, late, malformed, too_large};
 use super::problem::{Problem, ProblemKind};
 use crate::config::FormConfig;
-use crate::domain::{human_size, FieldConfig, FieldError, FieldErrors, RawFields};
-use crate::services::files::{Files, Incoming};
+use crate::domain::{
+    accepts_type, human_size, safe_file_name, FieldConfig, FieldError, FieldErrors, RawFields,
+};
+use crate::services::files::gate::{FileGate, Refused};
+use crate::services::files::{Files, Incoming, Received};
+
+/// A multipart post as read: its text pairs, and its files by field, received but not stored.
+pub type Parts = (RawFields, Vec<(String, Received)>);
 
 /// Parts a multipart form may have.
 const MAX_PARTS: usize = 256;
@@ -24,7 +33,7 @@ pub async fn read(
     form: &FormConfig,
     files: &Files,
     deadline: std::time::Duration,
-) -> Result<RawFields, Problem> {
+) -> Result<Parts, Problem> {
     let read = async {
         // Posts with files wait for a turn (`Files::turn`); a form without file fields takes none.
         let _turn = match form.has_file_field() {
@@ -41,13 +50,14 @@ async fn read_parts(
     payload: web::Payload,
     form: &FormConfig,
     files: &Files,
-) -> Result<RawFields, Problem> {
+) -> Result<Parts, Problem> {
     let limit = form.max_body_bytes as u64 + if form.has_file_field() { form.max_files_bytes } else { 0 };
     if declared_length(req.headers()).is_some_and(|n| n > limit) {
         return Err(too_large(usize::try_from(limit).unwrap_or(usize::MAX)));
     }
     let mut multipart = Multipart::new(req.headers(), payload);
     let mut fields = RawFields::new();
+    let mut received: Vec<(String, Received)> = Vec::new();
     let (mut text_bytes, mut file_bytes, mut parts) = (0usize, 0u64, 0usize);
     while let Some(part) = multipart.next().await {
         let mut part = part.map_err(refused)?;
@@ -59,11 +69,15 @@ async fn read_parts(
         let file_name = part.content_disposition().and_then(|d| d.get_filename()).map(String::from);
         match (form.field(&name).filter(|f| f.is_file()), file_name) {
             (Some(field), Some(file_name)) => {
-                let Some(incoming) = receive(&mut part, field, form, &mut file_bytes, files).await? else {
+                if received.iter().filter(|(n, _)| *n == name).count() >= field.max_files() {
+                    return Err(invalid(field, FieldError::TooManyFiles { max: field.max_files() }));
+                }
+                let file_name = safe_file_name(&file_name);
+                let taken = receive(&mut part, field, &file_name, form, &mut file_bytes, files).await?;
+                let Some(incoming) = taken else {
                     continue; // no file chosen: the browser sends an empty part
                 };
-                let file = files.finish(incoming, &file_name).await.map_err(not_stored)?;
-                fields.push((name, file.to_value()));
+                received.push((name, Received::new(incoming, &file_name)));
             }
             // A file field's value is a file, never text (nor a file where text is due).
             (Some(_), None) => drain(&mut part).await?,
@@ -84,20 +98,23 @@ async fn read_parts(
             }
         }
     }
-    Ok(fields)
+    Ok((fields, received))
 }
 
-/// Streams one file part into the store; `None` for an empty part (no file chosen). Past
-/// the field's `max_bytes` it answers 422 `file_too_large` at once, past the form's total
-/// 413, without reading further.
+/// Streams one file part towards the store; `None` for an empty part (no file chosen). Its
+/// bytes reach the store only once their type is one `field.accept` takes (422
+/// `invalid_file_type` before). Past the field's `max_bytes` it answers 422
+/// `file_too_large` at once, past the form's total 413, without reading further.
 async fn receive(
     part: &mut Field,
     field: &FieldConfig,
+    file_name: &str,
     form: &FormConfig,
     total: &mut u64,
     files: &Files,
 ) -> Result<Option<Incoming>, Problem> {
-    let mut incoming = files.begin().map_err(not_stored)?;
+    let allowed = |content_type: &str| accepts_type(field, content_type, file_name);
+    let mut gate = FileGate::new(files);
     while let Some(chunk) = part.next().await {
         let chunk = chunk.map_err(refused)?;
         *total += chunk.len() as u64;
@@ -107,15 +124,28 @@ async fn receive(
                 format!("this form accepts files of at most {} together", human_size(form.max_files_bytes)),
             ));
         }
-        incoming.write(&chunk).map_err(not_stored)?;
-        if field.max_bytes.is_some_and(|max| incoming.size() > max) {
-            let mut errors = FieldErrors::default();
-            errors
-                .add(&field.name, FieldError::FileTooLarge { max: human_size(field.max_bytes.unwrap_or(0)) });
-            return Err(Problem::invalid_fields(errors));
+        gate.write(&chunk, allowed).map_err(|e| gate_refusal(field, e))?;
+        if field.max_bytes.is_some_and(|max| gate.size() > max) {
+            let max = human_size(field.max_bytes.unwrap_or(0));
+            return Err(invalid(field, FieldError::FileTooLarge { max }));
         }
     }
-    Ok((incoming.size() > 0).then_some(incoming))
+    gate.end(allowed).map_err(|e| gate_refusal(field, e))
+}
+
+/// A file part its field does not take (422), or one the store could not take (503).
+fn gate_refusal(field: &FieldConfig, e: Refused) -> Problem {
+    match e {
+        Refused::Type(_) => invalid(field, FieldError::InvalidFileType { accepted: field.accept.clone() }),
+        Refused::Store(e) => not_stored(e),
+    }
+}
+
+/// The 422 of one field's error.
+fn invalid(field: &FieldConfig, error: FieldError) -> Problem {
+    let mut errors = FieldErrors::default();
+    errors.add(&field.name, error);
+    Problem::invalid_fields(errors)
 }
 
 async fn drain(part: &mut Field) -> Result<(), Problem> {

@@ -1,6 +1,7 @@
 //! Files for the JSON API: `POST /api/forms/{form}/uploads` streams one file (the raw body)
-//! into the file store and answers its `upl_…` ID, which a submission then names in its
-//! file field; the uploads a JSON submission names are resolved here, before validation.
+//! into the file store, if one of the form's file fields takes its type, and answers its
+//! `upl_…` ID, which a submission then names in its file field; the uploads a submission
+//! names are resolved here, before validation.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
@@ -12,7 +13,8 @@ use super::problem::{Problem, ProblemKind};
 use super::submit::{check_rate, db_problem, record_refusal, Gate, Refusal};
 use super::{RateLimiter, TrustedProxies};
 use crate::config::Form;
-use crate::domain::RawFields;
+use crate::domain::{accepts_type, safe_file_name, Attached, RawFields};
+use crate::services::files::gate::{FileGate, Refused};
 use crate::services::files::{self, ResolveError};
 use crate::web::state::AppState;
 
@@ -66,23 +68,28 @@ async fn receive(
         return Err(too_big());
     }
     let deadline = std::time::Duration::from_millis(state.config.server.body_timeout_ms);
+    // Percent-encoded (or raw UTF-8) by the client; made safe to show.
+    let name = req.headers().get("Onceform-File-Name").map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let name = percent_encoding::percent_decode_str(name.as_deref().unwrap_or("file")).decode_utf8_lossy();
+    let name = safe_file_name(&name);
+    // A type none of the form's file fields takes is refused before it reaches the store.
+    let allowed = |content_type: &str| {
+        form.fields.iter().filter(|f| f.is_file()).any(|f| accepts_type(f, content_type, &name))
+    };
     let stored = tokio::time::timeout(deadline, async {
         let _turn = state.files.turn().await;
-        let mut incoming = state.files.begin().map_err(not_stored)?;
+        let mut gate = FileGate::new(&state.files);
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|e| unreadable(&e))?;
-            incoming.write(&chunk).map_err(not_stored)?;
-            if incoming.size() > limit {
+            gate.write(&chunk, allowed).map_err(refused_type)?;
+            if gate.size() > limit {
                 return Err(too_big());
             }
         }
-        if incoming.size() == 0 {
-            return Err(malformed("the body is empty; send the file's bytes"));
-        }
-        // Percent-encoded (or raw UTF-8) by the client; made safe by `safe_file_name`.
-        let name = req.headers().get("Onceform-File-Name").map(|v| String::from_utf8_lossy(v.as_bytes()));
-        let name = name.as_deref().unwrap_or("file");
-        let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy().into_owned();
+        let incoming = gate
+            .end(allowed)
+            .map_err(refused_type)?
+            .ok_or_else(|| malformed("the body is empty; send the file's bytes"))?;
         state.files.finish(incoming, &name).await.map_err(not_stored)
     })
     .await
@@ -100,15 +107,31 @@ async fn receive(
     }))
 }
 
-/// `raw` with the uploads its file fields name replaced by their files.
-pub async fn resolve(state: &AppState, form: &Form, mut raw: RawFields) -> Result<RawFields, Refusal> {
+/// A type none of the form's fields takes (415), or a file the store could not take (503).
+fn refused_type(e: Refused) -> Problem {
+    match e {
+        Refused::Type(t) => Problem::new(
+            ProblemKind::UnsupportedMediaType,
+            format!("no file field of this form takes {t} files (the type is read from the content)"),
+        ),
+        Refused::Store(e) => not_stored(e),
+    }
+}
+
+/// `raw` without its file fields' values, and the files the uploads they name hold.
+pub async fn resolve(
+    state: &AppState,
+    form: &Form,
+    mut raw: RawFields,
+) -> Result<(RawFields, Attached), Refusal> {
     if !form.has_file_field() {
-        return Ok(raw);
+        return Ok((raw, Attached::new()));
     }
     let (pool, f) = (state.pool.clone(), form.clone());
-    let resolved = web::block(move || files::resolve_uploads(&pool, f.name(), &f, &mut raw).map(|()| raw))
-        .await
-        .map_err(|_| Problem::unavailable())?;
+    let resolved =
+        web::block(move || files::resolve_uploads(&pool, f.name(), &f, &mut raw).map(|a| (raw, a)))
+            .await
+            .map_err(|_| Problem::unavailable())?;
     resolved.map_err(|e| match e {
         ResolveError::Invalid(errors) => Problem::invalid_fields(errors).into(),
         ResolveError::Store(e) => db_problem(e).into(),

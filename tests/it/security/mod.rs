@@ -2,6 +2,7 @@
 
 pub mod captcha;
 pub mod erasure;
+pub mod forged_files;
 pub mod headers;
 pub mod hooks;
 pub mod public_hardening;

@@ -98,7 +98,7 @@ async fn an_embedded_file_is_uploaded_once_and_submitted_once_through_a_lost_ans
         v => v.as_str().unwrap_or_else(|| panic!("drawing: {stored}")).to_string(),
     };
     let mut files: Vec<_> =
-        FileRef::all_in(&value).into_iter().map(|f| (f.sha256, f.size, f.content_type, f.name)).collect();
+        FileRef::stored_in(&value).into_iter().map(|f| (f.sha256, f.size, f.content_type, f.name)).collect();
     files.sort_by(|a, b| a.3.cmp(&b.3));
     assert_eq!(
         files,

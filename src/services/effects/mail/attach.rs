@@ -43,7 +43,7 @@ pub fn download_path(job: &Job, sha256: &str) -> String {
 
 /// A file field's value as the files' names, one per line (a confirmation's echo).
 pub fn names(value: &str) -> String {
-    FileRef::all_in(value).iter().map(|f| f.name.clone()).collect::<Vec<_>>().join("\n")
+    FileRef::stored_in(value).iter().map(|f| f.name.clone()).collect::<Vec<_>>().join("\n")
 }
 
 impl Attach {

@@ -35,7 +35,10 @@ const PROBLEM_TYPES: &[(&str, &str)] = &[
     ("method-not-allowed", "405: the resource exists; `Allow` lists its methods"),
     ("request-timeout", "408: the body did not arrive within the deadline"),
     ("payload-too-large", "413: the body is over the form's `max_body_bytes`"),
-    ("unsupported-media-type", "415: the JSON API takes `application/json`"),
+    (
+        "unsupported-media-type",
+        "415: the JSON API takes `application/json`; an upload's content is of a type no file field of the form accepts",
+    ),
     ("rate-limited", "429: too many requests from this client; retry after `Retry-After`"),
     (
         "service-unavailable",

@@ -201,6 +201,8 @@ fn uploads_path(name: &str, tag: &str) -> Value {
             "400": problem("The body is empty or could not be read", &["malformed-body"]),
             "404": problem("This form takes no files", &["not-found"]),
             "413": problem("Larger than the form's file fields take", &["payload-too-large"]),
+            "415": problem("Of a type (read from its first bytes) that none of the form's file fields \
+                accepts; nothing was stored", &["unsupported-media-type"]),
             "429": problem_retry("Rate limited", &["rate-limited"]),
             "503": problem_retry("The file could not be stored", &["service-unavailable"])
         }
