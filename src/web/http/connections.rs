@@ -57,7 +57,7 @@ impl ConnectionLimits {
 }
 
 /// The I/O error kind a body cut by its deadline ends with (see [`is_deadline`]).
-const DEADLINE_KIND: std::io::ErrorKind = std::io::ErrorKind::TimedOut;
+pub(super) const DEADLINE_KIND: std::io::ErrorKind = std::io::ErrorKind::TimedOut;
 
 /// Wraps the request's body so that reading it fails once `deadline` has passed, and so that
 /// its connection reads on as the handler takes it (the connection's [`ReadCredit`], renewed

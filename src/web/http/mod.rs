@@ -25,6 +25,7 @@ mod request_id;
 mod security_headers;
 mod static_sites;
 mod submit;
+mod upload_pace;
 mod uploads;
 
 use std::net::TcpListener;

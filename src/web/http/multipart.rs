@@ -7,8 +7,12 @@
 //! file part becomes a `FileRef`; a visitor's text never does.
 
 use actix_multipart::{Field, Multipart, MultipartError};
+use actix_web::error::PayloadError;
+use actix_web::web::Bytes;
 use actix_web::{web, HttpRequest};
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
+
+use super::upload_pace::Paced;
 
 use super::body::{clip, declared_length, late, malformed, too_large};
 use super::problem::{Problem, ProblemKind};
@@ -35,19 +39,22 @@ pub async fn read(
     deadline: std::time::Duration,
 ) -> Result<Parts, Problem> {
     let read = async {
-        // Posts with files wait for a turn (`Files::turn`); a form without file fields takes none.
-        let _turn = match form.has_file_field() {
-            true => files.turn().await,
-            false => None,
-        };
-        read_parts(req, payload, form, files).await
+        // Posts with files wait for a turn (`Files::turn`), then keep up its pace or lose it; a
+        // form without file fields takes none.
+        match form.has_file_field() {
+            true => {
+                let _turn = files.turn().await;
+                read_parts(req, Paced::new(payload), form, files).await
+            }
+            false => read_parts(req, payload, form, files).await,
+        }
     };
     tokio::time::timeout(deadline, read).await.unwrap_or_else(|_| Err(late()))
 }
 
 async fn read_parts(
     req: &HttpRequest,
-    payload: web::Payload,
+    payload: impl Stream<Item = Result<Bytes, PayloadError>> + 'static,
     form: &FormConfig,
     files: &Files,
 ) -> Result<Parts, Problem> {

@@ -11,6 +11,7 @@ use super::body::{declared_length, late, malformed, too_large, unreadable};
 use super::multipart::not_stored;
 use super::problem::{Problem, ProblemKind};
 use super::submit::{check_rate, db_problem, record_refusal, Gate, Refusal};
+use super::upload_pace::Paced;
 use super::{RateLimiter, TrustedProxies};
 use crate::config::Form;
 use crate::domain::{accepts_type, safe_file_name, Attached, RawFields};
@@ -78,6 +79,7 @@ async fn receive(
     };
     let stored = tokio::time::timeout(deadline, async {
         let _turn = state.files.turn().await;
+        let mut payload = Paced::new(&mut payload);
         let mut gate = FileGate::new(&state.files);
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|e| unreadable(&e))?;

@@ -9,3 +9,4 @@ pub mod public_hardening;
 pub mod refusals;
 pub mod small;
 pub mod spam;
+pub mod upload_turns;
