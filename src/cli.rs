@@ -58,6 +58,9 @@ pub enum Command {
     Worker,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Check the configuration, then have the running `serve` put its forms in force
+    /// (SIGHUP to the process in [server] pid_file); a bad file changes nothing.
+    Reload,
     /// Validate the configuration and exit.
     CheckConfig {
         /// Also connect to the database (with a deadline) and report whether it answers.
@@ -249,7 +252,8 @@ pub fn run(args: Args) -> Result<(), Exit> {
             println!("{report}");
             Ok(())
         }
-        Command::Serve => startup::serve(config).map_err(Exit::failure),
+        Command::Reload => reload(&config),
+        Command::Serve => startup::serve(config, args.config.clone()).map_err(Exit::failure),
         Command::Worker => startup::worker(config).map_err(Exit::failure),
     }
 }
@@ -316,6 +320,25 @@ fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
         Ok(Err(e)) => return Err(Exit::failure(format!("database ({backend}): {e}"))),
         Err(_) => return Err(Exit::failure(format!("database ({backend}): no answer within {secs} s"))),
     }
+    Ok(())
+}
+
+/// `reload`: the configuration passed `load`'s checks; signal the running server.
+fn reload(config: &Config) -> Result<(), Exit> {
+    let path = &config.server.pid_file;
+    let pid = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.trim().parse::<libc::pid_t>().ok())
+        .filter(|pid| *pid > 0)
+        .ok_or_else(|| {
+            Exit::failure(format!("no server's process ID in {path}: is `onceform serve` running?"))
+        })?;
+    // SAFETY: kill takes plain integers; it only sends SIGHUP to that process.
+    if unsafe { libc::kill(pid, libc::SIGHUP) } != 0 {
+        let error = std::io::Error::last_os_error();
+        return Err(Exit::failure(format!("cannot signal process {pid} (from {path}): {error}")));
+    }
+    println!("configuration checked; process {pid} reloads its forms (its log says when they are in force)");
     Ok(())
 }
 

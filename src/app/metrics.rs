@@ -42,6 +42,12 @@ async fn metrics(
             let mut out = String::with_capacity(text.len() + 512);
             out.push_str(&text);
             state.refused.render(&mut out);
+            out.push_str(&format!(
+                "# HELP onceform_config_reload_failures_total Configuration reloads refused since the start \
+                 (the forms in force stayed).\n# TYPE onceform_config_reload_failures_total counter\n\
+                 onceform_config_reload_failures_total {}\n",
+                state.forms.failures()
+            ));
             crate::web::hooks::metrics::render_spool(&mut out, &hooks, now());
             throttle.render_metrics(&mut out);
             crate::db::primary_pg::render_metrics(&mut out);

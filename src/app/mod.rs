@@ -14,7 +14,7 @@ use actix_web::dev::Server;
 use actix_web::web;
 
 use crate::base::traffic::Traffic;
-use crate::config::Config;
+use crate::config::{Config, LiveForms};
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
@@ -36,6 +36,8 @@ pub struct Application {
     hooks: Hooks,
     /// The acceptor's write path, which the spool's replay shares.
     writes: Writes,
+    /// The forms in force, which a reload replaces.
+    forms: Arc<LiveForms>,
 }
 
 impl Application {
@@ -66,6 +68,7 @@ impl Application {
         let spool = hooks.get_ref().clone();
         let spam = SpamGuard::new(crate::base::secret::load(&config.server.secret_file)?)?;
         let state = web::Data::new(AppState::new(config.clone(), pool.clone(), acceptor, spam));
+        let forms = state.forms.clone();
         let mount = move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(state.clone())
                 .app_data(metrics_cache.clone())
@@ -79,11 +82,16 @@ impl Application {
                 .configure(crate::web::hooks::routes);
         };
         let server = crate::web::http::server(listener, &config, traffic, mount)?;
-        Ok(Application { port, server, deliveries, pool, hooks: spool, writes })
+        Ok(Application { port, server, deliveries, pool, hooks: spool, writes, forms })
     }
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The forms in force (`services::reload` puts a new configuration's in).
+    pub fn forms(&self) -> Arc<LiveForms> {
+        self.forms.clone()
     }
 
     /// The queue of delivery rows written in the background (tests flush it before counting).

@@ -1,7 +1,7 @@
 //! Start-up: what `serve` and `worker` build before they run, and the store every command
 //! that touches data opens first. `serve` builds the state and the listener
 //! (`Application::build`) beside the workers and the retention schedule, then runs until
-//! SIGINT or SIGTERM.
+//! SIGINT or SIGTERM; SIGHUP reloads its forms (`services::reload`).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -32,8 +32,9 @@ pub fn open_store(config: &Config) -> anyhow::Result<(Pool, Arc<Keyring>)> {
 }
 
 /// `onceform serve`: the HTTP server, with the workers (unless `worker.enabled = false`)
-/// and the retention schedule beside it, until SIGINT or SIGTERM.
-pub fn serve(config: Config) -> anyhow::Result<()> {
+/// and the retention schedule beside it, until SIGINT or SIGTERM. SIGHUP re-reads `source`
+/// (the configuration file; `None`: the built-in demo) and puts its forms in force.
+pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     let (pool, keyring) = open_store(&config)?;
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
@@ -53,7 +54,10 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
             let period = std::time::Duration::from_secs(30);
             actix_web::rt::spawn(crate::services::files::rescan_every(writes, files, period));
         }
+        let hangups = crate::services::reload::catch_hangups()?;
         let app = Application::build(config.clone(), pool, keyring, traffic)?;
+        actix_web::rt::spawn(crate::services::reload::on_hangup(hangups, source, app.forms()));
+        write_pid_file(&config.server.pid_file);
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
         announce(&config, &base, first_admin.as_deref());
         tracing::info!(database = config.database.url.backend(), "serving");
@@ -68,6 +72,17 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
         let _ = handle.join();
     }
     served
+}
+
+/// Writes this process's ID to `path` (where `onceform reload` finds whom to signal).
+fn write_pid_file(path: &str) {
+    let write = std::path::Path::new(path)
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(path, format!("{}\n", std::process::id())));
+    if let Err(error) = write {
+        tracing::warn!(%error, path, "the process ID could not be written: `onceform reload` cannot find it");
+    }
 }
 
 /// Where the server listens, the first form, and where a first admin's password was written.
@@ -100,6 +115,7 @@ pub fn worker(config: Config) -> anyhow::Result<()> {
             shutdown_signal().await;
             let _ = stop.send(true);
         });
+        tokio::spawn(hangups_wait_for_restart());
         let mut out = std::io::stdout();
         let _ = writeln!(out, "onceform worker {} running", worker.owner());
         let _ = out.flush();
@@ -172,6 +188,16 @@ fn yield_to_requests() {
     // SAFETY: setpriority takes plain integers and changes only this thread's nice value.
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE);
+    }
+}
+
+/// `onceform worker` keeps running on SIGHUP (whose default would end it): its effect
+/// settings are read at start, so a change to them takes effect when it is restarted.
+async fn hangups_wait_for_restart() {
+    if let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        while hangups.recv().await.is_some() {
+            tracing::info!("SIGHUP: the worker's settings take effect when it is restarted");
+        }
     }
 }
 

@@ -44,6 +44,8 @@ pub struct ServerConfig {
     pub metrics_cache_ms: u64,
     /// Where the first start writes the generated admin password (mode 0600).
     pub initial_password_file: String,
+    /// Where `serve` writes its process ID, for `onceform reload` to signal.
+    pub pid_file: String,
     /// Where the server secret is generated once when `ONCEFORM_SECRET` is not set.
     pub secret_file: String,
     /// Where webhook sources with `when_store_down = "spool"` keep the deliveries the
@@ -82,6 +84,7 @@ impl Default for ServerConfig {
             metrics_token: None,
             metrics_cache_ms: 5_000,
             initial_password_file: "./data/initial-admin-password".into(),
+            pid_file: "./data/onceform.pid".into(),
             secret_file: "./data/secret".into(),
             spool_dir: "./data/spool".into(),
             spool_max_bytes: 64 * 1024 * 1024,

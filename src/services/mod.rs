@@ -8,6 +8,7 @@ pub mod duplicates;
 pub mod effects;
 pub mod files;
 pub mod lifecycle;
+pub mod reload;
 pub mod request_log;
 pub mod scan;
 pub mod spam;

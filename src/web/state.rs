@@ -4,10 +4,9 @@
 //! metrics cache) are registered beside it by `app` as `web::Data` of their own type, so that
 //! this module imports nothing above `accept` and every area can depend on it.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::config::{Config, Form};
+use crate::config::{Config, Form, Forms, LiveForms};
 use crate::db::Pool;
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
@@ -16,9 +15,11 @@ use crate::services::request_log::RefusedCounts;
 use crate::services::spam::SpamGuard;
 
 pub struct AppState {
+    /// The configuration the process started with (its forms may have been reloaded since:
+    /// `forms`).
     pub config: Arc<Config>,
-    /// `config.forms`, each shared with the threads that accept its submissions.
-    pub forms: BTreeMap<String, Form>,
+    /// The forms in force (`SIGHUP` and `onceform reload` put a new configuration's in).
+    pub forms: Arc<LiveForms>,
     pub pool: Pool,
     pub acceptor: Acceptor,
     /// The server secret's keyed digests (the acceptor's: `Acceptor::keyring`).
@@ -33,16 +34,20 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(config: Arc<Config>, pool: Pool, acceptor: Acceptor, spam: SpamGuard) -> AppState {
-        let forms =
-            config.forms.iter().map(|(name, form)| (name.clone(), Form::new(name, form.clone()))).collect();
+        let forms = Arc::new(LiveForms::new(config.clone()));
         let refused = RefusedCounts::new(config.forms.keys());
         let keyring = acceptor.keyring().clone();
         let files = Files::of(&config.server);
         AppState { config, forms, pool, acceptor, keyring, spam, refused, files }
     }
 
-    /// The form named `name`, if it is configured.
-    pub fn form(&self, name: &str) -> Option<&Form> {
-        self.forms.get(name)
+    /// The form named `name` as in force now, if it is configured.
+    pub fn form(&self, name: &str) -> Option<Form> {
+        self.forms.now().get(name).cloned()
+    }
+
+    /// The forms in force now: a page that lists or reads several keeps one set.
+    pub fn forms(&self) -> Arc<Forms> {
+        self.forms.now()
     }
 }

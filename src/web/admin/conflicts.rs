@@ -157,8 +157,9 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
         Err(e) => return db_failure(e),
     };
     let counts = status_counts(&STATUSES, &counts);
+    let forms = state.forms();
     let rows = rows.into_iter().map(|r| {
-        let form = state.config.form(&r.form);
+        let form = forms.config.form(&r.form);
         ConflictView::new(r, form)
     });
     let page = ListPage {
@@ -191,7 +192,8 @@ async fn detail(
         Ok(Err(e)) => return db_failure(e),
         Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
     };
-    let form = state.config.form(&row.form);
+    let forms = state.forms();
+    let form = forms.config.form(&row.form);
     let page = DetailPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
         c: ConflictView::new(row, form),

@@ -137,7 +137,7 @@ async fn accept_as_new(
         Some(row) if row.fields_json.is_none() => return Err(ConflictActionError::Purged),
         Some(row) => row,
     };
-    let Some(form) = state.form(&row.form).cloned() else {
+    let Some(form) = state.form(&row.form) else {
         return Err(ConflictActionError::FormGone(row.form));
     };
     let acceptor = state.acceptor.clone();

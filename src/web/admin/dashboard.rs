@@ -57,6 +57,8 @@ struct DashboardPage {
     bar_width: i64,
     /// Per form: (name, redelivery spread p99, content window, keys window).
     spread: Vec<(String, String, String, String)>,
+    /// Why the last configuration reload failed, while no good one has loaded since.
+    reload_error: Option<String>,
 }
 
 async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
@@ -74,6 +76,7 @@ async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<
         .unwrap_or_default();
     let window = |w: Option<crate::config::Window>| w.map(|w| w.to_string()).unwrap_or_else(|| "–".into());
     let spread = state
+        .forms()
         .config
         .forms
         .iter()
@@ -94,6 +97,7 @@ async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<
         chart_height: TOP + CHART_HEIGHT + 24,
         bar_width: BAR_WIDTH,
         spread,
+        reload_error: state.forms.last_error(),
         d,
     };
     html(StatusCode::OK, &page)

@@ -141,7 +141,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             fields_of(o.and_then(|s| s.fields_json.as_deref())),
             fields_of(d.and_then(|s| s.fields_json.as_deref())),
         );
-        let fields = compare(state.config.form(&p.form), &of, &df);
+        let fields = compare(state.forms().config.form(&p.form), &of, &df);
         let evidence = state
             .config
             .form(&p.form)
@@ -166,7 +166,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     let same_sender = counts.iter().find(|(s, _)| *s == PairStatus::SameSender).map_or(0, |(_, n)| *n);
     let pairs_shown = pairs.len();
     let sizes: HashMap<SubmissionId, i64> = sizes.into_iter().collect();
-    let window = |form: &str| state.config.form(form).map_or(0, |f| f.duplicates.window_hours);
+    let window = |form: &str| state.forms().config.form(form).map_or(0, |f| f.duplicates.window_hours);
     let page = ListPage {
         chrome: Chrome::new(&user, "duplicates", q.flash.as_deref()),
         status,

@@ -41,7 +41,7 @@ impl ImportPage {
     fn new(state: &AppState, user: &SessionUser) -> ImportPage {
         ImportPage {
             chrome: Chrome::new(user, "retention", None),
-            forms: state.config.forms.keys().cloned().collect(),
+            forms: state.forms().config.forms.keys().cloned().collect(),
             limit_mib: IMPORT_LIMIT / (1024 * 1024),
             report: None,
             error: None,

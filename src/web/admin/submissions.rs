@@ -134,7 +134,7 @@ impl ListPage {
         ListPage {
             chrome: Chrome::new(user, "submissions", flash),
             forms: options(
-                any().chain(state.config.forms.keys().map(|k| (k.clone(), k.clone()))),
+                any().chain(state.forms().config.forms.keys().map(|k| (k.clone(), k.clone()))),
                 f.get("form").as_deref(),
             ),
             states: options(
@@ -183,7 +183,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
     p.pages = ((total + PAGE_SIZE - 1) / PAGE_SIZE).max(1);
     p.prev_href = (page > 1).then(|| href(page - 1));
     p.next_href = (page < p.pages).then(|| href(page + 1));
-    (p.rows, p.total, p.page) = (row_views(&state.config, rows, states), total, page);
+    (p.rows, p.total, p.page) = (row_views(&state.forms().config, rows, states), total, page);
     html(StatusCode::OK, &p)
 }
 
@@ -191,7 +191,9 @@ async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<Lis
     let (filter, filters) = (q.filters.filter(), q.filters.query_string());
     let bom = q.encoding.as_deref() != Some("utf-8");
     let (mut fields, mut file_fields): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
-    let forms = state.config.forms.iter().filter(|(name, _)| filter.form.as_ref().is_none_or(|f| f == *name));
+    let in_force = state.forms();
+    let forms =
+        in_force.config.forms.iter().filter(|(name, _)| filter.form.as_ref().is_none_or(|f| f == *name));
     for field in forms.flat_map(|(_, form)| form.fields.iter()) {
         if !fields.contains(&field.name) {
             fields.push(field.name.clone());
@@ -248,7 +250,7 @@ async fn search(state: web::Data<AppState>, user: SessionUser, form: web::Form<S
             Err(e) => return db_failure(e),
         };
         p.total = i64::try_from(rows.len()).unwrap_or(0);
-        p.rows = row_views(&state.config, rows, states);
+        p.rows = row_views(&state.forms().config, rows, states);
     }
     p.term = Some(term);
     html(StatusCode::OK, &p)
@@ -294,7 +296,9 @@ async fn detail(
     };
     let Some(found) = found else { return html(StatusCode::NOT_FOUND, &page) };
     let mut values = found.submission.fields();
-    for field in state.config.form(&found.submission.form).map(|f| f.fields.as_slice()).unwrap_or_default() {
+    for field in
+        state.forms().config.form(&found.submission.form).map(|f| f.fields.as_slice()).unwrap_or_default()
+    {
         if let Some(v) = values.remove(&field.name) {
             let shown = match field.kind {
                 FieldType::File => FileRef::shown_all(&v, "\n"),

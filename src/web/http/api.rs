@@ -55,12 +55,12 @@ async fn submit(
         }
     };
     let gate = Gate { limiter: &limiter, proxies: &proxies };
-    match submit_json(&state, &gate, f, &req, payload).await {
+    match submit_json(&state, &gate, &f, &req, payload).await {
         Ok(response) => response,
         Err(Refusal { problem, .. }) => {
             record_refusal(&state, Some(&form), &problem);
             let accept_language = req.headers().get("Accept-Language").and_then(|v| v.to_str().ok());
-            problem.response_in(Some(f), f.locale_for(accept_language))
+            problem.response_in(Some(&f), f.locale_for(accept_language))
         }
     }
 }

@@ -30,7 +30,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 async fn index(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     let locale = site_locale(&req);
-    let forms = state.config.forms.iter().map(|(n, f)| (n.clone(), f.title_in(locale).to_string())).collect();
+    let forms =
+        state.forms().config.forms.iter().map(|(n, f)| (n.clone(), f.title_in(locale).to_string())).collect();
     with_language(html(StatusCode::OK, &IndexPage { locale, forms }), locale)
 }
 
@@ -47,8 +48,8 @@ async fn show_form(state: web::Data<AppState>, form: web::Path<String>, req: Htt
     form_page(
         &state,
         StatusCode::OK,
-        f,
-        FormPage::new(f, locale, op.as_str(), &Vec::new(), &FieldErrors::default()),
+        &f,
+        FormPage::new(&f, locale, op.as_str(), &Vec::new(), &FieldErrors::default()),
     )
 }
 
@@ -83,7 +84,7 @@ async fn post_form(
     };
     let locale = f.locale_for(accept_language(req.headers()));
     let gate = Gate { limiter: &limiter, proxies: &proxies };
-    let result = post_fields(&state, &gate, f, &req, payload).await;
+    let result = post_fields(&state, &gate, &f, &req, payload).await;
     let Refusal { problem, key, raw } = match result {
         Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
             if let Some(thanks) = &f.redirect {
@@ -109,8 +110,8 @@ async fn post_form(
             form_page(
                 &state,
                 StatusCode::UNPROCESSABLE_ENTITY,
-                f,
-                FormPage::new(f, locale, op.as_str(), &raw, errors),
+                &f,
+                FormPage::new(&f, locale, op.as_str(), &raw, errors),
             )
         }
         _ => problem_page(&problem, Some(&form), locale),

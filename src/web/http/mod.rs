@@ -64,7 +64,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 /// The form named in the request, or 404.
-fn form<'a>(state: &'a AppState, name: &str) -> Result<&'a Form, problem::Problem> {
+fn form(state: &AppState, name: &str) -> Result<Form, problem::Problem> {
     state.form(name).ok_or_else(|| {
         problem::Problem::new(problem::ProblemKind::NotFound, "there is no form with this name")
     })

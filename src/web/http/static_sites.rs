@@ -57,7 +57,8 @@ struct EmbedQuery {
 /// (all shipped ones without a form) and the form's own locale as its default; the page's
 /// `lang` (or the form element's `data-onceform-lang`) picks among them.
 async fn embed_js(state: web::Data<AppState>, q: web::Query<EmbedQuery>) -> HttpResponse {
-    let form = q.form.as_deref().and_then(|n| state.config.form(n));
+    let in_force = state.forms();
+    let form = q.form.as_deref().and_then(|n| in_force.config.form(n));
     let (offered, default) = match form {
         Some(f) => (f.offered_locales(), f.locale_for(None)),
         None => (Locale::ALL.to_vec(), Locale::En),
@@ -87,10 +88,11 @@ async fn altcha_challenge(
     proxies: web::Data<TrustedProxies>,
     form: web::Path<String>,
 ) -> HttpResponse {
-    let captcha = match super::form(&state, &form) {
-        Ok(f) => f.captcha.as_ref().filter(|c| c.provider == CaptchaProvider::Altcha),
+    let f = match super::form(&state, &form) {
+        Ok(f) => f,
         Err(p) => return p.response(),
     };
+    let captcha = f.captcha.as_ref().filter(|c| c.provider == CaptchaProvider::Altcha);
     let Some(captcha) = captcha else {
         return Problem::new(ProblemKind::NotFound, "this form does not use ALTCHA").response();
     };

@@ -37,7 +37,7 @@ async fn upload(
         Err(problem) => return problem.response(),
     };
     let gate = Gate { limiter: &limiter, proxies: &proxies };
-    match receive(&state, &gate, f, &req, payload).await {
+    match receive(&state, &gate, &f, &req, payload).await {
         Ok(body) => HttpResponse::Created().json(body),
         Err(problem) => {
             record_refusal(&state, Some(&form), &problem);

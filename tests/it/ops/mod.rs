@@ -8,4 +8,5 @@ pub mod migration_record_owner;
 pub mod observability;
 pub mod priority;
 pub mod process_exit;
+pub mod reload;
 pub mod schema;

@@ -1,0 +1,115 @@
+//! The forms in force, swapped whole when the configuration is reloaded (`SIGHUP`,
+//! `onceform reload`): a request takes the set in force when it starts and finishes under
+//! it, so no request sees half of a reload. A reload that fails changes nothing; its error
+//! is kept (and counted) until a good one loads.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::{Config, Form};
+
+/// One configuration's forms, each shared with the threads that accept its submissions.
+#[derive(Debug)]
+pub struct Forms {
+    /// The configuration they were read from.
+    pub config: Arc<Config>,
+    by_name: BTreeMap<String, Form>,
+}
+
+impl Forms {
+    pub fn new(config: Arc<Config>) -> Forms {
+        let by_name =
+            config.forms.iter().map(|(name, form)| (name.clone(), Form::new(name, form.clone()))).collect();
+        Forms { config, by_name }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Form> {
+        self.by_name.get(name)
+    }
+
+    /// In name order.
+    pub fn iter(&self) -> impl Iterator<Item = &Form> {
+        self.by_name.values()
+    }
+}
+
+/// The forms in force and how the last reload went.
+#[derive(Debug)]
+pub struct LiveForms {
+    current: RwLock<Arc<Forms>>,
+    failures: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl LiveForms {
+    pub fn new(config: Arc<Config>) -> LiveForms {
+        LiveForms {
+            current: RwLock::new(Arc::new(Forms::new(config))),
+            failures: AtomicU64::new(0),
+            last_error: Mutex::default(),
+        }
+    }
+
+    /// The set in force now (a request keeps it to its end).
+    pub fn now(&self) -> Arc<Forms> {
+        match self.current.read() {
+            Ok(forms) => forms.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts `config`'s forms in force (a checked configuration), and forgets a failed reload.
+    pub fn put(&self, config: Config) {
+        let forms = Arc::new(Forms::new(Arc::new(config)));
+        match self.current.write() {
+            Ok(mut current) => *current = forms,
+            Err(poisoned) => *poisoned.into_inner() = forms,
+        }
+        self.set_error(None);
+    }
+
+    /// A reload that failed: nothing changes, and `error` is shown until a good one loads.
+    pub fn failed(&self, error: String) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.set_error(Some(error));
+    }
+
+    /// Reloads that failed since the start.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Why the last reload failed, while no good one has loaded since.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().map_or(None, |e| e.clone())
+    }
+
+    fn set_error(&self, error: Option<String>) {
+        if let Ok(mut last) = self.last_error.lock() {
+            *last = error;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_set_outlives_a_reload_and_a_failure_changes_nothing() {
+        let live = LiveForms::new(Arc::new(Config::builtin().unwrap()));
+        let before = live.now();
+        assert!(before.get("contact").is_some());
+        live.failed("line 3: unknown key".into());
+        assert_eq!((live.failures(), live.last_error().as_deref()), (1, Some("line 3: unknown key")));
+        assert!(Arc::ptr_eq(&before, &live.now()), "a failed reload changes nothing");
+        let mut next = Config::builtin().unwrap();
+        let contact = next.forms.remove("contact").unwrap();
+        next.forms.insert("quote".into(), contact);
+        live.put(next);
+        assert!(live.now().get("quote").is_some() && live.now().get("contact").is_none());
+        assert!(before.get("contact").is_some(), "a request's set is its own to its end");
+        assert_eq!((live.failures(), live.last_error()), (1, None), "a good reload clears the error");
+    }
+}

@@ -1,0 +1,166 @@
+//! Forms change without a restart: `onceform reload` (SIGHUP to `serve`) puts a checked
+//! configuration's forms in force while clients submit and retry, with no failed request and
+//! no wrong answer; a bad file changes nothing, is refused by `onceform reload` and, sent
+//! as a bare SIGHUP, is counted on `/metrics`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::on_both_backends;
+use crate::support::serve_process::ServeProcess;
+use crate::support::{Backend, TestDb};
+
+on_both_backends!(forms_reload_under_load_with_no_failed_request_and_no_wrong_answer);
+
+const CONTACT: &str = r#"
+[forms.contact]
+title = "Contact us"
+effects = []
+honeypot = ""
+min_fill_seconds = 0
+[[forms.contact.fields]]
+name = "email"
+type = "email"
+required = true
+[[forms.contact.fields]]
+name = "message"
+type = "textarea"
+required = true
+"#;
+
+/// The same contact form with an optional field more, and a second form.
+fn second_version() -> String {
+    format!(
+        "{CONTACT}[[forms.contact.fields]]\nname = \"company\"\ntype = \"text\"\n\n\
+         [forms.quote]\ntitle = \"Quote\"\neffects = []\nhoneypot = \"\"\n\
+         [[forms.quote.fields]]\nname = \"email\"\ntype = \"email\"\nrequired = true\n"
+    )
+}
+
+/// `onceform reload` in the server's working directory (its pid file is there).
+fn reload(dir: &Path, config: &Path, db: &TestDb) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_onceform"))
+        .args(["--config", config.to_str().unwrap(), "reload"])
+        .env("ONCEFORM_DATABASE_URL", &db.url)
+        .env("RUST_LOG", "off")
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+async fn submit(client: &reqwest::Client, base: &str, key: &str, body: &Value) -> (u16, Value) {
+    let resp = client
+        .post(format!("{base}/api/forms/contact/submissions"))
+        .header("Idempotency-Key", key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(backend: Backend) {
+    let db = TestDb::new(backend);
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("onceform-reload-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("onceform.toml");
+    std::fs::write(&config, CONTACT).unwrap();
+    let mut command = ServeProcess::command(&db.url, &["--config", config.to_str().unwrap()]);
+    command.current_dir(&dir);
+    let mut server = ServeProcess::start(command);
+    let base = server.address.clone();
+    let client = reqwest::Client::new();
+
+    // Clients submit and retry for three seconds while the file changes and is reloaded
+    // every 250 ms.
+    let until = Instant::now() + Duration::from_secs(3);
+    let clients: Vec<_> = (0..6)
+        .map(|c| {
+            let (client, base) = (client.clone(), base.clone());
+            tokio::spawn(async move {
+                let mut answered = 0;
+                for i in 0.. {
+                    if Instant::now() > until {
+                        break;
+                    }
+                    let key = format!("reload-{c}-{i}-{}", uuid::Uuid::new_v4().simple());
+                    let body =
+                        json!({"email": format!("c{c}.{i}@example.com"), "message": format!("inquiry {i}")});
+                    let (status, first) = submit(&client, &base, &key, &body).await;
+                    assert_eq!(status, 201, "{first}");
+                    let (status, again) = submit(&client, &base, &key, &body).await;
+                    assert_eq!(status, 200, "a retry replays: {again}");
+                    assert_eq!(again["submission_id"], first["submission_id"], "the same submission");
+                    answered += 2;
+                }
+                answered
+            })
+        })
+        .collect();
+    let mut reloads = 0;
+    while Instant::now() < until {
+        let text = if reloads % 2 == 0 { second_version() } else { CONTACT.to_string() };
+        std::fs::write(&config, text).unwrap();
+        let out = reload(&dir, &config, &db);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        reloads += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let mut answered = 0;
+    for c in clients {
+        answered += c.await.unwrap();
+    }
+    assert!(reloads >= 4 && answered > 50, "{reloads} reloads, {answered} answers");
+
+    // The last good file is in force: the second version, with its new form.
+    std::fs::write(&config, second_version()).unwrap();
+    assert!(reload(&dir, &config, &db).status.success());
+    let quote = || client.get(format!("{base}/f/quote")).send();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while quote().await.unwrap().status() != 200 {
+        assert!(Instant::now() < deadline, "the reloaded form is never served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A bad file: `onceform reload` refuses it and signals nothing; a bare SIGHUP is counted.
+    std::fs::write(&config, format!("{}\n[forms.contact.nonsense]\nx = 1\n", second_version())).unwrap();
+    let out = reload(&dir, &config, &db);
+    assert!(!out.status.success(), "a bad file is refused before the server is told");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nonsense"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = i32::try_from(server.child.id()).unwrap();
+    // SAFETY: sends SIGHUP to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    let failures = || async {
+        let metrics = client.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("onceform_config_reload_failures_total "))
+            .map(String::from)
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while failures().await.as_deref() != Some("1") {
+        assert!(Instant::now() < deadline, "the failed reload is not counted: {:?}", failures().await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(quote().await.unwrap().status(), 200, "a bad file changes nothing");
+    let (status, body) = submit(
+        &client,
+        &base,
+        &format!("after-{}", uuid::Uuid::new_v4().simple()),
+        &json!({
+            "email": "late@example.com", "message": "still served", "company": "the second version's field"
+        }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert!(server.child.try_wait().is_ok_and(|s| s.is_none()), "SIGHUP does not end the server");
+    let _ = std::fs::remove_dir_all(&dir);
+}
