@@ -13,7 +13,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use chrono::{Duration, NaiveDateTime};
 
-use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig};
+use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig, CLAMD_MAX_BYTES};
 use crate::db::files::FileRefs;
 use crate::db::models::Upload;
 use crate::db::{DbConnection, DbError, Pool, Writes};
@@ -43,6 +43,8 @@ pub struct Files {
     streaming: Arc<Semaphore>,
     /// Signed links to files (`[server] public_url` set): what the generic CRM gets.
     links: Option<FileLinks>,
+    /// The largest file clamd scans (`[server] clamd_max_bytes`).
+    scan_limit: u64,
 }
 
 /// The default of `[server] max_concurrent_uploads`.
@@ -50,7 +52,28 @@ pub const CONCURRENT_UPLOADS: usize = 8;
 
 impl Files {
     pub fn new(store: Arc<dyn BlobStore>, scanner: Option<Scanner>, max_concurrent: usize) -> Files {
-        Files { store, scanner, streaming: Arc::new(Semaphore::new(max_concurrent.max(1))), links: None }
+        Files {
+            store,
+            scanner,
+            streaming: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            links: None,
+            scan_limit: CLAMD_MAX_BYTES,
+        }
+    }
+
+    /// These files with `max` the largest file clamd scans.
+    pub fn with_scan_limit(mut self, max: u64) -> Files {
+        self.scan_limit = max;
+        self
+    }
+
+    /// The largest file `form` takes where its own limit is `max`: no larger than clamd
+    /// scans when the form scans (a longer stream would be a file clamd could not scan).
+    pub fn file_limit(&self, form: &FormConfig, max: u64) -> u64 {
+        match form.scan {
+            ScanMode::Clamd => max.min(self.scan_limit),
+            ScanMode::Off => max,
+        }
     }
 
     /// These files with signed links to them.
@@ -75,7 +98,7 @@ impl Files {
         Files::new(Arc::new(LocalStore::new(dir)), None, CONCURRENT_UPLOADS)
     }
 
-    /// The store and scanner `[server]` names (`files_dir`, `clamd`).
+    /// The store and scanner `[server]` names (`files_dir`, `clamd`, `clamd_max_bytes`).
     pub fn of(server: &ServerConfig) -> Files {
         let scanner = server.clamd.as_deref().and_then(|a| ScannerAddr::parse(a).ok());
         Files::new(
@@ -83,11 +106,11 @@ impl Files {
             scanner.map(|addr| Scanner::new(addr, SCAN_TIMEOUT)),
             server.max_concurrent_uploads,
         )
+        .with_scan_limit(server.clamd_max_bytes)
     }
 
     /// What the scanner says of each file `raw` names in `form`'s file fields: nothing for a
-    /// form that does not scan; `Pending` or `Unscanned` (as the form's `when_scanner_down`
-    /// says) for a file clamd could not scan.
+    /// form that does not scan; else each file's state as `scan_state` reads its scan.
     pub async fn scan(&self, form: &FormConfig, raw: &RawFields) -> Scans {
         let mut scans = Scans::new();
         if form.scan != ScanMode::Clamd {
@@ -96,26 +119,21 @@ impl Files {
         let is_file = |name: &str| form.field(name).is_some_and(|f| f.is_file());
         let files = raw.iter().filter(|(n, _)| is_file(n)).flat_map(|(_, v)| FileRef::all_in(v));
         for file in files {
-            let verdict = self.scan_blob(&file.sha256).await;
-            let state = match verdict {
-                Ok(Verdict::Clean) => ScanState::Clean,
-                Ok(Verdict::Malware(_)) => ScanState::Malware,
-                Err(_) if form.when_scanner_down == ScannerDown::Deliver => ScanState::Unscanned,
-                Err(_) => ScanState::Pending,
-            };
+            let state = scan_state(&self.scan_blob(&file.sha256).await, form.when_scanner_down);
             scans.insert(file.sha256, state);
         }
         scans
     }
 
-    /// clamd's verdict on one stored blob.
+    /// clamd's verdict on one stored blob: `Unavailable` when there is no clamd to ask,
+    /// `Unscannable` when clamd gave no verdict on it or the blob is not in the store.
     pub async fn scan_blob(&self, sha256: &str) -> Result<Verdict, ScanError> {
         let scanner = self
             .scanner
             .as_ref()
             .ok_or_else(|| ScanError::Unavailable("ONCEFORM_CLAMD is not set".into()))?;
         let path =
-            self.store.path(sha256).ok_or_else(|| ScanError::Unavailable("the file is not stored".into()))?;
+            self.store.path(sha256).ok_or_else(|| ScanError::Unscannable("the file is not stored".into()))?;
         let verdict = scanner.scan_file(&path).await;
         match &verdict {
             Ok(Verdict::Malware(name)) => tracing::warn!(signature = %name, "an attached file is malware"),
@@ -141,6 +159,20 @@ impl Files {
             .await
             .map_err(|_| std::io::Error::other("the blocking pool is gone"))??;
         Ok(FileRef { sha256, size, content_type, name: safe_file_name(name) })
+    }
+}
+
+/// The state a file's scan leaves it in: `Clean` or `Malware` by clamd's verdict;
+/// `Unscannable` (held, named for the admin) for a file clamd could not scan, whatever the
+/// form says; while clamd is down, `Pending` (held for the rescan) or `Unscanned`
+/// (delivered) as the form's `when_scanner_down` says.
+pub fn scan_state(scan: &Result<Verdict, ScanError>, when_down: ScannerDown) -> ScanState {
+    match scan {
+        Ok(Verdict::Clean) => ScanState::Clean,
+        Ok(Verdict::Malware(_)) => ScanState::Malware,
+        Err(ScanError::Unscannable(_)) => ScanState::Unscannable,
+        Err(ScanError::Unavailable(_)) if when_down == ScannerDown::Deliver => ScanState::Unscanned,
+        Err(ScanError::Unavailable(_)) => ScanState::Pending,
     }
 }
 
@@ -266,15 +298,16 @@ const RESCAN_BATCH: i64 = 100;
 /// Scans the files that waited for clamd (`when_scanner_down = "hold"`): a clean one is
 /// marked so, and its submission's effects are released once none of its files waits (and
 /// no duplicate pair holds it); malware sets the submission aside as spam, its effects
-/// cancelled. Stops at the first file clamd still cannot scan. Returns the files scanned.
+/// cancelled; a file clamd could not scan is marked `Unscannable` (its submission stays
+/// held, named for the admin) and the pass goes on. Stops only when clamd is down. Returns
+/// the files given a state.
 pub async fn rescan(writes: &Writes, files: &Files) -> Result<usize, DbError> {
     let pending = in_writes(writes, |c| Ok(c.pending_scans(RESCAN_BATCH)?)).await?;
     let mut scanned = 0;
     for file in pending {
-        let state = match files.scan_blob(&file.sha256).await {
-            Ok(Verdict::Clean) => ScanState::Clean,
-            Ok(Verdict::Malware(_)) => ScanState::Malware,
-            Err(_) => break,
+        let state = match scan_state(&files.scan_blob(&file.sha256).await, ScannerDown::Hold) {
+            ScanState::Pending => break,
+            state => state,
         };
         in_writes(writes, move |c| {
             let (id, now) = (file.submission_id.as_str(), crate::base::clock::now());

@@ -88,8 +88,8 @@ async fn read_parts(
 }
 
 /// Streams one file part into the store; `None` for an empty part (no file chosen). Past
-/// the field's `max_bytes` it answers 422 `file_too_large` at once, past the form's total
-/// 413, without reading further.
+/// the field's `max_bytes` (or, on a scanning form, `[server] clamd_max_bytes`) it answers
+/// 422 `file_too_large` at once, past the form's total 413, without reading further.
 async fn receive(
     part: &mut Field,
     field: &FieldConfig,
@@ -97,6 +97,8 @@ async fn receive(
     total: &mut u64,
     files: &Files,
 ) -> Result<Option<Incoming>, Problem> {
+    // The field's own limit, and clamd's when the form scans.
+    let max = files.file_limit(form, field.max_bytes.unwrap_or(u64::MAX));
     let mut incoming = files.begin().map_err(not_stored)?;
     while let Some(chunk) = part.next().await {
         let chunk = chunk.map_err(refused)?;
@@ -108,10 +110,9 @@ async fn receive(
             ));
         }
         incoming.write(&chunk).map_err(not_stored)?;
-        if field.max_bytes.is_some_and(|max| incoming.size() > max) {
+        if incoming.size() > max {
             let mut errors = FieldErrors::default();
-            errors
-                .add(&field.name, FieldError::FileTooLarge { max: human_size(field.max_bytes.unwrap_or(0)) });
+            errors.add(&field.name, FieldError::FileTooLarge { max: human_size(max) });
             return Err(Problem::invalid_fields(errors));
         }
     }
