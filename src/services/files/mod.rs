@@ -346,3 +346,25 @@ pub async fn rescan_every(writes: Writes, files: Files, period: StdDuration) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a clamd that cannot be reached is "scanner down"; a file it could not scan is
+    /// held whatever `when_scanner_down` says.
+    #[test]
+    fn a_file_clamd_could_not_scan_is_held_whatever_the_form_says() {
+        let unscannable = || Err(ScanError::Unscannable("INSTREAM size limit exceeded. ERROR".into()));
+        let down = || Err(ScanError::Unavailable("connecting: refused".into()));
+        for when_down in [ScannerDown::Hold, ScannerDown::Deliver] {
+            assert_eq!(scan_state(&unscannable(), when_down), ScanState::Unscannable);
+            assert_eq!(scan_state(&Ok(Verdict::Clean), when_down), ScanState::Clean);
+            assert_eq!(scan_state(&Ok(Verdict::Malware("x".into())), when_down), ScanState::Malware);
+        }
+        assert!(ScanState::Unscannable.holds() && ScanState::Pending.holds());
+        assert_eq!(scan_state(&down(), ScannerDown::Hold), ScanState::Pending);
+        assert_eq!(scan_state(&down(), ScannerDown::Deliver), ScanState::Unscanned);
+        assert!(!ScanState::Unscanned.holds() && !ScanState::Clean.holds());
+    }
+}
