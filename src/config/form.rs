@@ -122,7 +122,8 @@ pub struct FormConfig {
     #[serde(default)]
     pub scan: ScanMode,
     /// What a submission gets while clamd cannot be reached: `hold` (its effects wait for a
-    /// scan) or `deliver` (delivered, marked unscanned).
+    /// scan) or `deliver` (delivered, marked unscanned). A file clamd was reached for but
+    /// could not scan is held either way.
     #[serde(default)]
     pub when_scanner_down: ScannerDown,
     /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
@@ -250,7 +251,8 @@ pub enum ScanMode {
     Clamd,
 }
 
-/// `when_scanner_down`: what a submission with files gets while clamd cannot be reached.
+/// `when_scanner_down`: what a submission with files gets while clamd cannot be reached (not
+/// when clamd answers that it could not scan a file: that file's submission is held).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScannerDown {

@@ -48,7 +48,7 @@ pub use proxies::TrustedProxies;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
 pub use rules::{problems, warnings};
-pub use server::ServerConfig;
+pub use server::{ServerConfig, CLAMD_MAX_BYTES};
 pub use smtp::SmtpConfig;
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
 pub use worker::WorkerConfig;

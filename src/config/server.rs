@@ -8,6 +8,9 @@ use validator::Validate;
 
 use super::{parsed, MetricsToken, TrustedProxies};
 
+/// clamd's own default `StreamMaxLength` (25 MiB): the default of `clamd_max_bytes`.
+pub const CLAMD_MAX_BYTES: u64 = 25 * 1024 * 1024;
+
 #[derive(Debug, Clone, Deserialize, Validate)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
@@ -66,6 +69,10 @@ pub struct ServerConfig {
     /// `ONCEFORM_CLAMD`: the clamd that scans the files of forms with `scan = "clamd"`
     /// (`unix:/path` or `tcp:host:port`).
     pub clamd: Option<String>,
+    /// The largest file clamd scans (its `StreamMaxLength`): a scanning form refuses a
+    /// larger file as it arrives (422 `file_too_large`), since clamd could not scan it.
+    #[validate(range(min = 1))]
+    pub clamd_max_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -92,6 +99,7 @@ impl Default for ServerConfig {
             max_concurrent_uploads: 8,
             public_url: None,
             clamd: None,
+            clamd_max_bytes: CLAMD_MAX_BYTES,
         }
     }
 }

@@ -33,8 +33,8 @@ pub trait FileRefs {
     /// A file of the submission is malware: it becomes spam (reason `malware`) and its
     /// effects still waiting are cancelled.
     fn set_aside_as_malware(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<()>;
-    /// Releases the submission's held effects once no file waits for a scan and no duplicate
-    /// pair naming it waits for screening or review.
+    /// Releases the submission's held effects once no file waits for a scan (or could not be
+    /// scanned) and no duplicate pair naming it waits for screening or review.
     fn release_scanned(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize>;
 }
 

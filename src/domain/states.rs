@@ -70,10 +70,35 @@ text_enum! {
         /// clamd was down and the form delivers anyway.
         Unscanned = "unscanned",
         Malware = "malware",
+        /// clamd was reached but could not scan the file (over its stream limit, an error
+        /// reply, no verdict in time) or the file was not in the store: whatever the form's
+        /// `when_scanner_down`, the submission's effects are held for an admin.
+        Unscannable = "unscannable",
     }
 }
 
 impl ScanState {
+    /// The states that keep a submission's effects held: waiting for clamd, or a file it
+    /// could not scan.
+    pub const HOLDING: [ScanState; 2] = [ScanState::Pending, ScanState::Unscannable];
+
+    /// Whether this file keeps its submission's effects held.
+    pub fn holds(self) -> bool {
+        ScanState::HOLDING.contains(&self)
+    }
+
+    /// How the admin's submission page names the state.
+    pub fn label(self) -> &'static str {
+        match self {
+            ScanState::NotScanned => "not scanned (the form does not scan)",
+            ScanState::Clean => "scanned: clean",
+            ScanState::Pending => "waiting for the scanner",
+            ScanState::Unscanned => "not scanned (the scanner was down; delivered)",
+            ScanState::Malware => "malware",
+            ScanState::Unscannable => "could not scan: held",
+        }
+    }
+
     /// Whether a submission's `spam_reason` says a file of it is malware: the scan's own word
     /// is the reason (the accept path and the rescan store it).
     pub fn is_malware_reason(spam_reason: Option<&str>) -> bool {

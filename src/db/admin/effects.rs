@@ -147,7 +147,8 @@ pub trait EffectAdminStore {
         note: &str,
         now: NaiveDateTime,
     ) -> QueryResult<usize>;
-    /// Releases a submission's held records to the workers.
+    /// Releases a submission's held records to the workers, unless a file of it waits for a
+    /// scan or could not be scanned.
     fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize>;
 }
 
@@ -298,10 +299,11 @@ impl EffectAdminStore for DbConnection {
     }
 
     fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize> {
-        // A file still waiting for its malware scan keeps them held, whoever releases.
+        // A file still waiting for its malware scan, or one clamd could not scan, keeps them
+        // held, whoever releases.
         let scanning = submission_files::table
             .filter(submission_files::submission_id.eq(submission_id))
-            .filter(submission_files::scan.eq(ScanState::Pending));
+            .filter(submission_files::scan.eq_any(ScanState::HOLDING));
         diesel::update(
             side_effects::table
                 .filter(side_effects::submission_id.eq(submission_id))

@@ -117,7 +117,7 @@ impl Plan {
             .collect();
         files.sort_by(|a, b| a.sha256.cmp(&b.sha256));
         files.dedup_by(|a, b| a.sha256 == b.sha256);
-        let scan_hold = files.iter().any(|f| f.scan == ScanState::Pending);
+        let scan_hold = files.iter().any(|f| f.scan.holds());
         // Spam is answered like any acceptance but gets no side-effect records.
         let effects = kinds
             .iter()

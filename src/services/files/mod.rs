@@ -14,7 +14,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use chrono::{Duration, NaiveDateTime};
 
-use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig};
+use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig, CLAMD_MAX_BYTES};
 use crate::db::files::FileRefs;
 use crate::db::models::Upload;
 use crate::db::{DbConnection, DbError, Pool, Writes};
@@ -46,6 +46,8 @@ pub struct Files {
     streaming: Arc<Semaphore>,
     /// Signed links to files (`[server] public_url` set): what the generic CRM gets.
     links: Option<FileLinks>,
+    /// The largest file clamd scans (`[server] clamd_max_bytes`).
+    scan_limit: u64,
 }
 
 /// The default of `[server] max_concurrent_uploads`.
@@ -53,7 +55,28 @@ pub const CONCURRENT_UPLOADS: usize = 8;
 
 impl Files {
     pub fn new(store: Arc<dyn BlobStore>, scanner: Option<Scanner>, max_concurrent: usize) -> Files {
-        Files { store, scanner, streaming: Arc::new(Semaphore::new(max_concurrent.max(1))), links: None }
+        Files {
+            store,
+            scanner,
+            streaming: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            links: None,
+            scan_limit: CLAMD_MAX_BYTES,
+        }
+    }
+
+    /// These files with `max` the largest file clamd scans.
+    pub fn with_scan_limit(mut self, max: u64) -> Files {
+        self.scan_limit = max;
+        self
+    }
+
+    /// The largest file `form` takes where its own limit is `max`: no larger than clamd
+    /// scans when the form scans (a longer stream would be a file clamd could not scan).
+    pub fn file_limit(&self, form: &FormConfig, max: u64) -> u64 {
+        match form.scan {
+            ScanMode::Clamd => max.min(self.scan_limit),
+            ScanMode::Off => max,
+        }
     }
 
     /// These files with signed links to them.
@@ -78,7 +101,7 @@ impl Files {
         Files::new(Arc::new(LocalStore::new(dir)), None, CONCURRENT_UPLOADS)
     }
 
-    /// The store and scanner `[server]` names (`files_dir`, `clamd`).
+    /// The store and scanner `[server]` names (`files_dir`, `clamd`, `clamd_max_bytes`).
     pub fn of(server: &ServerConfig) -> Files {
         let scanner = server.clamd.as_deref().and_then(|a| ScannerAddr::parse(a).ok());
         Files::new(
@@ -86,37 +109,32 @@ impl Files {
             scanner.map(|addr| Scanner::new(addr, SCAN_TIMEOUT)),
             server.max_concurrent_uploads,
         )
+        .with_scan_limit(server.clamd_max_bytes)
     }
 
     /// What the scanner says of each of `files`: nothing for a form that does not scan;
-    /// `Pending` or `Unscanned` (as the form's `when_scanner_down` says) for a file clamd
-    /// could not scan.
+    /// else each file's state as `scan_state` reads its scan.
     pub async fn scan(&self, form: &FormConfig, files: &Attached) -> Scans {
         let mut scans = Scans::new();
         if form.scan != ScanMode::Clamd {
             return scans;
         }
         for (_, file) in files {
-            let verdict = self.scan_blob(&file.sha256).await;
-            let state = match verdict {
-                Ok(Verdict::Clean) => ScanState::Clean,
-                Ok(Verdict::Malware(_)) => ScanState::Malware,
-                Err(_) if form.when_scanner_down == ScannerDown::Deliver => ScanState::Unscanned,
-                Err(_) => ScanState::Pending,
-            };
+            let state = scan_state(&self.scan_blob(&file.sha256).await, form.when_scanner_down);
             scans.insert(file.sha256.clone(), state);
         }
         scans
     }
 
-    /// clamd's verdict on one stored blob.
+    /// clamd's verdict on one stored blob: `Unavailable` when there is no clamd to ask,
+    /// `Unscannable` when clamd gave no verdict on it or the blob is not in the store.
     pub async fn scan_blob(&self, sha256: &str) -> Result<Verdict, ScanError> {
         let scanner = self
             .scanner
             .as_ref()
             .ok_or_else(|| ScanError::Unavailable("ONCEFORM_CLAMD is not set".into()))?;
         let path =
-            self.store.path(sha256).ok_or_else(|| ScanError::Unavailable("the file is not stored".into()))?;
+            self.store.path(sha256).ok_or_else(|| ScanError::Unscannable("the file is not stored".into()))?;
         let verdict = scanner.scan_file(&path).await;
         match &verdict {
             Ok(Verdict::Malware(name)) => tracing::warn!(signature = %name, "an attached file is malware"),
@@ -179,6 +197,20 @@ impl Received {
     pub fn commit(self, store: &dyn BlobStore) -> std::io::Result<FileRef> {
         store.commit(self.incoming)?;
         Ok(self.file)
+    }
+}
+
+/// The state a file's scan leaves it in: `Clean` or `Malware` by clamd's verdict;
+/// `Unscannable` (held, named for the admin) for a file clamd could not scan, whatever the
+/// form says; while clamd is down, `Pending` (held for the rescan) or `Unscanned`
+/// (delivered) as the form's `when_scanner_down` says.
+pub fn scan_state(scan: &Result<Verdict, ScanError>, when_down: ScannerDown) -> ScanState {
+    match scan {
+        Ok(Verdict::Clean) => ScanState::Clean,
+        Ok(Verdict::Malware(_)) => ScanState::Malware,
+        Err(ScanError::Unscannable(_)) => ScanState::Unscannable,
+        Err(ScanError::Unavailable(_)) if when_down == ScannerDown::Deliver => ScanState::Unscanned,
+        Err(ScanError::Unavailable(_)) => ScanState::Pending,
     }
 }
 
@@ -303,15 +335,16 @@ const RESCAN_BATCH: i64 = 100;
 /// Scans the files that waited for clamd (`when_scanner_down = "hold"`): a clean one is
 /// marked so, and its submission's effects are released once none of its files waits (and
 /// no duplicate pair holds it); malware sets the submission aside as spam, its effects
-/// cancelled. Stops at the first file clamd still cannot scan. Returns the files scanned.
+/// cancelled; a file clamd could not scan is marked `Unscannable` (its submission stays
+/// held, named for the admin) and the pass goes on. Stops only when clamd is down. Returns
+/// the files given a state.
 pub async fn rescan(writes: &Writes, files: &Files) -> Result<usize, DbError> {
     let pending = in_writes(writes, |c| Ok(c.pending_scans(RESCAN_BATCH)?)).await?;
     let mut scanned = 0;
     for file in pending {
-        let state = match files.scan_blob(&file.sha256).await {
-            Ok(Verdict::Clean) => ScanState::Clean,
-            Ok(Verdict::Malware(_)) => ScanState::Malware,
-            Err(_) => break,
+        let state = match scan_state(&files.scan_blob(&file.sha256).await, ScannerDown::Hold) {
+            ScanState::Pending => break,
+            state => state,
         };
         in_writes(writes, move |c| {
             let (id, now) = (file.submission_id.as_str(), crate::base::clock::now());
@@ -348,5 +381,27 @@ pub async fn rescan_every(writes: Writes, files: Files, period: StdDuration) {
             Ok(n) => tracing::info!(files = n, "held files scanned"),
             Err(error) => tracing::warn!(%error, "rescan failed; trying again later"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a clamd that cannot be reached is "scanner down"; a file it could not scan is
+    /// held whatever `when_scanner_down` says.
+    #[test]
+    fn a_file_clamd_could_not_scan_is_held_whatever_the_form_says() {
+        let unscannable = || Err(ScanError::Unscannable("INSTREAM size limit exceeded. ERROR".into()));
+        let down = || Err(ScanError::Unavailable("connecting: refused".into()));
+        for when_down in [ScannerDown::Hold, ScannerDown::Deliver] {
+            assert_eq!(scan_state(&unscannable(), when_down), ScanState::Unscannable);
+            assert_eq!(scan_state(&Ok(Verdict::Clean), when_down), ScanState::Clean);
+            assert_eq!(scan_state(&Ok(Verdict::Malware("x".into())), when_down), ScanState::Malware);
+        }
+        assert!(ScanState::Unscannable.holds() && ScanState::Pending.holds());
+        assert_eq!(scan_state(&down(), ScannerDown::Hold), ScanState::Pending);
+        assert_eq!(scan_state(&down(), ScannerDown::Deliver), ScanState::Unscanned);
+        assert!(!ScanState::Unscanned.holds() && !ScanState::Clean.holds());
     }
 }

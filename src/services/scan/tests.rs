@@ -51,8 +51,9 @@ fn reads_verdicts() {
     assert_eq!(verdict(&long).unwrap(), Verdict::Malware("é".repeat(200)));
 }
 
+/// An error reply is no verdict on this file, never "scanner down": clamd answered.
 #[test]
-fn other_replies_are_protocol_errors() {
+fn other_replies_say_the_file_could_not_be_scanned() {
     for reply in [
         "INSTREAM size limit exceeded. ERROR",
         "stream: lstat() failed. ERROR",
@@ -63,8 +64,8 @@ fn other_replies_are_protocol_errors() {
         "",
         "UNKNOWN COMMAND",
     ] {
-        assert!(matches!(verdict(reply), Err(ScanError::Protocol(_))), "{reply:?}");
+        assert!(matches!(verdict(reply), Err(ScanError::Unscannable(_))), "{reply:?}");
     }
-    let Err(ScanError::Protocol(text)) = verdict("INSTREAM size limit exceeded. ERROR") else { panic!() };
+    let Err(ScanError::Unscannable(text)) = verdict("INSTREAM size limit exceeded. ERROR") else { panic!() };
     assert_eq!(text, "INSTREAM size limit exceeded. ERROR");
 }

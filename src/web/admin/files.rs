@@ -2,6 +2,8 @@
 //! attachment the browser never renders (`nosniff`, a sandboxing CSP), each download
 //! audited. A spam submission's files (malware among them) only by an admin, after a warning.
 
+use std::collections::BTreeMap;
+
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
@@ -12,7 +14,7 @@ use super::{audit, blocking, db_failure, Chrome};
 use crate::config::Config;
 use crate::db::admin::browse::{BrowseStore, SubmissionRow};
 use crate::db::DbError;
-use crate::domain::FileRef;
+use crate::domain::{FileRef, ScanState};
 use crate::web::admin::row_view::SubmissionView;
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -27,6 +29,8 @@ pub struct FileView {
     pub field: String,
     pub shown: String,
     pub href: String,
+    /// What the malware scan said of it; `None` when its form does not scan.
+    pub scan: Option<ScanState>,
 }
 
 /// The files `row`'s file fields name, in the form's order.
@@ -39,13 +43,15 @@ pub fn files_of(config: &Config, row: &SubmissionRow) -> Vec<(String, FileRef)> 
         .collect()
 }
 
-pub fn views(config: &Config, row: &SubmissionRow) -> Vec<FileView> {
+/// The files of `row` as its page lists them, each with its scan state from `scans`.
+pub fn views(config: &Config, row: &SubmissionRow, scans: &BTreeMap<String, ScanState>) -> Vec<FileView> {
     files_of(config, row)
         .into_iter()
         .map(|(field, file)| FileView {
             field,
             shown: file.shown(),
             href: format!("/admin/submissions/{}/files/{}", row.id, file.sha256),
+            scan: scans.get(&file.sha256).copied().filter(|s| *s != ScanState::NotScanned),
         })
         .collect()
 }

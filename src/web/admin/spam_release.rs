@@ -8,6 +8,7 @@ use serde::Deserialize;
 use crate::base::clock::now;
 use crate::config::FormConfig;
 use crate::db::admin::spam::SpamStore;
+use crate::db::files::FileRefs;
 use crate::db::models::NewEffect;
 use crate::db::{DbError, Store};
 use crate::domain::{EffectId, EffectState};
@@ -91,7 +92,9 @@ async fn release(
             if !c.release_spam(&sid)? {
                 return Err(if found.is_malware() { ReleaseError::Malware } else { ReleaseError::NotSpam });
             }
-            let effects = effects_for(&sid, form, found.fields_json.as_deref());
+            // A file waiting for a scan, or one clamd could not scan, keeps them held.
+            let held = c.files_of(&sid)?.iter().any(|f| f.scan.holds());
+            let effects = effects_for(&sid, form, found.fields_json.as_deref(), held);
             c.insert_effects(&effects)?;
             audit::record(c, &user, "submission.release", ("submission", &sid), Some(&note))?;
             Ok(effects.len())
@@ -103,8 +106,13 @@ async fn release(
 }
 
 /// The records the accept transaction would have written (batch 0 was never used: spam gets
-/// none), each kind where it applies to the stored fields.
-fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>) -> Vec<NewEffect> {
+/// none), each kind where it applies to the stored fields; `held` while a file holds them.
+fn effects_for(
+    submission_id: &str,
+    form: &FormConfig,
+    fields_json: Option<&str>,
+    held: bool,
+) -> Vec<NewEffect> {
     let fields: std::collections::BTreeMap<String, String> =
         fields_json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
     let at = now();
@@ -118,7 +126,7 @@ fn effects_for(submission_id: &str, form: &FormConfig, fields_json: Option<&str>
             batch: 0,
             effect_key: format!("{submission_id}:{}:0", kind.as_str()),
             state: EffectState::Pending,
-            held: false,
+            held,
             last_error: None,
             next_attempt_at: at,
             created_at: at,

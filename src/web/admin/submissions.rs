@@ -307,7 +307,7 @@ async fn detail(
             page.fields.push((field.label().to_string(), shown));
         }
     }
-    page.files = super::files::views(&state.config, &found.submission);
+    page.files = super::files::views(&state.config, &found.submission, &found.scans);
     page.fields.extend(values);
     page.found = Some(found);
     html(StatusCode::OK, &page)

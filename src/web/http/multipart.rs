@@ -110,8 +110,9 @@ async fn read_parts(
 
 /// Streams one file part towards the store; `None` for an empty part (no file chosen). Its
 /// bytes reach the store only once their type is one `field.accept` takes (422
-/// `invalid_file_type` before). Past the field's `max_bytes` it answers 422
-/// `file_too_large` at once, past the form's total 413, without reading further.
+/// `invalid_file_type` before). Past the field's `max_bytes` (or, on a scanning form,
+/// `[server] clamd_max_bytes`) it answers 422 `file_too_large` at once, past the form's
+/// total 413, without reading further.
 async fn receive(
     part: &mut Field,
     field: &FieldConfig,
@@ -121,6 +122,8 @@ async fn receive(
     files: &Files,
 ) -> Result<Option<Incoming>, Problem> {
     let allowed = |content_type: &str| accepts_type(field, content_type, file_name);
+    // The field's own limit, and clamd's when the form scans.
+    let max = files.file_limit(form, field.max_bytes.unwrap_or(u64::MAX));
     let mut gate = FileGate::new(files);
     while let Some(chunk) = part.next().await {
         let chunk = chunk.map_err(refused)?;
@@ -132,9 +135,8 @@ async fn receive(
             ));
         }
         gate.write(&chunk, allowed).map_err(|e| gate_refusal(field, e))?;
-        if field.max_bytes.is_some_and(|max| gate.size() > max) {
-            let max = human_size(field.max_bytes.unwrap_or(0));
-            return Err(invalid(field, FieldError::FileTooLarge { max }));
+        if gate.size() > max {
+            return Err(invalid(field, FieldError::FileTooLarge { max: human_size(max) }));
         }
     }
     gate.end(allowed).map_err(|e| gate_refusal(field, e))

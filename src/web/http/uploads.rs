@@ -54,7 +54,8 @@ async fn receive(
     mut payload: web::Payload,
 ) -> Result<serde_json::Value, Problem> {
     check_rate(gate, form, req)?;
-    // The largest file any of its fields takes (the field is checked again on submission).
+    // The largest file any of its fields takes (the field is checked again on submission),
+    // no larger than clamd scans when the form scans.
     let Some(limit) = form
         .fields
         .iter()
@@ -64,6 +65,7 @@ async fn receive(
     else {
         return Err(Problem::new(ProblemKind::NotFound, "this form takes no files"));
     };
+    let limit = state.files.file_limit(form, limit);
     let too_big = || too_large(usize::try_from(limit).unwrap_or(usize::MAX));
     if declared_length(req.headers()).is_some_and(|n| n > limit) {
         return Err(too_big());

@@ -6,3 +6,4 @@ mod kept;
 mod links;
 mod scanner;
 mod scanning;
+mod unscannable;

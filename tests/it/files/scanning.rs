@@ -22,7 +22,7 @@ on_both_backends!(
 );
 
 /// `quote` scanning with clamd at `addr`, with an owner notification to hold or deliver.
-fn scanning(addr: String, down: &'static str) -> impl FnOnce(&mut Config) {
+pub(super) fn scanning(addr: String, down: &'static str) -> impl FnOnce(&mut Config) {
     move |c| {
         let settings = format!(
             "effects = [\"owner_notification\"]\nnotify = [\"sales@example.com\"]\nscan = \"clamd\"\n\

@@ -13,9 +13,13 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use crate::db::admin::effects::{AttemptRow, EffectAdminStore, EffectRow};
-use crate::db::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
+use crate::db::schema::{
+    conflicts, deliveries, duplicate_pairs, side_effects, submission_files, submissions,
+};
 use crate::db::DbConnection;
-use crate::domain::{Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus, SubmissionId};
+use crate::domain::{
+    Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus, ScanState, SubmissionId,
+};
 pub use dashboard::{Dashboard, DayCount};
 pub use list::{like_pattern, SubmissionFilter};
 
@@ -80,6 +84,15 @@ pub struct SubmissionPage {
     pub effects: Vec<(EffectRow, Vec<AttemptRow>)>,
     pub conflicts: Vec<RelatedConflict>,
     pub pairs: Vec<RelatedPair>,
+    /// What the malware scan said of each attached file, by SHA-256.
+    pub scans: BTreeMap<String, ScanState>,
+}
+
+impl SubmissionPage {
+    /// Whether clamd could not scan a file of it (its effects are held for an admin).
+    pub fn unscannable(&self) -> bool {
+        self.scans.values().any(|s| *s == ScanState::Unscannable)
+    }
 }
 
 pub trait BrowseStore {
@@ -178,7 +191,13 @@ impl BrowseStore for DbConnection {
                 duplicate_pairs::status,
             ))
             .load(self)?;
-        Ok(Some(SubmissionPage { submission, deliveries, effects, conflicts, pairs }))
+        let scans = submission_files::table
+            .filter(submission_files::submission_id.eq(id))
+            .select((submission_files::sha256, submission_files::scan))
+            .load(self)?
+            .into_iter()
+            .collect();
+        Ok(Some(SubmissionPage { submission, deliveries, effects, conflicts, pairs, scans }))
     }
 
     fn effect_submissions(&mut self, effect_ids: &[String]) -> QueryResult<Vec<(String, String)>> {
