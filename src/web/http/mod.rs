@@ -1,5 +1,6 @@
-//! The public HTTP surface: the form pages, the JSON API, operations endpoints, and the
-//! middleware every response passes through (deadlines, CORS, security headers, request IDs).
+//! The public HTTP surface: the form pages, the JSON API, operations endpoints, the
+//! middleware every response passes through (deadlines, security headers, request IDs), and
+//! the origin check (CORS) of the form routes, run once the router has matched them.
 //! `app` mounts these routes beside the admin's and serves them with [`server`].
 
 mod api;
@@ -112,7 +113,6 @@ pub fn server(
                 }
                 srv.call(req)
             })
-            .wrap(actix_web::middleware::from_fn(cors::guard))
             .wrap_fn(move |req, srv| {
                 srv.call(with_body_deadline(req, limits.body)).map(move |res| {
                     res.map(|mut r| {

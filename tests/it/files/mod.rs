@@ -1,6 +1,6 @@
 //! Attached files: the ways in, replays and conflicts, limits, scanning, admin, lifecycle.
 
-mod attach;
+pub mod attach;
 mod import;
 mod kept;
 mod links;
