@@ -34,6 +34,9 @@ pub fn open_store(config: &Config) -> anyhow::Result<(Pool, Arc<Keyring>)> {
 /// `onceform serve`: the HTTP server, with the workers (unless `worker.enabled = false`)
 /// and the retention schedule beside it, until SIGINT or SIGTERM.
 pub fn serve(config: Config) -> anyhow::Result<()> {
+    if let Some(warning) = crate::config::open_metrics_warning(&config) {
+        tracing::warn!("{warning}");
+    }
     let (pool, keyring) = open_store(&config)?;
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
