@@ -12,7 +12,6 @@ use serde::Deserialize;
 use super::pages::{accept_language, problem_page};
 use super::problem::{Problem, ProblemKind};
 use super::submit::record_refusal;
-use crate::config::FormConfig;
 use crate::web::state::AppState;
 
 pub const ALLOW_HEADERS: &str = "Content-Type, Idempotency-Key, Onceform-Journey-Id, Onceform-File-Name";
@@ -96,7 +95,7 @@ async fn check_origin<B: MessageBody + 'static>(
     let Ok(FormSegment { form: form_name }) = req.match_info().load::<FormSegment>() else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
-    let Some(form) = state.config.form(&form_name) else {
+    let Some(form) = state.form(&form_name) else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
     let api = scope == Scope::Api;
@@ -109,7 +108,7 @@ async fn check_origin<B: MessageBody + 'static>(
         };
         return Ok(req.into_response(resp).map_into_right_body());
     }
-    if req.method() == Method::POST && refused(form, origin.as_deref(), req.headers()) {
+    if req.method() == Method::POST && refused(&form.allowed_origins, origin.as_deref(), req.headers()) {
         let resp = refusal(&state, &form_name, api, true, req.headers());
         return Ok(req.into_response(resp).map_into_right_body());
     }
@@ -120,13 +119,12 @@ async fn check_origin<B: MessageBody + 'static>(
     Ok(res.map_into_left_body())
 }
 
-/// A POST is refused when the form lists origins and the browser names another one that is
-/// not onceform's own (a page it served). Requests without `Origin` (servers, curl) pass.
-fn refused(form: &FormConfig, origin: Option<&str>, headers: &HeaderMap) -> bool {
+/// A POST is refused when the form lists origins (`allowed`) and the browser names another
+/// one that is not onceform's own (a page it served). Requests without `Origin` (servers,
+/// curl) pass.
+fn refused(allowed: &[String], origin: Option<&str>, headers: &HeaderMap) -> bool {
     let Some(origin) = origin else { return false };
-    !form.allowed_origins.is_empty()
-        && !form.allowed_origins.iter().any(|a| a == origin)
-        && !same_origin(origin, headers)
+    !allowed.is_empty() && !allowed.iter().any(|a| a == origin) && !same_origin(origin, headers)
 }
 
 /// Whether `origin` names the host the request was sent to.
@@ -158,7 +156,7 @@ fn refusal(state: &AppState, form_name: &str, api: bool, post: bool, headers: &H
     let mut resp = if api {
         problem.response()
     } else {
-        let locale = state.config.form(form_name).map(|f| f.locale_for(accept_language(headers)));
+        let locale = state.form(form_name).map(|f| f.locale_for(accept_language(headers)));
         problem_page(&problem, None, locale.unwrap_or_default())
     };
     insert(resp.headers_mut(), header::VARY, "Origin");
