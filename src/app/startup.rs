@@ -35,6 +35,9 @@ pub fn open_store(config: &Config) -> anyhow::Result<(Pool, Arc<Keyring>)> {
 /// and the retention schedule beside it, until SIGINT or SIGTERM. SIGHUP re-reads `source`
 /// (the configuration file; `None`: the built-in demo) and puts its forms in force.
 pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    if let Some(warning) = crate::config::open_metrics_warning(&config) {
+        tracing::warn!("{warning}");
+    }
     let (pool, keyring) = open_store(&config)?;
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);

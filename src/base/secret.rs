@@ -52,7 +52,8 @@ fn secret_from_file(bytes: &[u8], file: &Path) -> anyhow::Result<Secret> {
 fn create(file: &Path) -> anyhow::Result<Secret> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    super::private_files::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let tmp = dir.join(format!(".secret-{}", uuid::Uuid::new_v4().simple()));
     let value: String = (0..2).map(|_| uuid::Uuid::new_v4().simple().to_string()).collect();
     let written = std::fs::OpenOptions::new()

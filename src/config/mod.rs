@@ -47,7 +47,7 @@ pub use metrics_token::MetricsToken;
 pub use proxies::TrustedProxies;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
-pub use rules::{problems, warnings};
+pub use rules::{open_metrics_warning, problems, warnings};
 pub use server::{ServerConfig, CLAMD_MAX_BYTES};
 pub use smtp::SmtpConfig;
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};

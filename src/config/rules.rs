@@ -35,7 +35,22 @@ pub fn problems(config: &Config) -> Vec<String> {
 pub fn warnings(config: &Config) -> Vec<String> {
     let mut out = super::retention::warnings(config);
     out.extend(database_url_warning(&config.database.url));
+    out.extend(open_metrics_warning(config));
     out
+}
+
+/// `/metrics` without a token answers whoever reaches `bind`: on loopback only this host (or
+/// the proxy on it); on any other address, every client that reaches it. `serve` logs it
+/// too, at start-up.
+pub fn open_metrics_warning(config: &Config) -> Option<String> {
+    let bind = config.server.bind;
+    (!bind.ip().is_loopback() && config.server.metrics_token.is_none()).then(|| {
+        format!(
+            "server.bind = {bind}: /metrics is open to every client that reaches this address \
+             (form names, queue and refusal counts); set ONCEFORM_METRICS_TOKEN, or bind to a \
+             loopback address behind a proxy"
+        )
+    })
 }
 
 /// A PostgreSQL URL naming several hosts follows the primary only with
@@ -252,6 +267,20 @@ mod tests {
         );
         let e = Config::parse("[database]\nurl = 'mysql://h/db'").unwrap_err();
         assert!(e.contains("database.url: unsupported database scheme `mysql`"), "{e}");
+    }
+
+    #[test]
+    fn warns_when_metrics_are_open_on_an_address_others_reach() {
+        let open = |toml: &str| open_metrics_warning(&Config::parse(toml).unwrap());
+        let w = open("[server]\nbind = '0.0.0.0:8080'").unwrap();
+        assert!(w.contains("server.bind = 0.0.0.0:8080") && w.contains("ONCEFORM_METRICS_TOKEN"), "{w}");
+        assert!(open("[server]\nbind = '[::]:8080'").is_some());
+        assert!(open("[server]\nbind = '192.0.2.10:8080'").is_some());
+        assert!(open("[server]\nbind = '127.0.0.1:8080'").is_none(), "loopback");
+        assert!(open("[server]\nbind = '[::1]:8080'").is_none(), "loopback");
+        assert!(open("[server]\nbind = '0.0.0.0:8080'\nmetrics_token = 'a-long-token'").is_none());
+        let config = Config::parse("[server]\nbind = '0.0.0.0:8080'").unwrap();
+        assert!(warnings(&config).iter().any(|w| w.contains("/metrics is open")), "check-config warns");
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub use queue::{Queue, QueueStats};
 pub use store::{Stats, Store};
 pub use writer::{SqliteWriter, Writes};
 
+use crate::base::private_files;
 use crate::config::DatabaseConfig;
 
 /// One set of migrations for both backends: they use only SQL both understand.
@@ -202,10 +203,12 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
     match &url {
         DatabaseUrl::Sqlite(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                private_files::create_dir_all(dir).map_err(|e| {
                     anyhow::anyhow!("cannot create database directory {}: {e}", dir.display())
                 })?;
             }
+            create_sqlite_file(path)
+                .map_err(|e| anyhow::anyhow!("cannot create SQLite database {}: {e}", path.display()))?;
             // Processes started at once on one file: SQLite answers some of their steps
             // "database is locked" at once, without its busy handler (switching a fresh file
             // to WAL, reading it while another process's last connection checkpoints it on
@@ -233,6 +236,21 @@ pub fn migrate(config: &DatabaseConfig) -> anyhow::Result<DatabaseUrl> {
         }
     }
     Ok(url)
+}
+
+/// Creates a missing SQLite file, empty and mode 0600, before SQLite opens it: SQLite gives
+/// its `-wal` and `-shm` files the database file's mode, so they are the owner's only too
+/// (SQLite itself would create it 0644 under the usual umask). An existing file is left as
+/// it is; `:memory:` and `file:` URIs are SQLite's to open.
+fn create_sqlite_file(path: &std::path::Path) -> std::io::Result<()> {
+    let name = path.as_os_str().to_string_lossy();
+    if name == ":memory:" || name.starts_with("file:") {
+        return Ok(());
+    }
+    match private_files::create_new(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Opens the SQLite file with the pool's pragmas and applies the pending migrations under the

@@ -1,5 +1,6 @@
 //! Where the bytes of attached files live: one blob per SHA-256 of its content, written
-//! atomically (a temporary file, fsynced, renamed into place; a blob already there is kept).
+//! atomically (a temporary file, fsynced, renamed into place; a blob already there is kept),
+//! readable by the server's user only (`base::private_files`).
 //! `BlobStore` is the seam for another store (an object store); `LocalStore` is a folder.
 //!
 //! Several processes (a PostgreSQL deployment's web and worker nodes) share one store by
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::base::private_files;
 use crate::domain::is_sha256;
 
 /// A blob being written: its bytes so far, their digest and count.
@@ -112,9 +114,9 @@ impl LocalStore {
 impl BlobStore for LocalStore {
     fn begin(&self) -> io::Result<Incoming> {
         let tmp = self.dir.join("tmp");
-        std::fs::create_dir_all(&tmp)?;
+        private_files::create_dir_all(&tmp)?;
         let path = tmp.join(uuid::Uuid::new_v4().simple().to_string());
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+        let file = private_files::create_new(&path)?;
         let file = io::BufWriter::with_capacity(WRITE_BUFFER, file);
         Ok(Incoming { file, path, hash: Sha256::new(), size: 0, head: Vec::new() })
     }
@@ -131,7 +133,7 @@ impl BlobStore for LocalStore {
                 incoming.file.flush()?;
                 incoming.file.get_ref().sync_all()?;
                 let parent = target.parent().unwrap_or(&self.dir);
-                std::fs::create_dir_all(parent)?;
+                private_files::create_dir_all(parent)?;
                 std::fs::rename(&incoming.path, &target)?;
                 sync_dir(parent);
             }

@@ -155,7 +155,8 @@ pub use super::throttle::LoginThrottle;
 pub fn write_owner_only(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        crate::base::private_files::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
     // Written under a fresh name, then renamed over `path`: a file left from before (or
     // planted with wider permissions) is replaced, never reused, and two processes starting

@@ -20,7 +20,8 @@ use crate::services::spam::Screening;
 use crate::web::state::AppState;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/forms/{form}/operations", web::post().to(issue_operation))
+    super::cors::api(cfg)
+        .route("/api/forms/{form}/operations", web::post().to(issue_operation))
         .route("/api/forms/{form}/submissions", web::post().to(submit))
         .route("/api/forms/{form}/submissions/{operation_id}", web::get().to(status));
 }

@@ -5,13 +5,13 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::http::Method;
-use actix_web::middleware::Next;
-use actix_web::{web, HttpResponse};
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{guard, web, HttpResponse, Route};
+use serde::Deserialize;
 
 use super::pages::{accept_language, problem_page};
 use super::problem::{Problem, ProblemKind};
 use super::submit::record_refusal;
-use crate::config::FormConfig;
 use crate::web::state::AppState;
 
 pub const ALLOW_HEADERS: &str = "Content-Type, Idempotency-Key, Onceform-Journey-Id, Onceform-File-Name";
@@ -19,52 +19,97 @@ pub const EXPOSE_HEADERS: &str = "Location, Idempotent-Replayed, Retry-After";
 const ALLOW_METHODS: &str = "GET, POST";
 const MAX_AGE_SECONDS: &str = "600";
 
-/// Which public form endpoint a path belongs to.
-enum Scope<'a> {
-    /// `/api/forms/{form}/…`
-    Api(&'a str),
-    /// `/f/{form}` (the HTML form's post)
-    Html(&'a str),
+/// Which public form endpoint a resource belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// `/api/forms/{form}/…`: preflights, refusals and the CORS headers on every answer.
+    Api,
+    /// `/f/{form}` (the HTML form's post): refusals only.
+    Html,
 }
 
-fn scope(path: &str) -> Option<Scope<'_>> {
-    if let Some(rest) = path.strip_prefix("/api/forms/") {
-        let (form, tail) = rest.split_once('/')?;
-        return (!form.is_empty() && !tail.is_empty()).then_some(Scope::Api(form));
+/// Registers routes whose requests pass the origin check once the router has matched them,
+/// so that the check reads the form name the handler reads: `{form}` percent-decoded
+/// (`/f/cont%61ct` is the `contact` form, and is checked as `contact`).
+pub struct Guarded<'a> {
+    cfg: &'a mut web::ServiceConfig,
+    scope: Scope,
+}
+
+/// The JSON API's routes (`/api/forms/{form}/…`).
+pub fn api(cfg: &mut web::ServiceConfig) -> Guarded<'_> {
+    Guarded { cfg, scope: Scope::Api }
+}
+
+/// The HTML form's post (`POST /f/{form}`).
+pub fn html(cfg: &mut web::ServiceConfig) -> Guarded<'_> {
+    Guarded { cfg, scope: Scope::Html }
+}
+
+impl Guarded<'_> {
+    /// Registers `route` at `path` as a resource of its own behind [`check_origin`]. An API resource
+    /// takes every method, so that it answers the preflights (`OPTIONS`); the methods it does
+    /// not route get the fallback's 405. An HTML resource takes its posts only.
+    pub fn route(&mut self, path: &str, route: Route) -> &mut Self {
+        let resource = web::resource(path).route(route);
+        match self.scope {
+            Scope::Api => self.cfg.service(
+                resource.wrap(from_fn(api_guard)).default_service(web::to(super::openapi::fallback)),
+            ),
+            Scope::Html => self.cfg.service(resource.guard(guard::Post()).wrap(from_fn(html_guard))),
+        };
+        self
     }
-    let form = path.strip_prefix("/f/")?;
-    (!form.is_empty() && !form.contains('/')).then_some(Scope::Html(form))
+}
+
+/// The form segment of a matched path, decoded as the handlers' `web::Path` decodes it.
+#[derive(Deserialize)]
+struct FormSegment {
+    form: String,
+}
+
+async fn api_guard<B: MessageBody + 'static>(
+    req: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    check_origin(req, next, Scope::Api).await
+}
+
+async fn html_guard<B: MessageBody + 'static>(
+    req: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    check_origin(req, next, Scope::Html).await
 }
 
 /// The middleware: answers preflights, refuses POSTs from other origins, and adds the CORS
 /// headers to every answer of the JSON API for an allowed origin.
-pub async fn guard<B: MessageBody + 'static>(
+async fn check_origin<B: MessageBody + 'static>(
     req: ServiceRequest,
     next: Next<B>,
+    scope: Scope,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
-    let path = req.path().to_string();
-    let (form_name, api) = match scope(&path) {
-        Some(Scope::Api(f)) => (f, true),
-        Some(Scope::Html(f)) if req.method() == Method::POST => (f, false),
-        _ => return Ok(next.call(req).await?.map_into_left_body()),
-    };
-    let Some(form) = state.config.form(form_name) else {
+    let Ok(FormSegment { form: form_name }) = req.match_info().load::<FormSegment>() else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
+    let Some(form) = state.form(&form_name) else {
+        return Ok(next.call(req).await?.map_into_left_body());
+    };
+    let api = scope == Scope::Api;
     let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(String::from);
     let allowed = origin.as_deref().filter(|o| form.allowed_origins.iter().any(|a| a == o));
     if api && req.method() == Method::OPTIONS {
         let resp = match allowed {
             Some(o) => preflight(o),
-            None => refusal(&state, form_name, api, false, req.headers()),
+            None => refusal(&state, &form_name, api, false, req.headers()),
         };
         return Ok(req.into_response(resp).map_into_right_body());
     }
-    if req.method() == Method::POST && refused(form, origin.as_deref(), req.headers()) {
-        let resp = refusal(&state, form_name, api, true, req.headers());
+    if req.method() == Method::POST && refused(&form.allowed_origins, origin.as_deref(), req.headers()) {
+        let resp = refusal(&state, &form_name, api, true, req.headers());
         return Ok(req.into_response(resp).map_into_right_body());
     }
     let mut res = next.call(req).await?;
@@ -74,13 +119,12 @@ pub async fn guard<B: MessageBody + 'static>(
     Ok(res.map_into_left_body())
 }
 
-/// A POST is refused when the form lists origins and the browser names another one that is
-/// not onceform's own (a page it served). Requests without `Origin` (servers, curl) pass.
-fn refused(form: &FormConfig, origin: Option<&str>, headers: &HeaderMap) -> bool {
+/// A POST is refused when the form lists origins (`allowed`) and the browser names another
+/// one that is not onceform's own (a page it served). Requests without `Origin` (servers,
+/// curl) pass.
+fn refused(allowed: &[String], origin: Option<&str>, headers: &HeaderMap) -> bool {
     let Some(origin) = origin else { return false };
-    !form.allowed_origins.is_empty()
-        && !form.allowed_origins.iter().any(|a| a == origin)
-        && !same_origin(origin, headers)
+    !allowed.is_empty() && !allowed.iter().any(|a| a == origin) && !same_origin(origin, headers)
 }
 
 /// Whether `origin` names the host the request was sent to.
@@ -112,7 +156,7 @@ fn refusal(state: &AppState, form_name: &str, api: bool, post: bool, headers: &H
     let mut resp = if api {
         problem.response()
     } else {
-        let locale = state.config.form(form_name).map(|f| f.locale_for(accept_language(headers)));
+        let locale = state.form(form_name).map(|f| f.locale_for(accept_language(headers)));
         problem_page(&problem, None, locale.unwrap_or_default())
     };
     insert(resp.headers_mut(), header::VARY, "Origin");
@@ -131,19 +175,4 @@ fn decorate(h: &mut HeaderMap, allowed: Option<&str>) {
 
 fn insert(h: &mut HeaderMap, name: HeaderName, value: &'static str) {
     h.insert(name, HeaderValue::from_static(value));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scopes() {
-        assert!(matches!(scope("/api/forms/contact/submissions"), Some(Scope::Api("contact"))));
-        assert!(matches!(scope("/api/forms/contact/operations"), Some(Scope::Api("contact"))));
-        assert!(matches!(scope("/f/contact"), Some(Scope::Html("contact"))));
-        assert!(scope("/f/contact/receipt/x").is_none());
-        assert!(scope("/api/forms/contact").is_none());
-        assert!(scope("/admin").is_none());
-    }
 }

@@ -24,8 +24,8 @@ use crate::web::state::AppState;
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(index))
         .route("/f/{form}", web::get().to(show_form))
-        .route("/f/{form}", web::post().to(post_form))
         .route("/f/{form}/receipt/{operation_id}", web::get().to(receipt));
+    super::cors::html(cfg).route("/f/{form}", web::post().to(post_form));
 }
 
 async fn index(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {

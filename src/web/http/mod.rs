@@ -1,5 +1,6 @@
-//! The public HTTP surface: the form pages, the JSON API, operations endpoints, and the
-//! middleware every response passes through (deadlines, CORS, security headers, request IDs).
+//! The public HTTP surface: the form pages, the JSON API, operations endpoints, the
+//! middleware every response passes through (deadlines, security headers, request IDs), and
+//! the origin check (CORS) of the form routes, run once the router has matched them.
 //! `app` mounts these routes beside the admin's and serves them with [`server`].
 
 mod api;
@@ -81,7 +82,7 @@ fn default_workers(cores: usize) -> usize {
 
 /// Serves `listener` with the routes and data `mount` registers, behind the middleware and
 /// connection limits of `config.server`, counting the requests in flight in `traffic`;
-/// paths nothing answers get the OpenAPI fallback. It is actix-web's `HttpServer::listen`
+/// paths nothing answers get the OpenAPI fallback, from the document built here once. It is actix-web's `HttpServer::listen`
 /// (HTTP/1) with each connection's socket read within its `ReadCredit`.
 pub fn server(
     listener: TcpListener,
@@ -96,6 +97,8 @@ pub fn server(
     let limits = ConnectionLimits::of(&config.server);
     let secure = config.secure_cookies();
     let addr = listener.local_addr()?;
+    // Built once for all workers: every unknown path and `/openapi.json` read it.
+    let published = web::Data::new(openapi::Published::of(config));
     let builder = actix_server::Server::build()
         .workers(workers)
         .max_concurrent_connections(limits.max_connections_per_worker)
@@ -105,6 +108,7 @@ pub fn server(
         let traffic = traffic.clone();
         let app = App::new()
             .app_data(connections::form_config())
+            .app_data(published.clone())
             // HEAD is answered wherever GET is: routed as GET; the connection, which saw
             // HEAD, sends the headers without the body.
             .wrap_fn(|mut req, srv| {
@@ -113,7 +117,6 @@ pub fn server(
                 }
                 srv.call(req)
             })
-            .wrap(actix_web::middleware::from_fn(cors::guard))
             .wrap_fn(move |req, srv| {
                 srv.call(with_body_deadline(req, limits.body)).map(move |res| {
                     res.map(|mut r| {

@@ -17,8 +17,8 @@ const ALTCHA_JS: &str = include_str!("../../../static/altcha.js");
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/embed.js", web::get().to(embed_js))
-        .route("/static/altcha.js", web::get().to(|| script(ALTCHA_JS)))
-        .route("/api/forms/{form}/altcha", web::get().to(altcha_challenge));
+        .route("/static/altcha.js", web::get().to(|| script(ALTCHA_JS)));
+    super::cors::api(cfg).route("/api/forms/{form}/altcha", web::get().to(altcha_challenge));
 }
 
 /// A script: dependency-free, cached for an hour, loadable from any page.

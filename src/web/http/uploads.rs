@@ -20,7 +20,7 @@ use crate::services::files::{self, ResolveError};
 use crate::web::state::AppState;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/forms/{form}/uploads", web::post().to(upload));
+    super::cors::api(cfg).route("/api/forms/{form}/uploads", web::post().to(upload));
 }
 
 /// `POST /api/forms/{form}/uploads` → 201 `{upload_id, sha256, size, content_type}`.

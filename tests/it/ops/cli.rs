@@ -327,3 +327,34 @@ fn every_spawned_onceform_runs_in_a_directory_of_its_own() {
     }
     assert!(unplaced.is_empty(), "spawned without current_dir: {unplaced:?}");
 }
+
+/// Issue 45: bound to an address others reach with no metrics token, `/metrics` answered
+/// anyone and nothing said so. `check-config` warns (and still accepts the configuration),
+/// and `serve` logs the warning as it starts.
+#[test]
+fn an_open_metrics_endpoint_on_a_public_address_is_warned_about() {
+    let public = [("ONCEFORM_BIND", "0.0.0.0:8080")];
+    let out = onceform(&["check-config"], &public);
+    assert!(out.status.success(), "a warning, not a refusal: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: server.bind = 0.0.0.0:8080: /metrics is open"),
+        "{}",
+        stderr(&out)
+    );
+    let quiet =
+        onceform(&["check-config"], &[public[0], ("ONCEFORM_METRICS_TOKEN", "a-token-for-the-scraper")]);
+    assert!(!stderr(&quiet).contains("/metrics"), "{}", stderr(&quiet));
+    assert!(!stderr(&onceform(&["check-config"], &[])).contains("/metrics"), "loopback by default");
+
+    let db = TestDb::new(Backend::Sqlite);
+    let mut serve = crate::support::serve_process::ServeProcess::command(&db.url, &[]);
+    serve.env("ONCEFORM_BIND", "0.0.0.0:0").stderr(std::process::Stdio::piped());
+    let mut child = serve.spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.starts_with("onceform listening on http://0.0.0.0:"), "{line:?}");
+    child.kill().unwrap();
+    let logged = child.wait_with_output().unwrap();
+    assert!(stderr(&logged).contains("/metrics is open to every client"), "{}", stderr(&logged));
+}

@@ -1,10 +1,11 @@
-//! Security: captcha, erasure, refusals, hardening, headers, spam.
+//! Security: captcha, erasure, refusals, hardening, headers, spam, the modes of data files.
 
 pub mod captcha;
 pub mod erasure;
 pub mod forged_files;
 pub mod headers;
 pub mod hooks;
+pub mod private_files;
 pub mod public_hardening;
 pub mod refusals;
 pub mod small;

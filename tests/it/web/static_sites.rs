@@ -3,13 +3,16 @@
 
 use reqwest::Method;
 
+use crate::files::attach::{upload, with_quote};
 use crate::on_both_backends;
+use crate::support::files::pdf;
 use crate::support::{inquiry, new_key, problem_type, spawn_app, spawn_app_with, Backend, TestApp};
 
 on_both_backends!(
     an_allowed_origin_posts_and_reads_the_exposed_headers,
     another_origin_is_refused_with_nothing_stored,
     a_plain_html_post_lands_on_the_configured_redirect,
+    a_percent_encoded_form_name_does_not_bypass_allowed_origins,
 );
 
 const SITE: &str = "https://www.example.com";
@@ -224,4 +227,114 @@ async fn the_embed_script_is_served_small_and_dependency_free() {
     assert!(!js.contains("import ") && !js.contains("require("), "no modules, no framework");
     // Its messages in the four shipped locales are most of what it grew by.
     assert!(js.len() < 20 * 1024, "{} bytes", js.len());
+}
+
+/// Issue 45: the origin check once read the raw path while the router decoded it, so
+/// `/f/cont%61ct` was the `contact` form without its `allowed_origins`. Every spelling the
+/// router takes for a form is that form, with its checks; a spelling it does not take
+/// (`%2F`, another case: names are case-sensitive) names no form.
+async fn a_percent_encoded_form_name_does_not_bypass_allowed_origins(backend: Backend) {
+    let app = spawn_app_with(backend, |c| {
+        with_quote(c);
+        for form in ["contact", "quote"] {
+            c.forms.get_mut(form).unwrap().allowed_origins = vec![SITE.into()];
+        }
+    })
+    .await;
+    let html_post = |path: &str| {
+        app.client
+            .post(app.url(path))
+            .header("Origin", OTHER)
+            .form(&[("name", "Eve"), ("email", "eve@example.net"), ("topic", "Sales"), ("message", "Hi")])
+            .send()
+    };
+    let api_post = |path: &str| {
+        app.client
+            .post(app.url(path))
+            .header("Origin", OTHER)
+            .header("Idempotency-Key", new_key())
+            .json(&inquiry("From elsewhere, encoded"))
+            .send()
+    };
+    for form in ["cont%61ct", "c%6Fntact", "c%6fntact", "%63%6F%6E%74%61%63%74"] {
+        let html = html_post(&format!("/f/{form}")).await.unwrap();
+        assert_eq!(html.status(), 403, "POST /f/{form}");
+        for tail in ["submissions", "operations"] {
+            let api = api_post(&format!("/api/forms/{form}/{tail}")).await.unwrap();
+            assert_eq!(api.status(), 403, "POST /api/forms/{form}/{tail}");
+            assert_eq!(problem_type(&api.json().await.unwrap()), "origin-not-allowed");
+        }
+        let refused = preflight(&app, &format!("/api/forms/{form}/submissions"), OTHER).await;
+        assert_eq!((refused.status().as_u16(), header(&refused, "access-control-allow-origin")), (403, None));
+        // The listed site is answered on this spelling as on the plain one.
+        let allowed = preflight(&app, &format!("/api/forms/{form}/submissions"), SITE).await;
+        assert_eq!(
+            (allowed.status().as_u16(), header(&allowed, "access-control-allow-origin")),
+            (204, Some(SITE))
+        );
+    }
+    // Uploads: the file never reaches the store.
+    let (uploaded, _) = upload_from(&app, "qu%6Fte", OTHER).await;
+    assert_eq!(uploaded, 403, "POST /api/forms/qu%6Fte/uploads");
+    assert_eq!(upload(&app, "qu%6Fte", "a.pdf", &pdf("from a server")).await.0, 201, "no Origin: a server");
+    // A slash inside the name, or another case, is no form at all.
+    for path in ["/f/contact%2F", "/f/cont%2Fact", "/f/CONTACT", "/f/Cont%61ct", "/f/CONT%41CT"] {
+        let status = html_post(path).await.unwrap().status().as_u16();
+        assert_eq!(status, 404, "POST {path}");
+    }
+    for form in ["contact%2F", "cont%2fact", "CONTACT", "Cont%61ct"] {
+        for tail in ["submissions", "operations"] {
+            let status = api_post(&format!("/api/forms/{form}/{tail}")).await.unwrap().status().as_u16();
+            assert_eq!(status, 404, "POST /api/forms/{form}/{tail}");
+        }
+    }
+    for form in ["quote%2F", "qu%2fote", "QUOTE", "Qu%6Fte"] {
+        assert_eq!(upload_from(&app, form, OTHER).await.0, 404, "POST /api/forms/{form}/uploads");
+    }
+    let stats = app.stats().await;
+    assert_eq!((stats.submissions, stats.deliveries_total()), (0, 0), "nothing stored");
+    // Counted under the form's one name: 4 spellings × 3 posts, and the upload.
+    assert_eq!(app.refused("contact", "origin-not-allowed").await, 12);
+    assert_eq!(app.refused("quote", "origin-not-allowed").await, 1);
+}
+
+/// `POST /api/forms/FORM/uploads` of a small PDF, sent by a page on `origin`.
+async fn upload_from(app: &TestApp, form: &str, origin: &str) -> (u16, serde_json::Value) {
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/forms/{form}/uploads")))
+        .header("Origin", origin)
+        .header("Content-Type", "application/octet-stream")
+        .header("Onceform-File-Name", "a.pdf")
+        .body(pdf("from elsewhere"))
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap_or_default())
+}
+
+/// The rate limit counts a client's posts to a form under the form's one name, however the
+/// path spells it: an encoded spelling is not a fresh bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_percent_encoded_form_name_does_not_get_a_fresh_rate_limit() {
+    let app = spawn_app_with(Backend::Sqlite, |c| {
+        c.server.rate_limit = true;
+        let form = c.forms.get_mut("contact").unwrap();
+        form.rate_limit.requests = 2;
+        form.rate_limit.per_seconds = 60;
+    })
+    .await;
+    let post = |path: &'static str| {
+        app.client
+            .post(app.url(path))
+            .header("Idempotency-Key", new_key())
+            .json(&inquiry("Counted once"))
+            .send()
+    };
+    assert_eq!(post("/api/forms/contact/submissions").await.unwrap().status(), 201);
+    assert_eq!(post("/api/forms/cont%61ct/submissions").await.unwrap().status(), 201);
+    for path in ["/api/forms/c%6Fntact/submissions", "/api/forms/contact/submissions"] {
+        assert_eq!(post(path).await.unwrap().status(), 429, "{path}");
+    }
+    assert_eq!(app.refused("contact", "rate-limited").await, 2);
 }

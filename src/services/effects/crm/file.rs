@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::dir_sync::DirSync;
 use super::{own, AdapterKind, Capabilities, CrmAdapter, Lead};
+use crate::base::private_files;
 use crate::config::kind_settings::Settings;
 use crate::config::CrmConfig;
 use crate::services::effects::http::Secret;
@@ -114,16 +115,16 @@ fn exists(path: &Path) -> std::io::Result<bool> {
     }
 }
 
-/// Writes the lead's file unless it exists; blocking.
+/// Writes the lead's file unless it exists (readable by the server's user only); blocking.
 fn write(leads: &Path, sync: &DirSync, external_ref: &str, body: &[u8]) -> std::io::Result<()> {
     let name = file_name(external_ref);
     let path = leads.join(&name);
     if exists(&path)? {
         return sync.sync(); // written before, perhaps by a writer whose directory fsync is still under way
     }
-    std::fs::create_dir_all(leads)?;
+    private_files::create_dir_all(leads)?;
     let tmp = leads.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+    let written = private_files::create_new(&tmp).and_then(|mut f| {
         f.write_all(body)?;
         f.sync_data()
     });

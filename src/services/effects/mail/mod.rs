@@ -17,6 +17,7 @@ use lettre::message::{Attachment, Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::{Outcome, Report};
+use crate::base::private_files;
 use crate::config::SmtpConfig;
 use template::Rendered;
 
@@ -212,13 +213,13 @@ pub fn legacy_eml_name(effect_key: &str) -> String {
     format!("{}.eml", effect_key.replace(':', "_"))
 }
 
-/// Writes `eml_name(KEY)` through a temporary file and a rename; blocking (run on the
-/// blocking pool).
+/// Writes `eml_name(KEY)` through a temporary file and a rename, readable by the server's
+/// user only; blocking (run on the blocking pool).
 fn write_eml(dir: &std::path::Path, effect_key: &str, message: &[u8]) -> Report {
     let name = eml_name(effect_key);
-    let result = std::fs::create_dir_all(dir).and_then(|()| {
+    let result = private_files::create_dir_all(dir).and_then(|()| {
         let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-        std::fs::write(&tmp, message)?;
+        private_files::write_new(&tmp, message)?;
         std::fs::rename(&tmp, dir.join(&name))
     });
     match result {

@@ -11,12 +11,13 @@
 mod document;
 mod forms;
 
-use actix_web::http::header::{ALLOW, CACHE_CONTROL};
+use actix_web::http::header::{ContentType, ALLOW, CACHE_CONTROL};
 use actix_web::http::StatusCode;
+use actix_web::web::Bytes;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::problem::{Problem, ProblemKind};
-use crate::web::state::AppState;
+use crate::config::Config;
 pub use document::document;
 
 /// The vendored Swagger UI: (path, content type, bytes).
@@ -47,8 +48,55 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     }
 }
 
-async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(document(&state.config))
+/// The document of the served configuration, built once with the server (`http::server`)
+/// rather than per request: `/openapi.json` serves its bytes and the fallback reads the
+/// methods of its paths (an unknown path once cost a whole document, five times the work
+/// of `/healthz`).
+pub struct Published {
+    json: Bytes,
+    /// Each documented path (a template) with its methods, upper case and sorted.
+    paths: Vec<(String, Vec<String>)>,
+}
+
+impl Published {
+    pub fn of(config: &Config) -> Published {
+        let doc = document(config);
+        let json = serde_json::to_vec(&doc).map(Bytes::from).unwrap_or_default();
+        let paths = doc["paths"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(template, item)| {
+                let mut methods: Vec<String> = item
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|o| o.keys())
+                    .filter(|m| HTTP_METHODS.contains(&m.as_str()))
+                    .map(|m| m.to_ascii_uppercase())
+                    .collect();
+                methods.sort();
+                (template.clone(), methods)
+            })
+            .collect();
+        Published { json, paths }
+    }
+
+    /// The methods the document gives the path `path` (upper case), empty when no path matches.
+    fn allowed_methods(&self, path: &str) -> Vec<String> {
+        let mut methods: Vec<String> = self
+            .paths
+            .iter()
+            .filter(|(template, _)| matches_template(template, path))
+            .flat_map(|(_, methods)| methods.iter().cloned())
+            .collect();
+        methods.sort();
+        methods.dedup();
+        methods
+    }
+}
+
+async fn openapi_json(published: web::Data<Published>) -> HttpResponse {
+    HttpResponse::Ok().content_type(ContentType::json()).body(published.json.clone())
 }
 
 async fn docs() -> HttpResponse {
@@ -64,9 +112,8 @@ async fn asset(content_type: &'static str, bytes: &'static [u8]) -> HttpResponse
 
 /// Requests no route took: 405 with `Allow` when the path is documented (with other
 /// methods), else 404.
-pub async fn fallback(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
-    let doc = document(&state.config);
-    let allowed = allowed_methods(&doc, req.path());
+pub async fn fallback(published: web::Data<Published>, req: HttpRequest) -> HttpResponse {
+    let allowed = published.allowed_methods(req.path());
     if allowed.is_empty() {
         return Problem::new(ProblemKind::NotFound, "no such resource").response();
     }
@@ -78,21 +125,6 @@ pub async fn fallback(state: web::Data<AppState>, req: HttpRequest) -> HttpRespo
     }
     debug_assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
     resp
-}
-
-/// The methods the document gives the path `path` (upper case), empty when no path matches.
-fn allowed_methods(doc: &serde_json::Value, path: &str) -> Vec<String> {
-    let Some(paths) = doc["paths"].as_object() else { return Vec::new() };
-    let mut methods: Vec<String> = paths
-        .iter()
-        .filter(|(template, _)| matches_template(template, path))
-        .flat_map(|(_, item)| item.as_object().into_iter().flat_map(|o| o.keys()))
-        .filter(|m| HTTP_METHODS.contains(&m.as_str()))
-        .map(|m| m.to_ascii_uppercase())
-        .collect();
-    methods.sort();
-    methods.dedup();
-    methods
 }
 
 const HTTP_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];

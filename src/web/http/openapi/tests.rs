@@ -89,11 +89,41 @@ fn documents_the_key_header_and_every_problem_type() {
 
 #[test]
 fn a_documented_path_with_another_method_is_405() {
-    let doc = document(&Config::builtin().unwrap());
-    assert_eq!(allowed_methods(&doc, "/api/forms/contact/submissions"), ["POST"]);
-    assert_eq!(allowed_methods(&doc, "/f/contact"), ["GET", "POST"]);
-    assert_eq!(allowed_methods(&doc, "/api/forms/contact/submissions/op_0123456789abcdef"), ["GET"]);
-    assert!(allowed_methods(&doc, "/api/forms/nope/submissions").is_empty());
-    assert!(allowed_methods(&doc, "/api/forms/contact/submissions/").is_empty());
-    assert!(allowed_methods(&doc, "/admin").is_empty());
+    let published = Published::of(&Config::builtin().unwrap());
+    let allowed_methods = |path| published.allowed_methods(path);
+    assert_eq!(allowed_methods("/api/forms/contact/submissions"), ["POST"]);
+    assert_eq!(allowed_methods("/f/contact"), ["GET", "POST"]);
+    assert_eq!(allowed_methods("/api/forms/contact/submissions/op_0123456789abcdef"), ["GET"]);
+    assert!(allowed_methods("/api/forms/nope/submissions").is_empty());
+    assert!(allowed_methods("/api/forms/contact/submissions/").is_empty());
+    assert!(allowed_methods("/admin").is_empty());
+}
+
+/// Issue 45: each unknown path built the whole document again, so a flood of them cost five
+/// times what `/healthz` does. Served with no configuration at hand, only the document built
+/// once: each answer comes from it, and `/openapi.json` is its very bytes.
+#[actix_web::test]
+async fn a_flood_of_unknown_paths_builds_no_document() {
+    use actix_web::body::MessageBody;
+    use actix_web::test::{call_service, init_service, TestRequest};
+    use actix_web::App;
+
+    let published = web::Data::new(Published::of(&Config::builtin().unwrap()));
+    let app = init_service(
+        App::new().app_data(published.clone()).configure(routes).default_service(web::to(fallback)),
+    )
+    .await;
+    for _ in 0..2 {
+        let unknown = call_service(&app, TestRequest::get().uri("/no/such/path").to_request()).await;
+        assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+        let other = TestRequest::put().uri("/api/forms/contact/submissions").to_request();
+        let other = call_service(&app, other).await;
+        assert_eq!(other.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(other.headers().get(ALLOW).and_then(|v| v.to_str().ok()), Some("POST"));
+        let resp = call_service(&app, TestRequest::get().uri("/openapi.json").to_request()).await;
+        let Ok(json) = resp.into_body().try_into_bytes() else { panic!("not one piece of bytes") };
+        assert_eq!(json.as_ptr(), published.json.as_ptr(), "the bytes built once, not a new rendering");
+        let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
 }
