@@ -100,7 +100,7 @@ async fn an_old_connectors_429_in_a_200_is_not_taken_for_delivery(backend: Backe
 async fn a_5xx_is_retried_and_posts_once(backend: Backend) {
     let teams = FakeTeams::start().await;
     let d = app(backend, &teams.webhook_url()).await;
-    scenario::server_error(&d, &teams.state, "teams", 503).await;
+    scenario::server_error(&d, &teams.state, "teams", 502).await;
 }
 
 async fn a_wrong_signature_fails_with_azures_words_on_the_attempt(backend: Backend) {
