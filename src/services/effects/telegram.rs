@@ -100,9 +100,7 @@ impl Kind for TelegramKind {
         if s.chat_id.is_empty() {
             out.push(format!("{at}.telegram.chat_id: names no chat"));
         }
-        out.extend(
-            super::http::url_policy::check(&format!("{at}.telegram.api_url"), &s.api_url, false).err(),
-        );
+        out.extend(api_url_problem(&format!("{at}.telegram.api_url"), &s.api_url));
         out.extend(field_problems(&format!("{at}.telegram"), form, &s.fields));
         out
     }
@@ -116,8 +114,9 @@ impl Kind for TelegramKind {
                 continue;
             };
             let at = format!("forms.{name}.telegram");
-            super::http::url_policy::check(&format!("{at}.api_url"), &s.api_url, false)
-                .map_err(|e| anyhow::anyhow!(e))?;
+            if let Some(problem) = api_url_problem(&format!("{at}.api_url"), &s.api_url) {
+                anyhow::bail!(problem);
+            }
             let token = secret_var(&format!("{at}.token_env"), &s.token_env)?;
             if !is_token(&token) {
                 anyhow::bail!("{at}.token_env: the variable {} does not hold a bot token", s.token_env);
@@ -128,6 +127,14 @@ impl Kind for TelegramKind {
         let admin = admin_base(deps.config);
         Ok(Arc::new(Telegram { client: client(deps.timeout)?, targets, admin, config: deps.config.clone() }))
     }
+}
+
+/// What is wrong with the Bot API's URL (`at` names the setting): not `https://` (`http://`
+/// only to loopback).
+fn api_url_problem(at: &str, url: &str) -> Option<String> {
+    super::http::url_policy::check(at, url, false)
+        .err()
+        .map(|_| format!("{at}: must be an https:// URL (http:// only to loopback)"))
 }
 
 /// A bot token as BotFather writes it: the bot's ID, `:`, letters, digits, `-` and `_`; so
@@ -231,6 +238,41 @@ impl Effect for Telegram {
 mod tests {
     use super::*;
     use crate::base::i18n::Locale;
+
+    /// check-config's problems of the demo form with `effects` and `table` as its telegram table.
+    fn problems(effects: &str, table: &str) -> Vec<String> {
+        let text = crate::config::DEFAULT_CONFIG
+            .replace(r#"effects = ["crm_lead", "confirmation_email", "owner_notification"]"#, effects)
+            + "\n[forms.contact.telegram]\n"
+            + table;
+        let config = crate::config::Config::parse(&text).unwrap();
+        let mut out = super::super::problems("forms.contact", &config.forms["contact"]);
+        out.retain(|p| p.contains("telegram"));
+        out
+    }
+
+    #[test]
+    fn check_config_names_each_wrong_setting() {
+        let listed = r#"effects = ["telegram"]"#;
+        assert_eq!(
+            problems(listed, "token_env = \"T\"\nchat_id = -100\nfields = [\"message\"]\n"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            problems(
+                listed,
+                "token_env = \"\"\nchat_id = \" \"\napi_url = \"http://bot.example\"\nfields = [\"phone\"]\n"
+            ),
+            [
+                "forms.contact.telegram.token_env: names no variable",
+                "forms.contact.telegram.chat_id: names no chat",
+                "forms.contact.telegram.api_url: must be an https:// URL (http:// only to loopback)",
+                "forms.contact.telegram.fields: `phone` is not a field of this form",
+            ]
+        );
+        let unlisted = problems(r#"effects = []"#, "token_env = \"T\"\nchat_id = \"@sales\"\n");
+        assert_eq!(unlisted, ["forms.contact.telegram: set, but `telegram` is not in forms.contact.effects"]);
+    }
 
     #[test]
     fn only_a_token_shaped_value_goes_into_the_path() {
