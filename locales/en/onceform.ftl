@@ -87,6 +87,13 @@ email-file-attached = attached
 email-file-download = download: { $path }
 email-file-gone = no longer stored
 
+## Chat messages (teams, discord, telegram): to the form's owners, in the form's locale
+
+chat-title = New inquiry: { $form }
+chat-reference = Reference: { $reference }
+chat-field = { $label }: { $value }
+chat-open = Open in the admin
+
 ## Dates: $weekday and $month-name are the messages below; $time is HH:MM, $zone e.g. UTC+8
 
 date-time = { $weekday }, { $day } { $month-name } { $year }, { $time } ({ $zone })

@@ -86,6 +86,13 @@ email-file-attached = 已附加
 email-file-download = 下载：{ $path }
 email-file-gone = 已不再保存
 
+## Chat messages (teams, discord, telegram): to the form's owners, in the form's locale
+
+chat-title = 新咨询：{ $form }
+chat-reference = 编号：{ $reference }
+chat-field = { $label }：{ $value }
+chat-open = 在管理后台打开
+
 ## Dates
 
 date-time = { $year }年{ $month }月{ $day }日（{ $weekday }）{ $time }（{ $zone }）

@@ -86,6 +86,13 @@ email-file-attached = 已附加
 email-file-download = 下載：{ $path }
 email-file-gone = 已不再保存
 
+## Chat messages (teams, discord, telegram): to the form's owners, in the form's locale
+
+chat-title = 新的詢問：{ $form }
+chat-reference = 案件編號：{ $reference }
+chat-field = { $label }：{ $value }
+chat-open = 在管理後台開啟
+
 ## Dates
 
 date-time = { $year }年{ $month }月{ $day }日（{ $weekday }）{ $time }（{ $zone }）

@@ -225,6 +225,7 @@ mod tests {
             ("zone", Arg::Str("Z")),
             ("n", Arg::Num(1)),
             ("path", Arg::Str("P")),
+            ("value", Arg::Str("V")),
         ];
         let mut fluent_args = FluentArgs::new();
         for (name, value) in &args {

@@ -6,15 +6,19 @@
 //! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
 //! section in docs/CONFIGURATION.md. `slack.rs` is a small example.
 
+mod chat;
 mod confirmation_email;
 pub mod crm;
 mod crm_lead;
+mod discord;
 pub mod http;
 mod kind;
 pub mod mail;
 mod outcome;
 mod owner_notification;
 mod slack;
+mod teams;
+mod telegram;
 pub mod webhook;
 
 use std::collections::BTreeMap;
@@ -39,6 +43,9 @@ static KINDS: &[&dyn Kind] = &[
     &confirmation_email::ConfirmationEmailKind,
     &owner_notification::OwnerNotificationKind,
     &slack::SlackKind,
+    &teams::TeamsKind,
+    &discord::DiscordKind,
+    &telegram::TelegramKind,
     &webhook::WebhookKind,
 ];
 

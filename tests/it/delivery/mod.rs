@@ -1,6 +1,8 @@
-//! Delivering side effects: workers, CRM adapters, email, Slack, outbound webhooks.
+//! Delivering side effects: workers, CRM adapters, email, Slack, Teams, Discord, Telegram,
+//! outbound webhooks.
 
 pub mod attachments;
+pub mod discord;
 pub mod file_adapters;
 pub mod hubspot;
 pub mod mail_hardening;
@@ -9,5 +11,7 @@ pub mod pacing;
 pub mod providers;
 pub mod salesforce;
 pub mod slack;
+pub mod teams;
+pub mod telegram;
 pub mod webhook_out;
 pub mod workers;

@@ -4,10 +4,12 @@
 pub mod admin;
 pub mod browser;
 pub mod captcha;
+pub mod chat;
 pub mod clamd;
 pub mod cluster;
 pub mod crm;
 pub mod delivery;
+pub mod discord;
 pub mod files;
 pub mod hooks;
 pub mod hubspot;
@@ -17,6 +19,8 @@ pub mod salesforce;
 pub mod serve_process;
 pub mod smtp;
 pub mod static_site;
+pub mod teams;
+pub mod telegram;
 pub mod vendor;
 pub mod worker_process;
 
