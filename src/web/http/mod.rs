@@ -30,6 +30,7 @@ mod upload_pace;
 mod uploads;
 
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix_http::error::DispatchError;
@@ -86,7 +87,7 @@ fn default_workers(cores: usize) -> usize {
 /// (HTTP/1) with each connection's socket read within its `ReadCredit`.
 pub fn server(
     listener: TcpListener,
-    config: &Config,
+    config: &Arc<Config>,
     traffic: Traffic,
     mount: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
 ) -> std::io::Result<Server> {
@@ -98,7 +99,7 @@ pub fn server(
     let secure = config.secure_cookies();
     let addr = listener.local_addr()?;
     // Built once for all workers: every unknown path and `/openapi.json` read it.
-    let published = web::Data::new(openapi::Published::of(config));
+    let published = web::Data::new(openapi::Publisher::new(config.clone()));
     let builder = actix_server::Server::build()
         .workers(workers)
         .max_concurrent_connections(limits.max_connections_per_worker)

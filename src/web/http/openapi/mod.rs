@@ -17,7 +17,10 @@ use actix_web::web::Bytes;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::problem::{Problem, ProblemKind};
+use std::sync::{Arc, Mutex};
+
 use crate::config::Config;
+use crate::web::state::AppState;
 pub use document::document;
 
 /// The vendored Swagger UI: (path, content type, bytes).
@@ -48,10 +51,36 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     }
 }
 
-/// The document of the served configuration, built once with the server (`http::server`)
-/// rather than per request: `/openapi.json` serves its bytes and the fallback reads the
-/// methods of its paths (an unknown path once cost a whole document, five times the work
-/// of `/healthz`).
+/// The document of the forms in force, built once per configuration rather than per
+/// request: `/openapi.json` serves its bytes and the fallback reads the methods of its paths
+/// (an unknown path once cost a whole document, five times the work of `/healthz`). The
+/// server starts with its own configuration's; the first request after a reload builds the
+/// reloaded one's.
+pub struct Publisher {
+    current: Mutex<(Arc<Config>, Arc<Published>)>,
+}
+
+impl Publisher {
+    pub fn new(config: Arc<Config>) -> Publisher {
+        let published = Arc::new(Published::of(&config));
+        Publisher { current: Mutex::new((config, published)) }
+    }
+
+    /// The document of the forms in force (of the configuration built, where the request
+    /// reaches no app state).
+    fn now(&self, req: &HttpRequest) -> Arc<Published> {
+        let mut current = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match req.app_data::<web::Data<AppState>>().map(|s| s.forms().config.clone()) {
+            Some(config) if !Arc::ptr_eq(&config, &current.0) => {
+                *current = (config.clone(), Arc::new(Published::of(&config)));
+                current.1.clone()
+            }
+            _ => current.1.clone(),
+        }
+    }
+}
+
+/// One configuration's document and its paths.
 pub struct Published {
     json: Bytes,
     /// Each documented path (a template) with its methods, upper case and sorted.
@@ -95,8 +124,8 @@ impl Published {
     }
 }
 
-async fn openapi_json(published: web::Data<Published>) -> HttpResponse {
-    HttpResponse::Ok().content_type(ContentType::json()).body(published.json.clone())
+async fn openapi_json(publisher: web::Data<Publisher>, req: HttpRequest) -> HttpResponse {
+    HttpResponse::Ok().content_type(ContentType::json()).body(publisher.now(&req).json.clone())
 }
 
 async fn docs() -> HttpResponse {
@@ -112,8 +141,8 @@ async fn asset(content_type: &'static str, bytes: &'static [u8]) -> HttpResponse
 
 /// Requests no route took: 405 with `Allow` when the path is documented (with other
 /// methods), else 404.
-pub async fn fallback(published: web::Data<Published>, req: HttpRequest) -> HttpResponse {
-    let allowed = published.allowed_methods(req.path());
+pub async fn fallback(publisher: web::Data<Publisher>, req: HttpRequest) -> HttpResponse {
+    let allowed = publisher.now(&req).allowed_methods(req.path());
     if allowed.is_empty() {
         return Problem::new(ProblemKind::NotFound, "no such resource").response();
     }

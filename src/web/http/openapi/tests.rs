@@ -108,9 +108,10 @@ async fn a_flood_of_unknown_paths_builds_no_document() {
     use actix_web::test::{call_service, init_service, TestRequest};
     use actix_web::App;
 
-    let published = web::Data::new(Published::of(&Config::builtin().unwrap()));
+    let publisher = web::Data::new(Publisher::new(std::sync::Arc::new(Config::builtin().unwrap())));
+    let published = publisher.current.lock().unwrap().1.clone();
     let app = init_service(
-        App::new().app_data(published.clone()).configure(routes).default_service(web::to(fallback)),
+        App::new().app_data(publisher.clone()).configure(routes).default_service(web::to(fallback)),
     )
     .await;
     for _ in 0..2 {
