@@ -7,6 +7,7 @@ pub mod check_config;
 pub mod duplicates;
 pub mod effects;
 pub mod files;
+pub mod healthcheck;
 pub mod lifecycle;
 pub mod request_log;
 pub mod scan;
