@@ -1,6 +1,7 @@
 //! Operating onceform: the command line, configuration, schema, layers, metrics, processes.
 
 pub mod alert_rules;
+pub mod backup;
 pub mod cli;
 pub mod config_reference;
 pub mod layers;
