@@ -4,6 +4,7 @@ pub mod alert_rules;
 pub mod backup;
 pub mod cli;
 pub mod config_reference;
+pub mod deploy;
 pub mod healthcheck;
 pub mod layers;
 pub mod migration_record_owner;
