@@ -32,6 +32,7 @@ Environment (docs/CONFIGURATION.md has every setting):
   ONCEFORM_CRM_TOKEN        the CRM API token (the variable crm.token_env names)
   ONCEFORM_RATE_LIMIT=off   turns the per-client rate limits off (load tests)
   ONCEFORM_TRUSTED_PROXIES  comma-separated proxies whose X-Forwarded-For names the client
+  ONCEFORM_CLAMD            server.clamd: the clamd that scans files (unix:/path or tcp:host:port)
   ONCEFORM_LOG_FORMAT=json  one JSON object per log line
   RUST_LOG                  log filter (default info,actix_server=warn)";
 

@@ -1,5 +1,6 @@
 //! The data lifecycle: keyed digests (conversion of older rows), retention with tombstones
-//! (`purge`), erasure of one person, historic import, and the redelivery spread.
+//! (`purge`), erasure of one person, historic import, the redelivery spread, and backup and
+//! restore (`backup`, `restore`, their `manifest`).
 
 pub mod backup;
 pub mod commands;

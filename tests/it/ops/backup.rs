@@ -193,7 +193,7 @@ async fn every_submission_acknowledged_before_a_backup_replays_from_its_restore(
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = text(&out.stdout);
     assert!(report.contains("files: 3 blob(s)"), "{report}");
-    assert!(report.contains(&format!("secret: ONCEFORM_SECRET is the backup's")), "{report}");
+    assert!(report.contains("secret: ONCEFORM_SECRET is the backup's"), "{report}");
     if backend == Backend::Postgres {
         assert!(report.contains("onceform.pgdump checked"), "{report}");
         run_printed(&report, "pg_restore ", &db.url);
