@@ -35,6 +35,7 @@ pub fn backup(config: &Config, config_file: Option<&Path>, to: &Path) -> anyhow:
         DatabaseUrl::Sqlite(path) => {
             let partial = to.join(format!(".{DATABASE}.partial"));
             db::sqlite_copy(path, &partial, true)?;
+            private(&partial)?;
             std::fs::rename(&partial, to.join(DATABASE))?;
             let entry = Entry::of(to, DATABASE)?;
             report.push(format!("database: {} ({} bytes, SQLite online backup)", DATABASE, entry.size));
@@ -74,6 +75,7 @@ pub fn backup(config: &Config, config_file: Option<&Path>, to: &Path) -> anyhow:
     if let Some(file) = config_file {
         std::fs::copy(file, to.join(CONFIG))
             .map_err(|e| anyhow::anyhow!("cannot copy {}: {e}", file.display()))?;
+        private(&to.join(CONFIG))?;
         files.push(Entry::of(to, CONFIG)?);
         report.push(format!("configuration: {} as {CONFIG}", file.display()));
     }
@@ -148,6 +150,7 @@ fn copy_blobs(files_dir: &Path, to: &Path) -> anyhow::Result<(Vec<Entry>, usize)
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => anyhow::bail!("cannot copy {}: {e}", blob.display()),
         }
+        private(&target)?;
         let entry = Entry::of(to, &path)?;
         if entry.sha256 != name {
             std::fs::remove_file(&target)?;
@@ -160,6 +163,12 @@ fn copy_blobs(files_dir: &Path, to: &Path) -> anyhow::Result<(Vec<Entry>, usize)
         manifest::sync_dir(&to.join(FILES));
     }
     Ok((entries, skipped))
+}
+
+/// Makes a copied file readable by its owner only (`fs::copy` keeps the source's mode).
+fn private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
 }
 
 /// The secret the process would key digests with, by name; `None` when none exists yet.

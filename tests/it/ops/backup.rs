@@ -128,7 +128,9 @@ async fn every_submission_acknowledged_before_a_backup_replays_from_its_restore(
             })
         })
         .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
     while acked.lock().unwrap().len() < 40 {
+        assert!(Instant::now() < deadline, "the load is not being acknowledged");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
