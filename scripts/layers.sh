@@ -18,7 +18,7 @@ LAYERS=(
   "config"
   "db"
   "request_log spam duplicates scan files"
-  "accept status effects worker lifecycle alert_rules check_config reload"
+  "accept status effects worker lifecycle alert_rules check_config reload healthcheck"
   "state render"
   "http"
   "admin"

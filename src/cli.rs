@@ -1,5 +1,6 @@
 //! The command line (parsed by `clap`): `serve` (the default), `worker`, `migrate`,
-//! `check-config`, `alert-rules`, `admin …`, `purge`, `erase`, `import`, `duplicates rescreen`.
+//! `check-config`, `alert-rules`, `admin …`, `purge`, `erase`, `import`, `duplicates rescreen`,
+//! `healthcheck`, `backup`, `restore`.
 //! Each command loads the configuration and hands over to its use case; `serve` and
 //! `worker` are wired in `app::startup`.
 
@@ -31,6 +32,7 @@ Environment (docs/CONFIGURATION.md has every setting):
   ONCEFORM_CRM_TOKEN        the CRM API token (the variable crm.token_env names)
   ONCEFORM_RATE_LIMIT=off   turns the per-client rate limits off (load tests)
   ONCEFORM_TRUSTED_PROXIES  comma-separated proxies whose X-Forwarded-For names the client
+  ONCEFORM_CLAMD            server.clamd: the clamd that scans files (unix:/path or tcp:host:port)
   ONCEFORM_LOG_FORMAT=json  one JSON object per log line
   RUST_LOG                  log filter (default info,actix_server=warn)";
 
@@ -106,6 +108,31 @@ pub enum Command {
     /// Duplicate detection.
     #[command(subcommand, arg_required_else_help = false)]
     Duplicates(DuplicatesCommand),
+    /// Ask the running server whether it is up (exit 0) or not (exit 1); for a container's
+    /// HEALTHCHECK.
+    Healthcheck {
+        /// Ask /readyz (a submission could be stored now) instead of /healthz.
+        #[arg(long)]
+        ready: bool,
+        /// The server's address, http://HOST:PORT (default: server.bind, on loopback when it
+        /// is 0.0.0.0 or ::).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+    /// Copy the database (SQLite; on PostgreSQL: print the pg_dump to run), the files and the
+    /// configuration into a new folder, with a manifest of their SHA-256.
+    Backup {
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+    },
+    /// Bring a backup back, once its manifest and every checksum are verified.
+    Restore {
+        #[arg(long, value_name = "DIR")]
+        from: PathBuf,
+        /// Replace a database that holds data.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -253,9 +280,38 @@ pub fn run(args: Args) -> Result<(), Exit> {
             Ok(())
         }
         Command::Reload => reload(&config),
+        Command::Healthcheck { ready, url } => healthcheck(&config, ready, url.as_deref()),
+        Command::Backup { to } => {
+            let report = crate::services::lifecycle::backup::backup(&config, args.config.as_deref(), &to);
+            print_report(report.map_err(Exit::failure)?)
+        }
+        Command::Restore { from, force } => {
+            let report =
+                crate::services::lifecycle::restore::restore(&config, args.config.as_deref(), &from, force);
+            print_report(report.map_err(Exit::failure)?)
+        }
         Command::Serve => startup::serve(config, args.config.clone()).map_err(Exit::failure),
         Command::Worker => startup::worker(config).map_err(Exit::failure),
     }
+}
+
+fn print_report(lines: Vec<String>) -> Result<(), Exit> {
+    for line in lines {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// `healthcheck`: one line either way (stdout when it answers 200, else the error).
+fn healthcheck(config: &Config, ready: bool, url: Option<&str>) -> Result<(), Exit> {
+    use crate::services::healthcheck::{check, Target};
+    let target = match url {
+        Some(url) => Target::url(url),
+        None => Target::bound(config.server.bind),
+    };
+    let answered = target.and_then(|t| check(&t, ready)).map_err(Exit::failure)?;
+    println!("{answered}");
+    Ok(())
 }
 
 fn run_lifecycle(command: LifecycleCommand, config: &Config) -> Result<(), Exit> {

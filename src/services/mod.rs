@@ -1,5 +1,6 @@
 //! The use cases: the request log, spam screening, duplicates, accepting a submission, its
-//! status, side effects and their workers, the data lifecycle, alert rules, check-config.
+//! status, side effects and their workers, the data lifecycle (backup and restore too), alert
+//! rules, check-config, the health check a container runs.
 
 pub mod accept;
 pub mod alert_rules;
@@ -7,6 +8,7 @@ pub mod check_config;
 pub mod duplicates;
 pub mod effects;
 pub mod files;
+pub mod healthcheck;
 pub mod lifecycle;
 pub mod reload;
 pub mod request_log;

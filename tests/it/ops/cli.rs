@@ -358,3 +358,26 @@ fn an_open_metrics_endpoint_on_a_public_address_is_warned_about() {
     let logged = child.wait_with_output().unwrap();
     assert!(stderr(&logged).contains("/metrics is open to every client"), "{}", stderr(&logged));
 }
+
+/// `--help` names every variable docs/CONFIGURATION.md's environment table documents, and
+/// the operations commands.
+#[test]
+fn help_names_every_documented_variable_and_the_operations_commands() {
+    let out = onceform(&["--help"], &[]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let reference = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CONFIGURATION.md"),
+    )
+    .unwrap();
+    let documented: Vec<&str> = reference
+        .lines()
+        .filter(|l| l.starts_with("| `ONCEFORM_") || l.starts_with("| `RUST_LOG`"))
+        .map(|l| l.split('`').nth(1).unwrap())
+        .collect();
+    assert!(documented.len() > 10, "{documented:?}");
+    let missing: Vec<&&str> = documented.iter().filter(|v| !help.contains(**v)).collect();
+    assert!(missing.is_empty(), "missing from --help: {missing:?}");
+    for command in ["healthcheck", "backup", "restore"] {
+        assert!(help.contains(command), "{command}: {help}");
+    }
+}
