@@ -3,6 +3,7 @@
 pub mod alert_rules;
 pub mod cli;
 pub mod config_reference;
+pub mod docs_paths;
 pub mod layers;
 pub mod migration_record_owner;
 pub mod observability;
