@@ -10,38 +10,44 @@ use chrono::NaiveDateTime;
 use clap::{Parser, Subcommand};
 
 use crate::app::startup;
-use crate::config::Config;
+use crate::config::{Config, ENVIRONMENT};
 use crate::db::probe::Probe;
 use crate::db::Pool;
 use crate::services::lifecycle::commands::LifecycleCommand;
 use crate::web::admin::account_changes;
 use crate::web::admin::accounts::{self, Role};
 
-/// What `--help` adds below the commands: the environment the process reads.
-const ENVIRONMENT: &str = "\
-Environment (docs/CONFIGURATION.md has every setting):
-  ONCEFORM_CONFIG           the configuration file (as --config)
-  ONCEFORM_DATABASE_URL     database.url: sqlite://PATH, a plain path, or postgres://…
-  ONCEFORM_BIND             server.bind (:0 picks a free port)
-  ONCEFORM_SECRET           the server secret: signs fill-time stamps and captcha challenges and
-                            keys the stored digests (else generated once into ./data/secret);
-                            ONCEFORM_SECRET_PREVIOUS: the one before a rotation
-  ONCEFORM_METRICS_TOKEN    /metrics then needs `Authorization: Bearer TOKEN`
-  ONCEFORM_SMTP_URL         smtp.url (unset: .eml files)
-  ONCEFORM_CRM_URL          crm.url (unset: the file adapter)
-  ONCEFORM_CRM_TOKEN        the CRM API token (the variable crm.token_env names)
-  ONCEFORM_RATE_LIMIT=off   turns the per-client rate limits off (load tests)
-  ONCEFORM_TRUSTED_PROXIES  comma-separated proxies whose X-Forwarded-For names the client
-  ONCEFORM_CLAMD            server.clamd: the clamd that scans files (unix:/path or tcp:host:port)
-  ONCEFORM_LOG_FORMAT=json  one JSON object per log line
-  RUST_LOG                  log filter (default info,actix_server=warn)";
+/// What `--help` adds below the commands: the environment the process reads
+/// (`config::ENVIRONMENT`), each meaning beside its name, wrapped at 100 columns.
+fn environment_help() -> String {
+    const WIDTH: usize = 100;
+    let indent = ENVIRONMENT.iter().map(|(name, _)| name.len()).max().unwrap_or(0) + 4;
+    let mut text = String::from("Environment (docs/CONFIGURATION.md has every setting):");
+    for (name, meaning) in ENVIRONMENT {
+        text.push_str(&format!("\n  {name:<0$}", indent - 2));
+        let mut column = indent;
+        for (i, word) in meaning.split(' ').enumerate() {
+            let width = word.chars().count();
+            if i > 0 && column + 1 + width > WIDTH {
+                text.push_str(&format!("\n{:indent$}", ""));
+                column = indent;
+            } else if i > 0 {
+                text.push(' ');
+                column += 1;
+            }
+            text.push_str(word);
+            column += width;
+        }
+    }
+    text
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "onceform",
     version,
     about = "Self-hosted form-submission backend: each logical submission takes effect exactly once.",
-    after_help = ENVIRONMENT
+    after_help = environment_help()
 )]
 struct Cli {
     /// The configuration file (or ONCEFORM_CONFIG); without one, a demo `contact` form on

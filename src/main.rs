@@ -1,7 +1,7 @@
 //! The `onceform` binary: parse the command line, run it, exit with one clear line on error.
 
 /// jemalloc: glibc's allocator took about a fifth of the server's CPU under accepts
-/// (BENCHMARKS.md, fourteenth session).
+/// (docs/benchmarks/history.md, fourteenth session).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

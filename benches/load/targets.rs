@@ -53,7 +53,7 @@ pub fn print(backend: &str, r: &Row) {
 /// Cells of this build and of the baseline in the order this, baseline, baseline, this,
 /// twice, so that neither build always has the first turn on the machine: (this build's
 /// four, the baseline's four). One cell varied by ±10 % within a build on this host
-/// (BENCHMARKS.md, fourteenth session).
+/// (docs/benchmarks/history.md, fourteenth session).
 fn alternated<T>(mut here: impl FnMut() -> T, mut there: impl FnMut() -> T) -> (Vec<T>, Vec<T>) {
     let (mut h, mut t) = (Vec::new(), Vec::new());
     for _ in 0..2 {

@@ -1,6 +1,6 @@
 //! `[crm]`: where leads go. The settings every adapter shares live here; each adapter's own
 //! table (`[crm.file]`, `[crm.generic]`, `[crm.hubspot]`, `[crm.salesforce]`) is parsed by
-//! the adapter itself when the config is read (`src/effects/crm/`, which also implements
+//! the adapter itself when the config is read (`src/services/effects/crm/`, which also implements
 //! `Deserialize` for this type, as `effects` does for `KindSettings`).
 
 use std::any::Any;

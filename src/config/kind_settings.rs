@@ -1,5 +1,5 @@
 //! The effect kinds' own tables in a form (`[forms.F.slack]`), each parsed into its kind's
-//! type when the config is read (by the kinds themselves, see `src/effects/kind.rs`).
+//! type when the config is read (by the kinds themselves, see `src/services/effects/kind.rs`).
 
 use std::any::Any;
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! `server.trusted_proxies`: the reverse proxies whose `X-Forwarded-For` is believed (the
-//! client's address behind them is resolved in `src/http/client_ip.rs`).
+//! client's address behind them is resolved in `src/web/http/client_ip.rs`).
 
 use std::net::IpAddr;
 

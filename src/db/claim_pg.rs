@@ -139,9 +139,9 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
 
 /// The statement for `link`'s shape, made once per shape: which keys it looks up and over
 /// how many forms (or no look-up), and whether the submission names files. Formatting its
-/// 3–4 KB for every accept was most of the allocator's time under `claim` (BENCHMARKS.md,
-/// eighth session). The shapes are few (the key sets times the form groups' sizes, twice);
-/// past `SHAPES` a statement is made but not kept.
+/// 3–4 KB for every accept was most of the allocator's time under `claim`
+/// (docs/benchmarks/history.md, eighth session). The shapes are few (the key sets times the
+/// form groups' sizes, twice); past `SHAPES` a statement is made but not kept.
 fn statement(link: Option<Link<'_>>, files: bool) -> Arc<str> {
     const SHAPES: usize = 256;
     /// Which keys (email, phone, name, content) over how many forms (`None`: no look-up),

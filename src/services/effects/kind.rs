@@ -1,6 +1,6 @@
 //! A kind of form side effect in one place: its name, its own table in a form, its
 //! check-config rules, whether a submission gets one, and the worker that delivers it.
-//! Every kind is one file under `src/effects/` and one line in `KINDS`.
+//! Every kind is one file under `src/services/effects/` and one line in `KINDS`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

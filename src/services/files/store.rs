@@ -30,7 +30,8 @@ pub const HEAD: usize = 8192;
 
 /// Bytes gathered before each write to the temporary file. A connection hands the body on in
 /// pieces of its 16 KiB read window (`web::http::read_credit`); written as they came, a
-/// streamed upload cost the server about 7 % more CPU (BENCHMARKS.md, fifteenth session).
+/// streamed upload cost the server about 7 % more CPU (docs/benchmarks/history.md, fifteenth
+/// session).
 /// One such buffer per upload streaming in, and those are bounded (`max_concurrent_uploads`).
 /// Not smaller: it is freed on a blocking thread (the commit), and a buffer of up to 32 KiB
 /// stays in that thread's allocator cache (32 KiB buffers: 8 MiB more at 64 uploads).

@@ -131,7 +131,8 @@ impl Worker {
         handled
     }
 
-    /// Passes until nothing is due (tests and `worker --drain`).
+    /// Passes until nothing is due (the tests drain the queue with it; the `worker` command
+    /// runs until it is stopped).
     pub async fn run_until_idle(&self) {
         while self.run_once().await > 0 {}
     }

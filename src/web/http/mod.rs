@@ -76,7 +76,8 @@ fn form(state: &AppState, name: &str) -> Result<Form, problem::Problem> {
 /// over is for what serves the requests' writes and retries' records: the database (on the
 /// same machine, or SQLite's writer thread), the delivery log, the side-effect workers. An
 /// event loop on every core is preempted by them, and every connection it holds waits
-/// (replays at 32 clients on 2 cores: p99 7–8 ms with 2 workers, 4 ms with 1; BENCHMARKS.md).
+/// (replays at 32 clients on 2 cores: p99 7–8 ms with 2 workers, 4 ms with 1;
+/// docs/benchmarks/history.md, third session).
 fn default_workers(cores: usize) -> usize {
     cores.saturating_sub(1).max(1)
 }

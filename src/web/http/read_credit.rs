@@ -4,7 +4,7 @@
 //! (`h1::decoder::MAX_BUFFER_SIZE`, not configurable), whether the handler reads the body or
 //! waits (a post with files waiting for its turn, `Files::turn`). Each chunk it splits off
 //! keeps its whole read buffer allocated, so a waiting upload held about 280 KiB
-//! (BENCHMARKS.md, fourteenth session). So every connection's socket is wrapped in
+//! (docs/benchmarks/history.md, fourteenth session). So every connection's socket is wrapped in
 //! [`Metered`], which reads at most [`WINDOW`] bytes past what the handler has taken
 //! ([`ReadCredit`]): the request head and the start of its body, and then only as the handler
 //! takes chunks (`connections::with_body_deadline` reports them). A request head larger than
@@ -13,7 +13,7 @@
 //! The window is renewed past each request (one without a body, or the end of a body), never
 //! at a head alone: part of the body may already be read by then, and each request on a
 //! kept-alive connection would read a window further ahead of its handler (about 240 KiB
-//! per connection under 64 uploads; BENCHMARKS.md, fifteenth session).
+//! per connection under 64 uploads; docs/benchmarks/history.md, fifteenth session).
 
 use std::cell::Cell;
 use std::io;
@@ -121,7 +121,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Metered<T> {
     /// Reads the socket as far as the allowance goes (up to [`MAX_READ`]) in one call, even
     /// when the dispatcher's buffer has room for less (8 KiB at a time): the rest waits in
     /// `ahead`. With reads of the buffer's size, a streamed upload cost the server about 7 %
-    /// more CPU (BENCHMARKS.md, fifteenth session).
+    /// more CPU (docs/benchmarks/history.md, fifteenth session).
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -218,21 +218,7 @@ fn help_lists_the_commands_and_the_environment() {
     for word in ["check-config", "duplicates", "--config"] {
         assert!(help.contains(word), "{word}: {help}");
     }
-    for var in [
-        "ONCEFORM_CONFIG",
-        "ONCEFORM_DATABASE_URL",
-        "ONCEFORM_BIND",
-        "ONCEFORM_SECRET",
-        "ONCEFORM_SECRET_PREVIOUS",
-        "ONCEFORM_METRICS_TOKEN",
-        "ONCEFORM_SMTP_URL",
-        "ONCEFORM_CRM_URL",
-        "ONCEFORM_CRM_TOKEN",
-        "ONCEFORM_RATE_LIMIT",
-        "ONCEFORM_TRUSTED_PROXIES",
-        "ONCEFORM_LOG_FORMAT",
-        "RUST_LOG",
-    ] {
+    for (var, _) in onceform::config::ENVIRONMENT {
         assert!(help.contains(var), "{var} missing from --help");
     }
 }

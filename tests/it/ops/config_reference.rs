@@ -2,12 +2,13 @@
 //! they do not. The accepted keys come from the types: a probe key in each table makes the
 //! deserialiser list the table's keys (`#[serde(deny_unknown_fields)]`); a form's own table,
 //! whose unknown keys its effect kinds refuse without a list, has `FormConfig::KEYS`, and
-//! every one of those is tried.
+//! every one of those is tried. Its environment table names exactly the variables of
+//! `config::ENVIRONMENT`, the list `--help` prints, and that list every variable the code reads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use onceform::config::{Config, FormConfig};
+use onceform::config::{Config, FormConfig, ENVIRONMENT};
 
 const FORM: &str = "[forms.contact]\ntitle = 'x'\n";
 
@@ -148,25 +149,60 @@ fn every_key_of_a_form_is_accepted() {
     assert!(e.message().contains("unknown field `zzz_probe`"));
 }
 
-/// The README's and the reference's environment tables name each variable once, and agree
-/// with the code on `RUST_LOG`'s default.
+/// The reference's environment table names each variable of `config::ENVIRONMENT` (what
+/// `--help` lists) once and no other, and agrees with the code on `RUST_LOG`'s default.
 #[test]
-fn the_environment_tables_name_each_variable_once_and_the_real_log_default() {
+fn the_environment_table_names_exactly_the_variables_help_lists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let logging = std::fs::read_to_string(root.join("src/base/logging.rs")).unwrap();
     let default = logging.split("EnvFilter::new(\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
-    for page in ["README.md", "docs/CONFIGURATION.md"] {
-        let text = std::fs::read_to_string(root.join(page)).unwrap();
-        let mut seen = BTreeSet::new();
-        for row in text.lines().filter(|l| l.starts_with("| `ONCEFORM_") || l.starts_with("| `RUST_LOG`")) {
-            let var = row.split('`').nth(1).unwrap();
-            assert!(seen.insert(var.to_string()), "{page}: `{var}` is listed twice");
-            if var == "RUST_LOG" {
-                assert!(row.trim_end().ends_with(&format!("`{default}` |")), "{page}: {row}");
-            }
-        }
-        for var in ["ONCEFORM_SECRET", "ONCEFORM_METRICS_TOKEN", "RUST_LOG"] {
-            assert!(seen.contains(var), "{page} does not list {var}");
+    let page = std::fs::read_to_string(root.join("docs/CONFIGURATION.md")).unwrap();
+    let table = page.split("\n## Environment\n").nth(1).unwrap().split("\n## ").next().unwrap();
+    let mut listed = Vec::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let var = row.split('`').nth(1).unwrap();
+        assert!(!listed.contains(&var), "docs/CONFIGURATION.md: `{var}` is listed twice");
+        listed.push(var);
+        if var == "RUST_LOG" {
+            assert!(row.trim_end().ends_with(&format!("`{default}` |")), "docs/CONFIGURATION.md: {row}");
         }
     }
+    let help: BTreeSet<&str> = ENVIRONMENT.iter().map(|(name, _)| *name).collect();
+    let listed: BTreeSet<&str> = listed.into_iter().collect();
+    assert_eq!(listed, help, "docs/CONFIGURATION.md's environment table against config::ENVIRONMENT");
+    let rust_log = ENVIRONMENT.iter().find(|(name, _)| *name == "RUST_LOG").unwrap().1;
+    assert!(rust_log.contains(default), "--help's RUST_LOG: {rust_log}");
+}
+
+/// Every `ONCEFORM_…` variable the code names (outside test code) is in `config::ENVIRONMENT`,
+/// and every one there is named by the code: `--help` and the reference list what is read.
+#[test]
+fn the_environment_list_names_every_variable_the_code_reads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut read = BTreeSet::new();
+    let mut stack = vec![root.join("src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("config/environment.rs")
+            {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap();
+                // A literal that is a name alone (`"ONCEFORM_BIND"`), not a message naming one.
+                for (i, _) in code.match_indices("\"ONCEFORM_") {
+                    let rest = &code[i + 1..];
+                    let end = rest.find(|c: char| !(c.is_ascii_uppercase() || c == '_')).unwrap_or(0);
+                    // A prefix (`"ONCEFORM_"`, to list them all) names no variable.
+                    if rest[end..].starts_with('"') && !rest[..end].ends_with('_') {
+                        read.insert(rest[..end].to_string());
+                    }
+                }
+            }
+        }
+    }
+    let listed: BTreeSet<String> =
+        ENVIRONMENT.iter().map(|(name, _)| name.to_string()).filter(|n| n.starts_with("ONCEFORM_")).collect();
+    assert_eq!(read, listed, "the ONCEFORM_ variables the code reads against config::ENVIRONMENT");
 }

@@ -5,6 +5,7 @@ pub mod backup;
 pub mod cli;
 pub mod config_reference;
 pub mod deploy;
+pub mod docs_paths;
 pub mod healthcheck;
 pub mod layers;
 pub mod migration_record_owner;
