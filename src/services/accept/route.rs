@@ -98,11 +98,13 @@ fields = [
         Facts { phone_region: contact.phone.and_then(|p| canonical::region(&p.e164)), fields, locale, spam }
     }
 
+    /// (routes, fields, locale, spam, whether the route matches).
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'static str, bool, bool);
+
     #[test]
     fn each_kind_of_when_key_matches_as_documented() {
         let support = "[[forms.f.routes]]\nwhen = { topic = [\"Support\", \"Returns\"] }\n";
-        let cases: &[(&str, &[(&str, &str)], &str, bool, bool)] = &[
-            // (routes, fields, locale, spam, matches)
+        let cases: &[Case<'_>] = &[
             (support, &[("topic", "Returns")], "en", false, true),
             (support, &[("topic", "Sales")], "en", false, false),
             (support, &[], "en", false, false),
