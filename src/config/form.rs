@@ -126,6 +126,10 @@ pub struct FormConfig {
     /// could not scan is held either way.
     #[serde(default)]
     pub when_scanner_down: ScannerDown,
+    /// Who gets a submission, by what it says (`[[forms.F.routes]]`): the first route whose
+    /// `when` holds replaces `effects` and `notify`.
+    #[serde(default)]
+    pub routes: Vec<super::RouteConfig>,
     /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
     #[serde(flatten)]
     pub settings: KindSettings,
@@ -167,6 +171,7 @@ impl FormConfig {
         "max_files_bytes",
         "scan",
         "when_scanner_down",
+        "routes",
     ];
 
     pub fn field(&self, name: &str) -> Option<&FieldConfig> {

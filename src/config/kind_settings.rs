@@ -24,6 +24,11 @@ impl KindSettings {
     pub fn contains(&self, kind: EffectKind) -> bool {
         self.0.contains_key(&kind)
     }
+
+    /// The kinds that have a table here.
+    pub fn kinds(&self) -> impl Iterator<Item = EffectKind> + '_ {
+        self.0.keys().copied()
+    }
 }
 
 impl fmt::Debug for KindSettings {

@@ -19,6 +19,7 @@ pub mod parsed;
 pub mod proxies;
 mod redact;
 pub mod retention;
+pub mod route;
 mod rules;
 mod server;
 mod smtp;
@@ -49,6 +50,7 @@ pub use metrics_token::MetricsToken;
 pub use proxies::TrustedProxies;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
+pub use route::{RouteConfig, WhenValue};
 pub use rules::{open_metrics_warning, problems, warnings};
 pub use server::{ServerConfig, CLAMD_MAX_BYTES};
 pub use smtp::SmtpConfig;
@@ -139,6 +141,7 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config, String> {
         let keys_of = |table: &str| match table.split('.').collect::<Vec<_>>()[..] {
             ["forms", _] => FormConfig::KEYS,
+            ["forms", _, "routes"] => RouteConfig::KEYS,
             _ => &[],
         };
         let mut config: Config = file_errors::from_toml(text, keys_of).map_err(|p| p.join("; "))?;

@@ -115,6 +115,7 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
     }
     super::spam::form_problems(out, &at, form);
     super::locale::form_problems(out, &at, form);
+    super::route::form_problems(out, &at, form);
 }
 
 /// The keys each field type takes, and their values.

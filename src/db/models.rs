@@ -32,6 +32,8 @@ pub struct NewSubmission {
     pub journey_id: Option<String>,
     /// The visitor's negotiated locale on a `locale = "auto"` form (their confirmation's).
     pub locale: Option<String>,
+    /// The route that applied (`[[forms.F.routes]]`: its name, or `#INDEX`).
+    pub route: Option<String>,
 }
 
 /// What the accept path and the status endpoint need of a stored submission.
@@ -140,6 +142,8 @@ pub struct OwningSubmission {
     pub received_at: NaiveDateTime,
     pub journey_id: Option<String>,
     pub locale: Option<String>,
+    /// The route that applied, as stored (its name, or `#INDEX`).
+    pub route: Option<String>,
 }
 
 /// What a job reads of the inbound event owning it (`body`: `None` once purged).

@@ -105,6 +105,7 @@ fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> 
                 submissions::received_at,
                 submissions::journey_id,
                 submissions::locale,
+                submissions::route,
             )
                 .nullable(),
             (

@@ -209,6 +209,7 @@ diesel::table! {
         name_digest -> Nullable<Text>,
         locale -> Nullable<Text>,
         consent_json -> Nullable<Text>,
+        route -> Nullable<Text>,
     }
 }
 

@@ -5,17 +5,65 @@
 
 use std::path::Path;
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, FormConfig};
 
 /// All problems found in `config`; empty when it is usable.
 pub fn problems(config: &Config) -> Vec<String> {
     let mut out = crate::config::problems(config);
     out.extend(crate::services::effects::crm::problems(&config.crm));
     for (name, form) in &config.forms {
-        out.extend(crate::services::effects::problems(&format!("forms.{name}"), form));
+        out.extend(kind_problems(&format!("forms.{name}"), form));
     }
     out.extend(scanner_problems(config));
     out
+}
+
+/// Each effect kind's problems with `form` (at `forms.NAME`) and with each of its routes
+/// (`[[forms.NAME.routes]]`), a route being checked as the form with the route's `effects`
+/// and `notify`: a kind a route lists without its settings, `owner_notification` on a route
+/// without addresses. A problem the form's own check names is not named again per route.
+fn kind_problems(at: &str, form: &FormConfig) -> Vec<String> {
+    let mut bare = form.clone();
+    bare.routes.clear();
+    // Every kind the form or one of its routes lists: a table is not unused while a route
+    // uses it.
+    let mut everywhere = bare.effects.clone();
+    for kind in form.routes.iter().flat_map(|r| r.effects.iter().flatten()) {
+        if !everywhere.contains(kind) {
+            everywhere.push(*kind);
+        }
+    }
+    let out = listed_problems(at, &bare, &everywhere);
+    let mut routed_out = Vec::new();
+    for (i, route) in form.routes.iter().enumerate() {
+        if route.effects.is_none() && route.notify.is_none() {
+            continue; // the form's own effects and notify, checked above
+        }
+        let here = format!("{at}.routes[{i}] ({})", route.label(i));
+        let mut routed = bare.clone();
+        if let Some(kinds) = &route.effects {
+            routed.effects = kinds.clone();
+        }
+        if let Some(notify) = route.notify.as_ref().filter(|n| !n.is_empty()) {
+            routed.notify = notify.clone();
+        }
+        routed_out.extend(
+            listed_problems(&here, &routed, &everywhere)
+                .into_iter()
+                .filter(|p| !out.contains(&p.replace(&here, at))),
+        );
+    }
+    out.into_iter().chain(routed_out).collect()
+}
+
+/// The kinds' problems with `form` that still hold when every kind in `everywhere` is
+/// listed (a kind's table is not "set but unused" while a route lists the kind).
+fn listed_problems(at: &str, form: &FormConfig, everywhere: &[crate::domain::EffectKind]) -> Vec<String> {
+    let own = crate::services::effects::problems(at, form);
+    let mut all = form.clone();
+    all.effects = everywhere.to_vec();
+    let with_all = crate::services::effects::problems(at, &all);
+    own.into_iter().filter(|p| with_all.contains(p)).collect()
 }
 
 /// `ONCEFORM_CLAMD` must be an address, and is needed by a form with `scan = "clamd"`.
@@ -57,4 +105,92 @@ pub fn warnings(config: &Config) -> Vec<String> {
 /// Reads `path` (or the built-in default), applies `env` overrides and checks the result.
 pub fn load(path: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
     Config::load(path, env, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const FORM: &str = r#"
+[forms.contact]
+title = "Contact"
+notify = ["sales@example.com"]
+effects = ["owner_notification"]
+fields = [
+  { name = "email", type = "email" },
+  { name = "topic", type = "select", options = ["Support", "Sales"] },
+]
+"#;
+
+    fn problems(routes: &str) -> String {
+        let config = Config::parse(&format!("{FORM}{routes}")).unwrap_or_else(|e| panic!("parse: {e}"));
+        super::problems(&config).join("\n")
+    }
+
+    #[test]
+    fn routes_that_can_never_match_are_named() {
+        let p = problems(
+            "[[forms.contact.routes]]\nname = \"all\"\n\
+             [[forms.contact.routes]]\nname = \"late\"\nwhen = { topic = \"Sales\" }\n\
+             [[forms.contact.routes]]\nname = \"typo\"\nwhen = { topic = \"Suport\" }\n",
+        );
+        for needle in [
+            "forms.contact.routes[1] (late): can never match: route all before it has no `when`",
+            "forms.contact.routes[2] (typo): can never match",
+            "forms.contact.routes[2] (typo).when.topic: can never match: `Suport` is not one of the field's options",
+        ] {
+            assert!(p.contains(needle), "missing {needle:?} in:\n{p}");
+        }
+        assert!(!p.contains("routes[0]"), "{p}");
+    }
+
+    #[test]
+    fn a_when_key_that_is_no_field_nor_fact_is_named() {
+        let p = problems("[[forms.contact.routes]]\nwhen = { topik = \"Sales\", locale = \"xx\" }\n");
+        assert!(p.contains("forms.contact.routes[0] (#0).when.topik: `topik` is neither a field"), "{p}");
+        assert!(p.contains("when.locale: can never match: `xx` is not a shipped locale"), "{p}");
+        assert!(problems(
+            "[[forms.contact.routes]]\nwhen = { topic = \"Sales\", locale = \"zh-TW\", spam = false }\n"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn a_route_kind_without_its_settings_or_addresses_is_named() {
+        let p = problems(
+            "[[forms.contact.routes]]\nname = \"chat\"\nwhen = { topic = \"Sales\" }\neffects = [\"slack\"]\n",
+        );
+        assert!(p.contains("forms.contact.routes[0] (chat).slack: the slack effect needs"), "{p}");
+        let no_one =
+            FORM.replace("notify = [\"sales@example.com\"]", "").replace("[\"owner_notification\"]", "[]");
+        let config = Config::parse(&format!(
+            "{no_one}[[forms.contact.routes]]\nname = \"support\"\nwhen = {{ topic = \"Support\" }}\n\
+             effects = [\"owner_notification\"]\n"
+        ))
+        .unwrap();
+        let p = super::problems(&config).join("\n");
+        assert!(p.contains("forms.contact.routes[0] (support).notify: owner_notification needs"), "{p}");
+        let config = Config::parse(&format!(
+            "{no_one}[[forms.contact.routes]]\nname = \"support\"\nwhen = {{ topic = \"Support\" }}\n\
+             effects = [\"owner_notification\"]\nnotify = [\"support@example.com\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(super::problems(&config), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_slack_table_a_route_uses_is_not_unused_and_route_settings_are_refused() {
+        let slack =
+            "[forms.contact.slack]\nurl_env = \"SLACK_URL\"\nadmin_url = \"https://forms.example.com\"\n";
+        let routes = "[[forms.contact.routes]]\nname = \"chat\"\nwhen = { topic = \"Sales\" }\n\
+                      effects = [\"slack\"]\n";
+        assert_eq!(problems(&format!("{slack}{routes}")), "");
+        let p = problems(&format!(
+            "{slack}{routes}slack = {{ url_env = \"OTHER\", admin_url = \"https://forms.example.com\" }}\n"
+        ));
+        assert!(p.contains("forms.contact.routes[0] (chat).slack: a route's own settings for a kind are not supported yet"), "{p}");
+        let e =
+            Config::parse(&format!("{FORM}[[forms.contact.routes]]\nwhen = {{}}\nnotfy = []\n")).unwrap_err();
+        assert!(e.contains("notfy") && e.contains("notify"), "{e}");
+    }
 }

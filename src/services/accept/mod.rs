@@ -10,6 +10,7 @@ pub mod import;
 mod pg;
 mod plan;
 mod recipient_cap;
+pub mod route;
 mod submit;
 mod transaction;
 

@@ -27,6 +27,10 @@ pub struct ResultBody<'a> {
     pub received_at: String,
     pub operation_expires_at: String,
     pub effects: Vec<EffectSummary>,
+    /// The route that applied (`[[forms.F.routes]]`: its name, or `#INDEX`); absent when
+    /// none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -100,8 +104,11 @@ impl Plan {
             (Some(issued), Some(keys)) => issued + keys < now,
             _ => false,
         };
-        let kinds: Vec<EffectKind> = form
-            .effects
+        // The first route that holds replaces the form's effects (and, at delivery, its notify).
+        let routed = super::route::first(form, &super::route::Facts::of(form, &intake.fields));
+        let route = routed.map(|(i, r)| r.label(i));
+        let listed = routed.and_then(|(_, r)| r.effects.as_ref()).unwrap_or(&form.effects);
+        let kinds: Vec<EffectKind> = listed
             .iter()
             .copied()
             .filter(|k| effects::applies(*k, form, &|name| intake.fields.get(name).is_some()))
@@ -149,6 +156,7 @@ impl Plan {
                 received_at: rfc3339(now),
                 operation_expires_at: rfc3339(expires),
                 effects: kinds.iter().map(|k| EffectSummary { kind: k.as_str(), state: state(k) }).collect(),
+                route: route.as_deref(),
             };
             serde_json::to_string(&body).unwrap_or_default()
         };
@@ -177,6 +185,7 @@ impl Plan {
             operation_expires_at: expires,
             journey_id: intake.fields.journey_id.clone(),
             locale: intake.fields.locale.map(String::from),
+            route,
         };
         let keyring = keyring.clone();
         Plan {

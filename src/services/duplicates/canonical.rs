@@ -68,6 +68,13 @@ pub fn phone_in(typed: &str, region: Option<&str>, others: &[String]) -> Option<
     Some(Phone { shown: e164.clone(), e164 })
 }
 
+/// The ISO 3166 region (`TW`) of a number in E.164, by its country calling code (a code
+/// several regions share is its main region's: `+1` is `US`); `None` when unreadable.
+pub fn region(e164: &str) -> Option<String> {
+    let id = phonenumber::parse(None, e164).ok()?.country().id()?;
+    Some(id.as_ref().to_string())
+}
+
 /// The address as matched: width- and case-folded, `+tag` removed, dots removed for the
 /// `dotless` domains. `None` without an `@`.
 pub fn email(typed: &str, dotless: &[String]) -> Option<String> {

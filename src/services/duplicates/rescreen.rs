@@ -136,6 +136,7 @@ fn again(
             operation_expires_at: *received_at,
             journey_id: None,
             locale: None,
+            route: None,
         };
         screened.push(id.clone());
         let Some(keys) = link_keys(&probe) else {

@@ -87,43 +87,54 @@ pub struct Job {
     pub journey_id: Option<String>,
     /// The visitor's negotiated locale (`locale = "auto"` forms); `None`: the form's.
     pub locale: Option<crate::base::i18n::Locale>,
+    /// The route the submission took (`[[forms.F.routes]]`, as stored); `None`: none, or
+    /// an event's record.
+    pub route: Option<String>,
 }
 
 impl Job {
     /// The job of a claimed row; an error (a record that cannot be delivered as it is) when
     /// it has no owner or its stored fields do not parse.
     pub fn from_row(row: JobRow) -> Result<Job, String> {
-        let (submission_id, form, fields, received_at, journey_id, locale) = match (row.submission, row.event)
-        {
-            (Some(s), _) => {
-                let fields = match s.fields_json.as_deref() {
-                    Some(j) => serde_json::from_str(j).map_err(|e| {
-                        // Where, not what: serde's message may quote the content.
-                        format!(
+        let (submission_id, form, fields, received_at, journey_id, locale, route) =
+            match (row.submission, row.event) {
+                (Some(s), _) => {
+                    let fields = match s.fields_json.as_deref() {
+                        Some(j) => serde_json::from_str(j).map_err(|e| {
+                            // Where, not what: serde's message may quote the content.
+                            format!(
                             "the submission's stored fields do not parse ({:?} error at line {}, column {})",
                             e.classify(),
                             e.line(),
                             e.column()
                         )
-                    })?,
-                    None => BTreeMap::new(),
-                };
-                (s.id, s.form, fields, s.received_at, s.journey_id, s.locale)
-            }
-            (None, Some(e)) => {
-                let fields = match e.body {
-                    Some(body) => BTreeMap::from([
-                        ("body".to_string(), body),
-                        ("content_type".to_string(), e.content_type),
-                        ("source".to_string(), e.source.clone()),
-                        ("event_id".to_string(), e.event_id),
-                    ]),
-                    None => BTreeMap::new(),
-                };
-                (e.id.into(), RecordKind::source_scope(&e.source), fields, e.received_at, None, None)
-            }
-            (None, None) => return Err("the record has no owner".into()),
-        };
+                        })?,
+                        None => BTreeMap::new(),
+                    };
+                    (s.id, s.form, fields, s.received_at, s.journey_id, s.locale, s.route)
+                }
+                (None, Some(e)) => {
+                    let fields = match e.body {
+                        Some(body) => BTreeMap::from([
+                            ("body".to_string(), body),
+                            ("content_type".to_string(), e.content_type),
+                            ("source".to_string(), e.source.clone()),
+                            ("event_id".to_string(), e.event_id),
+                        ]),
+                        None => BTreeMap::new(),
+                    };
+                    (
+                        e.id.into(),
+                        RecordKind::source_scope(&e.source),
+                        fields,
+                        e.received_at,
+                        None,
+                        None,
+                        None,
+                    )
+                }
+                (None, None) => return Err("the record has no owner".into()),
+            };
         Ok(Job {
             kind: row.kind,
             id: row.id,
@@ -135,6 +146,7 @@ impl Job {
             received_at,
             journey_id,
             locale: locale.as_deref().and_then(crate::base::i18n::Locale::parse),
+            route,
         })
     }
 
@@ -225,6 +237,7 @@ mod tests {
                 received_at: chrono::NaiveDateTime::default(),
                 journey_id: None,
                 locale: None,
+                route: None,
             }),
             event: None,
         }

@@ -1,11 +1,12 @@
-//! `owner_notification`: the inquiry to the form's sales addresses, Reply-To the visitor.
+//! `owner_notification`: the inquiry to the form's sales addresses (or its route's),
+//! Reply-To the visitor.
 
 use std::sync::Arc;
 
 use validator::ValidateEmail;
 
 use super::mail::{data, template, visitor, Attach, EmailEffect, Envelope};
-use super::{Deps, Effect, Kind};
+use super::{Deps, Effect, Job, Kind};
 use crate::config::FormConfig;
 use crate::domain::{EffectKind, FileRef};
 
@@ -38,7 +39,7 @@ impl Kind for OwnerNotificationKind {
                 template::owner_notification(&data(form, job, true, form.email_locale(), &files))
             },
             envelope: |form, job| Envelope {
-                to: form.notify.iter().filter_map(|a| a.parse().ok()).collect(),
+                to: recipients(form, job).iter().filter_map(|a| a.parse().ok()).collect(),
                 reply_to: visitor(form, job),
             },
             mailer: deps.mailer.clone(),
@@ -46,4 +47,16 @@ impl Kind for OwnerNotificationKind {
             attach: Some(Attach { files: deps.files.clone(), max_bytes: deps.config.smtp.attach_max_bytes }),
         }))
     }
+}
+
+/// Who gets the notification: the `notify` of the route the submission took, when the form
+/// still has that route and it names addresses; else the form's `notify`. Read at delivery,
+/// so a changed address list applies to what is still queued.
+fn recipients<'f>(form: &'f FormConfig, job: &Job) -> &'f [String] {
+    job.route
+        .as_deref()
+        .and_then(|label| form.route(label))
+        .and_then(|r| r.notify.as_deref())
+        .filter(|n| !n.is_empty())
+        .unwrap_or(&form.notify)
 }

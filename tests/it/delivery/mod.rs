@@ -9,6 +9,7 @@ pub mod mail_hardening;
 pub mod outcomes;
 pub mod pacing;
 pub mod providers;
+pub mod routing;
 pub mod salesforce;
 pub mod slack;
 pub mod teams;

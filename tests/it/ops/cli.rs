@@ -57,6 +57,35 @@ fn check_config_accepts_the_default_and_names_each_problem() {
 }
 
 #[test]
+fn check_config_names_a_route_that_can_never_match() {
+    let form =
+        "[forms.contact]\ntitle = 'x'\nnotify = ['sales@example.com']\neffects = ['owner_notification']\n\
+                [[forms.contact.fields]]\nname = 'topic'\ntype = 'select'\noptions = ['Sales', 'Support']\n";
+    let fine = temp_file(
+        "fine.toml",
+        &format!("{form}[[forms.contact.routes]]\nname = 'support'\nwhen = {{ topic = 'Support' }}\n"),
+    );
+    let out = onceform(&["check-config", "--config", fine.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bad = temp_file(
+        "routes.toml",
+        &format!(
+            "{form}[[forms.contact.routes]]\nname = 'everyone'\n\
+             [[forms.contact.routes]]\nname = 'support'\nwhen = {{ topic = 'Support' }}\n"
+        ),
+    );
+    let out = onceform(&["check-config", "--config", bad.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "forms.contact.routes[1] (support): can never match: route everyone before it has no `when`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn bad_flags_and_missing_files_end_with_one_line() {
     let out = onceform(&["--frobnicate"], &[]);
     assert_eq!(out.status.code(), Some(2));

@@ -2,13 +2,14 @@
 //! they do not. The accepted keys come from the types: a probe key in each table makes the
 //! deserialiser list the table's keys (`#[serde(deny_unknown_fields)]`); a form's own table,
 //! whose unknown keys its effect kinds refuse without a list, has `FormConfig::KEYS`, and
-//! every one of those is tried. Its environment table names exactly the variables of
-//! `config::ENVIRONMENT`, the list `--help` prints, and that list every variable the code reads.
+//! every one of those is tried (a route's table, likewise, `RouteConfig::KEYS`). Its
+//! environment table names exactly the variables of `config::ENVIRONMENT`, the list `--help`
+//! prints, and that list every variable the code reads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use onceform::config::{Config, FormConfig, ENVIRONMENT};
+use onceform::config::{Config, FormConfig, RouteConfig, ENVIRONMENT};
 
 const FORM: &str = "[forms.contact]\ntitle = 'x'\n";
 
@@ -118,7 +119,9 @@ fn the_reference_names_every_key_the_configuration_accepts_and_no_other() {
         compare(doc, &accepted(header));
     }
     compare("[forms.NAME]", &FormConfig::KEYS.iter().map(|k| k.to_string()).collect());
-    let known: BTreeSet<&str> = TABLES.iter().map(|(d, _)| *d).chain(["[forms.NAME]"]).collect();
+    compare("[[forms.NAME.routes]]", &RouteConfig::KEYS.iter().map(|k| k.to_string()).collect());
+    let known: BTreeSet<&str> =
+        TABLES.iter().map(|(d, _)| *d).chain(["[forms.NAME]", "[[forms.NAME.routes]]"]).collect();
     for table in documented.keys().filter(|t| t.starts_with('[')) {
         if !known.contains(table.as_str()) {
             wrong.push(format!("{table}: a section for a table the configuration does not have"));
@@ -146,6 +149,21 @@ fn every_key_of_a_form_is_accepted() {
         }
     }
     let e = toml::from_str::<Config>(&format!("{FORM}zzz_probe = 1\n")).map(|_| ()).unwrap_err();
+    assert!(e.message().contains("unknown field `zzz_probe`"));
+}
+
+/// Every key of `RouteConfig::KEYS` is one a route's table takes, and a made-up one is not.
+#[test]
+fn every_key_of_a_route_is_accepted() {
+    for key in RouteConfig::KEYS {
+        let text = format!("{FORM}[[forms.contact.routes]]\n{key} = {{ zzz_probe = [] }}\n");
+        let e = toml::from_str::<Config>(&text).map(|_| ()).map_err(|e| e.message().to_string());
+        if let Err(e) = e {
+            assert!(!e.contains(&format!("unknown field `{key}`")), "{key}: {e}");
+        }
+    }
+    let text = format!("{FORM}[[forms.contact.routes]]\nzzz_probe = 1\n");
+    let e = toml::from_str::<Config>(&text).map(|_| ()).unwrap_err();
     assert!(e.message().contains("unknown field `zzz_probe`"));
 }
 

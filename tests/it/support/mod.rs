@@ -155,6 +155,8 @@ pub struct TestApp {
     pub config: Arc<Config>,
     /// The app's queue of delivery rows written in the background.
     pub deliveries: RequestLog,
+    /// The forms in force (`put` changes them as a reload would).
+    pub forms: Arc<onceform::config::LiveForms>,
     /// Dropped with the app: the database goes away after the test.
     _db: TestDb,
 }
@@ -224,9 +226,10 @@ pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
     let app = Application::build(config.clone(), pool.clone(), test_keyring(), Default::default()).unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let deliveries = app.deliveries();
+    let forms = app.forms();
     tokio::spawn(app.run());
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    TestApp { address, client, pool, config, deliveries, _db: db }
+    TestApp { address, client, pool, config, deliveries, forms, _db: db }
 }
 
 /// A valid contact submission.

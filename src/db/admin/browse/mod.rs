@@ -43,6 +43,8 @@ pub struct SubmissionRow {
     pub journey_id: Option<String>,
     /// What a tombstone keeps of the content: the consent answers (`db::purge::tombstone`).
     pub consent_json: Option<String>,
+    /// The route it took (`[[forms.F.routes]]`: its name, or `#INDEX`), as stored then.
+    pub route: Option<String>,
 }
 
 /// (kind, state) of each effect record, by submission id.

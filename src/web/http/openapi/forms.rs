@@ -282,7 +282,8 @@ fn accepted_body(effect: Value) -> Value {
             "status": {"const": "accepted"},
             "received_at": {"type": "string", "format": "date-time"},
             "operation_expires_at": {"type": "string", "format": "date-time"},
-            "effects": {"type": "array", "items": effect}
+            "effects": {"type": "array", "items": effect},
+            "route": {"type": "string", "description": "the form's route that applied (its name, or `#INDEX`); absent when none did"}
         }
     })
 }
