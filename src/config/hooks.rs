@@ -14,6 +14,17 @@ pub trait VerifierRules: Sync {
         Vec::new()
     }
 
+    /// check-config: what is wrong with the secrets `hook` (called `at`) names, read from `env`
+    /// as the verifier reads them at start; a message names the variable, never its value.
+    fn secret_problems(
+        &self,
+        _at: &str,
+        _hook: &HookConfig,
+        _env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether deliveries are signed at all (`none`: they are not).
     fn signs(&self) -> bool {
         true
@@ -118,6 +129,17 @@ pub trait HandlerRules: Sync {
 
     /// check-config: what `handler` (called `at`, i.e. `hooks.S.handlers.NAME`) lacks.
     fn problems(&self, _at: &str, _handler: &HandlerConfig) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// check-config: what is wrong with the secrets `handler` names, read from `env`; a
+    /// message names the variable, never its value.
+    fn secret_problems(
+        &self,
+        _at: &str,
+        _handler: &HandlerConfig,
+        _env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
         Vec::new()
     }
 }

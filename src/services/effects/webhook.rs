@@ -50,10 +50,31 @@ pub struct WebhookSettings {
     allow_private: bool,
 }
 
-/// The key bytes of a `whsec_…` secret (the base64 after the prefix).
+/// The shortest key a signing secret may hold: 24 bytes (192 bits), the Standard Webhooks
+/// specification's minimum. Every HMAC secret onceform signs or verifies with is held to it.
+pub const MIN_KEY_BYTES: usize = 24;
+
+/// The key bytes of a `whsec_…` secret: the base64 after the prefix, at least
+/// `MIN_KEY_BYTES` of them. The error says what is wrong, never the value.
 pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
-    let b64 = secret.strip_prefix("whsec_").unwrap_or(secret);
-    STANDARD.decode(b64).map_err(|_| "the secret is not whsec_ followed by base64".to_string())
+    let not_whsec = || "a secret is not `whsec_` followed by base64".to_string();
+    let b64 = secret.strip_prefix("whsec_").ok_or_else(not_whsec)?;
+    let key = STANDARD.decode(b64).map_err(|_| not_whsec())?;
+    if key.len() < MIN_KEY_BYTES {
+        return Err(format!("a secret's key is shorter than {MIN_KEY_BYTES} bytes"));
+    }
+    Ok(key)
+}
+
+/// The keys of the `whsec_` secrets in `value` (space-separated, several during a rotation),
+/// the value of the variable `var`; the error names the variable, never its value.
+pub fn read_secrets(var: &str, value: Option<String>) -> Result<Vec<Vec<u8>>, String> {
+    let value = value.filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("{var} is not set"))?;
+    value
+        .split_whitespace()
+        .map(decode_secret)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{var}: {e}"))
 }
 
 /// `v1,<base64>`: the Standard Webhooks signature of `id.timestamp.body` with `key`.
@@ -132,6 +153,21 @@ impl Kind for WebhookKind {
         out
     }
 
+    /// The `whsec_` secrets of `secret_env`, as `effect` reads them at start.
+    fn secret_problems(
+        &self,
+        at: &str,
+        form: &FormConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let Some(s) = form.settings.get::<WebhookSettings>(WEBHOOK).filter(|s| !s.secret_env.is_empty())
+        else {
+            return Vec::new();
+        };
+        let read = read_secrets(&s.secret_env, env(&s.secret_env));
+        read.err().map(|e| format!("{at}.webhook.secret_env: {e}")).into_iter().collect()
+    }
+
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
@@ -175,14 +211,7 @@ impl Endpoint {
         idempotency_key: bool,
         timeout: std::time::Duration,
     ) -> anyhow::Result<Endpoint> {
-        let raw = std::env::var(secret_env)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {secret_env} is not set"))?;
-        let keys = raw
-            .split_whitespace()
-            .map(decode_secret)
-            .collect::<Result<Vec<_>, _>>()
+        let keys = read_secrets(secret_env, std::env::var(secret_env).ok())
             .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
         Ok(Endpoint { client: client(timeout)?, url: url.into(), keys, headers, idempotency_key })
     }
@@ -275,6 +304,29 @@ mod tests {
             sign(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body),
             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
         );
+    }
+
+    /// Issue 45: `whsec_` decoded to an empty key, `AA==` to one byte, and both were used.
+    #[test]
+    fn an_empty_short_or_unprefixed_secret_is_refused_without_showing_it() {
+        for bad in [
+            "whsec_",
+            "AA==",
+            "whsec_AA==",
+            "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVlc=",
+            "whsec_!!",
+            "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        ] {
+            let e = decode_secret(bad).expect_err(bad);
+            let fixed =
+                ["a secret is not `whsec_` followed by base64", "a secret's key is shorter than 24 bytes"];
+            assert!(fixed.contains(&e.as_str()), "{e}");
+        }
+        assert_eq!(decode_secret("whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldY").unwrap().len(), MIN_KEY_BYTES);
+        let e = read_secrets("HOOK_KEY", Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_".into()))
+            .unwrap_err();
+        assert_eq!(e, "HOOK_KEY: a secret's key is shorter than 24 bytes");
+        assert_eq!(read_secrets("HOOK_KEY", Some("  ".into())).unwrap_err(), "HOOK_KEY is not set");
     }
 
     #[test]

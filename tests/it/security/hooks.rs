@@ -1,15 +1,64 @@
-//! The webhook findings of the security review (issue 21) that belong to verification: a
-//! signed GitHub delivery sent again under new `X-GitHub-Delivery` IDs (the header is not
-//! signed, and GitHub sends no timestamp) is a replay of the first, not a new event.
+//! The webhook findings of the security reviews that belong to verification: a signed GitHub
+//! delivery sent again under new `X-GitHub-Delivery` IDs (the header is not signed, and
+//! GitHub sends no timestamp) is a replay of the first, not a new event (issue 21); a source
+//! whose key is empty, short or not `whsec_` does not start, and a delivery signed with an
+//! empty key is refused (issue 45).
 
-use onceform::web::hooks::verify::github;
+use std::sync::Arc;
+
+use onceform::app::Application;
+use onceform::db::Pool;
+use onceform::web::hooks::verify::{github, standard_webhooks};
 
 use crate::on_both_backends;
 use crate::support::hooks::{hook, secret_var, spawn_hook_app};
 use crate::support::receiver::Receiver;
-use crate::support::Backend;
+use crate::support::{test_config, test_keyring, Backend, TestDb};
 
 on_both_backends!(a_github_delivery_re_keyed_under_new_delivery_ids_runs_once);
+
+const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// Issue 45: `whsec_` decodes to an empty key; a source holding it started, and a delivery
+/// signed with the empty key was stored (200). `AA==` (no prefix) and a 16-byte key started
+/// too. Now the server does not start with any of them, and says which variable is wrong
+/// without showing it; a delivery signed with an empty key is refused by a source that did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_signed_with_an_empty_key_is_refused() {
+    for value in ["whsec_", "AA==", "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="] {
+        let var = secret_var("empty_key", value);
+        let db = TestDb::new(Backend::Sqlite);
+        let mut config = test_config(&db.url);
+        let source = format!("verify = \"standard-webhooks\"\nsecret_env = \"{var}\"");
+        config.hooks.insert("sw".into(), hook(&source));
+        let database = config.database.clone();
+        let pool = tokio::task::spawn_blocking(move || Pool::connect(&database)).await.unwrap().unwrap();
+        let built = Application::build(Arc::new(config), pool, test_keyring(), Default::default());
+        let error =
+            built.err().map(|e| e.to_string()).unwrap_or_else(|| panic!("{value}: the server started"));
+        assert!(error.contains(&format!("hooks.sw: {var}:")), "{value}: {error}");
+        assert!(value == "whsec_" || !error.contains(value), "the value is never shown: {error}");
+    }
+
+    let var = secret_var("real_key", WHSEC);
+    let app = spawn_hook_app(
+        Backend::Sqlite,
+        vec![("sw", hook(&format!("verify = \"standard-webhooks\"\nsecret_env = \"{var}\"")))],
+    )
+    .await;
+    let body = r#"{"type":"invoice.paid","id":"evt_empty"}"#;
+    let ts = chrono::Utc::now().timestamp();
+    for key in [&b""[..], b"short key"] {
+        let headers = vec![
+            ("webhook-id", "msg_empty".to_string()),
+            ("webhook-timestamp", ts.to_string()),
+            ("webhook-signature", standard_webhooks::sign(key, "msg_empty", ts, body.as_bytes())),
+        ];
+        assert_eq!(app.post("sw", &headers, body).await.status(), 401, "a {}-byte key", key.len());
+    }
+    assert_eq!(app.inbound().await.events, 0, "nothing stored");
+    assert_eq!(app.post_signed("sw", WHSEC, "msg_real", body).await.status(), 200);
+}
 
 async fn a_github_delivery_re_keyed_under_new_delivery_ids_runs_once(backend: Backend) {
     let receiver = Receiver::start().await;

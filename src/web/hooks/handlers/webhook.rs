@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{needs_url, Deps, Handler};
-use crate::services::effects::webhook::{url_problems, Endpoint};
+use crate::services::effects::webhook::{read_secrets, url_problems, Endpoint};
 use crate::services::effects::{BoxFuture, Effect, Job, Lookup, Report};
 use crate::web::hooks::config::{HandlerConfig, HandlerRules};
 
@@ -31,6 +31,17 @@ impl HandlerRules for HookWebhookKind {
             ));
         }
         out
+    }
+
+    /// The `whsec_` secrets of `secret_env`, as `HookWebhook::new` reads them at start.
+    fn secret_problems(
+        &self,
+        at: &str,
+        h: &HandlerConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let Some(var) = h.secret_env.as_deref() else { return Vec::new() };
+        read_secrets(var, env(var)).err().map(|e| format!("{at}.secret_env: {e}")).into_iter().collect()
     }
 }
 
