@@ -231,6 +231,10 @@ pub struct HandlerConfig {
     /// forward: allow `http://` to hosts other than loopback (else only `https://`).
     #[serde(default)]
     pub allow_http: bool,
+    /// forward, webhook: allow a target at a private or reserved address, written in the URL
+    /// or resolved from its host name (`effects::http::reach`).
+    #[serde(default)]
+    pub allow_private: bool,
     /// crm_lead: CRM field name → JSON pointer into the event.
     #[serde(default)]
     pub crm_fields: std::collections::BTreeMap<String, String>,

@@ -13,7 +13,6 @@
 //! UNKNOWN; 429 and 503 honour `Retry-After`; any other 4xx (410 Gone included) is final.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
@@ -23,7 +22,7 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
 
-use super::http::{answered, client, ServerErrors};
+use super::http::{answered, client, reach, Client, Reach, ServerErrors};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::FormConfig;
@@ -44,8 +43,8 @@ pub struct WebhookSettings {
     /// Further headers sent with every request (e.g. a tenant ID the receiver expects).
     #[serde(default)]
     headers: BTreeMap<String, String>,
-    /// Allow a URL whose host is a private, link-local or unspecified address (`http://`
-    /// stays loopback-only).
+    /// Allow a receiver at a private or reserved address (`http::reach`), written in the URL
+    /// or resolved from its host name (`http://` stays loopback-only).
     #[serde(default)]
     allow_private: bool,
 }
@@ -95,31 +94,12 @@ fn webhook_id(effect_key: &str) -> String {
 }
 
 /// What is wrong with a receiver's URL (`at` names the setting): not `https://` (`http://`
-/// only to loopback), or a private address unless `allow_private`.
+/// only to loopback), or a private address or `localhost` unless `allow_private`
+/// (`http::reach`; a host name is checked again each time it is resolved).
 pub fn url_problems(at: &str, url: &str, allow_private: bool) -> Vec<String> {
     let mut out: Vec<String> = super::http::url_policy::check(at, url, false).err().into_iter().collect();
-    if private_host(url) && !allow_private {
-        out.push(format!("{at}: a private address; set allow_private = true if the receiver is yours"));
-    }
+    out.extend(reach::problem(at, url, Reach::allowing_private(allow_private)));
     out
-}
-
-/// A host that is an address no public endpoint has.
-fn private_host(url: &str) -> bool {
-    let Some(host) = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)) else {
-        return false;
-    };
-    match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
-        Ok(IpAddr::V4(v4)) => {
-            v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
-        }
-        Ok(IpAddr::V6(v6)) => {
-            v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-        Err(_) => false,
-    }
 }
 
 pub struct WebhookKind;
@@ -183,6 +163,7 @@ impl Kind for WebhookKind {
                 &s.secret_env,
                 s.headers.clone(),
                 s.idempotency_key,
+                Reach::allowing_private(s.allow_private),
                 deps.timeout,
             )?;
             targets.insert(name.clone(), endpoint);
@@ -194,7 +175,7 @@ impl Kind for WebhookKind {
 /// One receiver and how to sign for it (the form kind's, and the `webhook` hook handler's).
 /// No `Debug`: it holds the secrets.
 pub struct Endpoint {
-    client: reqwest::Client,
+    client: Client,
     url: String,
     keys: Vec<Vec<u8>>,
     headers: BTreeMap<String, String>,
@@ -202,18 +183,20 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// `url` signed with the `whsec_` secrets in the variable `secret_env` (named `at`).
+    /// `url` signed with the `whsec_` secrets in the variable `secret_env` (named `at`),
+    /// reached as `reach` allows.
     pub fn new(
         at: &str,
         url: &str,
         secret_env: &str,
         headers: BTreeMap<String, String>,
         idempotency_key: bool,
+        reach: Reach,
         timeout: std::time::Duration,
     ) -> anyhow::Result<Endpoint> {
         let keys = read_secrets(secret_env, std::env::var(secret_env).ok())
             .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
-        Ok(Endpoint { client: client(timeout)?, url: url.into(), keys, headers, idempotency_key })
+        Ok(Endpoint { client: client(timeout, reach)?, url: url.into(), keys, headers, idempotency_key })
     }
 
     /// POSTs `body` as the event `effect_key` names (its `webhook-id`: batch 0's key).
@@ -235,7 +218,7 @@ impl Endpoint {
         if self.idempotency_key {
             req = req.header("idempotency-key", &id);
         }
-        match answered(req.body(body).send().await, ServerErrors::MayHaveActed).await {
+        match answered(self.client.send(req.body(body)).await, ServerErrors::MayHaveActed).await {
             Ok(resp) => Report::sent(id).with_http(resp.status().as_u16()),
             Err(report) => report,
         }
@@ -330,14 +313,21 @@ mod tests {
     }
 
     #[test]
-    fn private_addresses_are_told_apart() {
-        for private in
-            ["https://10.0.0.5/x", "https://192.168.1.1/", "https://[fd00::1]/", "https://169.254.169.254/"]
-        {
-            assert!(private_host(private), "{private}");
+    fn private_receivers_need_allow_private() {
+        for private in [
+            "https://10.0.0.5/x",
+            "https://192.168.1.1/",
+            "https://[fd00::1]/",
+            "https://169.254.169.254/",
+            "https://[::ffff:169.254.169.254]/",
+            "https://100.100.100.200/",
+            "http://localhost:9/",
+        ] {
+            assert_eq!(url_problems("u", private, false).len(), 1, "{private}");
+            assert_eq!(url_problems("u", private, true), Vec::<String>::new(), "{private}");
         }
-        for public in ["https://hooks.example.com/x", "https://203.0.113.7/", "http://127.0.0.1:9/"] {
-            assert!(!private_host(public), "{public}");
+        for public in ["https://hooks.example.com/x", "https://8.8.8.8/", "http://127.0.0.1:9/"] {
+            assert_eq!(url_problems("u", public, false), Vec::<String>::new(), "{public}");
         }
     }
 }

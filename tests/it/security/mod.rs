@@ -5,6 +5,7 @@ pub mod erasure;
 pub mod forged_files;
 pub mod headers;
 pub mod hooks;
+pub mod private_targets;
 pub mod public_hardening;
 pub mod refusals;
 pub mod small;
