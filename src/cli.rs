@@ -353,11 +353,16 @@ fn run_admin(command: AdminCommand, config: &Config) -> Result<(), Exit> {
     Ok(())
 }
 
-/// `check-config [--connect]`: the problems refuse the configuration (in `load`), the
+/// `check-config [--connect]`: the problems refuse the configuration (in `load`), and so do
+/// the secrets it names when they are unset or not what their provider documents; the
 /// warnings are printed; the database is tried only when asked, within `CONNECT_DEADLINE`.
 fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
     for warning in crate::services::check_config::warnings(config) {
         eprintln!("warning: {warning}");
+    }
+    let secrets = crate::services::check_config::secret_problems(config, &|k| std::env::var(k).ok());
+    if !secrets.is_empty() {
+        return Err(Exit::failure(format!("{} secret problem(s): {}", secrets.len(), secrets.join("; "))));
     }
     let names: Vec<&str> = config.forms.keys().map(String::as_str).collect();
     println!("configuration OK: {} form(s): {}", names.len(), names.join(", "));

@@ -19,6 +19,9 @@ pub struct CrmConfig {
     pub token_env: String,
     /// Allow `http://` CRM URLs to hosts other than loopback (else only `https://`).
     pub allow_http: bool,
+    /// Allow a CRM at a private or reserved address, written in the URL or resolved from its
+    /// host name (`effects::http::reach`); a loopback address written in the URL needs none.
+    pub allow_private: bool,
     /// Each adapter's own table `[crm.NAME]`, parsed by that adapter.
     pub tables: BTreeMap<String, Settings>,
     /// Keys of earlier releases found flat in `[crm]` and read as their adapter's: (the key,
@@ -49,6 +52,7 @@ impl Default for CrmConfig {
             url: None,
             token_env: "ONCEFORM_CRM_TOKEN".into(),
             allow_http: false,
+            allow_private: false,
             tables: BTreeMap::new(),
             moved: Vec::new(),
         }

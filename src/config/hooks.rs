@@ -14,6 +14,17 @@ pub trait VerifierRules: Sync {
         Vec::new()
     }
 
+    /// check-config: what is wrong with the secrets `hook` (called `at`) names, read from `env`
+    /// as the verifier reads them at start; a message names the variable, never its value.
+    fn secret_problems(
+        &self,
+        _at: &str,
+        _hook: &HookConfig,
+        _env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether deliveries are signed at all (`none`: they are not).
     fn signs(&self) -> bool {
         true
@@ -120,6 +131,17 @@ pub trait HandlerRules: Sync {
     fn problems(&self, _at: &str, _handler: &HandlerConfig) -> Vec<String> {
         Vec::new()
     }
+
+    /// check-config: what is wrong with the secrets `handler` names, read from `env`; a
+    /// message names the variable, never its value.
+    fn secret_problems(
+        &self,
+        _at: &str,
+        _handler: &HandlerConfig,
+        _env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A handler's kind (`kind = "…"`), one of `hooks::handlers`' list.
@@ -209,6 +231,10 @@ pub struct HandlerConfig {
     /// forward: allow `http://` to hosts other than loopback (else only `https://`).
     #[serde(default)]
     pub allow_http: bool,
+    /// forward, webhook: allow a target at a private or reserved address, written in the URL
+    /// or resolved from its host name (`effects::http::reach`).
+    #[serde(default)]
+    pub allow_private: bool,
     /// crm_lead: CRM field name → JSON pointer into the event.
     #[serde(default)]
     pub crm_fields: std::collections::BTreeMap<String, String>,

@@ -91,6 +91,7 @@ impl fmt::Debug for CrmConfig {
             .field("url", &Redacted(self.url.as_deref()))
             .field("token_env", &self.token_env)
             .field("allow_http", &self.allow_http)
+            .field("allow_private", &self.allow_private)
             // Each adapter's table prints by its own `Debug` (generic's redacts its lookup URL).
             .field("tables", &self.tables.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()

@@ -1,7 +1,9 @@
 //! The `check-config` use case (`onceform check-config`, and every start): every problem in
 //! a configuration, each named by its path: the configuration's own rules
 //! (`config::problems`, in `config/rules.rs`, which ask each webhook source's verifier and
-//! handler kinds theirs), the CRM adapter's (`effects::crm`) and each effect kind's (`effects`).
+//! handler kinds theirs), the CRM adapter's (`effects::crm`) and each effect kind's (`effects`);
+//! and, for `onceform check-config`, the signing secrets the configuration names
+//! (`secret_problems`), read from the environment.
 
 use std::path::Path;
 
@@ -64,6 +66,25 @@ fn listed_problems(at: &str, form: &FormConfig, everywhere: &[crate::domain::Eff
     all.effects = everywhere.to_vec();
     let with_all = crate::services::effects::problems(at, &all);
     own.into_iter().filter(|p| with_all.contains(p)).collect()
+}
+
+/// What is wrong with the secrets `config` names, read from `env` as `serve` and `worker`
+/// read them at start (where each refuses to start on its own): each webhook source's
+/// signing secrets (`hooks.NAME`), each `webhook` handler's and each form effect's. A
+/// message names the setting and the variable, never the value.
+pub fn secret_problems(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (source, hook) in &config.hooks {
+        let at = format!("hooks.{source}");
+        out.extend(hook.verify.secret_problems(&at, hook, env));
+        for h in &hook.handlers {
+            out.extend(h.kind.0.secret_problems(&format!("{at}.handlers.{}", h.name), h, env));
+        }
+    }
+    for (name, form) in &config.forms {
+        out.extend(crate::services::effects::secret_problems(&format!("forms.{name}"), form, env));
+    }
+    out
 }
 
 /// `ONCEFORM_CLAMD` must be an address, and is needed by a form with `scan = "clamd"`.

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use super::chat::{
     admin_base, field_problems, header_seconds, refused, seconds, secret_var, Message, Refusal,
 };
-use super::http::{client, id_of, transport_error};
+use super::http::{client, id_of, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -89,7 +89,12 @@ impl Kind for DiscordKind {
             targets.insert(name.clone(), Target { url, fields: s.fields.clone() });
         }
         let admin = admin_base(deps.config);
-        Ok(Arc::new(Discord { client: client(deps.timeout)?, targets, admin, config: deps.config.clone() }))
+        Ok(Arc::new(Discord {
+            client: client(deps.timeout, Reach::Public)?,
+            targets,
+            admin,
+            config: deps.config.clone(),
+        }))
     }
 }
 
@@ -120,7 +125,7 @@ struct Target {
 
 /// No `Debug`: the URLs are secrets.
 struct Discord {
-    client: reqwest::Client,
+    client: Client,
     /// By form name.
     targets: BTreeMap<String, Target>,
     /// The admin's submission URL without the ID.

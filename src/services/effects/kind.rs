@@ -42,6 +42,18 @@ pub trait Kind: Sync {
         Vec::new()
     }
 
+    /// check-config: what is wrong with the secrets this kind reads for `form` (called `at`)
+    /// from `env`, as its `effect` would find at start; a message names the variable, never
+    /// its value.
+    fn secret_problems(
+        &self,
+        _at: &str,
+        _form: &FormConfig,
+        _env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether a submission of `form` gets a record of this kind, when `form` lists it;
     /// `filled(field)`: the submission has a value for that field.
     fn applies(&self, _form: &FormConfig, _filled: &dyn Fn(&str) -> bool) -> bool {

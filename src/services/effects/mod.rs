@@ -59,6 +59,11 @@ pub fn problems(at: &str, form: &FormConfig) -> Vec<String> {
     KINDS.iter().flat_map(|k| k.check(at, form)).collect()
 }
 
+/// What is wrong with the secrets the kinds read for `form` from `env` (`Kind::secret_problems`).
+pub fn secret_problems(at: &str, form: &FormConfig, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    KINDS.iter().flat_map(|k| k.secret_problems(at, form, env)).collect()
+}
+
 /// Whether a submission of `form` gets a record of `kind` (`filled`: it has a value for that field).
 pub fn applies(kind: EffectKind, form: &FormConfig, filled: &dyn Fn(&str) -> bool) -> bool {
     kind::find(kind.as_str()).is_none_or(|k| k.applies(form, filled))

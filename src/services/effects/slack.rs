@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::http::{answered, client, ServerErrors};
+use super::http::{answered, client, Client, Reach, ServerErrors};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::FormConfig;
@@ -70,10 +70,13 @@ impl Kind for SlackKind {
             super::http::url_policy::check(&at, &url, false).map_err(|_| {
                 anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
             })?;
+            if let Some(problem) = super::http::reach::problem(&at, &url, Reach::Public) {
+                anyhow::bail!(problem);
+            }
             let link = format!("{}/admin/submissions/", s.admin_url.trim_end_matches('/'));
             targets.insert(name.clone(), Target { url, title: form.title.clone(), link });
         }
-        Ok(Arc::new(Slack { client: client(deps.timeout)?, targets }))
+        Ok(Arc::new(Slack { client: client(deps.timeout, Reach::Public)?, targets }))
     }
 }
 
@@ -87,7 +90,7 @@ struct Target {
 
 /// No `Debug`: the URLs are secrets.
 struct Slack {
-    client: reqwest::Client,
+    client: Client,
     /// By form name.
     targets: BTreeMap<String, Target>,
 }
@@ -127,8 +130,8 @@ impl Effect for Slack {
             let Some(target) = self.targets.get(&job.form) else {
                 return Report::failed(Outcome::Permanent, "slack_not_configured");
             };
-            let sent =
-                self.client.post(&target.url).json(&json!({ "text": target.message(job) })).send().await;
+            let req = self.client.post(&target.url).json(&json!({ "text": target.message(job) }));
+            let sent = self.client.send(req).await;
             match answered(sent, ServerErrors::DidNotAct).await {
                 Ok(resp) => Report::sent(job.effect_key.clone()).with_http(resp.status().as_u16()),
                 Err(report) => report,

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
-use super::http::{client, read_head, transport_error};
+use super::http::{client, read_head, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -79,7 +79,12 @@ impl Kind for TeamsKind {
             })?;
             targets.insert(name.clone(), Target { url, fields: s.fields.clone() });
         }
-        Ok(Arc::new(Teams { client: client(deps.timeout)?, targets, admin, config: deps.config.clone() }))
+        Ok(Arc::new(Teams {
+            client: client(deps.timeout, Reach::Public)?,
+            targets,
+            admin,
+            config: deps.config.clone(),
+        }))
     }
 }
 
@@ -91,7 +96,7 @@ struct Target {
 
 /// No `Debug`: the URLs are secrets.
 struct Teams {
-    client: reqwest::Client,
+    client: Client,
     /// By form name.
     targets: BTreeMap<String, Target>,
     /// The admin's submission URL without the ID.

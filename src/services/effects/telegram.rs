@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::chat::{admin_base, clip_utf16, field_problems, refused, seconds, secret_var, Message, Refusal};
-use super::http::{client, id_of, transport_error};
+use super::http::{client, id_of, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -125,7 +125,12 @@ impl Kind for TelegramKind {
             targets.insert(name.clone(), Target { url, chat: s.chat_id.json(), fields: s.fields.clone() });
         }
         let admin = admin_base(deps.config);
-        Ok(Arc::new(Telegram { client: client(deps.timeout)?, targets, admin, config: deps.config.clone() }))
+        Ok(Arc::new(Telegram {
+            client: client(deps.timeout, Reach::Public)?,
+            targets,
+            admin,
+            config: deps.config.clone(),
+        }))
     }
 }
 
@@ -161,7 +166,7 @@ struct Target {
 
 /// No `Debug`: the URLs hold the token.
 struct Telegram {
-    client: reqwest::Client,
+    client: Client,
     /// By form name.
     targets: BTreeMap<String, Target>,
     /// The admin's submission URL without the ID.

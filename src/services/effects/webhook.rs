@@ -13,7 +13,6 @@
 //! UNKNOWN; 429 and 503 honour `Retry-After`; any other 4xx (410 Gone included) is final.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
@@ -23,7 +22,7 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
 
-use super::http::{answered, client, ServerErrors};
+use super::http::{answered, client, reach, Client, Reach, ServerErrors};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::FormConfig;
@@ -44,16 +43,37 @@ pub struct WebhookSettings {
     /// Further headers sent with every request (e.g. a tenant ID the receiver expects).
     #[serde(default)]
     headers: BTreeMap<String, String>,
-    /// Allow a URL whose host is a private, link-local or unspecified address (`http://`
-    /// stays loopback-only).
+    /// Allow a receiver at a private or reserved address (`http::reach`), written in the URL
+    /// or resolved from its host name (`http://` stays loopback-only).
     #[serde(default)]
     allow_private: bool,
 }
 
-/// The key bytes of a `whsec_…` secret (the base64 after the prefix).
+/// The shortest key a signing secret may hold: 24 bytes (192 bits), the Standard Webhooks
+/// specification's minimum. Every HMAC secret onceform signs or verifies with is held to it.
+pub const MIN_KEY_BYTES: usize = 24;
+
+/// The key bytes of a `whsec_…` secret: the base64 after the prefix, at least
+/// `MIN_KEY_BYTES` of them. The error says what is wrong, never the value.
 pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
-    let b64 = secret.strip_prefix("whsec_").unwrap_or(secret);
-    STANDARD.decode(b64).map_err(|_| "the secret is not whsec_ followed by base64".to_string())
+    let not_whsec = || "a secret is not `whsec_` followed by base64".to_string();
+    let b64 = secret.strip_prefix("whsec_").ok_or_else(not_whsec)?;
+    let key = STANDARD.decode(b64).map_err(|_| not_whsec())?;
+    if key.len() < MIN_KEY_BYTES {
+        return Err(format!("a secret's key is shorter than {MIN_KEY_BYTES} bytes"));
+    }
+    Ok(key)
+}
+
+/// The keys of the `whsec_` secrets in `value` (space-separated, several during a rotation),
+/// the value of the variable `var`; the error names the variable, never its value.
+pub fn read_secrets(var: &str, value: Option<String>) -> Result<Vec<Vec<u8>>, String> {
+    let value = value.filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("{var} is not set"))?;
+    value
+        .split_whitespace()
+        .map(decode_secret)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{var}: {e}"))
 }
 
 /// `v1,<base64>`: the Standard Webhooks signature of `id.timestamp.body` with `key`.
@@ -74,31 +94,12 @@ fn webhook_id(effect_key: &str) -> String {
 }
 
 /// What is wrong with a receiver's URL (`at` names the setting): not `https://` (`http://`
-/// only to loopback), or a private address unless `allow_private`.
+/// only to loopback), or a private address or `localhost` unless `allow_private`
+/// (`http::reach`; a host name is checked again each time it is resolved).
 pub fn url_problems(at: &str, url: &str, allow_private: bool) -> Vec<String> {
     let mut out: Vec<String> = super::http::url_policy::check(at, url, false).err().into_iter().collect();
-    if private_host(url) && !allow_private {
-        out.push(format!("{at}: a private address; set allow_private = true if the receiver is yours"));
-    }
+    out.extend(reach::problem(at, url, Reach::allowing_private(allow_private)));
     out
-}
-
-/// A host that is an address no public endpoint has.
-fn private_host(url: &str) -> bool {
-    let Some(host) = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)) else {
-        return false;
-    };
-    match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
-        Ok(IpAddr::V4(v4)) => {
-            v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
-        }
-        Ok(IpAddr::V6(v6)) => {
-            v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-        Err(_) => false,
-    }
 }
 
 pub struct WebhookKind;
@@ -132,6 +133,21 @@ impl Kind for WebhookKind {
         out
     }
 
+    /// The `whsec_` secrets of `secret_env`, as `effect` reads them at start.
+    fn secret_problems(
+        &self,
+        at: &str,
+        form: &FormConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let Some(s) = form.settings.get::<WebhookSettings>(WEBHOOK).filter(|s| !s.secret_env.is_empty())
+        else {
+            return Vec::new();
+        };
+        let read = read_secrets(&s.secret_env, env(&s.secret_env));
+        read.err().map(|e| format!("{at}.webhook.secret_env: {e}")).into_iter().collect()
+    }
+
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
@@ -147,6 +163,7 @@ impl Kind for WebhookKind {
                 &s.secret_env,
                 s.headers.clone(),
                 s.idempotency_key,
+                Reach::allowing_private(s.allow_private),
                 deps.timeout,
             )?;
             targets.insert(name.clone(), endpoint);
@@ -158,7 +175,7 @@ impl Kind for WebhookKind {
 /// One receiver and how to sign for it (the form kind's, and the `webhook` hook handler's).
 /// No `Debug`: it holds the secrets.
 pub struct Endpoint {
-    client: reqwest::Client,
+    client: Client,
     url: String,
     keys: Vec<Vec<u8>>,
     headers: BTreeMap<String, String>,
@@ -166,25 +183,20 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// `url` signed with the `whsec_` secrets in the variable `secret_env` (named `at`).
+    /// `url` signed with the `whsec_` secrets in the variable `secret_env` (named `at`),
+    /// reached as `reach` allows.
     pub fn new(
         at: &str,
         url: &str,
         secret_env: &str,
         headers: BTreeMap<String, String>,
         idempotency_key: bool,
+        reach: Reach,
         timeout: std::time::Duration,
     ) -> anyhow::Result<Endpoint> {
-        let raw = std::env::var(secret_env)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {secret_env} is not set"))?;
-        let keys = raw
-            .split_whitespace()
-            .map(decode_secret)
-            .collect::<Result<Vec<_>, _>>()
+        let keys = read_secrets(secret_env, std::env::var(secret_env).ok())
             .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
-        Ok(Endpoint { client: client(timeout)?, url: url.into(), keys, headers, idempotency_key })
+        Ok(Endpoint { client: client(timeout, reach)?, url: url.into(), keys, headers, idempotency_key })
     }
 
     /// POSTs `body` as the event `effect_key` names (its `webhook-id`: batch 0's key).
@@ -206,7 +218,7 @@ impl Endpoint {
         if self.idempotency_key {
             req = req.header("idempotency-key", &id);
         }
-        match answered(req.body(body).send().await, ServerErrors::MayHaveActed).await {
+        match answered(self.client.send(req.body(body)).await, ServerErrors::MayHaveActed).await {
             Ok(resp) => Report::sent(id).with_http(resp.status().as_u16()),
             Err(report) => report,
         }
@@ -277,15 +289,45 @@ mod tests {
         );
     }
 
+    /// Issue 45: `whsec_` decoded to an empty key, `AA==` to one byte, and both were used.
     #[test]
-    fn private_addresses_are_told_apart() {
-        for private in
-            ["https://10.0.0.5/x", "https://192.168.1.1/", "https://[fd00::1]/", "https://169.254.169.254/"]
-        {
-            assert!(private_host(private), "{private}");
+    fn an_empty_short_or_unprefixed_secret_is_refused_without_showing_it() {
+        for bad in [
+            "whsec_",
+            "AA==",
+            "whsec_AA==",
+            "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVlc=",
+            "whsec_!!",
+            "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        ] {
+            let e = decode_secret(bad).expect_err(bad);
+            let fixed =
+                ["a secret is not `whsec_` followed by base64", "a secret's key is shorter than 24 bytes"];
+            assert!(fixed.contains(&e.as_str()), "{e}");
         }
-        for public in ["https://hooks.example.com/x", "https://203.0.113.7/", "http://127.0.0.1:9/"] {
-            assert!(!private_host(public), "{public}");
+        assert_eq!(decode_secret("whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldY").unwrap().len(), MIN_KEY_BYTES);
+        let e = read_secrets("HOOK_KEY", Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_".into()))
+            .unwrap_err();
+        assert_eq!(e, "HOOK_KEY: a secret's key is shorter than 24 bytes");
+        assert_eq!(read_secrets("HOOK_KEY", Some("  ".into())).unwrap_err(), "HOOK_KEY is not set");
+    }
+
+    #[test]
+    fn private_receivers_need_allow_private() {
+        for private in [
+            "https://10.0.0.5/x",
+            "https://192.168.1.1/",
+            "https://[fd00::1]/",
+            "https://169.254.169.254/",
+            "https://[::ffff:169.254.169.254]/",
+            "https://100.100.100.200/",
+            "http://localhost:9/",
+        ] {
+            assert_eq!(url_problems("u", private, false).len(), 1, "{private}");
+            assert_eq!(url_problems("u", private, true), Vec::<String>::new(), "{private}");
+        }
+        for public in ["https://hooks.example.com/x", "https://8.8.8.8/", "http://127.0.0.1:9/"] {
+            assert_eq!(url_problems("u", public, false), Vec::<String>::new(), "{public}");
         }
     }
 }

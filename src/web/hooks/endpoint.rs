@@ -1,10 +1,12 @@
 //! `POST /hooks/{source}` (and WeCom's URL check by `GET`): verify, then store or quarantine
-//! in one transaction before answering.
+//! in one transaction before answering. A body is read only once it has its share of the
+//! budget of unverified bodies (`body_budget`), which it holds until its signature is checked.
 
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
+use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
@@ -15,6 +17,7 @@ use super::spool;
 use super::verify::{self, CallbackQuery, VerifyError};
 use super::Source;
 use crate::base::clock::now;
+use crate::config::TrustedProxies;
 use crate::db::hooks::{Delivery, HookStore, Quarantined};
 use crate::db::{DbError, Writes};
 use crate::domain::{InboundOutcome, QuarantineStatus};
@@ -80,7 +83,19 @@ async fn receive(
     let Some(source) = hooks.source(&path) else {
         return Problem::new(ProblemKind::NotFound, "there is no webhook source with this name").response();
     };
-    let body = match read_body(payload, source.config.max_body_bytes).await {
+    let limit = source.config.max_body_bytes;
+    let declared = declared_length(&req);
+    if declared.is_some_and(|n| n > limit) {
+        return BodyError::TooLarge.response();
+    }
+    let client = match req.app_data::<web::Data<TrustedProxies>>() {
+        Some(proxies) => proxies.client_of(&req),
+        None => req.peer_addr().map(|a| a.ip()),
+    };
+    let Some(reserved) = hooks.budget().reserve(client, declared.unwrap_or(limit)) else {
+        return busy(source);
+    };
+    let body = match read_body(payload, limit).await {
         Ok(b) => b,
         Err(e) => return e.response(),
     };
@@ -99,6 +114,8 @@ async fn receive(
         Ok(c) => c,
         Err(e) => return refused(source, e),
     };
+    // Verified: what is held from here on is a sender's who holds the secret.
+    drop(reserved);
     let writes = state.acceptor.writes().clone();
     let name = source.name.clone();
     let config = source.config.clone();
@@ -111,6 +128,23 @@ async fn receive(
     };
     source.count_ingest(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
     resp
+}
+
+/// The body's length as its `Content-Length` declares it (`None`: chunked, or unreadable).
+fn declared_length(req: &HttpRequest) -> Option<usize> {
+    req.headers().get(CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// 503 with Retry-After: the unverified bodies being received hold the client's budget, or
+/// the whole budget; nothing of this one was read.
+fn busy(source: &Source) -> HttpResponse {
+    tracing::debug!(source = %source.name, "webhook refused: the budget of unverified bodies is spent");
+    Problem::new(
+        ProblemKind::Unavailable,
+        "too many unverified deliveries are being received; deliver it again later",
+    )
+    .retry_after(1)
+    .response()
 }
 
 /// What one delivery became.

@@ -3,6 +3,7 @@
 //! existing workers run the handlers. See docs/webhooks/.
 
 pub mod admin;
+pub mod body_budget;
 pub use crate::config::hooks as config;
 mod endpoint;
 pub mod handlers;
@@ -37,12 +38,14 @@ pub struct Source {
     pub ingested: AtomicU64,
 }
 
-/// Every configured source, shared by the HTTP workers, and the spool of the sources whose
-/// `when_store_down` is `spool` (when there is one).
+/// Every configured source, shared by the HTTP workers, the spool of the sources whose
+/// `when_store_down` is `spool` (when there is one), and the budget of bytes their unverified
+/// bodies may hold (`body_budget`).
 #[derive(Clone, Default)]
 pub struct Hooks {
     sources: Arc<BTreeMap<String, Source>>,
     spool: Option<Arc<spool::Spool>>,
+    budget: Arc<body_budget::BodyBudget>,
 }
 
 impl Hooks {
@@ -81,7 +84,14 @@ impl Hooks {
                 },
             );
         }
-        Ok(Hooks { sources: Arc::new(sources), spool })
+        let largest = hooks.values().map(|h| h.max_body_bytes).max().unwrap_or(0);
+        let budget = Arc::new(body_budget::BodyBudget::for_largest_body(largest));
+        Ok(Hooks { sources: Arc::new(sources), spool, budget })
+    }
+
+    /// The budget of bytes unverified bodies may hold.
+    pub fn budget(&self) -> &Arc<body_budget::BodyBudget> {
+        &self.budget
     }
 
     pub fn spool(&self) -> Option<&Arc<spool::Spool>> {

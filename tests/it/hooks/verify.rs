@@ -110,12 +110,12 @@ async fn github_verifier(backend: Backend) {
 }
 
 async fn stripe_verifier(backend: Backend) {
-    let var = secret_var("stripe", "whsec_stripe_test_secret");
+    let var = secret_var("stripe", "whsec_stripe_test_secret_0123456789");
     let app =
         spawn_hook_app(backend, vec![("pay", hook(&format!("verify = \"stripe\"\nsecret_env = \"{var}\"")))])
             .await;
     let body = r#"{"id":"evt_1N","object":"event","type":"invoice.paid"}"#;
-    let key = b"whsec_stripe_test_secret";
+    let key = b"whsec_stripe_test_secret_0123456789";
     let h = |v: String| vec![("stripe-signature", v)];
     assert_refused(
         &app,

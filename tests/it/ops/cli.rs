@@ -396,3 +396,74 @@ fn help_names_every_documented_variable_and_the_operations_commands() {
         assert!(help.contains(command), "{command}: {help}");
     }
 }
+
+/// A configuration with a Standard Webhooks source keyed by `$SW_KEY` and the contact form's
+/// outbound webhook keyed by `$OUT_KEY`.
+fn webhook_keys_config() -> std::path::PathBuf {
+    let effects = r#"effects = ["crm_lead", "confirmation_email", "owner_notification"]"#;
+    let text = onceform::config::DEFAULT_CONFIG.replace(effects, r#"effects = ["webhook"]"#)
+        + "\n[forms.contact.webhook]\nurl = \"https://hooks.example.com/in\"\nsecret_env = \"OUT_KEY\"\n\
+           \n[hooks.sw]\nverify = \"standard-webhooks\"\nsecret_env = \"SW_KEY\"\n";
+    temp_file("keys.toml", &text)
+}
+
+/// Issue 45: `whsec_` (an empty key), `AA==` (no `whsec_`, one byte) and a 16-byte key passed
+/// check-config, though the docs said start-up is refused. Each names its variable now, never
+/// its value.
+#[test]
+fn check_config_refuses_an_empty_unprefixed_or_short_webhook_key() {
+    let config = webhook_keys_config();
+    let check = |key: &str| {
+        onceform(
+            &["check-config", "--config", config.to_str().unwrap()],
+            &[("SW_KEY", key), ("OUT_KEY", key)],
+        )
+    };
+    for key in ["whsec_", "AA==", "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="] {
+        let out = check(key);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{key}: {err}");
+        assert!(err.contains("hooks.sw.secret_env: SW_KEY: "), "{key}: {err}");
+        assert!(err.contains("forms.contact.webhook.secret_env: OUT_KEY: "), "{key}: {err}");
+        assert!(key == "whsec_" || !err.contains(key), "the value is never shown: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let out = check("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Issue 45: `serve` started with an empty key and accepted deliveries signed with it.
+#[test]
+fn serve_refuses_to_start_with_an_empty_webhook_key() {
+    let db = TestDb::new(Backend::Sqlite);
+    let config = webhook_keys_config();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_onceform"))
+        .args(["--config", config.to_str().unwrap(), "serve"])
+        .current_dir(crate::support::own_dir())
+        .env_remove("ONCEFORM_CONFIG")
+        .env("ONCEFORM_DATABASE_URL", &db.url)
+        .env("ONCEFORM_BIND", "127.0.0.1:0")
+        .env("RUST_LOG", "off")
+        .env("SW_KEY", "whsec_")
+        .env("OUT_KEY", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve started with an empty webhook key");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("hooks.sw: SW_KEY: a secret's key is shorter than 24 bytes"), "{err}");
+}

@@ -6,6 +6,7 @@ pub mod forged_files;
 pub mod headers;
 pub mod hooks;
 pub mod private_files;
+pub mod private_targets;
 pub mod public_hardening;
 pub mod refusals;
 pub mod small;

@@ -13,7 +13,7 @@ use crate::config::kind_settings::Settings;
 use crate::config::CrmConfig;
 use crate::services::effects::http::url_policy::check_template;
 use crate::services::effects::http::{
-    authorize, client, fill, id_of, lookup_failed, status_error, transport_error, Secret,
+    authorize, client, fill, id_of, lookup_failed, reach, status_error, Client, Reach, Secret,
 };
 use crate::services::effects::kind::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Report};
@@ -59,7 +59,12 @@ impl AdapterKind for GenericKind {
             if !l.contains("{external_ref}") {
                 out.push(format!("{at}: must contain {{external_ref}}"));
             } else {
-                out.extend(check_template(at, &l, "{external_ref}", crm.allow_http).err());
+                let checked = check_template(at, &l, "{external_ref}", crm.allow_http);
+                out.extend(
+                    checked
+                        .err()
+                        .or_else(|| reach::problem(at, &l, Reach::allowing_private(crm.allow_private))),
+                );
             }
         }
         out
@@ -72,12 +77,18 @@ impl AdapterKind for GenericKind {
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let settings = own::<GenericSettings>(crm, self)?;
-        Ok(Arc::new(GenericCrm::new(url_of(crm)?, settings.lookup_url.clone(), token, timeout)?))
+        Ok(Arc::new(GenericCrm::new(
+            url_of(crm)?,
+            settings.lookup_url.clone(),
+            token,
+            Reach::allowing_private(crm.allow_private),
+            timeout,
+        )?))
     }
 }
 
 pub struct GenericCrm {
-    client: reqwest::Client,
+    client: Client,
     url: String,
     /// With `{external_ref}` where the reference goes.
     lookup_url: Option<String>,
@@ -89,9 +100,10 @@ impl GenericCrm {
         url: String,
         lookup_url: Option<String>,
         token: Option<Secret>,
+        reach: Reach,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        Ok(GenericCrm { client: client(timeout)?, url, lookup_url, token })
+        Ok(GenericCrm { client: client(timeout, reach)?, url, lookup_url, token })
     }
 }
 
@@ -118,9 +130,9 @@ impl CrmAdapter for GenericCrm {
                 body["files"] = serde_json::Value::Array(listed);
             }
             let req = self.client.post(&self.url).header("Idempotency-Key", &lead.external_ref).json(&body);
-            let resp = match authorize(req, &self.token).send().await {
+            let resp = match self.client.send(authorize(req, &self.token)).await {
                 Ok(r) => r,
-                Err(e) => return transport_error(&e),
+                Err(report) => return report,
             };
             let status = resp.status();
             if !status.is_success() {
@@ -140,7 +152,7 @@ impl CrmAdapter for GenericCrm {
             let Some(url) = fill(template, "{external_ref}", external_ref) else {
                 return lookup_failed("bad_reference");
             };
-            let resp = match authorize(self.client.get(url), &self.token).send().await {
+            let resp = match self.client.send(authorize(self.client.get(url), &self.token)).await {
                 Ok(r) => r,
                 Err(_) => return lookup_failed("lookup_transport"),
             };
@@ -163,6 +175,8 @@ impl CrmAdapter for GenericCrm {
 mod tests {
     use super::*;
     use crate::services::effects::crm::hubspot::fake::serve;
+    use crate::services::effects::Outcome;
+    use std::collections::BTreeMap;
 
     /// Issue 21: the raw reference made the CRM receive `GET /admin/delete-all?confirm=yes`
     /// with the bearer token.
@@ -173,6 +187,7 @@ mod tests {
             format!("{base}/leads"),
             Some(format!("{base}/leads/{{external_ref}}")),
             Some(Secret("tok".into())),
+            Reach::Public,
             Duration::from_secs(5),
         )
         .unwrap();
@@ -184,5 +199,37 @@ mod tests {
             "GET /leads/x%2F..%2F..%2F..%2Fadmin%2Fdelete-all%3Fconfirm%3Dyes%23 HTTP/1.1"
         );
         assert_eq!(crm.lookup("..").await, lookup_failed("bad_reference"), "no request for a dot segment");
+    }
+
+    /// Issue 45: only addresses written in `crm.url` were checked, and only by check-config;
+    /// a CRM whose host name resolved to a private address was called with the lead and the
+    /// token. No connection is made now, and the lead fails for good.
+    #[tokio::test]
+    async fn a_crm_whose_host_name_resolves_to_loopback_is_not_connected_to() {
+        let (base, mut rx) = serve("201 Created", "", r#"{"id":"ld_1"}"#).await;
+        let named = base.replace("127.0.0.1", "localhost");
+        let crm = |reach| {
+            let lookup = Some(format!("{named}/leads/{{external_ref}}"));
+            GenericCrm::new(
+                format!("{named}/leads"),
+                lookup,
+                Some(Secret("tok".into())),
+                reach,
+                Duration::from_secs(5),
+            )
+            .unwrap()
+        };
+        let lead = Lead { external_ref: "0193-ab:crm_lead:0".into(), fields: BTreeMap::new() };
+        let refused = crm(Reach::Public).create(&lead).await;
+        assert_eq!(
+            (refused.outcome, refused.error_class.as_deref()),
+            (Outcome::Permanent, Some("private_address"))
+        );
+        assert_eq!(crm(Reach::Public).lookup("0193-ab").await, lookup_failed("lookup_transport"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(rx.try_recv().is_err(), "no request reached the CRM");
+        // `[crm] allow_private = true`: the operator's own CRM on their network.
+        assert!(matches!(crm(Reach::Any).create(&lead).await.outcome, Outcome::Sent { .. }));
+        assert!(rx.await.is_ok());
     }
 }

@@ -29,7 +29,7 @@ use crate::config::CrmConfig;
 use crate::domain::FileRef;
 use crate::services::effects::http::{
     authorize, client, encode_segment, excerpt, id_of, json_call, lookup_failed, read_head, status_report,
-    transport_error, Secret, ServerErrors,
+    Client, Reach, Secret, ServerErrors,
 };
 use crate::services::effects::kind::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Outcome, Report};
@@ -77,12 +77,18 @@ impl AdapterKind for HubspotKind {
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let settings = own::<HubspotSettings>(crm, self)?;
-        Ok(Arc::new(Hubspot::new(url_of(crm)?, settings.id_property.clone(), token, timeout)?))
+        Ok(Arc::new(Hubspot::new(
+            url_of(crm)?,
+            settings.id_property.clone(),
+            token,
+            Reach::allowing_private(crm.allow_private),
+            timeout,
+        )?))
     }
 }
 
 pub struct Hubspot {
-    client: reqwest::Client,
+    client: Client,
     base_url: String,
     /// A unique contact property that holds the external reference.
     id_property: String,
@@ -94,10 +100,11 @@ impl Hubspot {
         url: String,
         id_property: String,
         token: Option<Secret>,
+        reach: Reach,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let base_url = url.trim_end_matches('/').to_string();
-        Ok(Hubspot { client: client(timeout)?, base_url, id_property, token })
+        Ok(Hubspot { client: client(timeout, reach)?, base_url, id_property, token })
     }
 
     /// One `SimplePublicObjectBatchInputUpsert`: `id` is the reference, `idProperty` names the
@@ -180,7 +187,7 @@ fn escape(s: &str) -> String {
 impl Hubspot {
     /// Sends `req`; the JSON of a 2xx answer, else the report of the failure.
     async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value, Report> {
-        json_call(req, &self.token, "hubspot_body").await
+        json_call(&self.client, req, &self.token, "hubspot_body").await
     }
 
     /// The ID of the file named `name` in `folder`, if HubSpot has it.
@@ -306,9 +313,9 @@ impl CrmAdapter for Hubspot {
         Box::pin(async move {
             let url = format!("{}/crm/v3/objects/contacts/batch/upsert", self.base_url);
             let req = self.client.post(url).json(&self.upsert_body(lead));
-            let resp = match authorize(req, &self.token).send().await {
+            let resp = match self.client.send(authorize(req, &self.token)).await {
                 Ok(r) => r,
-                Err(e) => return transport_error(&e),
+                Err(report) => return report,
             };
             let status = resp.status().as_u16();
             if matches!(status, 200 | 207) {
@@ -379,7 +386,7 @@ impl CrmAdapter for Hubspot {
                 return lookup_failed("bad_reference");
             };
             let url = format!("{}/crm/v3/objects/contacts/{r}?idProperty={p}", self.base_url);
-            let resp = match authorize(self.client.get(url), &self.token).send().await {
+            let resp = match self.client.send(authorize(self.client.get(url), &self.token)).await {
                 Ok(r) => r,
                 Err(_) => return lookup_failed("lookup_transport"),
             };
@@ -449,7 +456,14 @@ mod tests {
     const REF: &str = "0193-ab:crm_lead:0";
 
     fn hubspot(base: String) -> Hubspot {
-        Hubspot::new(base, "onceform_ref".into(), Some(Secret("tok".into())), Duration::from_secs(5)).unwrap()
+        Hubspot::new(
+            base,
+            "onceform_ref".into(),
+            Some(Secret("tok".into())),
+            Reach::Public,
+            Duration::from_secs(5),
+        )
+        .unwrap()
     }
 
     async fn upsert(status: &str, body: &str) -> (Report, fake::Received) {

@@ -181,11 +181,16 @@ pub fn warnings<'a>(
 }
 
 /// The HTTP adapters' shared rule: a URL (`[crm] url` or `ONCEFORM_CRM_URL`) that the URL
-/// policy allows.
+/// policy allows, at an address the reach admits (`allow_private`).
 fn url_problems(crm: &CrmConfig) -> Vec<String> {
+    let reach = http::Reach::allowing_private(crm.allow_private);
     match &crm.url {
         None => vec!["crm.url: this CRM adapter needs a URL (or ONCEFORM_CRM_URL)".into()],
-        Some(url) => http::url_policy::check("crm.url", url, crm.allow_http).err().into_iter().collect(),
+        Some(url) => http::url_policy::check("crm.url", url, crm.allow_http)
+            .err()
+            .or_else(|| http::reach::problem("crm.url", url, reach))
+            .into_iter()
+            .collect(),
     }
 }
 

@@ -31,7 +31,7 @@ use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
 use crate::services::effects::http::{
     authorize, client, encode_segment, excerpt, id_of, json_call, lookup_failed, read_head, status_report,
-    transport_error, Secret, ServerErrors,
+    Client, Reach, Secret, ServerErrors,
 };
 use crate::services::effects::kind::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Outcome, Report};
@@ -112,7 +112,13 @@ impl AdapterKind for SalesforceKind {
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let settings = own::<SalesforceSettings>(crm, self)?;
-        Ok(Arc::new(Salesforce::new(url_of(crm)?, settings.external_id_field.clone(), token, timeout)?))
+        Ok(Arc::new(Salesforce::new(
+            url_of(crm)?,
+            settings.external_id_field.clone(),
+            token,
+            Reach::allowing_private(crm.allow_private),
+            timeout,
+        )?))
     }
 }
 
@@ -191,7 +197,7 @@ fn error_messages(body: &Value) -> Option<String> {
 }
 
 pub struct Salesforce {
-    client: reqwest::Client,
+    client: Client,
     instance_url: String,
     /// The Lead's external ID field (e.g. `Onceform_Ref__c`) that holds the external reference.
     external_id_field: String,
@@ -199,9 +205,15 @@ pub struct Salesforce {
 }
 
 impl Salesforce {
-    pub fn new(url: String, field: String, token: Option<Secret>, timeout: Duration) -> anyhow::Result<Self> {
+    pub fn new(
+        url: String,
+        field: String,
+        token: Option<Secret>,
+        reach: Reach,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
         let instance_url = url.trim_end_matches('/').to_string();
-        Ok(Salesforce { client: client(timeout)?, instance_url, external_id_field: field, token })
+        Ok(Salesforce { client: client(timeout, reach)?, instance_url, external_id_field: field, token })
     }
 
     /// The Lead's fields as the upsert body: without `Id` or the external ID field (field
@@ -235,7 +247,7 @@ fn soql_string(s: &str) -> String {
 impl Salesforce {
     /// Sends `req`; the JSON of a 2xx answer, else the report of the failure.
     async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value, Report> {
-        json_call(req, &self.token, "salesforce_body").await
+        json_call(&self.client, req, &self.token, "salesforce_body").await
     }
 
     /// The ContentVersion of one file's step, if Salesforce has it.
@@ -294,9 +306,9 @@ impl CrmAdapter for Salesforce {
                 return Report::failed(Outcome::Permanent, "bad_reference");
             };
             let req = self.client.patch(url).json(&self.body(lead));
-            let resp = match authorize(req, &self.token).send().await {
+            let resp = match self.client.send(authorize(req, &self.token)).await {
                 Ok(r) => r,
-                Err(e) => return transport_error(&e),
+                Err(report) => return report,
             };
             let status = resp.status().as_u16();
             match status {
@@ -363,7 +375,7 @@ impl CrmAdapter for Salesforce {
     fn lookup<'a>(&'a self, external_ref: &'a str) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
             let Some(url) = self.record_url(external_ref) else { return lookup_failed("bad_reference") };
-            let resp = match authorize(self.client.get(url), &self.token).send().await {
+            let resp = match self.client.send(authorize(self.client.get(url), &self.token)).await {
                 Ok(r) => r,
                 Err(_) => return lookup_failed("lookup_transport"),
             };
@@ -391,8 +403,14 @@ mod tests {
     const PATH: &str = "/services/data/v59.0/sobjects/Lead/Onceform_Ref__c/0193-ab%3Acrm_lead%3A0";
 
     fn salesforce(base: String) -> Salesforce {
-        Salesforce::new(base, "Onceform_Ref__c".into(), Some(Secret("tok".into())), Duration::from_secs(5))
-            .unwrap()
+        Salesforce::new(
+            base,
+            "Onceform_Ref__c".into(),
+            Some(Secret("tok".into())),
+            Reach::Public,
+            Duration::from_secs(5),
+        )
+        .unwrap()
     }
 
     async fn upsert(status: &str, extra: &str, body: &str) -> Report {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::{find, names, ADAPTERS};
 use crate::config::CrmConfig;
 
-const SHARED: &[&str] = &["adapter", "url", "token_env", "allow_http"];
+const SHARED: &[&str] = &["adapter", "url", "token_env", "allow_http", "allow_private"];
 
 impl<'de> Deserialize<'de> for CrmConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -32,6 +32,11 @@ impl<'de> Deserialize<'de> for CrmConfig {
                 "allow_http" => {
                     crm.allow_http =
                         value.as_bool().ok_or_else(|| de::Error::custom("allow_http: expected a boolean"))?
+                }
+                "allow_private" => {
+                    crm.allow_private = value
+                        .as_bool()
+                        .ok_or_else(|| de::Error::custom("allow_private: expected a boolean"))?
                 }
                 _ => match (find(&key), value) {
                     (Some(kind), toml::Value::Table(t)) => {

@@ -1,17 +1,20 @@
 //! What every HTTP effect shares (CRM adapters, `slack`, `webhook`, the inbound `forward`
-//! handler): the client, the token, which URLs may be called and how values go into them
-//! (`url_policy`), how an answer is classified into an `Outcome`, and the bounded excerpt of
-//! a refusal's body that the attempts log keeps (`excerpt`).
+//! and `webhook` handlers): the client, the token, which URLs may be called and how values
+//! go into them (`url_policy`), which addresses a request may reach (`reach`), how an answer
+//! is classified into an `Outcome`, and the bounded excerpt of a refusal's body that the
+//! attempts log keeps (`excerpt`).
 
+pub mod reach;
 pub mod url_policy;
 
+pub use reach::Reach;
 pub use url_policy::{encode_segment, fill};
 
 use std::fmt;
 use std::time::Duration;
 
 use reqwest::header::RETRY_AFTER;
-use reqwest::{RequestBuilder, Response, StatusCode};
+use reqwest::{IntoUrl, RequestBuilder, Response, StatusCode};
 
 use crate::services::effects::{Lookup, Outcome, Report};
 
@@ -25,15 +28,60 @@ impl fmt::Debug for Secret {
     }
 }
 
-pub fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
+/// An HTTP effect's client: no redirects, timeouts, and the addresses its target may have
+/// (`Reach`) held when each connection is made. Requests go out through `send`.
+#[derive(Clone)]
+pub struct Client {
+    inner: reqwest::Client,
+    reach: Reach,
+}
+
+/// The client of a target that may be reached as `reach` says (`Reach::Public` unless the
+/// operator set `allow_private`).
+pub fn client(timeout: Duration, reach: Reach) -> anyhow::Result<Client> {
+    let mut builder = reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(5)))
         .user_agent(concat!("onceform/", env!("CARGO_PKG_VERSION")))
         // A redirect would carry the lead and the token somewhere the operator never named;
         // a 3xx answer is a permanent failure instead.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?)
+        .redirect(reqwest::redirect::Policy::none());
+    if reach == Reach::Public {
+        builder = builder.dns_resolver(std::sync::Arc::new(reach::Resolver));
+    }
+    Ok(Client { inner: builder.build()?, reach })
+}
+
+impl Client {
+    pub fn get(&self, url: impl IntoUrl) -> RequestBuilder {
+        self.inner.get(url)
+    }
+
+    pub fn post(&self, url: impl IntoUrl) -> RequestBuilder {
+        self.inner.post(url)
+    }
+
+    pub fn patch(&self, url: impl IntoUrl) -> RequestBuilder {
+        self.inner.patch(url)
+    }
+
+    /// Sends `req` (made by this client): the answer, or the report of a request that got
+    /// none (`transport_error`). A URL whose host is an address the reach does not admit is
+    /// refused before anything is sent (`private_address`, permanent); a host name is held to
+    /// it by the resolver as the connection is made.
+    pub async fn send(&self, req: RequestBuilder) -> Result<Response, Report> {
+        let req = req.build().map_err(|e| transport_error(&e))?;
+        if !self.reach.admits_url(req.url()) {
+            return Err(private_address());
+        }
+        self.inner.execute(req).await.map_err(|e| transport_error(&e))
+    }
+}
+
+/// A target refused for its address: permanent (the configuration or the name's DNS must
+/// change; an admin can retry the record then).
+fn private_address() -> Report {
+    Report::failed(Outcome::Permanent, "private_address")
 }
 
 pub fn authorize(req: RequestBuilder, token: &Option<Secret>) -> RequestBuilder {
@@ -43,10 +91,13 @@ pub fn authorize(req: RequestBuilder, token: &Option<Secret>) -> RequestBuilder 
     }
 }
 
-/// A request that never got an answer: refused before sending is transient; a timeout or a
-/// connection dropped after the request went out is ambiguous.
+/// A request that never got an answer: a host name that resolved only to private addresses
+/// is permanent (`private_address`), another refusal before sending transient; a timeout or
+/// a connection dropped after the request went out is ambiguous.
 pub fn transport_error(e: &reqwest::Error) -> Report {
-    if e.is_timeout() {
+    if reach::is_private_refusal(e) {
+        private_address()
+    } else if e.is_timeout() {
         Report::failed(Outcome::Ambiguous, "timeout")
     } else if e.is_connect() {
         Report::failed(Outcome::Transient { retry_after: None }, "connect")
@@ -64,16 +115,16 @@ pub enum ServerErrors {
     DidNotAct,
 }
 
-/// A sent request: `Ok` with a 2xx answer, else the report of the failure (see
-/// `transport_error` and `refused`).
+/// A sent request (`Client::send`): `Ok` with a 2xx answer, else the report of the failure
+/// (see `transport_error` and `refused`).
 pub async fn answered(
-    sent: Result<Response, reqwest::Error>,
+    sent: Result<Response, Report>,
     server_errors: ServerErrors,
 ) -> Result<Response, Report> {
     match sent {
         Ok(resp) if resp.status().is_success() => Ok(resp),
         Ok(resp) => Err(refused(resp, server_errors).await),
-        Err(e) => Err(transport_error(&e)),
+        Err(report) => Err(report),
     }
 }
 
@@ -87,11 +138,12 @@ pub async fn status_error(resp: Response) -> Report {
 /// Sends `req` with `token`: the JSON of a 2xx answer, else the report of the failure (an
 /// unreadable 2xx body is ambiguous: `unreadable` names it).
 pub async fn json_call(
+    client: &Client,
     req: RequestBuilder,
     token: &Option<Secret>,
     unreadable: &'static str,
 ) -> Result<serde_json::Value, Report> {
-    let resp = authorize(req, token).send().await.map_err(|e| transport_error(&e))?;
+    let resp = client.send(authorize(req, token)).await?;
     let status = resp.status().as_u16();
     if !resp.status().is_success() {
         return Err(refused(resp, ServerErrors::MayHaveActed).await);

@@ -4,7 +4,8 @@
 //! (`[crm] allow_http = true`, a handler's `allow_http = true`). A lead or an event carries
 //! personal data and the request the API token; neither should cross a network in clear text
 //! by accident. The CRM adapters' URLs, Slack's and the outbound webhooks' URLs and the
-//! inbound `forward` handlers' URLs all go through `check`.
+//! inbound `forward` handlers' URLs all go through `check`. Which addresses they may reach
+//! is `reach`'s rule.
 //!
 //! A value put into a URL (an external reference, a handler key) goes through
 //! `encode_segment`: everything but RFC 3986 unreserved characters is percent-encoded, so it

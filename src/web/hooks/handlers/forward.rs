@@ -8,23 +8,31 @@ use std::sync::Arc;
 
 use super::{needs_url, Deps, Handler};
 use crate::services::effects::http::url_policy::{check, check_template};
-use crate::services::effects::http::{client, fill, lookup_failed, status_error, transport_error};
+use crate::services::effects::http::{client, fill, lookup_failed, reach, status_error, Client, Reach};
 use crate::services::effects::{BoxFuture, Effect, Job, Lookup, Report};
 use crate::web::hooks::config::{HandlerConfig, HandlerRules};
 
 pub struct ForwardKind;
 
 impl HandlerRules for ForwardKind {
-    /// `url` and `lookup_url` as the URL policy allows (`allow_http`: `http://` beyond loopback).
+    /// `url` and `lookup_url` as the URL policy allows (`allow_http`: `http://` beyond
+    /// loopback), at addresses the reach admits (`allow_private`).
     fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
         let mut out = needs_url(at, h);
-        out.extend(h.url.as_ref().and_then(|u| check(&format!("{at}.url"), u, h.allow_http).err()));
+        let reach = Reach::allowing_private(h.allow_private);
+        if let Some(u) = &h.url {
+            let at = format!("{at}.url");
+            out.extend(check(&at, u, h.allow_http).err().or_else(|| reach::problem(&at, u, reach)));
+        }
         if let Some(l) = &h.lookup_url {
+            let at = format!("{at}.lookup_url");
             match l.contains("{key}") {
-                false => out.push(format!("{at}.lookup_url: must contain {{key}}")),
-                true => {
-                    out.extend(check_template(&format!("{at}.lookup_url"), l, "{key}", h.allow_http).err())
-                }
+                false => out.push(format!("{at}: must contain {{key}}")),
+                true => out.extend(
+                    check_template(&at, l, "{key}", h.allow_http)
+                        .err()
+                        .or_else(|| reach::problem(&at, l, reach)),
+                ),
             }
         }
         out
@@ -42,7 +50,7 @@ impl Handler for ForwardKind {
 }
 
 pub struct Forward {
-    client: reqwest::Client,
+    client: Client,
     url: String,
     lookup_url: Option<String>,
 }
@@ -53,7 +61,8 @@ impl Forward {
         if let Some(problem) = ForwardKind.problems("", h).into_iter().next() {
             anyhow::bail!(problem.trim_start_matches('.').to_string());
         }
-        Ok(Forward { client: client(deps.timeout)?, url, lookup_url: h.lookup_url.clone() })
+        let reach = Reach::allowing_private(h.allow_private);
+        Ok(Forward { client: client(deps.timeout, reach)?, url, lookup_url: h.lookup_url.clone() })
     }
 }
 
@@ -70,16 +79,13 @@ impl Effect for Forward {
         Box::pin(async move {
             let body = job.fields.get("body").cloned().unwrap_or_default();
             let ct = job.fields.get("content_type").cloned().unwrap_or_else(|| "application/json".into());
-            let sent = self
+            let req = self
                 .client
                 .post(&self.url)
                 .header("Idempotency-Key", &job.effect_key)
-                .header(CONTENT_TYPE, ct)
-                .body(body)
-                .send()
-                .await;
-            match sent {
-                Err(e) => transport_error(&e),
+                .header(CONTENT_TYPE, ct);
+            match self.client.send(req.body(body)).await {
+                Err(report) => report,
                 Ok(resp) if resp.status().is_success() => {
                     Report::sent(job.effect_key.clone()).with_http(resp.status().as_u16())
                 }
@@ -94,12 +100,14 @@ impl Effect for Forward {
             let Some(url) = fill(template, "{key}", &job.effect_key) else {
                 return lookup_failed("bad_reference");
             };
-            match self.client.get(url).send().await {
+            match self.client.send(self.client.get(url)).await {
                 Ok(r) if r.status().is_success() => Lookup::Found { provider_ref: job.effect_key.clone() },
                 Ok(r) if r.status() == StatusCode::NOT_FOUND => Lookup::Absent,
                 Ok(r) => lookup_failed(format!("http_{}", r.status().as_u16())),
-                Err(e) if e.is_timeout() => lookup_failed("timeout"),
-                Err(_) => lookup_failed("connect"),
+                Err(report) => match report.error_class.as_deref() {
+                    Some(class @ ("timeout" | "private_address")) => lookup_failed(class),
+                    _ => lookup_failed("connect"),
+                },
             }
         })
     }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{needs_url, Deps, Handler};
-use crate::services::effects::webhook::{url_problems, Endpoint};
+use crate::services::effects::http::Reach;
+use crate::services::effects::webhook::{read_secrets, url_problems, Endpoint};
 use crate::services::effects::{BoxFuture, Effect, Job, Lookup, Report};
 use crate::web::hooks::config::{HandlerConfig, HandlerRules};
 
@@ -23,7 +24,7 @@ impl HandlerRules for HookWebhookKind {
     fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
         let mut out = needs_url(at, h);
         if let Some(url) = &h.url {
-            out.extend(url_problems(&format!("{at}.url"), url, false));
+            out.extend(url_problems(&format!("{at}.url"), url, h.allow_private));
         }
         if h.secret_env.is_none() {
             out.push(format!(
@@ -31,6 +32,17 @@ impl HandlerRules for HookWebhookKind {
             ));
         }
         out
+    }
+
+    /// The `whsec_` secrets of `secret_env`, as `HookWebhook::new` reads them at start.
+    fn secret_problems(
+        &self,
+        at: &str,
+        h: &HandlerConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let Some(var) = h.secret_env.as_deref() else { return Vec::new() };
+        read_secrets(var, env(var)).err().map(|e| format!("{at}.secret_env: {e}")).into_iter().collect()
     }
 }
 
@@ -50,7 +62,15 @@ impl HookWebhook {
         let env =
             h.secret_env.as_deref().ok_or_else(|| anyhow::anyhow!("a webhook handler needs secret_env"))?;
         Ok(HookWebhook {
-            endpoint: Endpoint::new("secret_env", url, env, BTreeMap::new(), false, deps.timeout)?,
+            endpoint: Endpoint::new(
+                "secret_env",
+                url,
+                env,
+                BTreeMap::new(),
+                false,
+                Reach::allowing_private(h.allow_private),
+                deps.timeout,
+            )?,
         })
     }
 }

@@ -4,7 +4,8 @@
 use actix_web::http::header::HeaderMap;
 
 use super::{
-    header, hex, hex_decode, hmac_sha256, needs_secret_env, same, var, Keys, Secrets, Verifier, VerifyError,
+    header, hex, hex_decode, hmac_sha256, load_problems, needs_secret_env, same, var, var_name, Keys,
+    Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 
@@ -19,6 +20,15 @@ impl VerifierRules for Github {
         needs_secret_env(at, hook)
     }
 
+    fn secret_problems(
+        &self,
+        at: &str,
+        hook: &HookConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        load_problems(self, &format!("{at}.secret_env"), hook, env)
+    }
+
     fn default_event_id(&self) -> Option<EventIdSpec> {
         Some(EventIdSpec::Header("x-github-delivery".into()))
     }
@@ -29,11 +39,18 @@ impl VerifierRules for Github {
 }
 
 impl Verifier for Github {
-    /// A GitHub secret may hold spaces: one secret per line.
+    /// A GitHub secret may hold spaces: one secret per line. GitHub takes any text as a
+    /// secret; each must be at least `MIN_KEY_BYTES` long.
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
         let raw = var(env, &hook.secret_env)?;
-        let keys =
+        let keys: Vec<Vec<u8>> =
             raw.lines().map(str::trim).filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect();
+        if keys.iter().any(|k| k.len() < MIN_KEY_BYTES) {
+            return Err(format!(
+                "{}: a secret is shorter than {MIN_KEY_BYTES} bytes (use a long random one)",
+                var_name(&hook.secret_env)
+            ));
+        }
         Ok(Box::new(Secrets {
             keys,
             verify: |keys: &[Vec<u8>], d: &super::Delivery<'_>| verify(keys, d.headers, d.raw),

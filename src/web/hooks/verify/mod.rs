@@ -1,5 +1,8 @@
 //! Signature verification per provider. Every comparison of a signature is constant-time;
-//! a failure names its reason for the log and metrics, never the secret.
+//! a failure names its reason for the log and metrics, never the secret. A secret is read
+//! once, at start, and must be what its provider documents: an HMAC key of at least
+//! `MIN_KEY_BYTES` (WeCom's token and key have WeCom's own formats); `check-config` asks
+//! the same of it (`VerifierRules::secret_problems`, through `load_problems`).
 //!
 //! Adding a provider: a file here with a unit struct implementing `VerifierRules` (its name,
 //! the settings it needs, what its signature covers, its redelivery span; see
@@ -22,6 +25,7 @@ use subtle::ConstantTimeEq;
 
 pub use self::wecom::CallbackQuery;
 use super::config::{HookConfig, VerifierRules, Verify};
+pub use crate::services::effects::webhook::MIN_KEY_BYTES;
 
 /// Every verifier, one line each: a new provider is a file beside this one and its line here.
 static VERIFIERS: &[&dyn Verifier] =
@@ -120,6 +124,21 @@ pub fn var(env: &dyn Fn(&str) -> Option<String>, name: &Option<String>) -> Resul
     env(name).filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("{name} is not set"))
 }
 
+/// The name of the variable `name` names (for messages; `var` has checked it is named).
+pub fn var_name(name: &Option<String>) -> &str {
+    name.as_deref().unwrap_or("secret_env")
+}
+
+/// `VerifierRules::secret_problems` of a verifier: what `load` finds wrong, prefixed by `at`.
+pub fn load_problems(
+    verifier: &dyn Verifier,
+    at: &str,
+    hook: &HookConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    verifier.load(hook, env).err().map(|e| format!("{at}: {e}")).into_iter().collect()
+}
+
 /// check-config: a verifier that signs with one secret needs `secret_env`.
 pub fn needs_secret_env(at: &str, hook: &HookConfig) -> Vec<String> {
     match hook.secret_env {
@@ -143,8 +162,12 @@ where
     }
 }
 
-/// HMAC-SHA256 of the parts, concatenated.
+/// HMAC-SHA256 of the parts, concatenated; empty (matching nothing) for a key shorter than
+/// `MIN_KEY_BYTES`, which `load` never lets through.
 pub fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    if key.len() < MIN_KEY_BYTES {
+        return Vec::new();
+    }
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else { return Vec::new() };
     for p in parts {
         mac.update(p);

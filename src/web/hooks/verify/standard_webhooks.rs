@@ -7,11 +7,12 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
 use super::{
-    fresh, header, hmac_sha256, needs_secret_env, same, var, Delivery, Keys, Secrets, Verifier, VerifyError,
+    fresh, header, hmac_sha256, load_problems, needs_secret_env, same, var_name, Delivery, Keys, Secrets,
+    Verifier, VerifyError,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 /// Signing and the `whsec_` secret format are shared with the outbound `webhook` effect.
-pub use crate::services::effects::webhook::{decode_secret, sign};
+pub use crate::services::effects::webhook::{decode_secret, read_secrets, sign};
 
 pub struct StandardWebhooks;
 
@@ -22,6 +23,15 @@ impl VerifierRules for StandardWebhooks {
 
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
         needs_secret_env(at, hook)
+    }
+
+    fn secret_problems(
+        &self,
+        at: &str,
+        hook: &HookConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        load_problems(self, &format!("{at}.secret_env"), hook, env)
     }
 
     /// `webhook-id` is part of the signed content.
@@ -42,10 +52,10 @@ impl VerifierRules for StandardWebhooks {
 }
 
 impl Verifier for StandardWebhooks {
-    /// `whsec_…` secrets, space-separated.
+    /// `whsec_…` secrets, space-separated, each a key of at least `MIN_KEY_BYTES`.
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
-        let raw = var(env, &hook.secret_env)?;
-        let keys = raw.split_whitespace().map(decode_secret).collect::<Result<Vec<_>, _>>()?;
+        let name = var_name(&hook.secret_env);
+        let keys = read_secrets(name, env(name))?;
         Ok(Box::new(Secrets {
             keys,
             verify: |keys: &[Vec<u8>], d: &Delivery<'_>| verify(keys, d.headers, d.raw, d.now, d.tolerance),
@@ -114,6 +124,20 @@ mod tests {
     fn one_matching_signature_among_several_is_enough() {
         let sigs = format!("v1,Mm7xgUVICxZfQ3bgf0h0Dof65L/IFx+PnZvnDWPCX6Q= {SIG} v2,abc");
         assert_eq!(verify(&keys(), &headers(&sigs), BODY, TS, 300), Ok(()));
+    }
+
+    /// Issue 45: `whsec_` was read as an empty key, and a delivery signed with it was stored.
+    #[test]
+    fn a_delivery_signed_with_an_empty_or_short_key_never_verifies() {
+        for key in [&b""[..], b"k", &[7u8; 23]] {
+            let sig = sign(key, ID, TS, BODY);
+            assert_eq!(
+                verify(&[key.to_vec()], &headers(&sig), BODY, TS, 300),
+                Err(VerifyError::Unauthorized("signature_mismatch")),
+                "a {}-byte key",
+                key.len()
+            );
+        }
     }
 
     #[test]

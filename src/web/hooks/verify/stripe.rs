@@ -4,8 +4,8 @@
 use actix_web::http::header::HeaderMap;
 
 use super::{
-    fresh, header, hex, hex_decode, hmac_sha256, needs_secret_env, same, var, Delivery, Keys, Secrets,
-    Verifier, VerifyError,
+    fresh, header, hex, hex_decode, hmac_sha256, load_problems, needs_secret_env, same, var, var_name,
+    Delivery, Keys, Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 
@@ -20,6 +20,15 @@ impl VerifierRules for Stripe {
         needs_secret_env(at, hook)
     }
 
+    fn secret_problems(
+        &self,
+        at: &str,
+        hook: &HookConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        load_problems(self, &format!("{at}.secret_env"), hook, env)
+    }
+
     fn default_event_id(&self) -> Option<EventIdSpec> {
         Some(EventIdSpec::Json("/id".into()))
     }
@@ -30,9 +39,19 @@ impl VerifierRules for Stripe {
 }
 
 impl Verifier for Stripe {
+    /// Endpoint secrets as the dashboard shows them (`whsec_` and at least `MIN_KEY_BYTES`
+    /// characters; the whole text is the key), space-separated.
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
         let raw = var(env, &hook.secret_env)?;
-        let keys = raw.split_whitespace().map(|s| s.as_bytes().to_vec()).collect();
+        let keys: Vec<Vec<u8>> = raw.split_whitespace().map(|s| s.as_bytes().to_vec()).collect();
+        let endpoint_secret =
+            |k: &Vec<u8>| k.strip_prefix(b"whsec_").is_some_and(|rest| rest.len() >= MIN_KEY_BYTES);
+        if !keys.iter().all(endpoint_secret) {
+            return Err(format!(
+                "{}: a secret is not Stripe's `whsec_` followed by at least {MIN_KEY_BYTES} characters",
+                var_name(&hook.secret_env)
+            ));
+        }
         Ok(Box::new(Secrets {
             keys,
             verify: |keys: &[Vec<u8>], d: &Delivery<'_>| verify(keys, d.headers, d.raw, d.now, d.tolerance),
@@ -86,7 +105,7 @@ mod tests {
 
     #[test]
     fn signed_bodies_verify_and_everything_else_fails() {
-        let key = b"whsec_test".to_vec();
+        let key = b"whsec_test_0123456789abcdefghijklmn".to_vec();
         let body = br#"{"id":"evt_1","object":"event"}"#;
         let good = sign(&key, 1_700_000_000, body);
         assert_eq!(verify(std::slice::from_ref(&key), &h(&good), body, 1_700_000_010, 300), Ok(()));

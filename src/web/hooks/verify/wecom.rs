@@ -10,7 +10,10 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STAN
 use base64::Engine;
 use sha1::{Digest, Sha1};
 
-use super::{fresh, hex, hex_decode, same, var, BodyFormat, Delivery, Keys, Verifier, VerifyError};
+use super::{
+    fresh, hex, hex_decode, load_problems, same, var, var_name, BodyFormat, Delivery, Keys, Verifier,
+    VerifyError,
+};
 use crate::config::hooks::{HookConfig, VerifierRules};
 
 pub struct Wecom;
@@ -27,17 +30,33 @@ impl VerifierRules for Wecom {
         Vec::new()
     }
 
+    fn secret_problems(
+        &self,
+        at: &str,
+        hook: &HookConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        load_problems(self, at, hook, env)
+    }
+
     fn redelivery_span(&self) -> Option<(chrono::Duration, &'static str)> {
         Some((chrono::Duration::minutes(1), "WeCom retries 3 times within seconds"))
     }
 }
 
 impl Verifier for Wecom {
+    /// The Token in WeCom's format (at most 32 letters or digits, so no `MIN_KEY_BYTES`
+    /// rule: WeCom's own samples are shorter), the 43-character EncodingAESKey (32 bytes).
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
         let token = var(env, &hook.token_env)?;
+        if !token_format(token.trim()) {
+            return Err(format!("{}: the Token is not 1 to 32 letters or digits", var_name(&hook.token_env)));
+        }
         let aes = var(env, &hook.aes_key_env)?;
         let corp_id = hook.corp_id.clone().ok_or("corp_id is not set")?;
-        Ok(Box::new(WecomKeys::new(&token, &aes, &corp_id)?))
+        let keys = WecomKeys::new(&token, &aes, &corp_id)
+            .map_err(|e| format!("{}: {e}", var_name(&hook.aes_key_env)))?;
+        Ok(Box::new(keys))
     }
 
     fn body_format(&self) -> BodyFormat {
@@ -73,6 +92,11 @@ impl Keys for WecomKeys {
         let echostr = query.echostr.clone().unwrap_or_default();
         Some(WecomKeys::open(self, query, &echostr, now, tolerance))
     }
+}
+
+/// WeCom's Token: English letters or digits, at most 32 of them.
+fn token_format(token: &str) -> bool {
+    (1..=32).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// EncodingAESKeys are 43 characters whose last one may carry stray bits.
