@@ -51,6 +51,7 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
     // On SQLite the retention pass's batches queue on the accepts' writer (no race for the lock).
     let writes = Writes::shared(&pool, &config.database)?;
     let purging = crate::services::lifecycle::schedule::spawn(&config, writes.clone(), stop.subscribe());
+    let pid_file = config.server.pid_file.clone();
     let served = actix_web::rt::System::new().block_on(async move {
         if config.forms.values().any(|f| f.scan == ScanMode::Clamd) {
             let files = crate::services::files::Files::of(&config.server);
@@ -66,7 +67,9 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
         tracing::info!(database = config.database.url.backend(), "serving");
         app.run().await.map_err(anyhow::Error::from)
     });
-    // The HTTP server has stopped (SIGINT/SIGTERM): let the workers finish their pass.
+    // The HTTP server has stopped (SIGINT/SIGTERM): no process to reload any more; let the
+    // workers finish their pass.
+    let _ = std::fs::remove_file(&pid_file);
     let _ = stop.send(true);
     if let Some(handle) = workers {
         let _ = handle.join();
