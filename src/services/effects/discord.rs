@@ -73,8 +73,7 @@ impl Kind for DiscordKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) =
-                form.settings.get::<DiscordSettings>(DISCORD).filter(|_| form.effects.contains(&DISCORD))
+            let Some(s) = form.settings.get::<DiscordSettings>(DISCORD).filter(|_| form.lists(DISCORD))
             else {
                 continue;
             };

@@ -58,8 +58,7 @@ impl Kind for SlackKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<SlackSettings>(SLACK).filter(|_| form.effects.contains(&SLACK))
-            else {
+            let Some(s) = form.settings.get::<SlackSettings>(SLACK).filter(|_| form.lists(SLACK)) else {
                 continue;
             };
             let at = format!("forms.{name}.slack.url_env");

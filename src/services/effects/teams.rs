@@ -68,8 +68,7 @@ impl Kind for TeamsKind {
         let mut targets = BTreeMap::new();
         let admin = admin_base(deps.config);
         for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<TeamsSettings>(TEAMS).filter(|_| form.effects.contains(&TEAMS))
-            else {
+            let Some(s) = form.settings.get::<TeamsSettings>(TEAMS).filter(|_| form.lists(TEAMS)) else {
                 continue;
             };
             let at = format!("forms.{name}.teams.url_env");

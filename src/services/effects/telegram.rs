@@ -108,8 +108,7 @@ impl Kind for TelegramKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) =
-                form.settings.get::<TelegramSettings>(TELEGRAM).filter(|_| form.effects.contains(&TELEGRAM))
+            let Some(s) = form.settings.get::<TelegramSettings>(TELEGRAM).filter(|_| form.lists(TELEGRAM))
             else {
                 continue;
             };

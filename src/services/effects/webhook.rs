@@ -151,8 +151,7 @@ impl Kind for WebhookKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) =
-                form.settings.get::<WebhookSettings>(WEBHOOK).filter(|_| form.effects.contains(&WEBHOOK))
+            let Some(s) = form.settings.get::<WebhookSettings>(WEBHOOK).filter(|_| form.lists(WEBHOOK))
             else {
                 continue;
             };

@@ -13,6 +13,7 @@ use crate::support::{new_key, Backend};
 on_both_backends!(
     a_support_question_reaches_only_support_and_a_sales_question_only_sales,
     a_replay_after_the_routes_change_answers_the_same_body,
+    a_route_may_send_to_a_chat_the_form_does_not_list,
 );
 
 /// The routes of `toml` (`[[forms.contact.routes]]` tables), parsed as the file's would be.
@@ -111,4 +112,26 @@ async fn a_replay_after_the_routes_change_answers_the_same_body(backend: Backend
     assert_eq!(replay.text().await.unwrap(), first, "the stored answer, route and effects as they were");
     let fresh: Value = d.app.submit(&new_key(), &question("Support", "SECOND")).await.json().await.unwrap();
     assert_eq!(fresh["route"], "helpdesk", "a new submission takes the routes in force");
+}
+
+/// A route may send to a chat the form itself does not list: the worker still finds the
+/// kind's settings (the form's table), and the message goes out once.
+async fn a_route_may_send_to_a_chat_the_form_does_not_list(backend: Backend) {
+    let discord = crate::support::discord::FakeDiscord::start().await;
+    let var = crate::support::chat::env_var(&discord.webhook_url());
+    let table = format!("url_env = \"{var}\"");
+    let d = crate::support::chat::chat_app(backend, "discord", &table, |c| {
+        let contact = c.forms.get_mut("contact").unwrap();
+        contact.effects = vec![onceform::domain::EffectKind::OWNER_NOTIFICATION];
+        contact.routes = routes(
+            "[[forms.contact.routes]]\nname = \"support\"\nwhen = { topic = \"Support\" }\neffects = [\"discord\"]\n",
+        );
+    })
+    .await;
+    let key = new_key();
+    let answer: Value = d.app.submit(&key, &question("Support", "CHAT-MARK")).await.json().await.unwrap();
+    assert_eq!((answer["route"].as_str(), kinds(&answer)), (Some("support"), vec!["discord"]));
+    d.settle(&d.worker()).await;
+    assert_eq!(discord.posted().len(), 1, "{:?}", discord.refused());
+    assert_eq!(d.effect(&key, "discord").await.state.as_str(), "SENT");
 }
