@@ -20,6 +20,7 @@ mod slack;
 mod teams;
 mod telegram;
 pub mod webhook;
+mod wecom;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -46,6 +47,7 @@ static KINDS: &[&dyn Kind] = &[
     &teams::TeamsKind,
     &discord::DiscordKind,
     &telegram::TelegramKind,
+    &wecom::WecomKind,
     &webhook::WebhookKind,
 ];
 

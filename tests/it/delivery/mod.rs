@@ -15,4 +15,5 @@ pub mod slack;
 pub mod teams;
 pub mod telegram;
 pub mod webhook_out;
+pub mod wecom;
 pub mod workers;

@@ -37,6 +37,7 @@ const TABLES: &[(&str, &str)] = &[
     ("[forms.NAME.teams]", "[forms.contact.teams]"),
     ("[forms.NAME.discord]", "[forms.contact.discord]"),
     ("[forms.NAME.telegram]", "[forms.contact.telegram]"),
+    ("[forms.NAME.wecom]", "[forms.contact.wecom]"),
     ("[forms.NAME.webhook]", "[forms.contact.webhook]"),
     ("[hooks.NAME]", "[hooks.h]"),
     ("[[hooks.NAME.handlers]]", "[[hooks.h.handlers]]"),

@@ -22,6 +22,7 @@ pub mod static_site;
 pub mod teams;
 pub mod telegram;
 pub mod vendor;
+pub mod wecom;
 pub mod worker_process;
 
 use std::path::PathBuf;

@@ -1,0 +1,230 @@
+//! `wecom`: one text message per submission from a WeCom (企业微信) group robot: the form's
+//! title, the reference, the fields `[forms.F.wecom] fields` names and a link to the
+//! submission in the admin (`[server] public_url`). The robot's webhook URL
+//! (`https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=KEY`) holds its key, so it is read
+//! from the environment (`url_env`) and never logged.
+//!
+//! WeCom answers HTTP 200 whether it sent or not: `{"errcode": 0, "errmsg": "ok"}` is sent;
+//! errcode 45009 (a robot sends at most 20 messages a minute) did not send and is retried
+//! later; any other errcode is final, with WeCom's `errmsg` on the attempt. The robot takes no
+//! idempotency key and cannot be asked what was sent: a timeout or a dropped connection may
+//! have sent, so it stays UNKNOWN until an admin decides, never resent blindly. The text is
+//! plain (`msgtype: text`), so nothing a visitor typed is read as Markdown.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
+use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
+use super::kind::settings_of;
+use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
+use crate::config::{Config, FormConfig};
+use crate::domain::EffectKind;
+
+const WECOM: EffectKind = EffectKind::named("wecom");
+
+/// A text message's content at most, in UTF-8 bytes.
+const TEXT_MAX: usize = 2048;
+
+/// WeCom's errcode for a robot over its rate (20 messages a minute).
+const RATE_LIMITED: i64 = 45009;
+
+/// `[forms.F.wecom]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WecomSettings {
+    /// The environment variable holding the robot's webhook URL.
+    url_env: String,
+    /// The fields whose values the message shows (none by default).
+    #[serde(default)]
+    fields: Vec<String>,
+}
+
+pub struct WecomKind;
+
+impl Kind for WecomKind {
+    fn name(&self) -> EffectKind {
+        WECOM
+    }
+
+    fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
+        Some(settings_of::<WecomSettings>(table))
+    }
+
+    fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        let listed = form.effects.contains(&WECOM);
+        match form.settings.get::<WecomSettings>(WECOM) {
+            None if listed => vec![format!("{at}.wecom: the wecom effect needs url_env")],
+            Some(_) if !listed => vec![format!("{at}.wecom: set, but `wecom` is not in {at}.effects")],
+            Some(s) if s.url_env.is_empty() => vec![format!("{at}.wecom.url_env: names no variable")],
+            Some(s) => field_problems(&format!("{at}.wecom"), form, &s.fields),
+            None => Vec::new(),
+        }
+    }
+
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        let mut targets = BTreeMap::new();
+        let admin = admin_base(deps.config);
+        for (name, form) in &deps.config.forms {
+            let Some(s) = form.settings.get::<WecomSettings>(WECOM).filter(|_| form.lists(WECOM)) else {
+                continue;
+            };
+            let at = format!("forms.{name}.wecom.url_env");
+            let url = secret_var(&at, &s.url_env)?;
+            super::http::url_policy::check(&at, &url, false).map_err(|_| {
+                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
+            })?;
+            targets.insert(name.clone(), Target { url, fields: s.fields.clone() });
+        }
+        Ok(Arc::new(WecomRobot {
+            client: client(deps.timeout, Reach::Public)?,
+            targets,
+            admin,
+            config: deps.config.clone(),
+        }))
+    }
+}
+
+/// Where one form's messages go and what they show.
+struct Target {
+    url: String,
+    fields: Vec<String>,
+}
+
+/// No `Debug`: the URLs hold the robots' keys.
+struct WecomRobot {
+    client: Client,
+    /// By form name.
+    targets: BTreeMap<String, Target>,
+    /// The admin's submission URL without the ID.
+    admin: Option<String>,
+    config: Arc<Config>,
+}
+
+/// At most `max` bytes of UTF-8, cut at a character, `…` marking a cut.
+fn clip_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let room = max.saturating_sub('…'.len_utf8());
+    let mut end = room.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The message as plain text (at most 2048 bytes; the fields are cut first).
+fn text(m: &Message) -> String {
+    let head = format!("{}\n{}", m.title, m.reference);
+    let foot = match &m.link {
+        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
+        None => String::new(),
+    };
+    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
+    if fields.is_empty() {
+        return clip_bytes(&format!("{head}{foot}"), TEXT_MAX);
+    }
+    let room = TEXT_MAX.saturating_sub(head.len() + foot.len() + 1);
+    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), TEXT_MAX)
+}
+
+/// WeCom's words: `errcode: errmsg`.
+fn words(body: &Value) -> Option<String> {
+    match (body["errcode"].as_i64(), body["errmsg"].as_str()) {
+        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
+        (Some(code), None) => Some(code.to_string()),
+        (None, Some(msg)) => Some(msg.to_string()),
+        (None, None) => None,
+    }
+}
+
+fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
+    None
+}
+
+/// What a 2xx answer means: `errcode` 0 sent, 45009 retried, another errcode final.
+fn answered(status: u16, head: &[u8], key: &str) -> Report {
+    let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
+    let detail = words(&body).and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
+    match body["errcode"].as_i64() {
+        Some(0) => Report::sent(key).with_http(status),
+        Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
+            .with_http(status)
+            .with_detail(detail),
+        Some(code) => Report::failed(Outcome::Permanent, format!("errcode_{code}"))
+            .with_http(status)
+            .with_detail(detail),
+        // Not WeCom's answer (a proxy's page): whether it sent is not known.
+        None => Report::failed(Outcome::Ambiguous, "unreadable_answer").with_http(status).with_detail(detail),
+    }
+}
+
+impl Effect for WecomRobot {
+    fn can_reconcile(&self) -> bool {
+        false
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let (Some(target), Some(form)) = (self.targets.get(&job.form), self.config.forms.get(&job.form))
+            else {
+                return Report::failed(Outcome::Permanent, "wecom_not_configured");
+            };
+            let message = Message::of(form, job, &target.fields, self.admin.as_deref());
+            let body = json!({ "msgtype": "text", "text": { "content": text(&message) } });
+            match self.client.post(&target.url).json(&body).send().await {
+                Err(e) => transport_error(&e),
+                Ok(resp) if resp.status().is_success() => {
+                    let status = resp.status().as_u16();
+                    answered(status, &read_head(resp).await, &job.effect_key)
+                }
+                Ok(resp) => refused(resp, words, no_wait).await,
+            }
+        })
+    }
+
+    fn reconcile<'a>(&'a self, _job: &'a Job) -> BoxFuture<'a, Lookup> {
+        Box::pin(async { Lookup::Failed { error_class: "no_lookup".into() } })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::i18n::Locale;
+
+    #[test]
+    fn a_long_message_keeps_its_link_within_wecoms_byte_limit() {
+        let m = Message {
+            locale: Locale::ZhCn,
+            title: "新询问：联系我们".into(),
+            reference: "编号：OF-1".into(),
+            fields: vec![("留言".into(), "长".repeat(1000))],
+            link: Some(("在管理后台打开".into(), "https://forms.example.com/admin/submissions/s-1".into())),
+        };
+        let t = text(&m);
+        assert!(t.len() <= TEXT_MAX, "{}", t.len());
+        assert!(t.ends_with("https://forms.example.com/admin/submissions/s-1"), "{t}");
+        assert_eq!(clip_bytes("长长", 5), "…");
+        assert_eq!(clip_bytes("长长", 6), "长长");
+    }
+
+    #[test]
+    fn only_errcode_zero_is_sent_and_45009_is_retried() {
+        let ok = answered(200, br#"{"errcode":0,"errmsg":"ok"}"#, "k");
+        assert!(matches!(ok.outcome, Outcome::Sent { .. }));
+        let slow = answered(200, br#"{"errcode":45009,"errmsg":"api freq out of limit"}"#, "k");
+        assert!(matches!(slow.outcome, Outcome::Transient { .. }));
+        let bad = answered(200, br#"{"errcode":93000,"errmsg":"invalid webhook url"}"#, "k");
+        assert_eq!(bad.outcome, Outcome::Permanent);
+        assert_eq!(bad.detail.as_deref(), Some("93000: invalid webhook url"));
+    }
+}
