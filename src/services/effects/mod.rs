@@ -10,6 +10,7 @@ mod chat;
 mod confirmation_email;
 pub mod crm;
 mod crm_lead;
+mod dingtalk;
 mod discord;
 pub mod http;
 mod kind;
@@ -48,6 +49,7 @@ static KINDS: &[&dyn Kind] = &[
     &discord::DiscordKind,
     &telegram::TelegramKind,
     &wecom::WecomKind,
+    &dingtalk::DingtalkKind,
     &webhook::WebhookKind,
 ];
 

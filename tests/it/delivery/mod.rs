@@ -2,6 +2,7 @@
 //! outbound webhooks.
 
 pub mod attachments;
+pub mod dingtalk;
 pub mod discord;
 pub mod file_adapters;
 pub mod hubspot;

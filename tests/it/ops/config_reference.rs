@@ -38,6 +38,7 @@ const TABLES: &[(&str, &str)] = &[
     ("[forms.NAME.discord]", "[forms.contact.discord]"),
     ("[forms.NAME.telegram]", "[forms.contact.telegram]"),
     ("[forms.NAME.wecom]", "[forms.contact.wecom]"),
+    ("[forms.NAME.dingtalk]", "[forms.contact.dingtalk]"),
     ("[forms.NAME.webhook]", "[forms.contact.webhook]"),
     ("[hooks.NAME]", "[hooks.h]"),
     ("[[hooks.NAME.handlers]]", "[[hooks.h.handlers]]"),

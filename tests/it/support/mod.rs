@@ -9,6 +9,7 @@ pub mod clamd;
 pub mod cluster;
 pub mod crm;
 pub mod delivery;
+pub mod dingtalk;
 pub mod discord;
 pub mod files;
 pub mod hooks;

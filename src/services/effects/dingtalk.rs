@@ -1,0 +1,261 @@
+//! `dingtalk`: one text message per submission from a DingTalk (钉钉) custom robot: the form's
+//! title, the reference, the fields `[forms.F.dingtalk] fields` names and a link to the
+//! submission in the admin (`[server] public_url`). The robot's webhook URL
+//! (`https://oapi.dingtalk.com/robot/send?access_token=TOKEN`, from `url_env`) and its signing
+//! secret (`SEC…`, from `secret_env`) are read from the environment and never logged. Each
+//! request is signed: `timestamp` (milliseconds) and `sign`, the base64 of
+//! HMAC-SHA256(key = secret, message = `timestamp + "\n" + secret`), as query parameters
+//! (DingTalk refuses a timestamp more than an hour off).
+//!
+//! DingTalk answers HTTP 200 whether it sent or not: `{"errcode": 0, "errmsg": "ok"}` is sent;
+//! errcode 130101 (a robot sends at most 20 messages a minute) did not send and is retried
+//! later; any other errcode (a wrong signature, an unknown token) is final, with DingTalk's
+//! `errmsg` on the attempt. The robot takes no idempotency key and cannot be asked what was
+//! sent: a timeout or a dropped connection may have sent, so it stays UNKNOWN until an admin
+//! decides, never resent blindly. The text is plain (`msgtype: text`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
+use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
+use super::kind::settings_of;
+use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
+use crate::config::{Config, FormConfig};
+use crate::domain::EffectKind;
+
+const DINGTALK: EffectKind = EffectKind::named("dingtalk");
+
+/// A text message's content at most, in UTF-8 bytes (kept well under DingTalk's body limit).
+const TEXT_MAX: usize = 4000;
+
+/// DingTalk's errcode for a robot sending too fast (over 20 messages a minute).
+const RATE_LIMITED: i64 = 130101;
+
+/// `[forms.F.dingtalk]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DingtalkSettings {
+    /// The environment variable holding the robot's webhook URL.
+    url_env: String,
+    /// The environment variable holding the robot's signing secret (`SEC…`).
+    secret_env: String,
+    /// The fields whose values the message shows (none by default).
+    #[serde(default)]
+    fields: Vec<String>,
+}
+
+pub struct DingtalkKind;
+
+impl Kind for DingtalkKind {
+    fn name(&self) -> EffectKind {
+        DINGTALK
+    }
+
+    fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
+        Some(settings_of::<DingtalkSettings>(table))
+    }
+
+    fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        let listed = form.effects.contains(&DINGTALK);
+        match form.settings.get::<DingtalkSettings>(DINGTALK) {
+            None if listed => {
+                vec![format!("{at}.dingtalk: the dingtalk effect needs url_env and secret_env")]
+            }
+            Some(_) if !listed => vec![format!("{at}.dingtalk: set, but `dingtalk` is not in {at}.effects")],
+            Some(s) => {
+                let mut out = Vec::new();
+                if s.url_env.is_empty() {
+                    out.push(format!("{at}.dingtalk.url_env: names no variable"));
+                }
+                if s.secret_env.is_empty() {
+                    out.push(format!("{at}.dingtalk.secret_env: names no variable"));
+                }
+                out.extend(field_problems(&format!("{at}.dingtalk"), form, &s.fields));
+                out
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        let mut targets = BTreeMap::new();
+        let admin = admin_base(deps.config);
+        for (name, form) in &deps.config.forms {
+            let Some(s) = form.settings.get::<DingtalkSettings>(DINGTALK).filter(|_| form.lists(DINGTALK))
+            else {
+                continue;
+            };
+            let at = format!("forms.{name}.dingtalk.url_env");
+            let url = secret_var(&at, &s.url_env)?;
+            let secret = secret_var(&format!("forms.{name}.dingtalk.secret_env"), &s.secret_env)?;
+            super::http::url_policy::check(&at, &url, false).map_err(|_| {
+                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
+            })?;
+            targets.insert(name.clone(), Target { url, secret, fields: s.fields.clone() });
+        }
+        Ok(Arc::new(DingtalkRobot {
+            client: client(deps.timeout, Reach::Public)?,
+            targets,
+            admin,
+            config: deps.config.clone(),
+        }))
+    }
+}
+
+/// Where one form's messages go and what they show.
+struct Target {
+    url: String,
+    /// The signing secret.
+    secret: String,
+    fields: Vec<String>,
+}
+
+/// No `Debug`: the URLs hold the robots' tokens, and the secrets are secrets.
+struct DingtalkRobot {
+    client: Client,
+    /// By form name.
+    targets: BTreeMap<String, Target>,
+    /// The admin's submission URL without the ID.
+    admin: Option<String>,
+    config: Arc<Config>,
+}
+
+/// At most `max` bytes of UTF-8, cut at a character, `…` marking a cut.
+fn clip_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let room = max.saturating_sub('…'.len_utf8());
+    let mut end = room.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The message as plain text (at most `TEXT_MAX` bytes; the fields are cut first).
+fn text(m: &Message) -> String {
+    let head = format!("{}\n{}", m.title, m.reference);
+    let foot = match &m.link {
+        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
+        None => String::new(),
+    };
+    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
+    if fields.is_empty() {
+        return clip_bytes(&format!("{head}{foot}"), TEXT_MAX);
+    }
+    let room = TEXT_MAX.saturating_sub(head.len() + foot.len() + 1);
+    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), TEXT_MAX)
+}
+
+/// DingTalk's words: `errcode: errmsg`.
+fn words(body: &Value) -> Option<String> {
+    match (body["errcode"].as_i64(), body["errmsg"].as_str()) {
+        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
+        (Some(code), None) => Some(code.to_string()),
+        (None, Some(msg)) => Some(msg.to_string()),
+        (None, None) => None,
+    }
+}
+
+/// `sign` for `timestamp` (milliseconds): base64(HMAC-SHA256(secret, timestamp + "\n" + secret)),
+/// not yet URL-encoded (the query encodes it).
+fn sign(timestamp: i64, secret: &str) -> Option<String> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).ok()?;
+    mac.update(format!("{timestamp}\n{secret}").as_bytes());
+    Some(STANDARD.encode(mac.finalize().into_bytes()))
+}
+
+fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
+    None
+}
+
+/// What a 2xx answer means: `errcode` 0 sent, 130101 retried, another errcode final.
+fn answered(status: u16, head: &[u8], key: &str) -> Report {
+    let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
+    let detail = words(&body).and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
+    match body["errcode"].as_i64() {
+        Some(0) => Report::sent(key).with_http(status),
+        Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
+            .with_http(status)
+            .with_detail(detail),
+        Some(code) => Report::failed(Outcome::Permanent, format!("errcode_{code}"))
+            .with_http(status)
+            .with_detail(detail),
+        // Not DingTalk's answer (a proxy's page): whether it sent is not known.
+        None => Report::failed(Outcome::Ambiguous, "unreadable_answer").with_http(status).with_detail(detail),
+    }
+}
+
+impl Effect for DingtalkRobot {
+    fn can_reconcile(&self) -> bool {
+        false
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let (Some(target), Some(form)) = (self.targets.get(&job.form), self.config.forms.get(&job.form))
+            else {
+                return Report::failed(Outcome::Permanent, "dingtalk_not_configured");
+            };
+            let message = Message::of(form, job, &target.fields, self.admin.as_deref());
+            let body = json!({ "msgtype": "text", "text": { "content": text(&message) } });
+            let timestamp = chrono::Utc::now().timestamp_millis();
+            let Some(sign) = sign(timestamp, &target.secret) else {
+                return Report::failed(Outcome::Permanent, "dingtalk_secret");
+            };
+            let query = [("timestamp", timestamp.to_string()), ("sign", sign)];
+            match self.client.post(&target.url).query(&query).json(&body).send().await {
+                Err(e) => transport_error(&e),
+                Ok(resp) if resp.status().is_success() => {
+                    let status = resp.status().as_u16();
+                    answered(status, &read_head(resp).await, &job.effect_key)
+                }
+                Ok(resp) => refused(resp, words, no_wait).await,
+            }
+        })
+    }
+
+    fn reconcile<'a>(&'a self, _job: &'a Job) -> BoxFuture<'a, Lookup> {
+        Box::pin(async { Lookup::Failed { error_class: "no_lookup".into() } })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_dingtalks_hmac_of_timestamp_and_secret() {
+        // DingTalk's own example: secret `this is secret`, as its Python sample computes it
+        // (hmac.new(secret, f"{timestamp}\n{secret}", sha256), base64).
+        let s = sign(1_577_836_800_000, "this is secret").unwrap();
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"this is secret").unwrap();
+        mac.update(b"1577836800000\nthis is secret");
+        assert_eq!(s, STANDARD.encode(mac.finalize().into_bytes()));
+        assert_ne!(s, sign(1_577_836_800_001, "this is secret").unwrap());
+    }
+
+    #[test]
+    fn only_errcode_zero_is_sent_and_130101_is_retried() {
+        let ok = answered(200, br#"{"errcode":0,"errmsg":"ok"}"#, "k");
+        assert!(matches!(ok.outcome, Outcome::Sent { .. }));
+        let slow = answered(200, br#"{"errcode":130101,"errmsg":"send too fast"}"#, "k");
+        assert!(matches!(slow.outcome, Outcome::Transient { .. }));
+        let bad = answered(200, br#"{"errcode":310000,"errmsg":"sign not match"}"#, "k");
+        assert_eq!(bad.outcome, Outcome::Permanent);
+        assert_eq!(bad.detail.as_deref(), Some("310000: sign not match"));
+    }
+}
