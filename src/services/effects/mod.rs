@@ -12,6 +12,7 @@ pub mod crm;
 mod crm_lead;
 mod dingtalk;
 mod discord;
+mod feishu;
 pub mod http;
 mod kind;
 pub mod mail;
@@ -50,6 +51,7 @@ static KINDS: &[&dyn Kind] = &[
     &telegram::TelegramKind,
     &wecom::WecomKind,
     &dingtalk::DingtalkKind,
+    &feishu::FeishuKind,
     &webhook::WebhookKind,
 ];
 

@@ -39,6 +39,7 @@ const TABLES: &[(&str, &str)] = &[
     ("[forms.NAME.telegram]", "[forms.contact.telegram]"),
     ("[forms.NAME.wecom]", "[forms.contact.wecom]"),
     ("[forms.NAME.dingtalk]", "[forms.contact.dingtalk]"),
+    ("[forms.NAME.feishu]", "[forms.contact.feishu]"),
     ("[forms.NAME.webhook]", "[forms.contact.webhook]"),
     ("[hooks.NAME]", "[hooks.h]"),
     ("[[hooks.NAME.handlers]]", "[[hooks.h.handlers]]"),

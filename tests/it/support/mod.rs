@@ -11,6 +11,7 @@ pub mod crm;
 pub mod delivery;
 pub mod dingtalk;
 pub mod discord;
+pub mod feishu;
 pub mod files;
 pub mod hooks;
 pub mod hubspot;

@@ -1,0 +1,265 @@
+//! `feishu`: one text message per submission from a Feishu / Lark (飞书) custom bot: the form's
+//! title, the reference, the fields `[forms.F.feishu] fields` names and a link to the
+//! submission in the admin (`[server] public_url`). The bot's webhook URL
+//! (`https://open.feishu.cn/open-apis/bot/v2/hook/TOKEN`, from `url_env`) and its signing
+//! secret (from `secret_env`) are read from the environment and never logged. Each request is
+//! signed in its body: `timestamp` (seconds, as a string) and `sign`, the base64 of
+//! HMAC-SHA256 keyed with `timestamp + "\n" + secret` over an empty message (Feishu refuses a
+//! timestamp more than an hour off).
+//!
+//! Feishu answers `{"code": 0, "msg": "success"}` when it sent; a non-zero `code` did not
+//! send: 11232 (the bot's rate, 100 a minute and 5 a second) is retried later, any other code
+//! (19021: a wrong signature or an old timestamp; 9499: a malformed request) is final, with
+//! Feishu's `msg` on the attempt. An HTTP 429 waits as `Retry-After` says, a 5xx is retried.
+//! The bot takes no idempotency key and cannot be asked what was sent: a timeout or a dropped
+//! connection may have sent, so it stays UNKNOWN until an admin decides, never resent
+//! blindly. The text is plain (`msg_type: text`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
+use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
+use super::kind::settings_of;
+use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
+use crate::config::{Config, FormConfig};
+use crate::domain::EffectKind;
+
+const FEISHU: EffectKind = EffectKind::named("feishu");
+
+/// A text's content at most, in UTF-8 bytes: well under Feishu's 20 KB request body, escapes
+/// included.
+const TEXT_MAX: usize = 8000;
+
+/// Feishu's code for a bot over its rate (100 messages a minute, 5 a second).
+const RATE_LIMITED: i64 = 11232;
+
+/// `[forms.F.feishu]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeishuSettings {
+    /// The environment variable holding the bot's webhook URL.
+    url_env: String,
+    /// The environment variable holding the bot's signing secret.
+    secret_env: String,
+    /// The fields whose values the message shows (none by default).
+    #[serde(default)]
+    fields: Vec<String>,
+}
+
+pub struct FeishuKind;
+
+impl Kind for FeishuKind {
+    fn name(&self) -> EffectKind {
+        FEISHU
+    }
+
+    fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
+        Some(settings_of::<FeishuSettings>(table))
+    }
+
+    fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
+        let listed = form.effects.contains(&FEISHU);
+        match form.settings.get::<FeishuSettings>(FEISHU) {
+            None if listed => {
+                vec![format!("{at}.feishu: the feishu effect needs url_env and secret_env")]
+            }
+            Some(_) if !listed => vec![format!("{at}.feishu: set, but `feishu` is not in {at}.effects")],
+            Some(s) => {
+                let mut out = Vec::new();
+                if s.url_env.is_empty() {
+                    out.push(format!("{at}.feishu.url_env: names no variable"));
+                }
+                if s.secret_env.is_empty() {
+                    out.push(format!("{at}.feishu.secret_env: names no variable"));
+                }
+                out.extend(field_problems(&format!("{at}.feishu"), form, &s.fields));
+                out
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        let mut targets = BTreeMap::new();
+        let admin = admin_base(deps.config);
+        for (name, form) in &deps.config.forms {
+            let Some(s) = form.settings.get::<FeishuSettings>(FEISHU).filter(|_| form.lists(FEISHU)) else {
+                continue;
+            };
+            let at = format!("forms.{name}.feishu.url_env");
+            let url = secret_var(&at, &s.url_env)?;
+            let secret = secret_var(&format!("forms.{name}.feishu.secret_env"), &s.secret_env)?;
+            super::http::url_policy::check(&at, &url, false).map_err(|_| {
+                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
+            })?;
+            targets.insert(name.clone(), Target { url, secret, fields: s.fields.clone() });
+        }
+        Ok(Arc::new(FeishuBot {
+            client: client(deps.timeout, Reach::Public)?,
+            targets,
+            admin,
+            config: deps.config.clone(),
+        }))
+    }
+}
+
+/// Where one form's messages go and what they show.
+struct Target {
+    url: String,
+    /// The signing secret.
+    secret: String,
+    fields: Vec<String>,
+}
+
+/// No `Debug`: the URLs hold the bots' tokens, and the secrets are secrets.
+struct FeishuBot {
+    client: Client,
+    /// By form name.
+    targets: BTreeMap<String, Target>,
+    /// The admin's submission URL without the ID.
+    admin: Option<String>,
+    config: Arc<Config>,
+}
+
+/// At most `max` bytes of UTF-8, cut at a character, `…` marking a cut.
+fn clip_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let room = max.saturating_sub('…'.len_utf8());
+    let mut end = room.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The message as plain text (at most `TEXT_MAX` bytes; the fields are cut first).
+fn text(m: &Message) -> String {
+    let head = format!("{}\n{}", m.title, m.reference);
+    let foot = match &m.link {
+        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
+        None => String::new(),
+    };
+    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
+    if fields.is_empty() {
+        return clip_bytes(&format!("{head}{foot}"), TEXT_MAX);
+    }
+    let room = TEXT_MAX.saturating_sub(head.len() + foot.len() + 1);
+    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), TEXT_MAX)
+}
+
+/// Feishu's words: `code: msg`.
+fn words(body: &Value) -> Option<String> {
+    match (body["code"].as_i64(), body["msg"].as_str()) {
+        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
+        (Some(code), None) => Some(code.to_string()),
+        (None, Some(msg)) => Some(msg.to_string()),
+        (None, None) => None,
+    }
+}
+
+/// `sign` for `timestamp` (seconds): base64(HMAC-SHA256 keyed with `timestamp + "\n" + secret`,
+/// over nothing).
+fn sign(timestamp: i64, secret: &str) -> Option<String> {
+    let mac = Hmac::<Sha256>::new_from_slice(format!("{timestamp}\n{secret}").as_bytes()).ok()?;
+    Some(STANDARD.encode(mac.finalize().into_bytes()))
+}
+
+fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
+    None
+}
+
+/// What a 2xx answer means: `code` 0 sent, 11232 retried, another code final.
+fn answered(status: u16, head: &[u8], key: &str) -> Report {
+    let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
+    let detail = words(&body).and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
+    match body["code"].as_i64() {
+        Some(0) => Report::sent(key).with_http(status),
+        Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
+            .with_http(status)
+            .with_detail(detail),
+        Some(code) => {
+            Report::failed(Outcome::Permanent, format!("code_{code}")).with_http(status).with_detail(detail)
+        }
+        // Not Feishu's answer (a proxy's page): whether it sent is not known.
+        None => Report::failed(Outcome::Ambiguous, "unreadable_answer").with_http(status).with_detail(detail),
+    }
+}
+
+impl Effect for FeishuBot {
+    fn can_reconcile(&self) -> bool {
+        false
+    }
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
+        Box::pin(async move {
+            let (Some(target), Some(form)) = (self.targets.get(&job.form), self.config.forms.get(&job.form))
+            else {
+                return Report::failed(Outcome::Permanent, "feishu_not_configured");
+            };
+            let message = Message::of(form, job, &target.fields, self.admin.as_deref());
+            let timestamp = chrono::Utc::now().timestamp();
+            let Some(sign) = sign(timestamp, &target.secret) else {
+                return Report::failed(Outcome::Permanent, "feishu_secret");
+            };
+            let body = json!({
+                "timestamp": timestamp.to_string(),
+                "sign": sign,
+                "msg_type": "text",
+                "content": { "text": text(&message) },
+            });
+            match self.client.post(&target.url).json(&body).send().await {
+                Err(e) => transport_error(&e),
+                Ok(resp) if resp.status().is_success() => {
+                    let status = resp.status().as_u16();
+                    answered(status, &read_head(resp).await, &job.effect_key)
+                }
+                Ok(resp) => refused(resp, words, no_wait).await,
+            }
+        })
+    }
+
+    fn reconcile<'a>(&'a self, _job: &'a Job) -> BoxFuture<'a, Lookup> {
+        Box::pin(async { Lookup::Failed { error_class: "no_lookup".into() } })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_keyed_with_timestamp_and_secret_over_nothing() {
+        // Feishu's own example: HmacSHA256 keyed with "1599360473\nSECRET", doFinal(new byte[]{}).
+        let s = sign(1_599_360_473, "test-secret").unwrap();
+        let mac = Hmac::<Sha256>::new_from_slice(b"1599360473\ntest-secret").unwrap();
+        assert_eq!(s, STANDARD.encode(mac.finalize().into_bytes()));
+        let mut dingtalk_way = Hmac::<Sha256>::new_from_slice(b"test-secret").unwrap();
+        dingtalk_way.update(b"1599360473\ntest-secret");
+        assert_ne!(s, STANDARD.encode(dingtalk_way.finalize().into_bytes()));
+    }
+
+    #[test]
+    fn only_code_zero_is_sent_and_11232_is_retried() {
+        let ok = answered(200, br#"{"code":0,"msg":"success","data":{}}"#, "k");
+        assert!(matches!(ok.outcome, Outcome::Sent { .. }));
+        let slow = answered(200, br#"{"code":11232,"msg":"frequency limited","data":{}}"#, "k");
+        assert!(matches!(slow.outcome, Outcome::Transient { .. }));
+        let bad = answered(200, br#"{"code":19021,"msg":"sign match fail","data":{}}"#, "k");
+        assert_eq!(bad.outcome, Outcome::Permanent);
+        assert_eq!(bad.detail.as_deref(), Some("19021: sign match fail"));
+    }
+}
