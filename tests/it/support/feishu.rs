@@ -119,7 +119,7 @@ async fn handle(state: Arc<Mutex<Log>>, req: Request) -> Reply {
     if body["msg_type"] != "text" {
         return refuse(&state, "msg_type", error(9499, "Bad Request"));
     }
-    if !body["content"]["text"].as_str().is_some_and(|t| !t.trim().is_empty()) {
+    if body["content"]["text"].as_str().is_none_or(|t| t.trim().is_empty()) {
         return refuse(&state, "text: empty", error(9499, "Bad Request"));
     }
     // [rate] over the bot's rate, or the service failing, before anything is sent.
