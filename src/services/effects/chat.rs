@@ -1,4 +1,4 @@
-//! What the chat kinds (`teams`, `discord`, `telegram`) share; not a kind itself, and the
+//! What the chat kinds (`teams`, `discord`, `telegram`, `wecom`, `dingtalk`, `feishu`) share; not a kind itself, and the
 //! kinds never use each other. Each message says the same things in the form's locale: the
 //! form's title, the reference, the fields the kind's `fields = [...]` names (nothing else the
 //! visitor typed) and, with `[server] public_url`, a link to the submission in the admin.
