@@ -185,6 +185,46 @@ pub async fn refused(
     Report { outcome, ..report }.with_detail(detail)
 }
 
+/// At most `max` bytes of UTF-8, cut at a character, `…` marking a cut.
+pub fn clip_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let room = max.saturating_sub('…'.len_utf8());
+    let mut end = room.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The message as plain text of at most `max` bytes (the fields are cut first): what the
+/// robots that take text alone (WeCom, DingTalk, Feishu) post.
+pub fn plain_text(m: &Message, max: usize) -> String {
+    let head = format!("{}\n{}", m.title, m.reference);
+    let foot = match &m.link {
+        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
+        None => String::new(),
+    };
+    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
+    if fields.is_empty() {
+        return clip_bytes(&format!("{head}{foot}"), max);
+    }
+    let room = max.saturating_sub(head.len() + foot.len() + 1);
+    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), max)
+}
+
+/// A robot's words on an answer: `code: message` from the members `code` and `message` name
+/// (`errcode`/`errmsg` for WeCom and DingTalk, `code`/`msg` for Feishu).
+pub fn code_words(body: &Value, code: &str, message: &str) -> Option<String> {
+    match (body[code].as_i64(), body[message].as_str()) {
+        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
+        (Some(code), None) => Some(code.to_string()),
+        (None, Some(msg)) => Some(msg.to_string()),
+        (None, None) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

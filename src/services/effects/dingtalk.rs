@@ -24,7 +24,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
+use super::chat::{
+    admin_base, code_words, field_problems, plain_text, refused, secret_var, Message, Refusal,
+};
 use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
@@ -128,44 +130,6 @@ struct DingtalkRobot {
     config: Arc<Config>,
 }
 
-/// At most `max` bytes of UTF-8, cut at a character, `…` marking a cut.
-fn clip_bytes(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let room = max.saturating_sub('…'.len_utf8());
-    let mut end = room.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
-/// The message as plain text (at most `TEXT_MAX` bytes; the fields are cut first).
-fn text(m: &Message) -> String {
-    let head = format!("{}\n{}", m.title, m.reference);
-    let foot = match &m.link {
-        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
-        None => String::new(),
-    };
-    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
-    if fields.is_empty() {
-        return clip_bytes(&format!("{head}{foot}"), TEXT_MAX);
-    }
-    let room = TEXT_MAX.saturating_sub(head.len() + foot.len() + 1);
-    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), TEXT_MAX)
-}
-
-/// DingTalk's words: `errcode: errmsg`.
-fn words(body: &Value) -> Option<String> {
-    match (body["errcode"].as_i64(), body["errmsg"].as_str()) {
-        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
-        (Some(code), None) => Some(code.to_string()),
-        (None, Some(msg)) => Some(msg.to_string()),
-        (None, None) => None,
-    }
-}
-
 /// `sign` for `timestamp` (milliseconds): base64(HMAC-SHA256(secret, timestamp + "\n" + secret)),
 /// not yet URL-encoded (the query encodes it).
 fn sign(timestamp: i64, secret: &str) -> Option<String> {
@@ -181,7 +145,8 @@ fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
 /// What a 2xx answer means: `errcode` 0 sent, 130101 retried, another errcode final.
 fn answered(status: u16, head: &[u8], key: &str) -> Report {
     let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
-    let detail = words(&body).and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
+    let detail =
+        code_words(&body, "errcode", "errmsg").and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
     match body["errcode"].as_i64() {
         Some(0) => Report::sent(key).with_http(status),
         Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
@@ -211,7 +176,7 @@ impl Effect for DingtalkRobot {
                 return Report::failed(Outcome::Permanent, "dingtalk_not_configured");
             };
             let message = Message::of(form, job, &target.fields, self.admin.as_deref());
-            let body = json!({ "msgtype": "text", "text": { "content": text(&message) } });
+            let body = json!({ "msgtype": "text", "text": { "content": plain_text(&message, TEXT_MAX) } });
             let timestamp = chrono::Utc::now().timestamp_millis();
             let Some(sign) = sign(timestamp, &target.secret) else {
                 return Report::failed(Outcome::Permanent, "dingtalk_secret");
@@ -223,7 +188,7 @@ impl Effect for DingtalkRobot {
                     let status = resp.status().as_u16();
                     answered(status, &read_head(resp).await, &job.effect_key)
                 }
-                Ok(resp) => refused(resp, words, no_wait).await,
+                Ok(resp) => refused(resp, |b| code_words(b, "errcode", "errmsg"), no_wait).await,
             }
         })
     }

@@ -25,7 +25,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
+use super::chat::{
+    admin_base, code_words, field_problems, plain_text, refused, secret_var, Message, Refusal,
+};
 use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
@@ -129,44 +131,6 @@ struct FeishuBot {
     config: Arc<Config>,
 }
 
-/// At most `max` bytes of UTF-8, cut at a character, `…` marking a cut.
-fn clip_bytes(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let room = max.saturating_sub('…'.len_utf8());
-    let mut end = room.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
-/// The message as plain text (at most `TEXT_MAX` bytes; the fields are cut first).
-fn text(m: &Message) -> String {
-    let head = format!("{}\n{}", m.title, m.reference);
-    let foot = match &m.link {
-        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
-        None => String::new(),
-    };
-    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
-    if fields.is_empty() {
-        return clip_bytes(&format!("{head}{foot}"), TEXT_MAX);
-    }
-    let room = TEXT_MAX.saturating_sub(head.len() + foot.len() + 1);
-    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), TEXT_MAX)
-}
-
-/// Feishu's words: `code: msg`.
-fn words(body: &Value) -> Option<String> {
-    match (body["code"].as_i64(), body["msg"].as_str()) {
-        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
-        (Some(code), None) => Some(code.to_string()),
-        (None, Some(msg)) => Some(msg.to_string()),
-        (None, None) => None,
-    }
-}
-
 /// `sign` for `timestamp` (seconds): base64(HMAC-SHA256 keyed with `timestamp + "\n" + secret`,
 /// over nothing).
 fn sign(timestamp: i64, secret: &str) -> Option<String> {
@@ -181,7 +145,8 @@ fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
 /// What a 2xx answer means: `code` 0 sent, 11232 retried, another code final.
 fn answered(status: u16, head: &[u8], key: &str) -> Report {
     let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
-    let detail = words(&body).and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
+    let detail =
+        code_words(&body, "code", "msg").and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
     match body["code"].as_i64() {
         Some(0) => Report::sent(key).with_http(status),
         Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
@@ -219,7 +184,7 @@ impl Effect for FeishuBot {
                 "timestamp": timestamp.to_string(),
                 "sign": sign,
                 "msg_type": "text",
-                "content": { "text": text(&message) },
+                "content": { "text": plain_text(&message, TEXT_MAX) },
             });
             match self.client.post(&target.url).json(&body).send().await {
                 Err(e) => transport_error(&e),
@@ -227,7 +192,7 @@ impl Effect for FeishuBot {
                     let status = resp.status().as_u16();
                     answered(status, &read_head(resp).await, &job.effect_key)
                 }
-                Ok(resp) => refused(resp, words, no_wait).await,
+                Ok(resp) => refused(resp, |b| code_words(b, "code", "msg"), no_wait).await,
             }
         })
     }

@@ -17,7 +17,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
+use super::chat::{
+    admin_base, code_words, field_problems, plain_text, refused, secret_var, Message, Refusal,
+};
 use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
@@ -104,44 +106,6 @@ struct WecomRobot {
     config: Arc<Config>,
 }
 
-/// At most `max` bytes of UTF-8, cut at a character, `…` marking a cut.
-fn clip_bytes(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let room = max.saturating_sub('…'.len_utf8());
-    let mut end = room.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
-/// The message as plain text (at most 2048 bytes; the fields are cut first).
-fn text(m: &Message) -> String {
-    let head = format!("{}\n{}", m.title, m.reference);
-    let foot = match &m.link {
-        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
-        None => String::new(),
-    };
-    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
-    if fields.is_empty() {
-        return clip_bytes(&format!("{head}{foot}"), TEXT_MAX);
-    }
-    let room = TEXT_MAX.saturating_sub(head.len() + foot.len() + 1);
-    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), TEXT_MAX)
-}
-
-/// WeCom's words: `errcode: errmsg`.
-fn words(body: &Value) -> Option<String> {
-    match (body["errcode"].as_i64(), body["errmsg"].as_str()) {
-        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
-        (Some(code), None) => Some(code.to_string()),
-        (None, Some(msg)) => Some(msg.to_string()),
-        (None, None) => None,
-    }
-}
-
 fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
     None
 }
@@ -149,7 +113,8 @@ fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
 /// What a 2xx answer means: `errcode` 0 sent, 45009 retried, another errcode final.
 fn answered(status: u16, head: &[u8], key: &str) -> Report {
     let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
-    let detail = words(&body).and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
+    let detail =
+        code_words(&body, "errcode", "errmsg").and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
     match body["errcode"].as_i64() {
         Some(0) => Report::sent(key).with_http(status),
         Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
@@ -179,14 +144,14 @@ impl Effect for WecomRobot {
                 return Report::failed(Outcome::Permanent, "wecom_not_configured");
             };
             let message = Message::of(form, job, &target.fields, self.admin.as_deref());
-            let body = json!({ "msgtype": "text", "text": { "content": text(&message) } });
+            let body = json!({ "msgtype": "text", "text": { "content": plain_text(&message, TEXT_MAX) } });
             match self.client.post(&target.url).json(&body).send().await {
                 Err(e) => transport_error(&e),
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
                     answered(status, &read_head(resp).await, &job.effect_key)
                 }
-                Ok(resp) => refused(resp, words, no_wait).await,
+                Ok(resp) => refused(resp, |b| code_words(b, "errcode", "errmsg"), no_wait).await,
             }
         })
     }
@@ -210,11 +175,11 @@ mod tests {
             fields: vec![("留言".into(), "长".repeat(1000))],
             link: Some(("在管理后台打开".into(), "https://forms.example.com/admin/submissions/s-1".into())),
         };
-        let t = text(&m);
+        let t = plain_text(&m, TEXT_MAX);
         assert!(t.len() <= TEXT_MAX, "{}", t.len());
         assert!(t.ends_with("https://forms.example.com/admin/submissions/s-1"), "{t}");
-        assert_eq!(clip_bytes("长长", 5), "…");
-        assert_eq!(clip_bytes("长长", 6), "长长");
+        assert_eq!(super::super::chat::clip_bytes("长长", 5), "…");
+        assert_eq!(super::super::chat::clip_bytes("长长", 6), "长长");
     }
 
     #[test]
