@@ -214,15 +214,50 @@ pub fn plain_text(m: &Message, max: usize) -> String {
     clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), max)
 }
 
-/// A robot's words on an answer: `code: message` from the members `code` and `message` name
-/// (`errcode`/`errmsg` for WeCom and DingTalk, `code`/`msg` for Feishu).
-pub fn code_words(body: &Value, code: &str, message: &str) -> Option<String> {
-    match (body[code].as_i64(), body[message].as_str()) {
-        (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
-        (Some(code), None) => Some(code.to_string()),
-        (None, Some(msg)) => Some(msg.to_string()),
-        (None, None) => None,
+/// How a robot that answers 200 with a code in its body (WeCom, DingTalk, Feishu) says what
+/// became of a message: the members holding the code and its message, and its rate-limit code.
+#[derive(Debug, Clone, Copy)]
+pub struct RobotCodes {
+    /// `errcode` (WeCom, DingTalk) or `code` (Feishu).
+    pub code: &'static str,
+    /// `errmsg` (WeCom, DingTalk) or `msg` (Feishu).
+    pub message: &'static str,
+    /// The code of a robot over its rate.
+    pub rate_limited: i64,
+}
+
+impl RobotCodes {
+    /// The robot's words on an answer: `code: message`.
+    pub fn words(&self, body: &Value) -> Option<String> {
+        match (body[self.code].as_i64(), body[self.message].as_str()) {
+            (Some(code), Some(msg)) => Some(format!("{code}: {msg}")),
+            (Some(code), None) => Some(code.to_string()),
+            (None, Some(msg)) => Some(msg.to_string()),
+            (None, None) => None,
+        }
     }
+
+    /// What a 2xx answer means: code 0 sent, the rate-limit code retried, another code final
+    /// (`errcode_N` / `code_N`), no code at all (a proxy's page) not known to have sent.
+    pub fn answered(&self, status: u16, head: &[u8], key: &str) -> Report {
+        let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
+        let detail = self.words(&body).and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
+        let failed =
+            |outcome, class: String| Report::failed(outcome, class).with_http(status).with_detail(detail);
+        match body[self.code].as_i64() {
+            Some(0) => Report::sent(key).with_http(status),
+            Some(c) if c == self.rate_limited => {
+                failed(Outcome::Transient { retry_after: None }, "http_429".into())
+            }
+            Some(c) => failed(Outcome::Permanent, format!("{}_{c}", self.code)),
+            None => failed(Outcome::Ambiguous, "unreadable_answer".into()),
+        }
+    }
+}
+
+/// The robots name no wait in a refusal: the worker's backoff applies.
+pub fn no_wait(_: &Refusal<'_>) -> Option<Duration> {
+    None
 }
 
 #[cfg(test)]

@@ -21,13 +21,13 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::Sha256;
 
 use super::chat::{
-    admin_base, code_words, field_problems, plain_text, refused, secret_var, Message, Refusal,
+    admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
 };
-use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
+use super::http::{client, read_head, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -39,7 +39,7 @@ const DINGTALK: EffectKind = EffectKind::named("dingtalk");
 const TEXT_MAX: usize = 4000;
 
 /// DingTalk's errcode for a robot sending too fast (over 20 messages a minute).
-const RATE_LIMITED: i64 = 130101;
+const CODES: RobotCodes = RobotCodes { code: "errcode", message: "errmsg", rate_limited: 130101 };
 
 /// `[forms.F.dingtalk]`.
 #[derive(Debug, Deserialize)]
@@ -138,28 +138,6 @@ fn sign(timestamp: i64, secret: &str) -> Option<String> {
     Some(STANDARD.encode(mac.finalize().into_bytes()))
 }
 
-fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
-    None
-}
-
-/// What a 2xx answer means: `errcode` 0 sent, 130101 retried, another errcode final.
-fn answered(status: u16, head: &[u8], key: &str) -> Report {
-    let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
-    let detail =
-        code_words(&body, "errcode", "errmsg").and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
-    match body["errcode"].as_i64() {
-        Some(0) => Report::sent(key).with_http(status),
-        Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
-            .with_http(status)
-            .with_detail(detail),
-        Some(code) => Report::failed(Outcome::Permanent, format!("errcode_{code}"))
-            .with_http(status)
-            .with_detail(detail),
-        // Not DingTalk's answer (a proxy's page): whether it sent is not known.
-        None => Report::failed(Outcome::Ambiguous, "unreadable_answer").with_http(status).with_detail(detail),
-    }
-}
-
 impl Effect for DingtalkRobot {
     fn can_reconcile(&self) -> bool {
         false
@@ -186,9 +164,9 @@ impl Effect for DingtalkRobot {
                 Err(e) => transport_error(&e),
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
-                    answered(status, &read_head(resp).await, &job.effect_key)
+                    CODES.answered(status, &read_head(resp).await, &job.effect_key)
                 }
-                Ok(resp) => refused(resp, |b| code_words(b, "errcode", "errmsg"), no_wait).await,
+                Ok(resp) => refused(resp, |b| CODES.words(b), no_wait).await,
             }
         })
     }
@@ -215,11 +193,11 @@ mod tests {
 
     #[test]
     fn only_errcode_zero_is_sent_and_130101_is_retried() {
-        let ok = answered(200, br#"{"errcode":0,"errmsg":"ok"}"#, "k");
+        let ok = CODES.answered(200, br#"{"errcode":0,"errmsg":"ok"}"#, "k");
         assert!(matches!(ok.outcome, Outcome::Sent { .. }));
-        let slow = answered(200, br#"{"errcode":130101,"errmsg":"send too fast"}"#, "k");
+        let slow = CODES.answered(200, br#"{"errcode":130101,"errmsg":"send too fast"}"#, "k");
         assert!(matches!(slow.outcome, Outcome::Transient { .. }));
-        let bad = answered(200, br#"{"errcode":310000,"errmsg":"sign not match"}"#, "k");
+        let bad = CODES.answered(200, br#"{"errcode":310000,"errmsg":"sign not match"}"#, "k");
         assert_eq!(bad.outcome, Outcome::Permanent);
         assert_eq!(bad.detail.as_deref(), Some("310000: sign not match"));
     }

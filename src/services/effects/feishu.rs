@@ -22,13 +22,13 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::Sha256;
 
 use super::chat::{
-    admin_base, code_words, field_problems, plain_text, refused, secret_var, Message, Refusal,
+    admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
 };
-use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
+use super::http::{client, read_head, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -41,7 +41,7 @@ const FEISHU: EffectKind = EffectKind::named("feishu");
 const TEXT_MAX: usize = 8000;
 
 /// Feishu's code for a bot over its rate (100 messages a minute, 5 a second).
-const RATE_LIMITED: i64 = 11232;
+const CODES: RobotCodes = RobotCodes { code: "code", message: "msg", rate_limited: 11232 };
 
 /// `[forms.F.feishu]`.
 #[derive(Debug, Deserialize)]
@@ -138,28 +138,6 @@ fn sign(timestamp: i64, secret: &str) -> Option<String> {
     Some(STANDARD.encode(mac.finalize().into_bytes()))
 }
 
-fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
-    None
-}
-
-/// What a 2xx answer means: `code` 0 sent, 11232 retried, another code final.
-fn answered(status: u16, head: &[u8], key: &str) -> Report {
-    let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
-    let detail =
-        code_words(&body, "code", "msg").and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
-    match body["code"].as_i64() {
-        Some(0) => Report::sent(key).with_http(status),
-        Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
-            .with_http(status)
-            .with_detail(detail),
-        Some(code) => {
-            Report::failed(Outcome::Permanent, format!("code_{code}")).with_http(status).with_detail(detail)
-        }
-        // Not Feishu's answer (a proxy's page): whether it sent is not known.
-        None => Report::failed(Outcome::Ambiguous, "unreadable_answer").with_http(status).with_detail(detail),
-    }
-}
-
 impl Effect for FeishuBot {
     fn can_reconcile(&self) -> bool {
         false
@@ -190,9 +168,9 @@ impl Effect for FeishuBot {
                 Err(e) => transport_error(&e),
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
-                    answered(status, &read_head(resp).await, &job.effect_key)
+                    CODES.answered(status, &read_head(resp).await, &job.effect_key)
                 }
-                Ok(resp) => refused(resp, |b| code_words(b, "code", "msg"), no_wait).await,
+                Ok(resp) => refused(resp, |b| CODES.words(b), no_wait).await,
             }
         })
     }
@@ -219,11 +197,11 @@ mod tests {
 
     #[test]
     fn only_code_zero_is_sent_and_11232_is_retried() {
-        let ok = answered(200, br#"{"code":0,"msg":"success","data":{}}"#, "k");
+        let ok = CODES.answered(200, br#"{"code":0,"msg":"success","data":{}}"#, "k");
         assert!(matches!(ok.outcome, Outcome::Sent { .. }));
-        let slow = answered(200, br#"{"code":11232,"msg":"frequency limited","data":{}}"#, "k");
+        let slow = CODES.answered(200, br#"{"code":11232,"msg":"frequency limited","data":{}}"#, "k");
         assert!(matches!(slow.outcome, Outcome::Transient { .. }));
-        let bad = answered(200, br#"{"code":19021,"msg":"sign match fail","data":{}}"#, "k");
+        let bad = CODES.answered(200, br#"{"code":19021,"msg":"sign match fail","data":{}}"#, "k");
         assert_eq!(bad.outcome, Outcome::Permanent);
         assert_eq!(bad.detail.as_deref(), Some("19021: sign match fail"));
     }

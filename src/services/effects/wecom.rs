@@ -15,12 +15,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::chat::{
-    admin_base, code_words, field_problems, plain_text, refused, secret_var, Message, Refusal,
+    admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
 };
-use super::http::{client, excerpt, read_head, transport_error, Client, Reach};
+use super::http::{client, read_head, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -32,7 +32,7 @@ const WECOM: EffectKind = EffectKind::named("wecom");
 const TEXT_MAX: usize = 2048;
 
 /// WeCom's errcode for a robot over its rate (20 messages a minute).
-const RATE_LIMITED: i64 = 45009;
+const CODES: RobotCodes = RobotCodes { code: "errcode", message: "errmsg", rate_limited: 45009 };
 
 /// `[forms.F.wecom]`.
 #[derive(Debug, Deserialize)]
@@ -106,28 +106,6 @@ struct WecomRobot {
     config: Arc<Config>,
 }
 
-fn no_wait(_: &Refusal<'_>) -> Option<std::time::Duration> {
-    None
-}
-
-/// What a 2xx answer means: `errcode` 0 sent, 45009 retried, another errcode final.
-fn answered(status: u16, head: &[u8], key: &str) -> Report {
-    let body: Value = serde_json::from_slice(head).unwrap_or(Value::Null);
-    let detail =
-        code_words(&body, "errcode", "errmsg").and_then(|w| excerpt(w.as_bytes())).or_else(|| excerpt(head));
-    match body["errcode"].as_i64() {
-        Some(0) => Report::sent(key).with_http(status),
-        Some(RATE_LIMITED) => Report::failed(Outcome::Transient { retry_after: None }, "http_429")
-            .with_http(status)
-            .with_detail(detail),
-        Some(code) => Report::failed(Outcome::Permanent, format!("errcode_{code}"))
-            .with_http(status)
-            .with_detail(detail),
-        // Not WeCom's answer (a proxy's page): whether it sent is not known.
-        None => Report::failed(Outcome::Ambiguous, "unreadable_answer").with_http(status).with_detail(detail),
-    }
-}
-
 impl Effect for WecomRobot {
     fn can_reconcile(&self) -> bool {
         false
@@ -149,9 +127,9 @@ impl Effect for WecomRobot {
                 Err(e) => transport_error(&e),
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
-                    answered(status, &read_head(resp).await, &job.effect_key)
+                    CODES.answered(status, &read_head(resp).await, &job.effect_key)
                 }
-                Ok(resp) => refused(resp, |b| code_words(b, "errcode", "errmsg"), no_wait).await,
+                Ok(resp) => refused(resp, |b| CODES.words(b), no_wait).await,
             }
         })
     }
@@ -184,11 +162,11 @@ mod tests {
 
     #[test]
     fn only_errcode_zero_is_sent_and_45009_is_retried() {
-        let ok = answered(200, br#"{"errcode":0,"errmsg":"ok"}"#, "k");
+        let ok = CODES.answered(200, br#"{"errcode":0,"errmsg":"ok"}"#, "k");
         assert!(matches!(ok.outcome, Outcome::Sent { .. }));
-        let slow = answered(200, br#"{"errcode":45009,"errmsg":"api freq out of limit"}"#, "k");
+        let slow = CODES.answered(200, br#"{"errcode":45009,"errmsg":"api freq out of limit"}"#, "k");
         assert!(matches!(slow.outcome, Outcome::Transient { .. }));
-        let bad = answered(200, br#"{"errcode":93000,"errmsg":"invalid webhook url"}"#, "k");
+        let bad = CODES.answered(200, br#"{"errcode":93000,"errmsg":"invalid webhook url"}"#, "k");
         assert_eq!(bad.outcome, Outcome::Permanent);
         assert_eq!(bad.detail.as_deref(), Some("93000: invalid webhook url"));
     }
