@@ -91,6 +91,7 @@ email-file-gone = no longer stored
 
 chat-title = New inquiry: { $form }
 chat-reference = Reference: { $reference }
+chat-route = Route: { $route }
 chat-field = { $label }: { $value }
 chat-open = Open in the admin
 

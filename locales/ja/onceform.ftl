@@ -90,6 +90,7 @@ email-file-gone = すでに保存されていません
 
 chat-title = 新しいお問い合わせ：{ $form }
 chat-reference = 受付番号：{ $reference }
+chat-route = 振り分け：{ $route }
 chat-field = { $label }：{ $value }
 chat-open = 管理画面で開く
 

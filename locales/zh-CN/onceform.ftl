@@ -90,6 +90,7 @@ email-file-gone = 已不再保存
 
 chat-title = 新咨询：{ $form }
 chat-reference = 编号：{ $reference }
+chat-route = 分派路线：{ $route }
 chat-field = { $label }：{ $value }
 chat-open = 在管理后台打开
 

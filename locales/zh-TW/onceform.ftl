@@ -90,6 +90,7 @@ email-file-gone = 已不再保存
 
 chat-title = 新的詢問：{ $form }
 chat-reference = 案件編號：{ $reference }
+chat-route = 分派路線：{ $route }
 chat-field = { $label }：{ $value }
 chat-open = 在管理後台開啟
 
