@@ -86,7 +86,7 @@ email-file-attached = 添付
 email-file-download = ダウンロード: { $path }
 email-file-gone = すでに保存されていません
 
-## Chat messages (teams, discord, telegram): to the form's owners, in the form's locale
+## Chat messages (teams, discord, telegram, line, wecom, dingtalk, feishu): to the form's owners, in the form's locale
 
 chat-title = 新しいお問い合わせ：{ $form }
 chat-reference = 受付番号：{ $reference }

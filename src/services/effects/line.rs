@@ -179,14 +179,21 @@ impl Kind for LineKind {
         }
     }
 
-    /// The channel access token and the recipient's ID, as `effect` reads them at start.
+    /// The channel access token and the recipient's ID, as `effect` reads them at start
+    /// (of each table that is otherwise right).
     fn secret_problems(
         &self,
         at: &str,
         form: &FormConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Vec<String> {
-        uses(form).into_iter().filter_map(|(here, s)| s.target(&format!("{at}{here}"), env).err()).collect()
+        uses(form)
+            .into_iter()
+            .map(|(here, s)| (format!("{at}{here}"), s))
+            // What check-config names already (no token_env, no recipient) is not named again.
+            .filter(|(here, s)| s.problems(here, form).is_empty())
+            .filter_map(|(here, s)| s.target(&here, env).err())
+            .collect()
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
