@@ -37,6 +37,7 @@ const TABLES: &[(&str, &str)] = &[
     ("[forms.NAME.teams]", "[forms.contact.teams]"),
     ("[forms.NAME.discord]", "[forms.contact.discord]"),
     ("[forms.NAME.telegram]", "[forms.contact.telegram]"),
+    ("[forms.NAME.line]", "[forms.contact.line]"),
     ("[forms.NAME.wecom]", "[forms.contact.wecom]"),
     ("[forms.NAME.dingtalk]", "[forms.contact.dingtalk]"),
     ("[forms.NAME.feishu]", "[forms.contact.feishu]"),
