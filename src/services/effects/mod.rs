@@ -18,6 +18,7 @@ mod kind;
 pub mod mail;
 mod outcome;
 mod owner_notification;
+mod sheets;
 mod slack;
 mod teams;
 mod telegram;
@@ -52,6 +53,7 @@ static KINDS: &[&dyn Kind] = &[
     &wecom::WecomKind,
     &dingtalk::DingtalkKind,
     &feishu::FeishuKind,
+    &sheets::SheetsKind,
     &webhook::WebhookKind,
 ];
 
