@@ -19,6 +19,7 @@ mod line;
 pub mod mail;
 mod outcome;
 mod owner_notification;
+mod sheets;
 mod slack;
 mod teams;
 mod telegram;
@@ -54,6 +55,7 @@ static KINDS: &[&dyn Kind] = &[
     &wecom::WecomKind,
     &dingtalk::DingtalkKind,
     &feishu::FeishuKind,
+    &sheets::SheetsKind,
     &webhook::WebhookKind,
 ];
 

@@ -14,6 +14,7 @@ pub mod pacing;
 pub mod providers;
 pub mod routing;
 pub mod salesforce;
+pub mod sheets;
 pub mod slack;
 pub mod teams;
 pub mod telegram;

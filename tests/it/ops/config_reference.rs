@@ -41,6 +41,7 @@ const TABLES: &[(&str, &str)] = &[
     ("[forms.NAME.wecom]", "[forms.contact.wecom]"),
     ("[forms.NAME.dingtalk]", "[forms.contact.dingtalk]"),
     ("[forms.NAME.feishu]", "[forms.contact.feishu]"),
+    ("[forms.NAME.sheets]", "[forms.contact.sheets]"),
     ("[forms.NAME.webhook]", "[forms.contact.webhook]"),
     ("[hooks.NAME]", "[hooks.h]"),
     ("[[hooks.NAME.handlers]]", "[[hooks.h.handlers]]"),

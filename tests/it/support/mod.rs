@@ -20,6 +20,7 @@ pub mod proxy;
 pub mod receiver;
 pub mod salesforce;
 pub mod serve_process;
+pub mod sheets;
 pub mod smtp;
 pub mod static_site;
 pub mod teams;
