@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::{find, names, ADAPTERS};
 use crate::config::CrmConfig;
 
-const SHARED: &[&str] = &["adapter", "url", "token_env", "allow_http", "allow_private"];
+pub(super) const SHARED: &[&str] = &["adapter", "url", "token_env", "allow_http", "allow_private"];
 
 impl<'de> Deserialize<'de> for CrmConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
