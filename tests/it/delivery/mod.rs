@@ -1,4 +1,4 @@
-//! Delivering side effects: workers, CRM adapters, email, Slack, Teams, Discord, Telegram,
+//! Delivering side effects: workers, CRM adapters (HubSpot, Salesforce, Pipedrive, Zoho), email, Slack, Teams, Discord, Telegram,
 //! outbound webhooks.
 
 pub mod attachments;
@@ -10,6 +10,7 @@ pub mod hubspot;
 pub mod mail_hardening;
 pub mod outcomes;
 pub mod pacing;
+pub mod pipedrive;
 pub mod providers;
 pub mod routing;
 pub mod salesforce;
@@ -19,3 +20,4 @@ pub mod telegram;
 pub mod webhook_out;
 pub mod wecom;
 pub mod workers;
+pub mod zoho;

@@ -15,6 +15,7 @@ pub mod feishu;
 pub mod files;
 pub mod hooks;
 pub mod hubspot;
+pub mod pipedrive;
 pub mod proxy;
 pub mod receiver;
 pub mod salesforce;
@@ -26,6 +27,7 @@ pub mod telegram;
 pub mod vendor;
 pub mod wecom;
 pub mod worker_process;
+pub mod zoho;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -122,8 +122,8 @@ mod tests {
     fn unknown_keys_and_adapters_are_parse_errors() {
         let e = Config::parse("[crm]\nhubspot_id = 'x'").unwrap_err();
         assert!(e.contains("unknown field `hubspot_id`"), "{e}");
-        let e = Config::parse("[crm]\nadapter = 'pipedrive'").unwrap_err();
-        assert!(e.contains("unknown CRM adapter `pipedrive`"), "{e}");
+        let e = Config::parse("[crm]\nadapter = 'dynamics'").unwrap_err();
+        assert!(e.contains("unknown CRM adapter `dynamics`"), "{e}");
         let e = Config::parse("[crm.salesforce]\nexternal_id = 'x'").unwrap_err();
         assert!(e.contains("salesforce") && e.contains("external_id"), "{e}");
     }
