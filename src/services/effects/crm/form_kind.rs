@@ -34,7 +34,12 @@ pub fn form_table(name: &str, table: toml::Value) -> Result<FormCrm, String> {
             }
         }
     }
-    crm.tables.insert(name.to_string(), kind.settings(own)?);
+    // An unknown key: the adapter lists its own keys, and these are the table's too.
+    let parsed = kind.settings(own).map_err(|e| match e.contains("unknown field") {
+        true => format!("{e}, or one of `url`, `token_env`, `allow_http`, `allow_private`"),
+        false => e,
+    })?;
+    crm.tables.insert(name.to_string(), parsed);
     Ok(FormCrm(crm))
 }
 
@@ -79,7 +84,10 @@ mod tests {
         let FormCrm(crm) = form_table("pipedrive", toml::from_str("reference_field = 'k'").unwrap()).unwrap();
         assert_eq!(
             form_problems("forms.c.pipedrive", &crm),
-            ["forms.c.pipedrive.url: this CRM adapter needs a URL"]
+            [
+                "forms.c.pipedrive.url: this CRM adapter needs a URL",
+                "forms.c.pipedrive.token_env: names the environment variable holding the API token"
+            ]
         );
     }
 }

@@ -83,6 +83,9 @@ impl AdapterKind for PipedriveKind {
 
     fn problems(&self, crm: &CrmConfig) -> Vec<String> {
         let mut out = url_problems(crm);
+        if crm.token_env.trim().is_empty() {
+            out.push("crm.token_env: names the environment variable holding the API token".into());
+        }
         if let Ok(s) = own::<PipedriveSettings>(crm, self) {
             let key = s.reference_field.trim();
             if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
