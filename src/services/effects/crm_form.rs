@@ -45,6 +45,18 @@ impl Kind for CrmFormKind {
         }
     }
 
+    fn secret_problems(
+        &self,
+        at: &str,
+        form: &FormConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        match form.settings.get::<FormCrm>(self.name()).filter(|_| form.lists(self.name())) {
+            Some(FormCrm(crm)) => crm::secret_problems(&format!("{at}.{}", self.adapter), crm, env),
+            None => Vec::new(),
+        }
+    }
+
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let kind = self.name();
         let mut forms = BTreeMap::new();
@@ -91,5 +103,55 @@ impl Effect for ByForm {
             Some(lead) => lead.reconcile(job),
             None => Box::pin(async { Lookup::Failed { error_class: "not_configured".into() } }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, DEFAULT_CONFIG};
+
+    /// The demo form with `effects` and `table` as its own `[forms.contact.KIND]`.
+    fn config(effects: &str, kind: &str, table: &str) -> Config {
+        let text = DEFAULT_CONFIG
+            .replace(r#"effects = ["crm_lead", "confirmation_email", "owner_notification"]"#, effects)
+            + &format!("\n[forms.contact.{kind}]\n{table}");
+        Config::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn check_config_names_the_forms_own_crm_table_and_its_secrets() {
+        let zoho = "client_id = \"1000.X\"\nclient_secret_env = \"ZS\"\nrefresh_token_env = \"ZR\"\n";
+        let c = config(r#"effects = ["zoho"]"#, "zoho", zoho);
+        let problems = crate::services::check_config::problems(&c);
+        assert!(problems.iter().all(|p| !p.contains("zoho")), "{problems:?}");
+        let env = |var: &str| (var == "ZS").then(|| "secret".to_string());
+        assert_eq!(
+            crate::services::check_config::secret_problems(&c, &env),
+            ["forms.contact.zoho.refresh_token_env: the environment variable ZR is not set"]
+        );
+
+        let c = config(r#"effects = []"#, "pipedrive", "url = \"http://crm.example.com\"\n");
+        let mut problems = super::super::problems("forms.contact", &c.forms["contact"]);
+        problems.retain(|p| p.contains("pipedrive"));
+        assert_eq!(
+            problems[0],
+            "forms.contact.pipedrive: set, but `pipedrive` is not in forms.contact.effects"
+        );
+        assert!(problems.iter().any(|p| p.starts_with("forms.contact.pipedrive.url:")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.starts_with("forms.contact.pipedrive.reference_field:")),
+            "{problems:?}"
+        );
+        assert!(problems.iter().any(|p| p.starts_with("forms.contact.pipedrive.token_env:")), "{problems:?}");
+
+        let text = DEFAULT_CONFIG.replace(
+            r#"effects = ["crm_lead", "confirmation_email", "owner_notification"]"#,
+            r#"effects = ["zoho"]"#,
+        );
+        let c = Config::parse(&text).unwrap();
+        let problems = super::super::problems("forms.contact", &c.forms["contact"]);
+        assert!(problems.contains(
+            &"forms.contact.zoho: the zoho effect needs its table [forms.contact.zoho]".to_string()
+        ));
     }
 }

@@ -117,6 +117,12 @@ pub trait AdapterKind: Sync {
         Vec::new()
     }
 
+    /// The secrets it cannot work without, read from the environment at start: (its key,
+    /// e.g. `token_env`, and the variable it names). None by default.
+    fn secret_vars(&self, _crm: &CrmConfig) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
     /// The adapter, built from `[crm]` and its table; `token`: the value of `token_env`.
     fn build(
         &self,
@@ -170,6 +176,25 @@ pub fn problems(crm: &CrmConfig) -> Vec<String> {
             names()
         )],
     }
+}
+
+/// check-config: the secrets the adapter of `crm` (called `at`: `crm` or `forms.F.NAME`)
+/// needs that `env` does not hold; a message names the variable, never a value.
+pub fn secret_problems(at: &str, crm: &CrmConfig, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let Some(kind) = find(crm.adapter_name()) else { return Vec::new() };
+    // `token_env` is `[crm]`'s own key; the others are in the adapter's table.
+    let table = match at {
+        "crm" => format!("crm.{}", kind.name()),
+        _ => at.to_string(),
+    };
+    kind.secret_vars(crm)
+        .into_iter()
+        .filter(|(_, var)| env(var).is_none_or(|v| v.trim().is_empty()))
+        .map(|(key, var)| {
+            let place = if key == "token_env" { at } else { table.as_str() };
+            format!("{place}.{key}: the environment variable {var} is not set")
+        })
+        .collect()
 }
 
 /// check-config: keys that moved into an adapter's table, and each `crm_lead` form's

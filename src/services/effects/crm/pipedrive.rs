@@ -103,6 +103,10 @@ impl AdapterKind for PipedriveKind {
         mapping_warnings(at, form)
     }
 
+    fn secret_vars(&self, crm: &CrmConfig) -> Vec<(&'static str, String)> {
+        vec![("token_env", crm.token_env.clone())]
+    }
+
     fn build(
         &self,
         crm: &CrmConfig,

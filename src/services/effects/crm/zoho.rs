@@ -142,6 +142,14 @@ impl AdapterKind for ZohoKind {
         mapping_warnings(at, form)
     }
 
+    fn secret_vars(&self, crm: &CrmConfig) -> Vec<(&'static str, String)> {
+        let Ok(s) = own::<ZohoSettings>(crm, self) else { return Vec::new() };
+        vec![
+            ("client_secret_env", s.client_secret_env.clone()),
+            ("refresh_token_env", s.refresh_token_env.clone()),
+        ]
+    }
+
     fn build(
         &self,
         crm: &CrmConfig,
