@@ -20,6 +20,7 @@ on_both_backends!(
     a_429_waits_for_the_rate_limit_reset_and_a_500_is_resent,
     zohos_refusal_fails_at_once_with_its_code_on_the_attempt,
     an_expired_token_is_refreshed_once_and_the_lead_sent,
+    a_refused_refresh_token_fails_at_once_with_zohos_error_and_sends_nothing,
     a_form_of_its_own_with_effects_zoho_delivers_the_same_way,
 );
 
@@ -191,4 +192,28 @@ async fn a_form_of_its_own_with_effects_zoho_delivers_the_same_way(backend: Back
     assert!(leads[0].fields["Onceform_Ref"].ends_with(":zoho:0"), "the record's own key: {leads:?}");
     assert_eq!(outcomes(&d, &key, "zoho").await, ["ambiguous", "sent"]);
     assert!(d.effects(Some(&key)).await.iter().all(|e| e.kind == "zoho"), "no crm_lead record");
+}
+
+async fn a_refused_refresh_token_fails_at_once_with_zohos_error_and_sends_nothing(backend: Backend) {
+    let zoho = FakeZoho::start().await;
+    let mut table = settings(&zoho);
+    table.retain(|(k, _)| *k != "refresh_token_env");
+    table.push(("refresh_token_env", env_var("1000.a-revoked-refresh-token")));
+    let d = spawn_delivery_app(backend, |c| {
+        wire_vendor(c, "zoho", &zoho.url, FIELDS);
+        c.crm.url = None;
+        let table: Vec<(&str, &str)> = table.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        set_crm(c, "zoho", &table);
+        crm_only(c);
+    })
+    .await;
+    let key = new_key();
+    d.app.submit(&key, &inquiry_from("a@example.com", "Revoked")).await;
+    d.settle(&d.worker()).await;
+    let lead = d.effect(&key, "crm_lead").await;
+    assert_eq!((lead.state.as_str(), lead.attempts), ("FAILED_FINAL", 1));
+    let tried = attempts(&d, &key, "crm_lead").await;
+    assert_eq!(tried[0].1.as_deref(), Some("zoho_token_refused"));
+    assert_eq!(tried[0].2.as_deref(), Some("token refused: invalid_code"), "Zoho's error on the attempt");
+    assert_eq!((zoho.refused(), zoho.upserts()), (vec!["token: refresh_token".to_string()], 0));
 }
