@@ -81,7 +81,8 @@ fn listed_problems(at: &str, form: &FormConfig, everywhere: &[crate::domain::Eff
 
 /// What is wrong with the secrets `config` names, read from `env` as `serve` and `worker`
 /// read them at start (where each refuses to start on its own): each webhook source's
-/// signing secrets (`hooks.NAME`), each `webhook` handler's and each form effect's. A
+/// signing secrets (`hooks.NAME`), each `webhook` handler's, the CRM adapter's that needs one
+/// (`pipedrive`'s token, `zoho`'s client secret and refresh token) and each form effect's. A
 /// message names the setting and the variable, never the value.
 pub fn secret_problems(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
     let mut out = Vec::new();
@@ -92,6 +93,7 @@ pub fn secret_problems(config: &Config, env: &dyn Fn(&str) -> Option<String>) ->
             out.extend(h.kind.0.secret_problems(&format!("{at}.handlers.{}", h.name), h, env));
         }
     }
+    out.extend(crate::services::effects::crm::secret_problems("crm", &config.crm, env));
     for (name, form) in &config.forms {
         out.extend(crate::services::effects::secret_problems(&format!("forms.{name}"), form, env));
     }

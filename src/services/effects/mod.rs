@@ -4,11 +4,13 @@
 //! its `[forms.F.NAME]` table if it takes one, its check-config rules, whether a submission
 //! gets one) whose `effect` builds the `Effect` that delivers and reconciles its records;
 //! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
-//! section in docs/CONFIGURATION.md. `slack.rs` is a small example.
+//! section in docs/CONFIGURATION.md. `slack.rs` is a small example; a CRM adapter becomes a
+//! kind of its own with one line (`crm_form.rs`).
 
 mod chat;
 mod confirmation_email;
 pub mod crm;
+mod crm_form;
 mod crm_lead;
 mod dingtalk;
 mod discord;
@@ -45,6 +47,8 @@ pub use outcome::{Lookup, Outcome, Report};
 /// (see `Kind`) and its line here.
 static KINDS: &[&dyn Kind] = &[
     &crm_lead::CrmLeadKind,
+    &crm_form::PIPEDRIVE,
+    &crm_form::ZOHO,
     &confirmation_email::ConfirmationEmailKind,
     &owner_notification::OwnerNotificationKind,
     &slack::SlackKind,

@@ -1,4 +1,4 @@
-//! Delivering side effects: workers, CRM adapters, email, Slack, Teams, Discord, Telegram,
+//! Delivering side effects: workers, CRM adapters (HubSpot, Salesforce, Pipedrive, Zoho), email, Slack, Teams, Discord, Telegram,
 //! outbound webhooks.
 
 pub mod attachments;
@@ -11,6 +11,7 @@ pub mod line;
 pub mod mail_hardening;
 pub mod outcomes;
 pub mod pacing;
+pub mod pipedrive;
 pub mod providers;
 pub mod routing;
 pub mod salesforce;
@@ -22,3 +23,4 @@ pub mod webhook_out;
 pub mod wecom;
 pub mod worker_kill;
 pub mod workers;
+pub mod zoho;

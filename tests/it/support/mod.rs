@@ -16,6 +16,7 @@ pub mod files;
 pub mod hooks;
 pub mod hubspot;
 pub mod line;
+pub mod pipedrive;
 pub mod proxy;
 pub mod receiver;
 pub mod salesforce;
@@ -28,6 +29,7 @@ pub mod telegram;
 pub mod vendor;
 pub mod wecom;
 pub mod worker_process;
+pub mod zoho;
 
 use std::path::PathBuf;
 use std::sync::Arc;
