@@ -17,7 +17,7 @@ LAYERS=(
   "domain"
   "config"
   "db"
-  "request_log spam duplicates scan files"
+  "request_log spam duplicates scan files oidc"
   "accept status effects worker lifecycle alert_rules check_config reload healthcheck"
   "state render"
   "http"

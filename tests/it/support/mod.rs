@@ -15,6 +15,7 @@ pub mod feishu;
 pub mod files;
 pub mod hooks;
 pub mod hubspot;
+pub mod oidc;
 pub mod proxy;
 pub mod receiver;
 pub mod salesforce;
