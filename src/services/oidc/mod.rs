@@ -227,7 +227,7 @@ mod tests {
         // RFC 7636, appendix B.
         assert_eq!(
             challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9cEe8cBUSj8rOg-9Cxo3rtAbdPFBZiyOcjWr-FWbUM"
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         assert_eq!(random().len(), 64);
         assert_ne!(random(), random());
