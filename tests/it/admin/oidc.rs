@@ -2,8 +2,9 @@
 //! `oidc-provider` (OpenID-certified), its login form filled as a person would. An admin and
 //! a viewer from the provider sign in (the viewer cannot act), a user the role claim does not
 //! map is refused with no session, local passwords keep working; a tampered ID token, one for
-//! another audience, a replayed `state` and a key the provider retired are refused, and a
-//! rotated key is downloaded once. Signing out goes on to the provider (RP-initiated logout).
+//! another audience, an expired one, a replayed `state` and a key the provider retired are
+//! refused, and a rotated key is downloaded once. Signing out goes on to the provider
+//! (RP-initiated logout).
 
 use diesel::prelude::*;
 use onceform::db::schema::{audit_log, sessions, users};
@@ -60,7 +61,7 @@ async fn dashboard(browser: &Browser, public: &str) -> u16 {
 }
 
 async fn admins_and_viewers_sign_in_through_the_provider_and_an_unmapped_user_is_refused(backend: Backend) {
-    let (app, _provider, public) = app_with(backend, "k1").await;
+    let (app, provider, public) = app_with(backend, "k1").await;
     let login = app.client.get(app.url("/admin/login")).send().await.unwrap().text().await.unwrap();
     assert!(login.contains(&format!(r#"href="/admin/oidc/start">Sign in with {LABEL}</a>"#)), "{login}");
 
@@ -138,7 +139,7 @@ async fn admins_and_viewers_sign_in_through_the_provider_and_an_unmapped_user_is
     assert_eq!(out.status, 200, "{}", out.body);
     let start = out.body.find("url=").unwrap() + 4;
     let end_session = out.body[start..].split('"').next().unwrap().replace("&amp;", "&");
-    assert!(end_session.starts_with(&format!("{}/session/end?", _provider.issuer)), "{end_session}");
+    assert!(end_session.starts_with(&format!("{}/session/end?", provider.issuer)), "{end_session}");
     assert_eq!(dashboard(&admin, &public).await, 303, "the session is over");
     let confirm = admin.get(&end_session).await;
     assert_eq!(confirm.status, 200, "the provider accepts the logout request: {}", confirm.body);
@@ -162,6 +163,10 @@ async fn tampered_and_misaddressed_tokens_and_replayed_states_are_refused(backen
     let b = Browser::default();
     assert_eq!(b.sign_in(&public, "admin-ada").await.status, 401);
     assert_eq!(dashboard(&b, &public).await, 303);
+    // Validly signed, but expired an hour ago (past the leeway).
+    provider.next_token("expired", None).await;
+    let b = Browser::default();
+    assert_eq!(b.sign_in(&public, "admin-ada").await.status, 401);
     assert_eq!(count(&app, "sessions").await, sessions_before, "no session for a refused token");
 
     // An honest answer signs in once; its state replayed is refused.

@@ -59,7 +59,7 @@ impl OidcProvider {
     }
 
     /// The ID token of the next token response is `tamper`ed, re-signed for another
-    /// `audience`, or signed with the `retired` key `key`.
+    /// `audience`, re-signed `expired`, or signed with the `retired` key `key`.
     pub async fn next_token(&self, mode: &str, key: Option<&str>) {
         let resp = reqwest::Client::new()
             .post(format!("{}/__test/next-token", self.issuer))
