@@ -28,6 +28,8 @@ const TABLES: &[(&str, &str)] = &[
     ("[worker]", "[worker]"),
     ("[alerts]", "[alerts]"),
     ("[purge]", "[purge]"),
+    ("[admin]", "[admin]"),
+    ("[admin.oidc]", "[admin.oidc]"),
     ("[[forms.NAME.fields]]", "[[forms.contact.fields]]"),
     ("[forms.NAME.rate_limit]", "[forms.contact.rate_limit]"),
     ("[forms.NAME.duplicates]", "[forms.contact.duplicates]"),

@@ -16,6 +16,7 @@ pub mod files;
 pub mod hooks;
 pub mod hubspot;
 pub mod line;
+pub mod oidc;
 pub mod pipedrive;
 pub mod proxy;
 pub mod receiver;
