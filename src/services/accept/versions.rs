@@ -73,8 +73,9 @@ pub(super) fn definition<C: FormVersions>(
 ) -> Result<Option<Arc<FormConfig>>, DbError> {
     /// Definitions kept; past this the map is emptied (they are read again when needed).
     const KEPT: usize = 256;
-    static PARSED: LazyLock<Mutex<HashMap<(String, String), Arc<FormConfig>>>> =
-        LazyLock::new(Default::default);
+    /// (form, version) → its settings.
+    type Parsed = HashMap<(String, String), Arc<FormConfig>>;
+    static PARSED: LazyLock<Mutex<Parsed>> = LazyLock::new(Default::default);
     let key = (form.to_string(), version.to_string());
     if let Some(found) = PARSED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
         return Ok(Some(found.clone()));
