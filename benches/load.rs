@@ -440,6 +440,7 @@ fn in_process(
                         channel: Channel::Api,
                         fields,
                         scans: Default::default(),
+                        received: None,
                     };
                     if accept(intake) {
                         done.fetch_add(1, Ordering::Relaxed);

@@ -216,6 +216,7 @@ pub fn seed(pool: &Pool, config: &Config, n: usize) {
             channel: Channel::Api,
             fields,
             scans: Default::default(),
+            received: None,
         };
         acceptor.accept(intake).unwrap();
     }

@@ -264,6 +264,7 @@ fn store_and_accept(acceptor: &Acceptor, form: &Form, dir: &Path, filler: &[u8])
         channel: Channel::Html,
         fields: normalise(&**form, &raw).unwrap(),
         scans: Default::default(),
+        received: None,
     };
     Ok(matches!(acceptor.accept(intake), Ok(Outcome::Created(_))))
 }

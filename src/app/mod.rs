@@ -54,6 +54,9 @@ impl Application {
         let listener = TcpListener::bind(config.server.bind)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
         let port = listener.local_addr()?.port();
+        // Before any submission is accepted under them.
+        crate::services::form_versions::record(&pool, &config)
+            .map_err(|e| anyhow::anyhow!("storing the forms' versions: {e}"))?;
         let acceptor = Acceptor::start(config.clone(), pool.clone(), keyring)?;
         SpamGuard::warn_missing_secrets(&config);
         let deliveries = acceptor.deliveries().clone();

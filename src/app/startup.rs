@@ -59,8 +59,8 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
             actix_web::rt::spawn(crate::services::files::rescan_every(writes, files, period));
         }
         let hangups = crate::services::reload::catch_hangups()?;
-        let app = Application::build(config.clone(), pool, keyring, traffic)?;
-        actix_web::rt::spawn(crate::services::reload::on_hangup(hangups, source, app.forms()));
+        let app = Application::build(config.clone(), pool.clone(), keyring, traffic)?;
+        actix_web::rt::spawn(crate::services::reload::on_hangup(hangups, source, app.forms(), pool));
         write_pid_file(&config.server.pid_file);
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
         announce(&config, &base, first_admin.as_deref());
@@ -114,6 +114,8 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
 pub fn worker(config: Config) -> anyhow::Result<()> {
     // The keyring re-keys stored rows at start, and signs the file links a CRM gets.
     let (pool, keyring) = open_store(&config)?;
+    // Its forms' versions, as `serve` stores them (`Application::build`).
+    record_form_versions(&pool, &config)?;
     let (rt, worker) = worker_runtime(&Arc::new(config), &pool, &keyring, None)?;
     rt.block_on(async move {
         let (stop, stopped) = watch::channel(false);
@@ -159,6 +161,14 @@ fn worker_runtime(
             None => worker,
         },
     ))
+}
+
+/// Stores the versions of the forms in force (`services::form_versions`) before any
+/// submission is accepted or delivered under them.
+fn record_form_versions(pool: &Pool, config: &Config) -> anyhow::Result<()> {
+    crate::services::form_versions::record(pool, config)
+        .map(|_| ())
+        .map_err(|e| anyhow::anyhow!("storing the forms' versions: {e}"))
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.

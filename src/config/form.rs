@@ -7,7 +7,8 @@ use serde::Deserialize;
 use validator::Validate;
 
 use super::{
-    spam, CaptchaConfig, DuplicateConfig, EmailTexts, FormTexts, KindSettings, LocaleChoice, RetentionConfig,
+    spam, CaptchaConfig, Definition, DuplicateConfig, EmailTexts, FormTexts, KindSettings, LocaleChoice,
+    RetentionConfig,
 };
 use crate::domain::{EffectKind, FieldConfig, FieldType, FileRef, FormSchema, Undeclared};
 
@@ -133,6 +134,9 @@ pub struct FormConfig {
     /// The effect kinds' own tables (`[forms.F.slack]`), each parsed by its kind.
     #[serde(flatten)]
     pub settings: KindSettings,
+    /// The form's table as read, and its version (set by `Config::parse`).
+    #[serde(skip)]
+    pub definition: Definition,
 }
 
 impl FormConfig {
@@ -173,6 +177,15 @@ impl FormConfig {
         "when_scanner_down",
         "routes",
     ];
+
+    /// The settings a stored definition (`Definition::text`) describes: a form as it was
+    /// when one of its versions was in force.
+    pub fn from_definition(text: &str) -> Result<FormConfig, String> {
+        let mut form: FormConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        form.definition =
+            Definition { text: text.into(), version: super::definition::version_of(text).into() };
+        Ok(form)
+    }
 
     pub fn field(&self, name: &str) -> Option<&FieldConfig> {
         FormSchema::from(self).field(name)

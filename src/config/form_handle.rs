@@ -1,4 +1,4 @@
-//! `Form`: a configured form's name and its settings, handed around as one value.
+//! `Form`: a configured form's name, its settings and its version, handed around as one value.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -24,6 +24,17 @@ impl Form {
 
     pub fn config(&self) -> &FormConfig {
         &self.config
+    }
+
+    /// Its version (a digest of its definition, `config::definition`); `None` for a form not
+    /// read from TOML text.
+    pub fn version(&self) -> Option<&str> {
+        Some(&*self.config.definition.version).filter(|v| !v.is_empty())
+    }
+
+    /// Its definition as canonical JSON (what its version digests).
+    pub fn definition(&self) -> &str {
+        &self.config.definition.text
     }
 }
 

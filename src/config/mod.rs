@@ -5,6 +5,7 @@ mod alerts;
 pub mod crm;
 mod database;
 mod database_url;
+pub mod definition;
 mod duplicates;
 mod email;
 mod environment;
@@ -40,6 +41,7 @@ pub use alerts::AlertsConfig;
 pub use crm::CrmConfig;
 pub use database::DatabaseConfig;
 pub use database_url::DatabaseUrl;
+pub use definition::Definition;
 pub use duplicates::{DuplicateConfig, DuplicatePolicy};
 pub use email::EmailTexts;
 pub use environment::ENVIRONMENT;
@@ -152,8 +154,20 @@ impl Config {
             _ => &[],
         };
         let mut config: Config = file_errors::from_toml(text, keys_of).map_err(|p| p.join("; "))?;
+        config.define_forms(text);
         config.link_duplicate_groups();
         Ok(config)
+    }
+
+    /// Gives each form its definition and version: its table in `text` (which parsed).
+    fn define_forms(&mut self, text: &str) {
+        let Ok(table) = toml::from_str::<toml::Table>(text) else { return };
+        let Some(toml::Value::Table(forms)) = table.get("forms") else { return };
+        for (name, form) in &mut self.forms {
+            if let Some(definition) = forms.get(name) {
+                form.definition = Definition::of(definition);
+            }
+        }
     }
 
     /// Tells each form with a `duplicates.group` the forms of its group (for the look-up).

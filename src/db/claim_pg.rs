@@ -89,7 +89,7 @@ pub fn placeholders(first: usize, n: usize) -> Vec<String> {
 }
 
 /// The placeholder of the duplicate look-up's first form.
-const FIRST_FORM: usize = 36;
+const FIRST_FORM: usize = 37;
 
 /// What the statement did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,9 +116,9 @@ struct Row {
 /// `bind_submission`). A new column is one name here, one `$n` and one `.bind` there.
 const INSERT_SUBMISSION: &str = "INSERT INTO submissions (id, form, operation_id, fingerprint, \
      fields_json, response_body, channel, keyless, spam, email_digest, phone_digest, received_at, \
-     operation_expires_at, spam_reason, journey_id, name_digest, locale, route) \
+     operation_expires_at, spam_reason, journey_id, name_digest, locale, route, form_version) \
      SELECT $12, $13, $14, $15, $16, CASE WHEN (SELECT capped FROM k) THEN $29 ELSE $17 END, $18, $19, $20, \
-     $21, $22, $23, $24, $25, $26, $30, $31, $35 \
+     $21, $22, $23, $24, $25, $26, $30, $31, $35, $36 \
      ON CONFLICT (form, operation_id) DO NOTHING \
      RETURNING id, form, operation_id, received_at";
 
@@ -262,7 +262,8 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Timestamp, _>(window_start)
         .bind::<Text, _>(capped_body);
     // The duplicate look-up's name digest: $30, the visitor's locale: $31, the scan hold:
-    // $32, the files: $33 and $34, the route: $35, then the look-up's forms from `FIRST_FORM` on.
+    // $32, the files: $33 and $34, the route: $35, the form's version: $36, then the
+    // look-up's forms from `FIRST_FORM` on.
     let files = claim.files;
     let mut query = query
         .bind::<Nullable<Text>, _>(s.name_digest.as_deref())
@@ -270,7 +271,8 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Bool, _>(claim.scan_hold)
         .bind::<Array<Text>, _>(files.iter().map(|f| f.sha256.as_str()).collect::<Vec<_>>())
         .bind::<Array<Text>, _>(files.iter().map(|f| f.scan.as_str()).collect::<Vec<_>>())
-        .bind::<Nullable<Text>, _>(s.route.as_deref());
+        .bind::<Nullable<Text>, _>(s.route.as_deref())
+        .bind::<Nullable<Text>, _>(s.form_version.as_deref());
     for form in forms {
         query = query.bind::<Text, _>(form);
     }
@@ -288,7 +290,7 @@ pub fn holder(c: &mut PgConnection, form: &str, operation_id: &str) -> QueryResu
 pub fn holders(c: &mut PgConnection, form: &str, operation_ids: &[&str]) -> QueryResult<Vec<Submission>> {
     Prepared::new(
         "SELECT id, form, operation_id, fingerprint, response_body, spam, received_at, operation_expires_at, \
-         content_purged_at \
+         content_purged_at, form_version \
          FROM submissions WHERE form = $1 AND operation_id = ANY($2)",
     )
     .bind::<Text, _>(form)

@@ -14,6 +14,7 @@ mod deliveries_pg;
 pub mod duplicates;
 pub mod erasure;
 pub mod files;
+pub mod form_versions;
 pub mod hooks;
 pub mod lifecycle_stats;
 mod lookups;

@@ -34,6 +34,8 @@ pub struct NewSubmission {
     pub locale: Option<String>,
     /// The route that applied (`[[forms.F.routes]]`: its name, or `#INDEX`).
     pub route: Option<String>,
+    /// The version of its form it was accepted under (`config::definition`).
+    pub form_version: Option<String>,
 }
 
 /// What the accept path and the status endpoint need of a stored submission.
@@ -49,6 +51,9 @@ pub struct Submission {
     pub received_at: NaiveDateTime,
     pub operation_expires_at: NaiveDateTime,
     pub content_purged_at: Option<NaiveDateTime>,
+    /// The version of its form it was accepted under; `None`: unknown (accepted before
+    /// versions were kept).
+    pub form_version: Option<String>,
 }
 
 /// A submission's side-effect record (an inbound event's: `hooks::NewEventEffect`).

@@ -79,6 +79,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    form_versions (form, version) {
+        form -> Text,
+        version -> Text,
+        definition -> Text,
+        first_seen_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     inbound_conflicts (id) {
         id -> Text,
         event_row_id -> Text,
@@ -230,6 +239,7 @@ diesel::table! {
         locale -> Nullable<Text>,
         consent_json -> Nullable<Text>,
         route -> Nullable<Text>,
+        form_version -> Nullable<Text>,
     }
 }
 
@@ -273,6 +283,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     deliveries,
     duplicate_pairs,
     effect_attempts,
+    form_versions,
     inbound_conflicts,
     inbound_deliveries,
     inbound_events,

@@ -9,6 +9,7 @@ pub mod check_config;
 pub mod duplicates;
 pub mod effects;
 pub mod files;
+pub mod form_versions;
 pub mod healthcheck;
 pub mod lifecycle;
 pub mod oidc;

@@ -1,5 +1,6 @@
 //! Re-reading the configuration while serving (`SIGHUP`, `onceform reload`): the file is
-//! checked by the `check-config` rules first; a good one puts its forms in force at once (a
+//! checked by the `check-config` rules first and its forms' versions are stored
+//! (`form_versions`); a good one puts its forms in force at once (a
 //! request in flight finishes under the forms it started with), a bad one changes nothing
 //! and is logged, counted and shown on the admin dashboard until a good one loads. Settings
 //! outside `[forms.*]` (server, database, mail, CRM, workers, hooks) take effect at the next
@@ -11,19 +12,24 @@ use std::sync::Arc;
 use tokio::signal::unix::Signal;
 
 use crate::config::LiveForms;
+use crate::db::Pool;
 
 /// Reloads the configuration at `path` (`None`: the built-in demo) into `live`; how many
-/// forms are in force, or why nothing changed.
-pub fn reload(path: Option<&Path>, live: &LiveForms) -> Result<usize, String> {
-    match super::check_config::load(path, |k| std::env::var(k).ok()) {
+/// forms are in force, or why nothing changed. Their versions are stored in `pool` first.
+pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usize, String> {
+    let loaded = super::check_config::load(path, |k| std::env::var(k).ok()).map_err(|e| e.to_string());
+    let stored = loaded.and_then(|config| match super::form_versions::record(pool, &config) {
+        Ok(_) => Ok(config),
+        Err(e) => Err(format!("the forms' versions could not be stored: {e}")),
+    });
+    match stored {
         Ok(config) => {
             let forms = config.forms.len();
             live.put(config);
             tracing::info!(forms, "configuration reloaded: its forms are in force");
             Ok(forms)
         }
-        Err(e) => {
-            let error = e.to_string();
+        Err(error) => {
             tracing::error!(%error, "configuration not reloaded: the forms in force are unchanged");
             live.failed(error.clone());
             Err(error)
@@ -38,10 +44,10 @@ pub fn catch_hangups() -> std::io::Result<Signal> {
 }
 
 /// Reloads on every `SIGHUP` for as long as the runtime runs (`serve`).
-pub async fn on_hangup(mut hangups: Signal, path: Option<PathBuf>, live: Arc<LiveForms>) {
+pub async fn on_hangup(mut hangups: Signal, path: Option<PathBuf>, live: Arc<LiveForms>, pool: Pool) {
     while hangups.recv().await.is_some() {
-        let (path, live) = (path.clone(), live.clone());
-        // Reading and checking the file is blocking work.
-        let _ = tokio::task::spawn_blocking(move || reload(path.as_deref(), &live)).await;
+        let (path, live, pool) = (path.clone(), live.clone(), pool.clone());
+        // Reading and checking the file, and storing its versions, is blocking work.
+        let _ = tokio::task::spawn_blocking(move || reload(path.as_deref(), &live, &pool)).await;
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::cache::{Entry, ReplayCache};
 use super::plan::Content;
 use super::transaction::{committed, in_progress_on_lock_timeout, receipt, run};
-use super::{pg, Intake, Outcome, Plan, Receipt};
+use super::{pg, versions, AsReceived, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, Form};
 use crate::db::{young_pg, DbError, Lookups, Pool, SqliteWriter, Store, Writes};
 use crate::domain::keyring::Keyring;
@@ -154,7 +154,10 @@ impl Acceptor {
         channel: Channel,
     ) -> Option<Outcome> {
         let entry = self.cache.get(form.name(), operation_id.as_str())?;
-        if entry.fingerprint != fingerprint(&self.keyring, fields) {
+        // Accepted under another version of the form: judged under it, by the database path.
+        if !versions::same_version(form.version(), entry.receipt.form_version.as_deref())
+            || entry.fingerprint != fingerprint(&self.keyring, fields)
+        {
             return None;
         }
         let _ = entry.raw.set(*raw);
@@ -176,12 +179,42 @@ impl Acceptor {
         }
         let stored = self.lookups.submission(form.name(), operation_id.as_str()).await?;
         let content = Content::of(&self.keyring, fields);
-        if !content.same_as(&self.keyring, &stored) {
+        if !versions::same_version(form.version(), stored.form_version.as_deref())
+            || !content.same_as(&self.keyring, &stored)
+        {
             return None;
         }
         let receipt = receipt(stored);
         self.cache.put(form.name(), content.fingerprint, receipt.clone());
         Some(self.replayed(form.name(), operation_id.as_str(), channel, receipt))
+    }
+
+    /// A keyed request the live form refuses: when its key's submission was accepted under
+    /// another version of the form, it is judged under that version (`versions`): a replay
+    /// when its content there is the stored one, else a conflict, recorded. `None`: no such
+    /// submission, and the request is refused as invalid.
+    pub(super) async fn judge_refused(
+        &self,
+        form: &Form,
+        operation_id: &OperationId,
+        received: AsReceived,
+        channel: Channel,
+    ) -> Result<Option<Outcome>, DbError> {
+        let judged = versions::judge_refused(
+            &self.pool,
+            &self.writes,
+            &self.keyring,
+            form,
+            operation_id,
+            received,
+            channel,
+        );
+        Ok(judged.await?.map(|judged| match judged {
+            versions::Judged::Same(receipt) => {
+                self.replayed(form.name(), operation_id.as_str(), channel, receipt)
+            }
+            versions::Judged::Other(outcome) => outcome,
+        }))
     }
 
     fn replayed_from(
@@ -204,6 +237,7 @@ impl Acceptor {
     /// blocking thread.
     pub fn accept(&self, intake: Intake) -> Result<Outcome, DbError> {
         let content = Content::of(&self.keyring, &intake.fields);
+        let version = intake.form.version().map(String::from);
         let (form_name, operation_id, fingerprint, keyless) = (
             intake.form.name().to_string(),
             intake.operation_id.as_ref().map_or("", OperationId::as_str).to_string(),
@@ -250,7 +284,11 @@ impl Acceptor {
         // post was not stored (its error asks for a retry).
         let outcome = if keyless { result? } else { in_progress_on_lock_timeout(result, &operation_id)? };
         if let (Outcome::Created(r) | Outcome::Replayed(r), false) = (&outcome, keyless) {
-            self.cache.put(&form_name, fingerprint, r.clone());
+            // A replay judged under an older version of the form is not remembered: this
+            // fingerprint is the live version's content, not the stored one.
+            if versions::same_version(version.as_deref(), r.form_version.as_deref()) {
+                self.cache.put(&form_name, fingerprint, r.clone());
+            }
         }
         Ok(outcome)
     }

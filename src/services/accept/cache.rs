@@ -129,6 +129,7 @@ mod tests {
             operation_id: op.into(),
             body: "{}".into(),
             received_at: chrono::NaiveDateTime::default(),
+            form_version: None,
         }
     }
 

@@ -13,6 +13,7 @@ mod recipient_cap;
 pub mod route;
 mod submit;
 mod transaction;
+mod versions;
 
 use crate::config::Form;
 use crate::domain::{NormalisedFields, OperationId, Scans, SubmissionId};
@@ -22,6 +23,7 @@ pub use submit::{SubmitError, SubmitRequest};
 
 use plan::Plan;
 pub use plan::ResultBody;
+pub use versions::AsReceived;
 
 /// A validated submission, ready to be accepted. It owns what it needs, so the accept
 /// transaction can run on another thread (the blocking pool, SQLite's writer).
@@ -34,6 +36,10 @@ pub struct Intake {
     /// What the malware scan said of each attached file, by digest (a file not named here
     /// was not scanned).
     pub scans: Scans,
+    /// The request's fields and files as they came (a keyed post): a retry of a key accepted
+    /// under another version of the form is judged under that version. `None`: the live
+    /// version judges (imports, the admin's accept-as-new).
+    pub received: Option<AsReceived>,
 }
 
 /// What became of one request.
@@ -59,4 +65,6 @@ pub struct Receipt {
     /// The result body, byte for byte as first returned.
     pub body: String,
     pub received_at: chrono::NaiveDateTime,
+    /// The version of its form the submission was accepted under (`None`: unknown).
+    pub form_version: Option<String>,
 }

@@ -65,10 +65,12 @@ pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &RequestLog) -> 
                 _ => sub.response_body.clone(),
             },
             received_at: sub.received_at,
+            form_version: sub.form_version.clone(),
         };
         return Ok(Done { outcome: Outcome::Created(r), linked: claimed.linked });
     }
-    let taken = Taken::by(plan, claim_pg::holder(pg, &sub.form, &sub.operation_id)?);
+    let holder = claim_pg::holder(pg, &sub.form, &sub.operation_id)?;
+    let taken = Taken::judge(c, plan, holder)?;
     match &taken.conflict {
         // A conflict and its delivery row in one transaction; a replay's or an in-flight
         // answer's row goes to the log.

@@ -81,6 +81,8 @@ pub(super) struct Plan {
     expired: bool,
     /// What digested the fingerprint and the contact, and compares a stored row's.
     keyring: Arc<Keyring>,
+    /// The request as it came, to judge a retry under the version its key was accepted under.
+    pub received: Option<super::versions::AsReceived>,
 }
 
 impl Plan {
@@ -186,6 +188,7 @@ impl Plan {
             journey_id: intake.fields.journey_id.clone(),
             locale: intake.fields.locale.map(String::from),
             route,
+            form_version: intake.form.version().map(String::from),
         };
         let keyring = keyring.clone();
         Plan {
@@ -199,6 +202,7 @@ impl Plan {
             now,
             expired,
             keyring,
+            received: intake.received,
         }
     }
 
@@ -210,6 +214,15 @@ impl Plan {
     pub fn same_content(&self, stored: &Submission) -> bool {
         let sub = &self.submission;
         same_content(&self.keyring, &sub.fingerprint, sub.fields_json.as_deref().unwrap_or_default(), stored)
+    }
+
+    /// `content` equals the stored submission's.
+    pub fn same_as(&self, content: &Content, stored: &Submission) -> bool {
+        content.same_as(&self.keyring, stored)
+    }
+
+    pub fn keyring(&self) -> &Keyring {
+        &self.keyring
     }
 
     pub fn now(&self) -> NaiveDateTime {

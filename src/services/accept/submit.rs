@@ -1,10 +1,12 @@
 //! The submit use case, for every way in (JSON API, HTML form): a retry repeated byte for
-//! byte is answered from memory before it is normalised again; then validation, a retry of
+//! byte is answered from memory before it is normalised again; then validation (a request the
+//! live form refuses whose key was accepted under another version of the form is judged
+//! under that version, `versions`), a retry of
 //! the same content answered from memory or (a key this process saw committed) from a
 //! gathered read, spam screening (fill time, captcha: outside any transaction, only for what
 //! is not such a retry) and the accept transaction.
 
-use super::{Acceptor, Intake, Outcome};
+use super::{Acceptor, AsReceived, Intake, Outcome};
 use crate::config::Form;
 use crate::db::DbError;
 use crate::domain::{
@@ -47,7 +49,20 @@ impl Acceptor {
         {
             return Ok(outcome);
         }
-        let mut fields = normalise_with(&**form, raw, files).map_err(SubmitError::Invalid)?;
+        let received = || AsReceived { raw: raw.clone(), files: files.clone() };
+        let mut fields = match (normalise_with(&**form, raw, files), &operation_id) {
+            (Ok(fields), _) => fields,
+            // A retry of a key accepted under another version of the form is judged under it:
+            // a replay or a conflict, never refused because the form changed since.
+            (Err(errors), Some(op)) => {
+                return match self.judge_refused(form, op, received(), channel).await {
+                    Ok(Some(outcome)) => Ok(outcome),
+                    Ok(None) => Err(SubmitError::Invalid(errors)),
+                    Err(e) => Err(SubmitError::Store(e)),
+                }
+            }
+            (Err(errors), None) => return Err(SubmitError::Invalid(errors)),
+        };
         fields.locale = screening.locale.map(crate::base::i18n::Locale::tag);
         if let Some(outcome) =
             keyed.and_then(|(op, digest)| self.replay_from_memory(form, op, &fields, digest, channel))
@@ -66,7 +81,8 @@ impl Acceptor {
             let verdict = spam.screen(form, screening, operation_id.as_ref()).await;
             fields.spam_reason = verdict.map(|r| r.as_str());
         }
-        let intake = Intake { form: form.clone(), operation_id, channel, fields, scans };
+        let received = operation_id.as_ref().map(|_| received());
+        let intake = Intake { form: form.clone(), operation_id, channel, fields, scans, received };
         let acceptor = self.clone();
         let outcome = tokio::task::spawn_blocking(move || acceptor.accept(intake))
             .await

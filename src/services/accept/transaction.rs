@@ -3,9 +3,10 @@
 //! taken (`Taken`).
 
 use super::plan::{Content, Plan};
-use super::{recipient_cap, Intake, Outcome, Receipt};
+use super::{recipient_cap, versions, Intake, Outcome, Receipt};
 use crate::db::duplicates::DuplicateStore;
 use crate::db::files::FileRefs;
+use crate::db::form_versions::FormVersions;
 use crate::db::models::{NewConflict, NewDelivery, NewSubmission, Submission};
 use crate::db::recipient_cap::RecipientCapStore;
 use crate::db::{DbError, Store};
@@ -25,7 +26,10 @@ pub(super) fn committed<C: Store>(
 ) -> Result<Option<Receipt>, DbError> {
     let Some(operation_id) = &intake.operation_id else { return Ok(None) };
     let stored = c.find_submission(intake.form.name(), operation_id.as_str())?;
-    Ok(stored.filter(|s| content.same_as(keyring, s)).map(receipt))
+    // A key accepted under another version of the form is judged under it (`run`).
+    let judged_here =
+        |s: &Submission| versions::same_version(intake.form.version(), s.form_version.as_deref());
+    Ok(stored.filter(|s| judged_here(s) && content.same_as(keyring, s)).map(receipt))
 }
 
 /// A lock wait that timed out means the first request with this key is still in flight.
@@ -40,7 +44,7 @@ pub(super) fn in_progress_on_lock_timeout(
 }
 
 /// The write transaction: claim the key, or find what holds it.
-pub(super) fn run<C: Store + DuplicateStore + RecipientCapStore + FileRefs>(
+pub(super) fn run<C: Store + DuplicateStore + RecipientCapStore + FileRefs + FormVersions>(
     c: &mut C,
     plan: &Plan,
 ) -> Result<Outcome, DbError> {
@@ -74,9 +78,11 @@ pub(super) fn run<C: Store + DuplicateStore + RecipientCapStore + FileRefs>(
             operation_id: sub.operation_id.clone(),
             body,
             received_at: sub.received_at,
+            form_version: sub.form_version.clone(),
         }));
     }
-    let taken = Taken::by(plan, c.find_submission(&sub.form, &sub.operation_id)?);
+    let holder = c.find_submission(&sub.form, &sub.operation_id)?;
+    let taken = Taken::judge(c, plan, holder)?;
     if let Some(conflict) = &taken.conflict {
         c.record_conflict(conflict)?;
     }
@@ -92,16 +98,38 @@ pub(super) struct Taken {
 }
 
 impl Taken {
+    /// `by`, with the request judged under the version of the form `holder` was accepted
+    /// under when that is not the plan's (`versions`).
+    pub fn judge<C: FormVersions>(
+        c: &mut C,
+        plan: &Plan,
+        holder: Option<Submission>,
+    ) -> Result<Taken, DbError> {
+        let under = match &holder {
+            Some(h) => versions::judged_under(c, plan, h)?,
+            None => None,
+        };
+        Ok(Taken::by(plan, holder, under))
+    }
+
     /// Decides by `holder`, the submission that holds the key (`None`: not readable yet, or
-    /// an expired key with nothing stored).
-    pub fn by(plan: &Plan, holder: Option<Submission>) -> Taken {
+    /// an expired key with nothing stored), comparing the plan's content or, when the holder
+    /// was accepted under another version, `under` (the request's content under it).
+    fn by(plan: &Plan, holder: Option<Submission>, under: Option<Option<Content>>) -> Taken {
         let operation_id = plan.submission.operation_id.clone();
+        let same = |s: &Submission| match &under {
+            None => plan.same_content(s),
+            Some(content) => content.as_ref().is_some_and(|content| plan.same_as(content, s)),
+        };
         let (outcome, conflict) = match holder {
             None if plan.expired() => (Outcome::Expired { operation_id }, None),
             None => (Outcome::InProgress { operation_id }, None),
-            Some(s) if plan.same_content(&s) => (Outcome::Replayed(receipt(s)), None),
+            Some(s) if same(&s) => (Outcome::Replayed(receipt(s)), None),
             Some(s) => {
                 let mut conflict = plan.conflict_with(&s.id);
+                if let Some(Some(content)) = under {
+                    (conflict.fingerprint, conflict.fields_json) = (content.fingerprint, Some(content.json));
+                }
                 if s.content_purged_at.is_some() {
                     conflict.fields_json = None; // a tombstone's conflicts keep no content either
                 }
@@ -123,6 +151,7 @@ pub(super) fn receipt(s: Submission) -> Receipt {
         operation_id: s.operation_id,
         body: s.response_body,
         received_at: s.received_at,
+        form_version: s.form_version,
     }
 }
 

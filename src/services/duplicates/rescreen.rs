@@ -137,6 +137,7 @@ fn again(
             journey_id: None,
             locale: None,
             route: None,
+            form_version: None,
         };
         screened.push(id.clone());
         let Some(keys) = link_keys(&probe) else {

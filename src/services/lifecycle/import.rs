@@ -261,6 +261,7 @@ fn import_batch(
                     channel: Channel::Api,
                     fields,
                     scans: Default::default(),
+                    received: None,
                 };
                 match import_row(c, keyring, intake, row.received_at, o.with_effects)? {
                     Imported::New(id) => new_ids.push(id),

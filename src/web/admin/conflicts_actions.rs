@@ -196,6 +196,7 @@ fn accept_content(
         channel: Channel::Api,
         fields,
         scans: Default::default(),
+        received: None,
     };
     match acceptor.accept(intake)? {
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),

@@ -14,6 +14,7 @@ mod effects;
 mod files;
 mod filters;
 pub mod flash;
+pub mod form_versions;
 pub mod guard;
 mod import_page;
 mod login;
@@ -70,6 +71,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     oidc::routes(cfg);
     dashboard::routes(cfg);
     submissions::routes(cfg);
+    form_versions::routes(cfg);
     files::routes(cfg);
     spam_release::routes(cfg);
     effects::routes(cfg);

@@ -9,4 +9,5 @@ pub mod one_statement;
 pub mod submit;
 pub mod typed_states;
 pub mod unavailable;
+pub mod versions;
 pub mod young_plans;

@@ -25,7 +25,7 @@ fn intake(config: &Config, key: &str, email: &str, message: &str) -> Intake {
         .collect();
     let fields = normalise(&*form, &raw).unwrap();
     let operation_id = Some(OperationId::parse(&format!("one-statement-{key}")).unwrap());
-    Intake { form, operation_id, channel: Channel::Api, fields, scans: Default::default() }
+    Intake { form, operation_id, channel: Channel::Api, fields, scans: Default::default(), received: None }
 }
 
 thread_local! {

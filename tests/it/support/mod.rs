@@ -442,6 +442,7 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
                 channel,
                 fields,
                 scans: Default::default(),
+                received: None,
             };
             acceptor.accept(intake).unwrap();
         }

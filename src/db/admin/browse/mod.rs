@@ -45,6 +45,9 @@ pub struct SubmissionRow {
     pub consent_json: Option<String>,
     /// The route it took (`[[forms.F.routes]]`: its name, or `#INDEX`), as stored then.
     pub route: Option<String>,
+    /// The version of its form it was accepted under (`None`: unknown, accepted before
+    /// versions were kept).
+    pub form_version: Option<String>,
 }
 
 /// (kind, state) of each effect record, by submission id.
