@@ -18,6 +18,7 @@ LAYERS=(
   "config"
   "db"
   "request_log spam duplicates scan files"
+  "changes"
   "accept status effects worker lifecycle alert_rules check_config reload healthcheck"
   "state render"
   "http"
