@@ -87,8 +87,10 @@ pub struct Moved {
 }
 
 /// What an update of `side_effects` returns for `Moved`.
-pub type MovedColumns = (side_effects::id, side_effects::submission_id, side_effects::kind, side_effects::state);
-pub const MOVED: MovedColumns = (side_effects::id, side_effects::submission_id, side_effects::kind, side_effects::state);
+pub type MovedColumns =
+    (side_effects::id, side_effects::submission_id, side_effects::kind, side_effects::state);
+pub const MOVED: MovedColumns =
+    (side_effects::id, side_effects::submission_id, side_effects::kind, side_effects::state);
 
 /// Runs `f` in the caller's transaction, or in a write transaction of its own when there is
 /// none: a change and its row commit together.
@@ -111,7 +113,8 @@ pub fn record<'a>(c: &mut DbConnection, rows: &[Noted<'a>], at: NaiveDateTime) -
     }
     match c {
         DbConnection::Pg(pg) => {
-            let texts = |f: for<'r> fn(&'r Noted<'a>) -> Option<&'a str>| rows.iter().map(f).collect::<Vec<_>>();
+            let texts =
+                |f: for<'r> fn(&'r Noted<'a>) -> Option<&'a str>| rows.iter().map(f).collect::<Vec<_>>();
             Prepared::new(format!(
                 "INSERT INTO changes (xid, seq, kind, submission_id, form, subject_id, subject_kind, state, at) \
                  SELECT {PG_XID}, $1 + x.n - 1, x.kind, s.id, s.form, x.subject_id, x.subject_kind, x.state, $2 \
@@ -242,9 +245,8 @@ struct Key {
 /// Where the feed starts: the last position retention purged ((0, 0) before any purge). A
 /// cursor before it may have missed purged rows.
 pub fn start(c: &mut DbConnection) -> QueryResult<Position> {
-    let key: Option<Key> = diesel::sql_query("SELECT xid, seq FROM changes_start WHERE id = 'feed'")
-        .get_result(c)
-        .optional()?;
+    let key: Option<Key> =
+        diesel::sql_query("SELECT xid, seq FROM changes_start WHERE id = 'feed'").get_result(c).optional()?;
     Ok(key.map(|k| Position { xid: k.xid, seq: k.seq }).unwrap_or_default())
 }
 
@@ -267,9 +269,10 @@ pub fn purge_front(c: &mut DbConnection, before: NaiveDateTime, limit: i64) -> Q
         DbConnection::Pg(_) => format!("WHERE xid < {HORIZON} "),
         DbConnection::Sqlite(_) => String::new(),
     };
-    let front: Vec<Dated> =
-        diesel::sql_query(format!("SELECT xid, seq, at FROM changes {horizon}ORDER BY xid, seq LIMIT {limit}"))
-            .load(c)?;
+    let front: Vec<Dated> = diesel::sql_query(format!(
+        "SELECT xid, seq, at FROM changes {horizon}ORDER BY xid, seq LIMIT {limit}"
+    ))
+    .load(c)?;
     let due = front.iter().take_while(|r| r.at < before).count();
     let Some(last) = due.checked_sub(1).and_then(|i| front.get(i)) else { return Ok(0) };
     move_start(c, Position { xid: last.xid, seq: last.seq })

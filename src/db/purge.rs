@@ -9,13 +9,13 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use uuid::Uuid;
 
+use super::changes::{self, Noted};
 use super::files::FileRefs;
 use super::hooks::HookStore;
 use super::schema::{
     confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_events,
     inbound_quarantine, purge_passes, purge_totals, side_effects, submissions,
 };
-use super::changes::{self, Noted};
 use super::{owned_by, DbConnection};
 use crate::domain::transitions::Move;
 use crate::domain::ChangeKind;

@@ -303,7 +303,9 @@ impl Queue for DbConnection {
         let mv = checked(Move::AFTER_LOOKUP, t)?;
         let n = changes::atomically(self, |c| {
             let moved = diesel::update(
-                side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq_any(mv.from())),
+                side_effects::table
+                    .filter(side_effects::id.eq(id))
+                    .filter(side_effects::state.eq_any(mv.from())),
             )
             .set(Released::new(mv, t, now))
             .returning(changes::MOVED)

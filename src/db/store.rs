@@ -5,9 +5,9 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 
+use super::changes::{self, Noted};
 use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use super::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
-use super::changes::{self, Noted};
 use super::DbConnection;
 use crate::domain::{ChangeKind, ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
 

@@ -142,7 +142,8 @@ pub fn purge(writes: &crate::db::Writes, before: NaiveDateTime, batch: i64) -> R
 }
 
 fn change(row: Row) -> Result<Change, DbError> {
-    let bad = |what: &str| DbError::Query(diesel::result::Error::DeserializationError(what.to_string().into()));
+    let bad =
+        |what: &str| DbError::Query(diesel::result::Error::DeserializationError(what.to_string().into()));
     let what = match row.kind {
         ChangeKind::Accepted => What::Accepted,
         ChangeKind::Conflict => What::Conflict,
@@ -151,11 +152,19 @@ fn change(row: Row) -> Result<Change, DbError> {
         ChangeKind::EffectState => What::EffectState {
             effect_id: row.subject_id.clone().ok_or_else(|| bad("a change of state names no record"))?.into(),
             kind: RecordKind::parse(row.subject_kind.as_deref().unwrap_or_default()).map_err(|e| bad(&e))?,
-            state: row.state.as_deref().and_then(EffectState::parse).ok_or_else(|| bad("an unknown state"))?,
+            state: row
+                .state
+                .as_deref()
+                .and_then(EffectState::parse)
+                .ok_or_else(|| bad("an unknown state"))?,
         },
         ChangeKind::Decision => What::Decision {
             pair_id: row.subject_id.clone().ok_or_else(|| bad("a decision names no pair"))?,
-            status: row.state.as_deref().and_then(PairStatus::parse).ok_or_else(|| bad("an unknown status"))?,
+            status: row
+                .state
+                .as_deref()
+                .and_then(PairStatus::parse)
+                .ok_or_else(|| bad("an unknown status"))?,
         },
     };
     Ok(Change {
