@@ -311,3 +311,29 @@ fn move_start(c: &mut DbConnection, last: Position) -> QueryResult<usize> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every update of a record's state in `db/` (a `Move` applied: `.eq(mv.to())` or
+    /// `Released::new(`) records what it moved: a path without its row would be a change the
+    /// feed skips.
+    #[test]
+    fn every_state_update_in_db_records_its_change() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/db");
+        let mut files = vec![root];
+        let mut checked = 0;
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let moves = code.matches(".eq(mv.to())").count() + code.matches("Released::new(").count();
+            let recorded = code.matches("record_moved(").count();
+            assert!(recorded >= moves, "{}: {moves} state updates, {recorded} recorded", path.display());
+            checked += moves;
+        }
+        assert!(checked >= 9, "the state updates were found ({checked})");
+    }
+}
