@@ -18,6 +18,7 @@ LAYERS=(
   "config"
   "db"
   "audit request_log spam duplicates scan files oidc form_versions"
+  "changes"
   "accept status effects worker lifecycle alert_rules check_config reload healthcheck"
   "state render"
   "http"

@@ -85,11 +85,14 @@ pub struct PurgeConfig {
     pub interval_seconds: u64,
     /// Rows per transaction: the accept path never waits for more than one batch.
     pub batch: i64,
+    /// Days the change feed (`/api/v1/changes`) keeps a change; a cursor from before that is
+    /// expired.
+    pub changes_days: u32,
 }
 
 impl Default for PurgeConfig {
     fn default() -> Self {
-        Self { enabled: true, interval_seconds: 3600, batch: 500 }
+        Self { enabled: true, interval_seconds: 3600, batch: 500, changes_days: 30 }
     }
 }
 
@@ -127,6 +130,9 @@ pub fn problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     if !(1..=100_000).contains(&config.purge.batch) {
         out.push("purge.batch: must be between 1 and 100000".into());
+    }
+    if !(1..=36_500).contains(&config.purge.changes_days) {
+        out.push("purge.changes_days: must be between 1 and 36500".into());
     }
     if !(1..=604_800).contains(&config.purge.interval_seconds) {
         out.push("purge.interval_seconds: must be between 1 and 604800".into());

@@ -1,5 +1,6 @@
 //! The PostgreSQL accept in one statement, one round trip: the claim of (form, operation
-//! ID), the submission, its side-effect records, the duplicate link and the delivery row,
+//! ID), the submission, its side-effect records, the duplicate link, the delivery row and the
+//! change feed's `accepted` row,
 //! as data-modifying CTEs that all depend on the claim (`ON CONFLICT DO NOTHING` leaves `s`
 //! empty, and then nothing else is written). Kept prepared on the connection (`Prepared`):
 //! PostgreSQL neither parses nor plans it again, which was most of its CPU per accept. Its
@@ -88,8 +89,10 @@ pub fn placeholders(first: usize, n: usize) -> Vec<String> {
     (first..first + n).map(|i| format!("${i}")).collect()
 }
 
+/// The placeholder of the change feed's `seq` of the `accepted` row.
+const CHANGE_SEQ: &str = "$37";
 /// The placeholder of the duplicate look-up's first form.
-const FIRST_FORM: usize = 37;
+const FIRST_FORM: usize = 38;
 
 /// What the statement did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +189,7 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
         (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
     let confirmation = EffectKind::CONFIRMATION_EMAIL.as_str();
     let sep = super::duplicates::CANDIDATE_SEPARATOR;
+    let change = super::changes::pg_accepted_cte(CHANGE_SEQ);
     let files = if files {
         "sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
          SELECT s.id, x.sha256, x.scan FROM s, unnest($33::text[], $34::text[]) AS x(sha256, scan)), "
@@ -210,7 +214,8 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
                CASE WHEN x.kind = '{confirmation}' AND (SELECT capped FROM k) THEN 'recipient_cap' END, \
                s.received_at, s.received_at, s.received_at \
                FROM s, unnest($5::text[], $6::text[], $7::text[]) AS x(id, kind, effect_key)), \
-         {files}d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \
+         {files}{change}, \
+         d AS (INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, \
                http_status, received_at) \
                SELECT $8, s.form, s.operation_id, s.id, $11, $9, $10, s.received_at FROM s) \
          SELECT (SELECT count(*) FROM s) AS created, EXISTS (SELECT 1 FROM f) AS linked, \
@@ -262,8 +267,8 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Timestamp, _>(window_start)
         .bind::<Text, _>(capped_body);
     // The duplicate look-up's name digest: $30, the visitor's locale: $31, the scan hold:
-    // $32, the files: $33 and $34, the route: $35, the form's version: $36, then the
-    // look-up's forms from `FIRST_FORM` on.
+    // $32, the files: $33 and $34, the route: $35, the form's version: $36, the feed's `seq`
+    // ($37, `CHANGE_SEQ`), then the look-up's forms from `FIRST_FORM` on.
     let files = claim.files;
     let mut query = query
         .bind::<Nullable<Text>, _>(s.name_digest.as_deref())
@@ -272,7 +277,8 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Array<Text>, _>(files.iter().map(|f| f.sha256.as_str()).collect::<Vec<_>>())
         .bind::<Array<Text>, _>(files.iter().map(|f| f.scan.as_str()).collect::<Vec<_>>())
         .bind::<Nullable<Text>, _>(s.route.as_deref())
-        .bind::<Nullable<Text>, _>(s.form_version.as_deref());
+        .bind::<Nullable<Text>, _>(s.form_version.as_deref())
+        .bind::<BigInt, _>(super::changes::pg_seqs(1));
     for form in forms {
         query = query.bind::<Text, _>(form);
     }

@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod backup;
+pub mod changes;
 pub mod claim_pg;
 mod conn;
 mod deliveries_pg;

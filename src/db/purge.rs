@@ -9,6 +9,7 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use uuid::Uuid;
 
+use super::changes::{self, Noted};
 use super::files::FileRefs;
 use super::hooks::HookStore;
 use super::schema::{
@@ -17,6 +18,7 @@ use super::schema::{
 };
 use super::{owned_by, DbConnection};
 use crate::domain::transitions::Move;
+use crate::domain::ChangeKind;
 
 /// The submissions of `form` received before `before`, oldest first.
 #[diesel::dsl::auto_type(no_type_alias)]
@@ -128,7 +130,7 @@ pub fn tombstone(
     for (id, kept) in consent_of(c, ids, consent)? {
         diesel::update(submissions::table.find(id)).set(submissions::consent_json.eq(kept)).execute(c)?;
     }
-    let n = diesel::update(
+    let erased: Vec<String> = diesel::update(
         submissions::table
             .filter(submissions::id.eq_any(ids))
             .filter(submissions::content_purged_at.is_null()),
@@ -140,7 +142,11 @@ pub fn tombstone(
         submissions::name_digest.eq(None::<String>),
         submissions::content_purged_at.eq(Some(now)),
     ))
-    .execute(c)?;
+    .returning(submissions::id)
+    .get_results(c)?;
+    let n = erased.len();
+    let noted: Vec<Noted<'_>> = erased.iter().map(|id| Noted::of(ChangeKind::Erased, id)).collect();
+    changes::record(c, &noted, now)?;
     diesel::update(conflicts::table.filter(conflicts::submission_id.eq_any(ids)))
         .set(conflicts::fields_json.eq(None::<String>))
         .execute(c)?;
@@ -201,20 +207,27 @@ pub fn cancel_pending(
     // rows (unique index by submission). With `state = 'PENDING'`, statistics taken before a
     // backlog built up (workers stopped, a CRM down) made PostgreSQL walk every PENDING
     // record through `side_effects_due` instead: 340 ms a batch at 900,000 of them.
-    diesel::update(
-        side_effects::table.filter(owned_by(ids)).filter(side_effects::state.concat("").eq_any(from)),
-    )
-    .set((
-        side_effects::state.eq(mv.to()),
-        side_effects::last_error.eq(Some(why)),
-        side_effects::updated_at.eq(now),
-    ))
-    .execute(c)
+    changes::atomically(c, |c| {
+        let moved = diesel::update(
+            side_effects::table.filter(owned_by(ids)).filter(side_effects::state.concat("").eq_any(from)),
+        )
+        .set((
+            side_effects::state.eq(mv.to()),
+            side_effects::last_error.eq(Some(why)),
+            side_effects::updated_at.eq(now),
+        ))
+        .returning(changes::MOVED)
+        .get_results(c)?;
+        changes::record_moved(c, &moved, now)
+    })
 }
 
 /// Deletes the submissions `ids` and everything naming them: effect records and their
-/// attempts, conflicts, pairs, delivery rows. The submissions deleted.
+/// attempts, conflicts, pairs, delivery rows. The submissions deleted; each is the feed's
+/// `deleted` change, written while it still exists (its form is read from it).
 pub fn delete_submissions(c: &mut DbConnection, ids: &[String]) -> QueryResult<i64> {
+    let noted: Vec<Noted<'_>> = ids.iter().map(|id| Noted::of(ChangeKind::Deleted, id)).collect();
+    changes::record(c, &noted, crate::base::clock::now())?;
     let effects =
         side_effects::table.filter(side_effects::submission_id.eq_any(ids)).select(side_effects::id);
     diesel::delete(effect_attempts::table.filter(effect_attempts::effect_id.eq_any(effects))).execute(c)?;

@@ -1,6 +1,7 @@
 //! The side-effect queue: claim under a lease, finish, expire leases, reconcile UNKNOWN.
 //! Every state change is a conditional update, so a worker that lost its lease, or a
-//! stale lookup, can never move a record another worker owns.
+//! stale lookup, can never move a record another worker owns; each writes its change feed
+//! rows (`changes`) in the same transaction.
 
 use chrono::NaiveDateTime;
 use diesel::dsl::{count_star, min};
@@ -9,9 +10,9 @@ use diesel::sql_types::{Array, Nullable, Text, Timestamp};
 
 use super::models::{JobRow, NewAttempt, Transition};
 use super::schema::{effect_attempts, inbound_events, side_effects, submissions};
-use super::{DbConnection, Store};
+use super::{changes, DbConnection, Store};
 use crate::domain::transitions::{IllegalMove, Move};
-use crate::domain::{AttemptOutcome, EffectState, RecordKind};
+use crate::domain::{AttemptOutcome, ChangeKind, EffectState, RecordKind};
 
 const PENDING: EffectState = EffectState::Pending;
 const UNKNOWN: EffectState = EffectState::Unknown;
@@ -175,7 +176,7 @@ impl Queue for DbConnection {
                 return Ok(Vec::new());
             }
             let mv = Move::CLAIM;
-            diesel::update(
+            let moved = diesel::update(
                 side_effects::table
                     .filter(side_effects::id.eq_any(&ids))
                     .filter(side_effects::state.eq_any(mv.from())),
@@ -187,7 +188,9 @@ impl Queue for DbConnection {
                 side_effects::attempts.eq(side_effects::attempts + 1),
                 side_effects::updated_at.eq(now),
             ))
-            .execute(c)?;
+            .returning(changes::MOVED)
+            .get_results(c)?;
+            changes::record_moved(c, &moved, now)?;
             jobs_by_id(c, &ids)
         })
     }
@@ -223,14 +226,18 @@ impl Queue for DbConnection {
 
     fn finish(&mut self, id: &str, owner: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
         let mv = checked(Move::AFTER_ATTEMPT, t)?;
-        let n = diesel::update(
-            side_effects::table
-                .filter(side_effects::id.eq(id))
-                .filter(side_effects::lease_owner.eq(owner))
-                .filter(side_effects::state.eq_any(mv.from())),
-        )
-        .set(Released::new(mv, t, now))
-        .execute(self)?;
+        let n = changes::atomically(self, |c| {
+            let moved = diesel::update(
+                side_effects::table
+                    .filter(side_effects::id.eq(id))
+                    .filter(side_effects::lease_owner.eq(owner))
+                    .filter(side_effects::state.eq_any(mv.from())),
+            )
+            .set(Released::new(mv, t, now))
+            .returning(changes::MOVED)
+            .get_results(c)?;
+            changes::record_moved(c, &moved, now)
+        })?;
         Ok(n == 1)
     }
 
@@ -257,14 +264,22 @@ impl Queue for DbConnection {
             checked(Move::AFTER_ATTEMPT, t)?;
         }
         let [sending, unknown] = *Move::AFTER_ATTEMPT;
-        let updated: Vec<Updated> = diesel::sql_query(
-            "UPDATE side_effects AS s SET state = u.state, next_attempt_at = u.next_attempt_at, \
+        // The records moved and their change rows, in one statement.
+        let updated: Vec<Updated> = diesel::sql_query(format!(
+            "WITH m AS (UPDATE side_effects AS s SET state = u.state, next_attempt_at = u.next_attempt_at, \
              provider_ref = u.provider_ref, last_error = u.last_error, lease_owner = NULL, \
              lease_expires_at = NULL, updated_at = $6 \
              FROM unnest($1::text[], $2::text[], $3::timestamp[], $4::text[], $5::text[]) \
              AS u(id, state, next_attempt_at, provider_ref, last_error) \
-             WHERE s.id = u.id AND s.lease_owner = $7 AND s.state IN ($8, $9) RETURNING s.id",
-        )
+             WHERE s.id = u.id AND s.lease_owner = $7 AND s.state IN ($8, $9) \
+             RETURNING s.id, s.submission_id, s.kind, s.state), \
+             ch AS (INSERT INTO changes (xid, seq, kind, submission_id, form, subject_id, subject_kind, state, at) \
+             SELECT {xid}, $10 + row_number() OVER (ORDER BY m.id), '{kind}', sub.id, sub.form, m.id, m.kind, \
+             m.state, $6 FROM m JOIN submissions sub ON sub.id = m.submission_id) \
+             SELECT id FROM m",
+            xid = changes::PG_XID,
+            kind = ChangeKind::EffectState.as_str(),
+        ))
         .bind::<Array<Text>, _>(done.iter().map(|(id, _)| *id).collect::<Vec<_>>())
         .bind::<Array<Text>, _>(done.iter().map(|(_, t)| t.state.as_str()).collect::<Vec<_>>())
         .bind::<Array<Timestamp>, _>(done.iter().map(|(_, t)| t.next_attempt_at).collect::<Vec<_>>())
@@ -278,6 +293,7 @@ impl Queue for DbConnection {
         .bind::<Text, _>(owner)
         .bind::<Text, _>(sending.as_str())
         .bind::<Text, _>(unknown.as_str())
+        .bind::<diesel::sql_types::BigInt, _>(changes::pg_seqs(done.len() + 1) - 1)
         .load(pg)?;
         let updated: std::collections::HashSet<String> = updated.into_iter().map(|u| u.id).collect();
         Ok(done.iter().filter(|(id, _)| !updated.contains(*id)).map(|(id, _)| id.to_string()).collect())
@@ -285,28 +301,38 @@ impl Queue for DbConnection {
 
     fn resolve_unknown(&mut self, id: &str, t: &Transition, now: NaiveDateTime) -> QueryResult<bool> {
         let mv = checked(Move::AFTER_LOOKUP, t)?;
-        let n = diesel::update(
-            side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq_any(mv.from())),
-        )
-        .set(Released::new(mv, t, now))
-        .execute(self)?;
+        let n = changes::atomically(self, |c| {
+            let moved = diesel::update(
+                side_effects::table
+                    .filter(side_effects::id.eq(id))
+                    .filter(side_effects::state.eq_any(mv.from())),
+            )
+            .set(Released::new(mv, t, now))
+            .returning(changes::MOVED)
+            .get_results(c)?;
+            changes::record_moved(c, &moved, now)
+        })?;
         Ok(n == 1)
     }
 
     fn expire_leases(&mut self, now: NaiveDateTime) -> QueryResult<usize> {
         let mv = Move::LEASE_EXPIRED;
-        diesel::update(
-            side_effects::table
-                .filter(side_effects::state.eq_any(mv.from()))
-                .filter(side_effects::lease_expires_at.lt(now)),
-        )
-        .set((
-            side_effects::state.eq(mv.to()),
-            side_effects::next_attempt_at.eq(now),
-            side_effects::last_error.eq("the lease ran out while sending (the worker stopped)"),
-            side_effects::updated_at.eq(now),
-        ))
-        .execute(self)
+        changes::atomically(self, |c| {
+            let moved = diesel::update(
+                side_effects::table
+                    .filter(side_effects::state.eq_any(mv.from()))
+                    .filter(side_effects::lease_expires_at.lt(now)),
+            )
+            .set((
+                side_effects::state.eq(mv.to()),
+                side_effects::next_attempt_at.eq(now),
+                side_effects::last_error.eq("the lease ran out while sending (the worker stopped)"),
+                side_effects::updated_at.eq(now),
+            ))
+            .returning(changes::MOVED)
+            .get_results(c)?;
+            changes::record_moved(c, &moved, now)
+        })
     }
 
     fn insert_attempt(&mut self, row: &NewAttempt) -> QueryResult<()> {

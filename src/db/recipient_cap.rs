@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 
 use super::schema::{confirmation_caps, side_effects, submissions};
-use super::DbConnection;
+use super::{changes, DbConnection};
 use crate::domain::transitions::Move;
 
 /// Why a capped confirmation was cancelled (`last_error`, shown in the admin).
@@ -90,7 +90,7 @@ impl RecipientCapStore for DbConnection {
         now: NaiveDateTime,
     ) -> QueryResult<()> {
         let mv = Move::CANCEL_PENDING;
-        diesel::update(
+        let moved = diesel::update(
             side_effects::table
                 .filter(side_effects::id.eq(effect_id))
                 .filter(side_effects::state.eq_any(mv.from())),
@@ -101,7 +101,9 @@ impl RecipientCapStore for DbConnection {
             side_effects::last_error.eq(RECIPIENT_CAP),
             side_effects::updated_at.eq(now),
         ))
-        .execute(self)?;
+        .returning(changes::MOVED)
+        .get_results(self)?;
+        changes::record_moved(self, &moved, now)?;
         diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
             .set(submissions::response_body.eq(response_body))
             .execute(self)?;

@@ -14,6 +14,28 @@ diesel::table! {
 }
 
 diesel::table! {
+    changes (xid, seq) {
+        xid -> BigInt,
+        seq -> BigInt,
+        kind -> Text,
+        submission_id -> Text,
+        form -> Text,
+        subject_id -> Nullable<Text>,
+        subject_kind -> Nullable<Text>,
+        state -> Nullable<Text>,
+        at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    changes_start (id) {
+        id -> Text,
+        xid -> BigInt,
+        seq -> BigInt,
+    }
+}
+
+diesel::table! {
     confirmation_caps (form, email_digest) {
         form -> Text,
         email_digest -> Text,
@@ -278,6 +300,8 @@ diesel::joinable!(submission_files -> submissions (submission_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_log,
+    changes,
+    changes_start,
     confirmation_caps,
     conflicts,
     deliveries,

@@ -5,10 +5,11 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 
+use super::changes::{self, Noted};
 use super::models::{Effect, NewConflict, NewDelivery, NewEffect, NewSubmission, Submission};
 use super::schema::{conflicts, deliveries, duplicate_pairs, side_effects, submissions};
 use super::DbConnection;
-use crate::domain::{ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
+use crate::domain::{ChangeKind, ConflictStatus, DeliveryOutcome, EffectState, PairStatus};
 
 /// Row counts for `/metrics`, tests and the benchmark's consistency check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,13 +73,19 @@ impl Store for DbConnection {
     }
 
     fn insert_submission(&mut self, row: &NewSubmission) -> QueryResult<bool> {
-        let n = self.execute_native(
-            diesel::insert_into(submissions::table)
-                .values(row)
-                .on_conflict((submissions::form, submissions::operation_id))
-                .do_nothing(),
-        )?;
-        Ok(n == 1)
+        // With its change row (the feed's `accepted`), in the caller's transaction.
+        super::changes::atomically(self, |c| {
+            let n = c.execute_native(
+                diesel::insert_into(submissions::table)
+                    .values(row)
+                    .on_conflict((submissions::form, submissions::operation_id))
+                    .do_nothing(),
+            )?;
+            if n == 1 {
+                changes::record(c, &[Noted::of(ChangeKind::Accepted, &row.id)], row.received_at)?;
+            }
+            Ok(n == 1)
+        })
     }
 
     fn find_submission(&mut self, form: &str, operation_id: &str) -> QueryResult<Option<Submission>> {
@@ -118,17 +125,10 @@ impl Store for DbConnection {
     }
 
     fn record_conflict(&mut self, row: &NewConflict) -> QueryResult<()> {
-        self.execute_native(
-            diesel::insert_into(conflicts::table)
-                .values(row)
-                .on_conflict((conflicts::submission_id, conflicts::fingerprint))
-                .do_update()
-                .set((
-                    conflicts::attempts.eq(conflicts::attempts + 1),
-                    conflicts::last_seen_at.eq(excluded(conflicts::last_seen_at)),
-                )),
-        )?;
-        Ok(())
+        super::changes::atomically(self, |c| {
+            c.insert_conflict(row)?;
+            changes::record(c, &[Noted::of(ChangeKind::Conflict, &row.submission_id)], row.last_seen_at)
+        })
     }
 
     fn insert_deliveries(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
@@ -175,5 +175,22 @@ impl Store for DbConnection {
             .select(count_star())
             .get_result(self)?;
         Ok(Stats { submissions, effects, deliveries, open_conflicts, open_duplicate_pairs })
+    }
+}
+
+impl DbConnection {
+    /// Keeps one conflict row per (original, conflicting content), counting repeats.
+    fn insert_conflict(&mut self, row: &NewConflict) -> QueryResult<()> {
+        self.execute_native(
+            diesel::insert_into(conflicts::table)
+                .values(row)
+                .on_conflict((conflicts::submission_id, conflicts::fingerprint))
+                .do_update()
+                .set((
+                    conflicts::attempts.eq(conflicts::attempts + 1),
+                    conflicts::last_seen_at.eq(excluded(conflicts::last_seen_at)),
+                )),
+        )?;
+        Ok(())
     }
 }

@@ -39,6 +39,6 @@ pub use ids::{EffectId, SubmissionId};
 pub use operation_id::{OperationId, OperationIdError};
 pub use record::{HookHandler, RecordKind};
 pub use states::{
-    AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome, PairStatus,
-    QuarantineStatus, Role, ScanState,
+    AttemptOutcome, ChangeKind, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome,
+    PairStatus, QuarantineStatus, Role, ScanState,
 };

@@ -200,6 +200,25 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// What a row of the change feed records (`changes.kind`).
+    ChangeKind {
+        /// A submission was accepted (its effect records start PENDING, or CANCELLED by the
+        /// recipient cap).
+        Accepted = "accepted",
+        /// A retry with different content under an accepted key (the original is untouched).
+        Conflict = "conflict",
+        /// A side-effect record of the submission changed state.
+        EffectState = "effect_state",
+        /// A duplicate pair naming the submission as the later one was decided (or reopened).
+        Decision = "decision",
+        /// The submission's content is gone (retention or erasure): a tombstone remains.
+        Erased = "erased",
+        /// The submission is gone altogether (retention of keys).
+        Deleted = "deleted",
+    }
+}
+
 impl ConflictStatus {
     /// Still waiting for a decision.
     pub fn is_open(self) -> bool {

@@ -1,5 +1,6 @@
 //! The state machine of side-effect records: every legal change of `side_effects.state`,
-//! in one table. Every update in `db/` that changes a record's state takes a `Move`, and a
+//! in one table. Every update in `db/` that changes a record's state takes a `Move` (and
+//! writes the change feed's row of each record it moved, `db::changes`), and a
 //! `Move` exists only for legal changes: the fixed ones are constants checked when the
 //! crate compiles, the others (a worker's decision, an admin's action) are checked by
 //! `Move::new` before anything is written.

@@ -5,6 +5,7 @@
 pub mod accept;
 pub mod alert_rules;
 pub mod audit;
+pub mod changes;
 pub mod check_config;
 pub mod duplicates;
 pub mod effects;

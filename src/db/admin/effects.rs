@@ -6,9 +6,9 @@ use diesel::prelude::*;
 use crate::db::hooks::{HookStore, NewEventEffect};
 use crate::db::models::NewEffect;
 use crate::db::schema::{effect_attempts, inbound_events, side_effects, submission_files, submissions};
-use crate::db::DbConnection;
+use crate::db::{changes, DbConnection};
 use crate::domain::transitions::Move;
-use crate::domain::{AttemptOutcome, EffectId, EffectState, RecordKind, ScanState, SubmissionId};
+use crate::domain::{AttemptOutcome, ChangeKind, EffectId, EffectState, RecordKind, ScanState, SubmissionId};
 
 #[derive(Debug, Clone, Queryable)]
 #[diesel(check_for_backend(crate::db::MultiBackend))]
@@ -202,19 +202,25 @@ impl EffectAdminStore for DbConnection {
         now: NaiveDateTime,
     ) -> QueryResult<bool> {
         let mv = Move::new(change.from, change.to).map_err(crate::db::queue::refused)?;
-        let n = diesel::update(
-            side_effects::table.filter(side_effects::id.eq(id)).filter(side_effects::state.eq_any(mv.from())),
-        )
-        .set((
-            side_effects::state.eq(mv.to()),
-            side_effects::provider_ref.eq(&change.provider_ref),
-            side_effects::last_error.eq(&change.last_error),
-            side_effects::next_attempt_at.eq(change.next_attempt_at),
-            side_effects::lease_owner.eq(None::<String>),
-            side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
-            side_effects::updated_at.eq(now),
-        ))
-        .execute(self)?;
+        let n = changes::atomically(self, |c| {
+            let moved = diesel::update(
+                side_effects::table
+                    .filter(side_effects::id.eq(id))
+                    .filter(side_effects::state.eq_any(mv.from())),
+            )
+            .set((
+                side_effects::state.eq(mv.to()),
+                side_effects::provider_ref.eq(&change.provider_ref),
+                side_effects::last_error.eq(&change.last_error),
+                side_effects::next_attempt_at.eq(change.next_attempt_at),
+                side_effects::lease_owner.eq(None::<String>),
+                side_effects::lease_expires_at.eq(None::<NaiveDateTime>),
+                side_effects::updated_at.eq(now),
+            ))
+            .returning(changes::MOVED)
+            .get_results(c)?;
+            changes::record_moved(c, &moved, now)
+        })?;
         Ok(n == 1)
     }
 
@@ -260,7 +266,18 @@ impl EffectAdminStore for DbConnection {
                     created_at: now,
                     updated_at: now,
                 };
-                diesel::insert_into(side_effects::table).values(&row).execute(self)?;
+                changes::atomically(self, |c| {
+                    diesel::insert_into(side_effects::table).values(&row).execute(c)?;
+                    // A new record of the submission, waiting: a change of the feed.
+                    let noted = changes::Noted {
+                        kind: ChangeKind::EffectState,
+                        submission_id: row.submission_id.as_str(),
+                        subject_id: Some(row.id.as_str()),
+                        subject_kind: Some(row.kind.as_str()),
+                        state: Some(row.state.as_str()),
+                    };
+                    changes::record(c, &[noted], now)
+                })?;
             }
             (None, _) => self.insert_event_effects(&[NewEventEffect {
                 id: new_id.as_str().into(),
@@ -284,18 +301,22 @@ impl EffectAdminStore for DbConnection {
         now: NaiveDateTime,
     ) -> QueryResult<usize> {
         let mv = Move::CANCEL_PENDING;
-        diesel::update(
-            side_effects::table
-                .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::state.eq_any(mv.from())),
-        )
-        .set((
-            side_effects::state.eq(mv.to()),
-            side_effects::held.eq(false),
-            side_effects::last_error.eq(note),
-            side_effects::updated_at.eq(now),
-        ))
-        .execute(self)
+        changes::atomically(self, |c| {
+            let moved = diesel::update(
+                side_effects::table
+                    .filter(side_effects::submission_id.eq(submission_id))
+                    .filter(side_effects::state.eq_any(mv.from())),
+            )
+            .set((
+                side_effects::state.eq(mv.to()),
+                side_effects::held.eq(false),
+                side_effects::last_error.eq(note),
+                side_effects::updated_at.eq(now),
+            ))
+            .returning(changes::MOVED)
+            .get_results(c)?;
+            changes::record_moved(c, &moved, now)
+        })
     }
 
     fn release_held_of(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<usize> {

@@ -6,9 +6,9 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 
 use crate::db::schema::{conflicts, duplicate_pairs, side_effects, submissions};
-use crate::db::DbConnection;
+use crate::db::{changes, DbConnection};
 use crate::domain::transitions::Move;
-use crate::domain::{ConflictStatus, PairStatus, SubmissionId};
+use crate::domain::{ChangeKind, ConflictStatus, PairStatus, SubmissionId};
 
 /// A conflict with what its page needs of the original submission.
 #[derive(Debug, Clone, Queryable)]
@@ -227,18 +227,33 @@ impl ReviewStore for DbConnection {
         by: Option<&str>,
         at: Option<NaiveDateTime>,
     ) -> QueryResult<bool> {
-        let n = diesel::update(
-            duplicate_pairs::table
-                .filter(duplicate_pairs::id.eq(id))
-                .filter(duplicate_pairs::status.eq_any(from)),
-        )
-        .set((
-            duplicate_pairs::status.eq(to),
-            duplicate_pairs::decided_by.eq(by),
-            duplicate_pairs::decided_at.eq(at),
-        ))
-        .execute(self)?;
-        Ok(n == 1)
+        // The decision (or its undoing) and its change row, for the pair's later submission.
+        changes::atomically(self, |c| {
+            let decided: Vec<String> = diesel::update(
+                duplicate_pairs::table
+                    .filter(duplicate_pairs::id.eq(id))
+                    .filter(duplicate_pairs::status.eq_any(from)),
+            )
+            .set((
+                duplicate_pairs::status.eq(to),
+                duplicate_pairs::decided_by.eq(by),
+                duplicate_pairs::decided_at.eq(at),
+            ))
+            .returning(duplicate_pairs::duplicate_id)
+            .get_results(c)?;
+            let rows: Vec<changes::Noted<'_>> = decided
+                .iter()
+                .map(|submission_id| changes::Noted {
+                    kind: ChangeKind::Decision,
+                    submission_id,
+                    subject_id: Some(id),
+                    subject_kind: None,
+                    state: Some(to.as_str()),
+                })
+                .collect();
+            changes::record(c, &rows, at.unwrap_or_else(crate::base::clock::now))?;
+            Ok(decided.len() == 1)
+        })
     }
 
     fn set_duplicate_of(&mut self, submission_id: &str, original_id: &str) -> QueryResult<usize> {
@@ -264,19 +279,23 @@ impl ReviewStore for DbConnection {
         now: NaiveDateTime,
     ) -> QueryResult<usize> {
         let mv = Move::RESTORE_CANCELLED;
-        diesel::update(
-            side_effects::table
-                .filter(side_effects::submission_id.eq(submission_id))
-                .filter(side_effects::state.eq_any(mv.from()))
-                .filter(side_effects::last_error.eq(note)),
-        )
-        .set((
-            side_effects::state.eq(mv.to()),
-            side_effects::held.eq(true),
-            side_effects::last_error.eq(None::<String>),
-            side_effects::next_attempt_at.eq(now),
-            side_effects::updated_at.eq(now),
-        ))
-        .execute(self)
+        changes::atomically(self, |c| {
+            let moved = diesel::update(
+                side_effects::table
+                    .filter(side_effects::submission_id.eq(submission_id))
+                    .filter(side_effects::state.eq_any(mv.from()))
+                    .filter(side_effects::last_error.eq(note)),
+            )
+            .set((
+                side_effects::state.eq(mv.to()),
+                side_effects::held.eq(true),
+                side_effects::last_error.eq(None::<String>),
+                side_effects::next_attempt_at.eq(now),
+                side_effects::updated_at.eq(now),
+            ))
+            .returning(changes::MOVED)
+            .get_results(c)?;
+            changes::record_moved(c, &moved, now)
+        })
     }
 }

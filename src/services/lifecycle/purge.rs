@@ -8,7 +8,8 @@
 //! are claimed with `FOR NO KEY UPDATE SKIP LOCKED` (PostgreSQL) and changed only while still
 //! due, so several processes purging at once purge each row once.
 //!
-//! The same pass deletes the confirmation cap's rows (a recipient's keyed digest and when
+//! The same pass deletes the change feed's oldest rows (`[purge] changes_days`,
+//! `services::changes::purge`) and the confirmation cap's rows (a recipient's keyed digest and when
 //! they were last sent a confirmation: personal data) once their window has passed and they
 //! no longer cap anything.
 
@@ -37,6 +38,8 @@ pub const CAPS: &str = "confirmation_caps";
 pub struct PurgeReport {
     pub purged: Vec<(String, &'static str, i64)>,
     pub caps: Vec<(String, i64)>,
+    /// Rows of the change feed deleted (`[purge] changes_days`).
+    pub changes: i64,
     pub duration_ms: i64,
 }
 
@@ -93,6 +96,9 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
             report.caps.push((name.clone(), n));
         }
     }
+    // The change feed's front, older than `changes_days` (counted apart: not submissions).
+    let before = now - chrono::Duration::days(i64::from(config.purge.changes_days));
+    report.changes = crate::services::changes::purge(writes, before, batch)?;
     // Uploads past their hour, and blobs nothing names (a refused post's, a crash's).
     crate::services::files::sweep(&writes.pool, &blobs, now)?;
     report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);

@@ -2,6 +2,7 @@
 //! `onceform` binary run against the test's database, and a search of every text column.
 
 pub mod caps;
+pub mod changes;
 pub mod digests;
 pub mod erase;
 pub mod import;

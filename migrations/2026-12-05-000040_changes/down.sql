@@ -1,0 +1,2 @@
+DROP TABLE changes_start;
+DROP TABLE changes;
