@@ -4,12 +4,14 @@
 
 pub mod accept;
 pub mod alert_rules;
+pub mod audit;
 pub mod check_config;
 pub mod duplicates;
 pub mod effects;
 pub mod files;
 pub mod healthcheck;
 pub mod lifecycle;
+pub mod read_api;
 pub mod reload;
 pub mod request_log;
 pub mod scan;
