@@ -9,6 +9,7 @@
 //! repeat scores at least `hold_score`.
 
 pub mod canonical;
+pub mod decide;
 pub mod evidence;
 pub mod rescreen;
 mod score;

@@ -1,12 +1,17 @@
-//! The audit log: who did what to which record, when, and why.
-
-use uuid::Uuid;
+//! The audit log, written for a signed-in admin (see `services::audit`).
 
 use super::guard::SessionUser;
-use crate::base::clock::now;
-use crate::db::admin::accounts::{AccountStore, AuditEntry};
+use crate::db::admin::accounts::AccountStore;
+use crate::services::audit::{self, Actor};
 
-/// Writes one audit row, inside the caller's transaction.
+impl SessionUser {
+    /// This admin as the actor of an audit row.
+    pub fn actor(&self) -> Actor {
+        Actor { id: self.id.clone(), label: self.email.clone() }
+    }
+}
+
+/// Writes one audit row for `user`, inside the caller's transaction.
 pub fn record<C: AccountStore>(
     c: &mut C,
     user: &SessionUser,
@@ -14,14 +19,5 @@ pub fn record<C: AccountStore>(
     target: (&str, &str),
     note: Option<&str>,
 ) -> diesel::QueryResult<()> {
-    c.insert_audit(&AuditEntry {
-        id: Uuid::now_v7().to_string(),
-        user_id: user.id.clone(),
-        user_email: user.email.clone(),
-        action: action.into(),
-        target_type: target.0.into(),
-        target_id: target.1.into(),
-        note: note.map(str::trim).filter(|n| !n.is_empty()).map(String::from),
-        at: now(),
-    })
+    audit::record(c, &user.actor(), action, target, note)
 }
