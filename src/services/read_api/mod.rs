@@ -5,6 +5,7 @@
 //! Erased or purged submissions are tombstones: their fields and files are never served.
 
 pub mod cursor;
+pub mod decisions;
 pub mod duplicates;
 pub mod effects;
 pub mod submissions;

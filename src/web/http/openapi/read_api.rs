@@ -171,6 +171,39 @@ pub fn paths(paths: &mut Map<String, Value>) {
             responses(page_of("ReadPair", "A page of pairs"), &[]),
         )}),
     );
+    let pair_id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"},
+                         "description": "The pair's ID"});
+    let mut decide = operation(
+        "decide_duplicate",
+        "Decide a suspected duplicate pair (or undo its decision), with the admin's rules and audit",
+        ApiScope::WriteDecisions,
+        vec![pair_id],
+        responses(
+            json!({"description": "Decided: the pair as it is now",
+                   "content": {"application/json": {"schema": {"type": "object",
+                       "required": ["pair", "effects_changed"],
+                       "properties": {"pair": {"$ref": "#/components/schemas/ReadPair"},
+                           "effects_changed": {"type": "integer", "minimum": 0,
+                               "description": "The duplicate's effect records released (not-duplicate), cancelled \
+                                               (duplicate) or given back, held (undo)"}}}}}}),
+            &[
+                ("404", problem("not-found: no pair with this ID")),
+                ("409", problem("decision-refused: decided already (undo first), or nothing to undo")),
+                ("413", problem("payload-too-large: the body is over 16 KiB")),
+                ("415", problem("unsupported-media-type: send application/json")),
+            ],
+        ),
+    );
+    decide["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {
+    "type": "object", "required": ["decision"], "additionalProperties": false,
+    "properties": {
+        "decision": {"type": "string", "enum": ["duplicate", "not-duplicate", "undo"],
+                     "description": "duplicate: the later submission repeats the original (its pending effects \
+                                     are cancelled); not-duplicate: its held effects are released; undo: the \
+                                     pair is open again and what a duplicate decision cancelled comes back, held"},
+        "note": {"type": ["string", "null"], "maxLength": 1000, "description": "Kept in the audit log"}
+    }}}}});
+    paths.insert("/api/v1/duplicates/{id}/decision".into(), json!({"post": decide}));
 }
 
 /// `components.securitySchemes`.

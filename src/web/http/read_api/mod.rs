@@ -1,8 +1,9 @@
 //! The read API, `/api/v1` (JSON, bearer tokens): lists of submissions, effect records and
-//! duplicate pairs, one submission, and decisions on pairs. Handlers parse the query, hand
+//! duplicate pairs, one submission, and decisions on pairs (`decision`). Handlers parse the query, hand
 //! it with the caller to `services::read_api` on a blocking thread, and answer its result.
 
 mod bearer;
+mod decision;
 mod params;
 
 use actix_web::http::header::{CACHE_CONTROL, WWW_AUTHENTICATE};
@@ -23,7 +24,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/v1/submissions", web::get().to(list_submissions))
         .route("/api/v1/submissions/{id}", web::get().to(submission))
         .route("/api/v1/effects", web::get().to(list_effects))
-        .route("/api/v1/duplicates", web::get().to(list_duplicates));
+        .route("/api/v1/duplicates", web::get().to(list_duplicates))
+        .route("/api/v1/duplicates/{id}/decision", web::post().to(decision::post));
 }
 
 /// A refusal or failure of the use case as a problem (403s with their bearer challenge).
