@@ -155,15 +155,14 @@ pub fn list(pool: &Pool) -> Result<Vec<(ApiTokenRow, i64)>, DbError> {
 
 /// Revokes token `id` from now on (audited); its record stays, listed as revoked.
 pub fn revoke(pool: &Pool, id: &str, actor: &Actor) -> Result<ApiTokenRow, TokenError> {
-    let revoked = with_conn!(pool, |c| Ok::<_, DbError>(c.write_tx(|c| {
+    with_conn!(pool, |c| Ok::<_, DbError>(c.write_tx(|c| {
         let token = c.api_token(id)?.ok_or_else(|| TokenError::NotFound(id.to_string()))?;
         if !c.revoke_api_token(id, now())? {
             return Err(TokenError::AlreadyRevoked(id.to_string()));
         }
         audit::record(c, actor, "api_token.revoke", ("api_token", id), Some(&token.name))?;
         Ok(token)
-    })))?;
-    revoked
+    })))?
 }
 
 /// Who is calling the read API: a live token.
