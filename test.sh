@@ -16,6 +16,8 @@
 #   pip:   schemathesis              (into target/test-tools/venv unless already on PATH)
 #          standardwebhooks          (into target/test-tools/venv: verifies outbound webhooks)
 #   npm:   altcha-lib                (into target/test-tools/npm: solutions the captcha tests post)
+#          oidc-provider             (into target/test-tools/npm: the OpenID provider of the admin's
+#                                    OIDC sign-in tests, tests/fixtures/oidc/provider.mjs)
 #   cargo: cargo-nextest
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -74,6 +76,12 @@ if [ ! -f target/test-tools/npm/node_modules/altcha-lib/package.json ]; then
   say "installing altcha-lib into target/test-tools/npm"
   mkdir -p target/test-tools/npm
   npm install --silent --no-audit --no-fund --prefix target/test-tools/npm altcha-lib@1.4.1
+fi
+# oidc-provider (OpenID-certified) is the real provider the admin's OIDC sign-in tests run.
+if [ ! -f target/test-tools/npm/node_modules/oidc-provider/package.json ]; then
+  say "installing oidc-provider into target/test-tools/npm"
+  mkdir -p target/test-tools/npm
+  npm install --silent --no-audit --no-fund --prefix target/test-tools/npm oidc-provider@9.13.3
 fi
 
 # cargo-nextest runs the tests (one process per test).

@@ -22,6 +22,7 @@ use crate::services::effects::Registry;
 use crate::services::request_log::RequestLog;
 use crate::services::spam::SpamGuard;
 use crate::web::admin::accounts::LoginThrottle;
+use crate::web::admin::oidc::Oidc;
 use crate::web::hooks::Hooks;
 use crate::web::http::{MetricsCache, RateLimiter};
 pub use crate::web::state::AppState;
@@ -64,6 +65,7 @@ impl Application {
         // Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
         let proxies = web::Data::new(config.server.trusted_proxies.clone());
         let throttle = web::Data::new(LoginThrottle::default());
+        let oidc = web::Data::new(Oidc::of(&config)?);
         let hooks = web::Data::new(Hooks::load(&config, |k| std::env::var(k).ok())?);
         let spool = hooks.get_ref().clone();
         let spam = SpamGuard::new(crate::base::secret::load(&config.server.secret_file)?)?;
@@ -75,6 +77,7 @@ impl Application {
                 .app_data(limiter.clone())
                 .app_data(proxies.clone())
                 .app_data(throttle.clone())
+                .app_data(oidc.clone())
                 .app_data(hooks.clone())
                 .configure(crate::web::http::routes)
                 .configure(metrics::routes)

@@ -1,5 +1,6 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
+pub mod admin;
 mod alerts;
 pub mod crm;
 mod database;
@@ -15,6 +16,7 @@ pub mod kind_settings;
 pub mod live;
 pub mod locale;
 mod metrics_token;
+pub mod oidc;
 pub mod parsed;
 pub mod proxies;
 mod redact;
@@ -33,6 +35,7 @@ use serde::Deserialize;
 
 use crate::domain::FieldType;
 
+pub use admin::AdminConfig;
 pub use alerts::AlertsConfig;
 pub use crm::CrmConfig;
 pub use database::DatabaseConfig;
@@ -47,6 +50,7 @@ pub use kind_settings::KindSettings;
 pub use live::{Forms, LiveForms};
 pub use locale::{FormTexts, LocaleChoice};
 pub use metrics_token::MetricsToken;
+pub use oidc::OidcConfig;
 pub use proxies::TrustedProxies;
 pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
@@ -82,6 +86,9 @@ pub struct Config {
     pub alerts: AlertsConfig,
     #[serde(default)]
     pub purge: PurgeConfig,
+    /// Sign-in to the admin (`[admin.oidc]`).
+    #[serde(default)]
+    pub admin: AdminConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -28,6 +28,9 @@ pub fn problems(config: &Config) -> Vec<String> {
         form_problems(&mut out, name, form);
     }
     out.extend(super::retention::problems(config));
+    if let Some(oidc) = &config.admin.oidc {
+        out.extend(oidc.problems(config.server.public_url.as_deref()));
+    }
     out
 }
 

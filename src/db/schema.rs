@@ -156,6 +156,26 @@ diesel::table! {
 }
 
 diesel::table! {
+    oidc_attempts (state_hash) {
+        state_hash -> Text,
+        browser_hash -> Text,
+        nonce -> Text,
+        code_verifier -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    oidc_identities (issuer, subject) {
+        issuer -> Text,
+        subject -> Text,
+        user_id -> Text,
+        created_at -> Timestamp,
+        last_sign_in_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     purge_passes (id) {
         id -> Text,
         started_at -> Timestamp,
@@ -266,6 +286,7 @@ diesel::joinable!(api_token_uses -> api_tokens (token_id));
 diesel::joinable!(conflicts -> submissions (submission_id));
 diesel::joinable!(effect_attempts -> side_effects (effect_id));
 diesel::joinable!(inbound_conflicts -> inbound_events (event_row_id));
+diesel::joinable!(oidc_identities -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(side_effects -> inbound_events (inbound_event_id));
 diesel::joinable!(side_effects -> submissions (submission_id));
@@ -284,6 +305,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     inbound_deliveries,
     inbound_events,
     inbound_quarantine,
+    oidc_attempts,
+    oidc_identities,
     purge_passes,
     purge_totals,
     sessions,

@@ -11,6 +11,7 @@ pub mod effects;
 pub mod files;
 pub mod healthcheck;
 pub mod lifecycle;
+pub mod oidc;
 pub mod read_api;
 pub mod reload;
 pub mod request_log;

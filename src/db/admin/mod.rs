@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod browse;
 pub mod effects;
+pub mod oidc;
 pub mod review;
 pub mod sessions;
 pub mod spam;

@@ -145,8 +145,10 @@ pub fn new_session(token: &str, user_id: &str) -> NewSession {
     }
 }
 
-/// argon2id of a random string nobody knows.
-const DUMMY_HASH: &str =
+/// argon2id of a random string nobody knows: what an unknown email is verified against, and
+/// the password of an account made by an OIDC sign-in (nobody signs in to it with a password
+/// until an admin sets one).
+pub const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Q2p0w1y8uKzT3n2c9m7kq8b0yX4VQ1c2H6xq9Zr1T0E";
 
 pub use super::throttle::LoginThrottle;

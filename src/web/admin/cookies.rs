@@ -32,6 +32,25 @@ impl CookiePolicy {
         }
     }
 
+    /// The OIDC sign-in attempt's cookie (ties the provider's return to this browser).
+    pub fn oidc_name(self) -> &'static str {
+        if self.secure {
+            "__Host-onceform_oidc"
+        } else {
+            "onceform_oidc"
+        }
+    }
+
+    /// The OIDC attempt's cookie: as `build`, but SameSite=Lax (the provider's redirect back
+    /// is a top-level navigation from another site, which a Strict cookie would not join) and
+    /// gone after `max_age_seconds`.
+    pub fn oidc_attempt(self, value: String, max_age_seconds: i64) -> Cookie<'static> {
+        let mut cookie = self.build(self.oidc_name(), value);
+        cookie.set_same_site(SameSite::Lax);
+        cookie.set_max_age(actix_web::cookie::time::Duration::seconds(max_age_seconds));
+        cookie
+    }
+
     /// HttpOnly, SameSite=Strict; `Secure` with path `/` (what `__Host-` requires) or, on
     /// plain HTTP, scoped to `/admin`.
     pub fn build(self, name: &'static str, value: String) -> Cookie<'static> {

@@ -8,8 +8,10 @@ use serde::Deserialize;
 use super::accounts::{login, random_token, LoginThrottle};
 use super::cookies::CookiePolicy;
 use super::guard::{AuthError, CsrfForm, SessionUser};
+use super::oidc::{Oidc, OidcPage};
 use crate::base::secret::constant_time_eq;
 use crate::db::admin::accounts::AccountStore;
+use crate::db::admin::oidc::OidcStore;
 use crate::db::DbError;
 use crate::web::http::TrustedProxies;
 use crate::web::render::html;
@@ -26,6 +28,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 #[template(path = "admin/login.html")]
 struct LoginPage<'a> {
     csrf: &'a str,
+    /// The OIDC provider's label, when `[admin.oidc]` is configured.
+    oidc: Option<&'a str>,
     email: &'a str,
     error: Option<&'a str>,
 }
@@ -55,7 +59,8 @@ impl CsrfForm for LogoutForm {
 fn page(state: &AppState, status: StatusCode, email: &str, error: Option<&str>) -> HttpResponse {
     let policy = CookiePolicy::of(&state.config);
     let csrf = random_token();
-    let mut resp = html(status, &LoginPage { csrf: &csrf, email, error });
+    let oidc = state.config.admin.oidc.as_ref().map(|o| o.label.as_str());
+    let mut resp = html(status, &LoginPage { csrf: &csrf, oidc, email, error });
     let _ = resp.add_cookie(&policy.build(policy.login_csrf_name(), csrf));
     resp
 }
@@ -133,8 +138,12 @@ async fn submit(
     }
 }
 
+/// Ends the session; an OIDC user then goes on to the provider's `end_session_endpoint`
+/// (RP-initiated logout) when it has one, through a page (a redirect answering a form would
+/// leave this site, which the CSP's `form-action 'self'` forbids).
 async fn logout(
     state: web::Data<AppState>,
+    oidc: web::Data<Oidc>,
     user: SessionUser,
     form: web::Form<LogoutForm>,
 ) -> Result<HttpResponse, AuthError> {
@@ -142,9 +151,31 @@ async fn logout(
         return Err(AuthError::Csrf);
     }
     let pool = state.pool.clone();
-    let hash = user.token_hash.clone();
-    let _ = web::block(move || with_conn!(&pool, |c| c.delete_session(&hash).map_err(DbError::from))).await;
-    let mut resp = HttpResponse::SeeOther().insert_header(("Location", "/admin/login")).finish();
+    let (hash, id) = (user.token_hash.clone(), user.id.clone());
+    let via_oidc = web::block(move || {
+        with_conn!(&pool, |c| {
+            c.delete_session(&hash)?;
+            c.has_identity(&id).map_err(DbError::from)
+        })
+    })
+    .await;
+    let provider = match (&oidc.0, via_oidc) {
+        (Some(signin), Ok(Ok(true))) => signin.end_session_url().await,
+        _ => None,
+    };
+    let mut resp = match &provider {
+        Some(url) => html(
+            StatusCode::OK,
+            &OidcPage {
+                title: "Signed out",
+                message: "You are signed out of this admin.",
+                alert: false,
+                next: Some(url),
+                link: "Sign out at the identity provider too",
+            },
+        ),
+        None => HttpResponse::SeeOther().insert_header(("Location", "/admin/login")).finish(),
+    };
     let policy = CookiePolicy::of(&state.config);
     let _ = resp.add_cookie(&policy.removal(policy.session_name()));
     Ok(resp)

@@ -18,6 +18,8 @@ pub mod flash;
 pub mod guard;
 mod import_page;
 mod login;
+pub mod oidc;
+mod oidc_users;
 mod read_audit;
 mod row_view;
 mod spam_release;
@@ -66,6 +68,7 @@ pub fn status_counts<S: TextEnum>(statuses: &[S], counts: &[(S, i64)]) -> Vec<(S
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     login::routes(cfg);
+    oidc::routes(cfg);
     dashboard::routes(cfg);
     submissions::routes(cfg);
     files::routes(cfg);

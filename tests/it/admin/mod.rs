@@ -2,6 +2,7 @@
 
 pub mod effects;
 pub mod login_throttle;
+pub mod oidc;
 pub mod pages;
 pub mod review;
 pub mod sessions;

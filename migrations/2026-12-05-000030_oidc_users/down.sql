@@ -1,0 +1,2 @@
+DROP TABLE oidc_attempts;
+DROP TABLE oidc_identities;

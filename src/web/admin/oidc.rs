@@ -1,0 +1,263 @@
+//! Sign-in with the OpenID provider of `[admin.oidc]`: `/admin/oidc/start` begins an attempt
+//! (kept server-side, found by its `state`, tied to this browser by a short-lived cookie) and
+//! sends the browser to the provider; `/admin/oidc/callback` takes the attempt (once: a
+//! replayed `state` finds nothing), has the code exchanged and the ID token verified
+//! (`services::oidc`), and signs the user in with the role the claim gives, or shows why not.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use super::accounts::random_token;
+use super::cookies::CookiePolicy;
+use super::oidc_users::{sign_in, OidcSignedIn};
+use super::{blocking, db_failure};
+use crate::base::clock::now;
+use crate::base::secret::constant_time_eq;
+use crate::db::admin::oidc::{OidcAttempt, OidcStore};
+use crate::db::{DbError, Store};
+use crate::domain::digest;
+use crate::services::oidc::{OidcError, OidcSignIn};
+use crate::web::render::html;
+use crate::web::state::AppState;
+use crate::with_conn;
+
+/// An attempt is good for this long (the cookie and the stored row alike).
+const ATTEMPT_SECONDS: i64 = 600;
+/// Attempts begun and not come back, at most (a flood of starts cannot fill the table).
+const MAX_PENDING: i64 = 10_000;
+
+/// The configured provider's sign-in, if there is one (`web::Data` of the app).
+pub struct Oidc(pub Option<OidcSignIn>);
+
+impl Oidc {
+    /// `[admin.oidc]` with `[server] public_url` (the configuration's rules require both).
+    pub fn of(config: &crate::config::Config) -> anyhow::Result<Oidc> {
+        let (Some(oidc), Some(public)) = (&config.admin.oidc, &config.server.public_url) else {
+            return Ok(Oidc(None));
+        };
+        let signin = OidcSignIn::new(oidc.clone(), public).map_err(|e| anyhow::anyhow!("admin.oidc: {e}"))?;
+        if std::env::var(&oidc.client_secret_env).map_or(true, |v| v.is_empty()) {
+            tracing::warn!(variable = %oidc.client_secret_env, "admin.oidc: the client secret variable is not set");
+        }
+        Ok(Oidc(Some(signin)))
+    }
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/admin/oidc/start", web::get().to(start))
+        .route("/admin/oidc/callback", web::get().to(callback));
+}
+
+#[derive(Template)]
+#[template(path = "admin/oidc_page.html")]
+pub struct OidcPage<'a> {
+    pub title: &'a str,
+    pub message: &'a str,
+    pub alert: bool,
+    /// Where the page goes on by itself (a `refresh`), else back to the login page.
+    pub next: Option<&'a str>,
+    pub link: &'a str,
+}
+
+/// A page saying why the sign-in did not happen, with the way back to the login page.
+fn refused(status: StatusCode, message: &str) -> HttpResponse {
+    let page = OidcPage { title: "Not signed in", message, alert: true, next: None, link: "Back to sign-in" };
+    html(status, &page)
+}
+
+async fn start(state: web::Data<AppState>, oidc: web::Data<Oidc>) -> HttpResponse {
+    let Some(signin) = &oidc.0 else { return HttpResponse::NotFound().finish() };
+    let attempt = match signin.begin().await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "admin oidc sign-in: cannot begin");
+            return refused(
+                StatusCode::BAD_GATEWAY,
+                "The identity provider cannot be reached; try again later.",
+            );
+        }
+    };
+    let browser = random_token();
+    let row = OidcAttempt {
+        state_hash: digest(&attempt.state),
+        browser_hash: digest(&browser),
+        nonce: attempt.nonce,
+        code_verifier: attempt.code_verifier,
+        created_at: now(),
+    };
+    let pool = state.pool.clone();
+    let stored = blocking(move || {
+        with_conn!(&pool, |c| c.write_tx(|c| {
+            c.sweep_attempts(row.created_at - chrono::Duration::seconds(ATTEMPT_SECONDS))?;
+            if c.count_attempts()? >= MAX_PENDING {
+                return Ok(false);
+            }
+            c.insert_attempt(&row)?;
+            Ok::<_, DbError>(true)
+        }))
+    })
+    .await;
+    match stored {
+        Ok(true) => {
+            let policy = CookiePolicy::of(&state.config);
+            let mut resp =
+                HttpResponse::SeeOther().insert_header(("Location", attempt.authorization_url)).finish();
+            let _ = resp.add_cookie(&policy.oidc_attempt(browser, ATTEMPT_SECONDS));
+            resp
+        }
+        Ok(false) => {
+            tracing::warn!("admin oidc sign-in: too many attempts pending");
+            refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Too many sign-ins are in progress; try again in a few minutes.",
+            )
+        }
+        Err(e) => db_failure(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    iss: Option<String>,
+}
+
+async fn callback(
+    state: web::Data<AppState>,
+    oidc: web::Data<Oidc>,
+    req: HttpRequest,
+    query: web::Query<CallbackQuery>,
+) -> HttpResponse {
+    let Some(signin) = &oidc.0 else { return HttpResponse::NotFound().finish() };
+    let policy = CookiePolicy::of(&state.config);
+    let mut resp = returned(&state, signin, &req, query.into_inner()).await;
+    let _ = resp.add_cookie(&policy.removal(policy.oidc_name()));
+    resp
+}
+
+/// The browser back from the provider: the attempt taken, checked, and turned into a session.
+async fn returned(
+    state: &AppState,
+    signin: &OidcSignIn,
+    req: &HttpRequest,
+    q: CallbackQuery,
+) -> HttpResponse {
+    let again = "Start the sign-in again.";
+    let Some(st) = q.state.filter(|s| !s.is_empty()) else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            &format!("The sign-in came back without its state. {again}"),
+        );
+    };
+    let pool = state.pool.clone();
+    let hash = digest(&st);
+    let taken =
+        blocking(move || with_conn!(&pool, |c| c.write_tx(|c| c.take_attempt(&hash).map_err(DbError::from))))
+            .await;
+    let attempt = match taken {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            tracing::warn!("admin oidc sign-in refused: unknown or used state");
+            return refused(
+                StatusCode::BAD_REQUEST,
+                &format!("This sign-in was used already or has expired. {again}"),
+            );
+        }
+        Err(e) => return db_failure(e),
+    };
+    let policy = CookiePolicy::of(&state.config);
+    let browser = req.cookie(policy.oidc_name()).map(|c| digest(c.value())).unwrap_or_default();
+    if !constant_time_eq(browser.as_bytes(), attempt.browser_hash.as_bytes()) {
+        tracing::warn!("admin oidc sign-in refused: begun in another browser");
+        return refused(
+            StatusCode::BAD_REQUEST,
+            &format!("This sign-in was begun in another browser. {again}"),
+        );
+    }
+    if (now() - attempt.created_at).num_seconds() > ATTEMPT_SECONDS {
+        return refused(StatusCode::BAD_REQUEST, &format!("This sign-in has expired. {again}"));
+    }
+    let label = &signin.config.label;
+    if let Some(error) = q.error {
+        let error: String =
+            error.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(64).collect();
+        tracing::info!(%error, "admin oidc sign-in: the provider answered an error");
+        return refused(StatusCode::UNAUTHORIZED, &format!("{label} did not sign you in ({error})."));
+    }
+    // RFC 9207: a provider that names itself must be the configured one (mix-up defence).
+    if q.iss.as_ref().is_some_and(|iss| *iss != signin.config.issuer) {
+        tracing::warn!("admin oidc sign-in refused: the answer names another issuer");
+        return refused(StatusCode::BAD_REQUEST, &format!("The answer came from another provider. {again}"));
+    }
+    let Some(code) = q.code.filter(|c| !c.is_empty()) else {
+        return refused(StatusCode::BAD_REQUEST, &format!("The sign-in came back without a code. {again}"));
+    };
+    let identity = match signin.finish(&code, &attempt.code_verifier, &attempt.nonce).await {
+        Ok(identity) => identity,
+        Err(e) => {
+            let status = match e {
+                OidcError::IdToken(_) => StatusCode::UNAUTHORIZED,
+                OidcError::NoSecret(_) => StatusCode::SERVICE_UNAVAILABLE,
+                OidcError::Unreachable(_) | OidcError::Provider(_) => StatusCode::BAD_GATEWAY,
+            };
+            tracing::warn!(error = %e, "admin oidc sign-in refused");
+            return refused(
+                status,
+                &format!("{label}'s answer could not be verified; you are not signed in."),
+            );
+        }
+    };
+    let Some(role) = identity.role else {
+        let subject_digest = super::throttle::short_digest(&identity.subject);
+        tracing::warn!(%subject_digest, "admin oidc sign-in refused: no role in the role claim");
+        return refused(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "You are signed in at {label} as {}, but your account there has no role in this \
+                 admin. Ask an administrator to add you to the admin or viewer group.",
+                identity.display
+            ),
+        );
+    };
+    let pool = state.pool.clone();
+    let who = identity.clone();
+    match blocking(move || sign_in(&pool, &who, role)).await {
+        Ok(OidcSignedIn::Session(token)) => {
+            let subject_digest = super::throttle::short_digest(&identity.subject);
+            tracing::info!(%subject_digest, role = role.as_str(), "admin oidc sign-in succeeded");
+            // A page that goes on to /admin by itself: a redirect would still belong to the
+            // provider's cross-site navigation, and the SameSite=Strict session cookie would
+            // not join it.
+            let page = OidcPage {
+                title: "Signed in",
+                message: "You are signed in.",
+                alert: false,
+                next: Some("/admin"),
+                link: "Continue to the admin",
+            };
+            let mut resp = html(StatusCode::OK, &page);
+            let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
+            resp
+        }
+        Ok(OidcSignedIn::Disabled) => {
+            tracing::warn!("admin oidc sign-in refused: the user is disabled");
+            refused(StatusCode::FORBIDDEN, "Your account in this admin is disabled.")
+        }
+        Ok(OidcSignedIn::EmailTaken(email)) => {
+            tracing::warn!("admin oidc sign-in refused: a local account has the email");
+            refused(
+                StatusCode::CONFLICT,
+                &format!(
+                    "Another account of this admin has the email {email}; a sign-in at {label} \
+                     never takes it over. Sign in with that account's password, or ask an \
+                     administrator."
+                ),
+            )
+        }
+        Err(e) => db_failure(e),
+    }
+}
