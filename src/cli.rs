@@ -1,6 +1,6 @@
 //! The command line (parsed by `clap`): `serve` (the default), `worker`, `migrate`,
 //! `check-config`, `alert-rules`, `admin …`, `purge`, `erase`, `import`, `duplicates rescreen`,
-//! `healthcheck`, `backup`, `restore`.
+//! `api-token …`, `healthcheck`, `backup`, `restore`.
 //! Each command loads the configuration and hands over to its use case; `serve` and
 //! `worker` are wired in `app::startup`.
 
@@ -13,6 +13,7 @@ use crate::app::startup;
 use crate::config::{Config, ENVIRONMENT};
 use crate::db::probe::Probe;
 use crate::db::Pool;
+use crate::domain::Scopes;
 use crate::services::lifecycle::commands::LifecycleCommand;
 use crate::web::admin::account_changes;
 use crate::web::admin::accounts::{self, Role};
@@ -114,6 +115,9 @@ pub enum Command {
     /// Duplicate detection.
     #[command(subcommand, arg_required_else_help = false)]
     Duplicates(DuplicatesCommand),
+    /// Tokens of the read API (/api/v1).
+    #[command(subcommand, arg_required_else_help = false)]
+    ApiToken(ApiTokenCommand),
     /// Ask the running server whether it is up (exit 0) or not (exit 1); for a container's
     /// HEALTHCHECK.
     Healthcheck {
@@ -168,6 +172,32 @@ pub enum AdminCommand {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum ApiTokenCommand {
+    /// A new token; its secret is printed once, and only its SHA-256 is stored.
+    Create {
+        /// What uses it (shown in the admin and the audit log).
+        #[arg(long, value_name = "N")]
+        name: String,
+        /// read:submissions, read:effects, write:decisions (comma-separated).
+        #[arg(long, value_name = "SCOPES", value_parser = scopes)]
+        scope: Scopes,
+        /// Only this form's records.
+        #[arg(long, value_name = "F")]
+        form: Option<String>,
+        /// Stops working this many days from now (default: until revoked).
+        #[arg(long, value_name = "D")]
+        expires_days: Option<i64>,
+    },
+    /// Every token: name, scopes, form, created, expires, last used, revoked.
+    List,
+    /// Stops the token from now on.
+    Revoke {
+        #[arg(value_name = "ID")]
+        id: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum DuplicatesCommand {
     /// Screen stored submissions again with the current rules; keeps admin decisions.
     Rescreen {
@@ -181,6 +211,10 @@ pub enum DuplicatesCommand {
 
 fn role(v: &str) -> Result<Role, String> {
     Role::parse(v).ok_or_else(|| format!("unknown role `{v}`"))
+}
+
+fn scopes(v: &str) -> Result<Scopes, String> {
+    Scopes::parse(v)
 }
 
 fn encoding(v: &str) -> Result<String, String> {
@@ -285,6 +319,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
             println!("{report}");
             Ok(())
         }
+        Command::ApiToken(command) => api_token(command, &config),
         Command::Reload => reload(&config),
         Command::Healthcheck { ready, url } => healthcheck(&config, ready, url.as_deref()),
         Command::Backup { to } => {
@@ -348,6 +383,49 @@ fn run_admin(command: AdminCommand, config: &Config) -> Result<(), Exit> {
             let done = account_changes::disable_user(&pool, target, &account_changes::Actor::CommandLine)
                 .map_err(Exit::failure)?;
             println!("disabled {}; {} session(s) ended", done.email, done.sessions_ended);
+        }
+    }
+    Ok(())
+}
+
+/// `api-token create|list|revoke`, audited as the command line.
+fn api_token(command: ApiTokenCommand, config: &Config) -> Result<(), Exit> {
+    use crate::base::format::rfc3339;
+    use crate::services::read_api::tokens::{self, TokenRequest};
+    let pool = Pool::connect(&config.database).map_err(Exit::failure)?;
+    let actor = crate::services::audit::Actor { id: "cli".into(), label: "command line".into() };
+    let when = |t: Option<NaiveDateTime>| t.map(rfc3339).unwrap_or_else(|| "-".into());
+    match command {
+        ApiTokenCommand::Create { name, scope, form, expires_days } => {
+            let request = TokenRequest { name, scopes: scope, form, expires_days };
+            let created = tokens::create(&pool, &request, |f| config.forms.contains_key(f), &actor)
+                .map_err(Exit::failure)?;
+            println!("{}", created.secret);
+            eprintln!(
+                "token {} created (expires: {}); the line above is its secret, shown only now",
+                created.id,
+                when(created.expires_at)
+            );
+        }
+        ApiTokenCommand::List => {
+            println!("ID\tNAME\tSCOPES\tFORM\tCREATED\tEXPIRES\tLAST USED\tREVOKED");
+            for (t, _) in tokens::list(&pool).map_err(Exit::failure)? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    t.id,
+                    t.name,
+                    t.scopes.to_text().replace(' ', ","),
+                    t.form.as_deref().unwrap_or("*"),
+                    rfc3339(t.created_at),
+                    when(t.expires_at),
+                    when(t.last_used_at),
+                    when(t.revoked_at)
+                );
+            }
+        }
+        ApiTokenCommand::Revoke { id } => {
+            let token = tokens::revoke(&pool, &id, &actor).map_err(Exit::failure)?;
+            println!("revoked token {} ({})", token.id, token.name);
         }
     }
     Ok(())

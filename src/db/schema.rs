@@ -1,6 +1,31 @@
 // @generated automatically by Diesel CLI.
 
 diesel::table! {
+    api_token_uses (id) {
+        id -> Text,
+        token_id -> Text,
+        at -> Timestamp,
+        method -> Text,
+        route -> Text,
+    }
+}
+
+diesel::table! {
+    api_tokens (id) {
+        id -> Text,
+        name -> Text,
+        token_hash -> Text,
+        scopes -> Text,
+        form -> Nullable<Text>,
+        created_by -> Text,
+        created_at -> Timestamp,
+        expires_at -> Nullable<Timestamp>,
+        revoked_at -> Nullable<Timestamp>,
+        last_used_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
     audit_log (id) {
         id -> Text,
         user_id -> Text,
@@ -289,6 +314,7 @@ diesel::table! {
     }
 }
 
+diesel::joinable!(api_token_uses -> api_tokens (token_id));
 diesel::joinable!(conflicts -> submissions (submission_id));
 diesel::joinable!(effect_attempts -> side_effects (effect_id));
 diesel::joinable!(inbound_conflicts -> inbound_events (event_row_id));
@@ -299,6 +325,8 @@ diesel::joinable!(side_effects -> submissions (submission_id));
 diesel::joinable!(submission_files -> submissions (submission_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
+    api_token_uses,
+    api_tokens,
     audit_log,
     changes,
     changes_start,

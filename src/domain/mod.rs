@@ -1,5 +1,6 @@
 //! Domain values: parsed once at the edge, valid everywhere after.
 
+mod api_scopes;
 mod effect;
 mod field_error;
 mod fields;
@@ -24,6 +25,7 @@ pub mod transitions;
 mod width;
 pub use width::fold_width;
 
+pub use api_scopes::Scopes;
 pub use effect::EffectKind;
 pub use field_error::{FieldError, FIELD_ERROR_CODES};
 pub use fields::{
@@ -39,6 +41,6 @@ pub use ids::{EffectId, SubmissionId};
 pub use operation_id::{OperationId, OperationIdError};
 pub use record::{HookHandler, RecordKind};
 pub use states::{
-    AttemptOutcome, ChangeKind, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome,
+    ApiScope, AttemptOutcome, ChangeKind, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome,
     PairStatus, QuarantineStatus, Role, ScanState,
 };

@@ -149,6 +149,18 @@ text_enum! {
 }
 
 text_enum! {
+    /// What a read API token may do (`api_tokens.scopes`, space-separated: `domain::Scopes`).
+    ApiScope {
+        /// `GET /api/v1/submissions` and one submission with its effects and pairs.
+        ReadSubmissions = "read:submissions",
+        /// `GET /api/v1/effects`.
+        ReadEffects = "read:effects",
+        /// `GET /api/v1/duplicates` and `POST /api/v1/duplicates/{id}/decision`.
+        WriteDecisions = "write:decisions",
+    }
+}
+
+text_enum! {
     /// How a submission arrived (`submissions.channel`, `deliveries.channel`).
     Channel {
         Api = "api",

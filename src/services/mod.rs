@@ -14,6 +14,7 @@ pub mod form_versions;
 pub mod healthcheck;
 pub mod lifecycle;
 pub mod oidc;
+pub mod read_api;
 pub mod reload;
 pub mod request_log;
 pub mod scan;

@@ -132,6 +132,15 @@ pub trait EffectAdminStore {
         limit: i64,
         offset: i64,
     ) -> QueryResult<Vec<EffectRow>>;
+    /// At most `limit` effect records of submissions (of `form`, in `state`, when given),
+    /// most recently changed first, after the one at `after` (its updated_at and id).
+    fn effects_page(
+        &mut self,
+        state: Option<EffectState>,
+        form: Option<&str>,
+        after: Option<(NaiveDateTime, &str)>,
+        limit: i64,
+    ) -> QueryResult<Vec<EffectRow>>;
     fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>>;
     fn effect_row(&mut self, id: &str) -> QueryResult<Option<EffectRow>>;
     fn attempts_of(&mut self, effect_id: &str) -> QueryResult<Vec<AttemptRow>>;
@@ -165,6 +174,30 @@ impl EffectAdminStore for DbConnection {
             .limit(limit)
             .offset(offset)
             .load(self)
+    }
+
+    fn effects_page(
+        &mut self,
+        state: Option<EffectState>,
+        form: Option<&str>,
+        after: Option<(NaiveDateTime, &str)>,
+        limit: i64,
+    ) -> QueryResult<Vec<EffectRow>> {
+        let mut q = effect_rows().filter(side_effects::submission_id.is_not_null()).into_boxed();
+        if let Some(state) = state {
+            q = q.filter(side_effects::state.eq(state));
+        }
+        if let Some(form) = form {
+            q = q.filter(submissions::form.nullable().eq(form));
+        }
+        if let Some((at, id)) = after {
+            q = q.filter(
+                side_effects::updated_at
+                    .lt(at)
+                    .or(side_effects::updated_at.eq(at).and(side_effects::id.lt(id))),
+            );
+        }
+        q.order((side_effects::updated_at.desc(), side_effects::id.desc())).limit(limit).load(self)
     }
 
     fn effects_of_submission(&mut self, submission_id: &str) -> QueryResult<Vec<EffectRow>> {

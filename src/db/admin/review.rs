@@ -102,6 +102,15 @@ pub trait ReviewStore {
     ) -> QueryResult<bool>;
     /// Highest score first.
     fn pairs_in_status(&mut self, status: PairStatus, limit: i64) -> QueryResult<Vec<PairRow>>;
+    /// At most `limit` pairs in `status` (of `form`, when given), newest first, after the
+    /// one at `after` (its created_at and id).
+    fn pairs_page(
+        &mut self,
+        status: PairStatus,
+        form: Option<&str>,
+        after: Option<(NaiveDateTime, &str)>,
+        limit: i64,
+    ) -> QueryResult<Vec<PairRow>>;
     fn pair_row(&mut self, id: &str) -> QueryResult<Option<PairRow>>;
     /// (status, count)
     fn pair_counts(&mut self) -> QueryResult<Vec<(PairStatus, i64)>>;
@@ -171,6 +180,27 @@ impl ReviewStore for DbConnection {
             .order((duplicate_pairs::score.desc(), duplicate_pairs::created_at.desc()))
             .limit(limit)
             .load(self)
+    }
+
+    fn pairs_page(
+        &mut self,
+        status: PairStatus,
+        form: Option<&str>,
+        after: Option<(NaiveDateTime, &str)>,
+        limit: i64,
+    ) -> QueryResult<Vec<PairRow>> {
+        let mut q = pair_rows().filter(duplicate_pairs::status.eq(status)).into_boxed();
+        if let Some(form) = form {
+            q = q.filter(duplicate_pairs::form.eq(form));
+        }
+        if let Some((at, id)) = after {
+            q = q.filter(
+                duplicate_pairs::created_at
+                    .lt(at)
+                    .or(duplicate_pairs::created_at.eq(at).and(duplicate_pairs::id.lt(id))),
+            );
+        }
+        q.order((duplicate_pairs::created_at.desc(), duplicate_pairs::id.desc())).limit(limit).load(self)
     }
 
     fn pair_row(&mut self, id: &str) -> QueryResult<Option<PairRow>> {

@@ -26,6 +26,7 @@ const MESSAGES: &[(&str, &str)] = &[
     ("inbound_assigned_replay", "That event ID was stored already with the same content."),
     ("inbound_assigned_conflict", "That event ID was stored with other content: kept as a conflict."),
     ("inbound_handler_replayed", "Handler replayed as batch {}."),
+    ("api_token_revoked", "Token revoked: it opens nothing from now on."),
 ];
 
 /// A message to show after a redirect: a code of `MESSAGES` and its arguments.

@@ -3,6 +3,7 @@
 
 pub mod account_changes;
 pub mod accounts;
+mod api_tokens;
 pub mod audit;
 mod audit_page;
 mod conflicts;
@@ -79,6 +80,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     duplicates::routes(cfg);
     audit_page::routes(cfg);
     users::routes(cfg);
+    api_tokens::routes(cfg);
     data_lifecycle::routes(cfg);
     data_lifecycle::more_routes(cfg);
     import_page::routes(cfg);

@@ -21,6 +21,7 @@ mod ops;
 pub(crate) mod pages;
 pub mod problem;
 mod rate_limit;
+mod read_api;
 mod read_credit;
 mod request_id;
 mod security_headers;
@@ -57,6 +58,7 @@ pub use submit::db_problem;
 /// The public routes: JSON API, form pages, operations endpoints, OpenAPI, static sites.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.configure(api::routes)
+        .configure(read_api::routes)
         .configure(uploads::routes)
         .configure(file_links::routes)
         .configure(html::routes)

@@ -235,10 +235,14 @@ pub fn problem_page(problem: &Problem, form_name: Option<&str>, locale: Locale) 
         | ProblemKind::OperationIdMissing
         | ProblemKind::OperationIdInvalid
         | ProblemKind::OperationIdMismatch
-        | ProblemKind::ValidationFailed => ("bad-request-title", "bad-request-body"),
-        ProblemKind::Internal | ProblemKind::Unauthorized | ProblemKind::MethodNotAllowed => {
-            ("failed-title", "failed-body")
-        }
+        | ProblemKind::ValidationFailed
+        | ProblemKind::InvalidParameter => ("bad-request-title", "bad-request-body"),
+        // The read API's problems never reach a visitor's page.
+        ProblemKind::Internal
+        | ProblemKind::Unauthorized
+        | ProblemKind::MethodNotAllowed
+        | ProblemKind::InsufficientScope
+        | ProblemKind::DecisionRefused => ("failed-title", "failed-body"),
     };
     let seconds = i64::try_from(problem.retry_after.unwrap_or(5)).unwrap_or(5);
     let body = locale.format(body, &[("seconds", Arg::Num(seconds))]);

@@ -30,6 +30,9 @@ pub enum ProblemKind {
     Internal,
     MethodNotAllowed,
     OriginNotAllowed,
+    InsufficientScope,
+    InvalidParameter,
+    DecisionRefused,
 }
 
 impl ProblemKind {
@@ -53,6 +56,9 @@ impl ProblemKind {
             ProblemKind::Internal => "internal-error",
             ProblemKind::MethodNotAllowed => "method-not-allowed",
             ProblemKind::OriginNotAllowed => "origin-not-allowed",
+            ProblemKind::InsufficientScope => "insufficient-scope",
+            ProblemKind::InvalidParameter => "invalid-parameter",
+            ProblemKind::DecisionRefused => "decision-refused",
         }
     }
 
@@ -64,7 +70,8 @@ impl ProblemKind {
             ProblemKind::OperationIdMissing
             | ProblemKind::OperationIdInvalid
             | ProblemKind::OperationIdMismatch
-            | ProblemKind::MalformedBody => StatusCode::BAD_REQUEST,
+            | ProblemKind::MalformedBody
+            | ProblemKind::InvalidParameter => StatusCode::BAD_REQUEST,
             ProblemKind::NotFound => StatusCode::NOT_FOUND,
             ProblemKind::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ProblemKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -74,7 +81,8 @@ impl ProblemKind {
             ProblemKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProblemKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ProblemKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ProblemKind::OriginNotAllowed => StatusCode::FORBIDDEN,
+            ProblemKind::OriginNotAllowed | ProblemKind::InsufficientScope => StatusCode::FORBIDDEN,
+            ProblemKind::DecisionRefused => StatusCode::CONFLICT,
         }
     }
 
@@ -98,6 +106,9 @@ impl ProblemKind {
             ProblemKind::Internal => "Internal error",
             ProblemKind::MethodNotAllowed => "Method not allowed",
             ProblemKind::OriginNotAllowed => "This site may not send this form",
+            ProblemKind::InsufficientScope => "This token may not do this",
+            ProblemKind::InvalidParameter => "A query parameter is invalid",
+            ProblemKind::DecisionRefused => "The pair is not in a state that allows this decision",
         }
     }
 }

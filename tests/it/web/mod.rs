@@ -9,4 +9,5 @@ pub mod html;
 pub mod i18n;
 pub mod i18n_browser;
 pub mod openapi;
+pub mod read_api;
 pub mod static_sites;

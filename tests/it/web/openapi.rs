@@ -1,6 +1,8 @@
 //! `/openapi.json` against the live server: schemathesis (from PyPI, installed by
 //! `./test.sh`) runs every check, the stateful phase included, bounded by `--max-examples`
 //! and a wall-clock limit; any failure fails the test. Its summary is printed either way.
+//! It sends a read API token with every scope, so `/api/v1` is exercised past its 401s
+//! (and its `ignored_auth` check removes the token to see the 401).
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -56,13 +58,29 @@ async fn schemathesis_finds_no_failure_in_the_openapi_description() {
     assert_eq!(doc["openapi"], "3.1.0");
     let schema_url = app.url("/openapi.json");
     let examples = std::env::var("ONCEFORM_SCHEMATHESIS_EXAMPLES").unwrap_or_else(|_| MAX_EXAMPLES.into());
+    let token = read_api_token(&app).await;
     let (ok, output) =
-        tokio::task::spawn_blocking(move || run_schemathesis(&schema_url, &examples)).await.unwrap();
+        tokio::task::spawn_blocking(move || run_schemathesis(&schema_url, &examples, &token)).await.unwrap();
     println!("{output}");
     assert!(ok, "schemathesis found failures (see its output above)");
     // It really exercised the API: submissions were accepted through the described schema.
     let stats = app.stats().await;
     assert!(stats.submissions > 0, "schemathesis never got a submission accepted");
+    let uses = app.row_counts().await["api_token_uses"];
+    assert!(uses > 0, "schemathesis never got past the read API's 401");
+}
+
+/// A read API token with every scope, for no form in particular.
+async fn read_api_token(app: &crate::support::TestApp) -> String {
+    use onceform::services::read_api::tokens::{create, TokenRequest};
+    let request = TokenRequest {
+        name: "schemathesis".into(),
+        scopes: onceform::domain::Scopes::parse("read:submissions,read:effects,write:decisions").unwrap(),
+        form: None,
+        expires_days: None,
+    };
+    let actor = onceform::services::audit::Actor { id: "cli".into(), label: "command line".into() };
+    app.query(move |pool| Ok(create(pool, &request, |_| true, &actor).unwrap().secret)).await
 }
 
 /// Optional fields left empty are accepted, and the description says so (schemathesis
@@ -91,16 +109,16 @@ async fn optional_fields_left_empty_are_accepted_and_described() {
 }
 
 /// Runs schemathesis to the end or to the wall-clock limit; (passed, stdout + stderr).
-fn run_schemathesis(schema_url: &str, examples: &str) -> (bool, String) {
+fn run_schemathesis(schema_url: &str, examples: &str, token: &str) -> (bool, String) {
     // Its cache and reports go to a directory of its own, not into the repository.
     let dir = std::env::temp_dir().join(format!("onceform-schemathesis-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
-    let result = run_in(&dir, schema_url, examples);
+    let result = run_in(&dir, schema_url, examples, token);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn run_in(dir: &std::path::Path, schema_url: &str, examples: &str) -> (bool, String) {
+fn run_in(dir: &std::path::Path, schema_url: &str, examples: &str, token: &str) -> (bool, String) {
     let mut child = Command::new("schemathesis")
         .current_dir(dir)
         .args(["run", schema_url, "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful"])
@@ -108,6 +126,7 @@ fn run_in(dir: &std::path::Path, schema_url: &str, examples: &str) -> (bool, Str
         // threads) now and then dies with "AST constructor recursion depth mismatch".
         .args(["--max-examples", examples, "--request-timeout", "10", "--workers", "1"])
         .args(["--no-color", "--generation-database", "none", "--suppress-health-check", "all"])
+        .args(["--header", &format!("Authorization: Bearer {token}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -114,6 +114,26 @@ pub(super) fn list_submissions(
     Ok((rows, total))
 }
 
+/// `BrowseStore::submissions_page`: newest first, strictly after `after` (received_at, id)
+/// in that order, so a page never repeats nor skips a row of the one before.
+pub(super) fn submissions_page(
+    c: &mut DbConnection,
+    filter: &SubmissionFilter,
+    after: Option<(NaiveDateTime, &str)>,
+    limit: i64,
+) -> QueryResult<Vec<SubmissionRow>> {
+    let mut q = filtered(filter);
+    if let Some((at, id)) = after {
+        q = q.filter(
+            submissions::received_at.lt(at).or(submissions::received_at.eq(at).and(submissions::id.lt(id))),
+        );
+    }
+    q.order((submissions::received_at.desc(), submissions::id.desc()))
+        .limit(limit)
+        .select(SubmissionRow::as_select())
+        .load(c)
+}
+
 /// `BrowseStore::search_submissions`.
 pub(super) fn search_submissions(
     c: &mut DbConnection,

@@ -109,6 +109,14 @@ pub trait BrowseStore {
         limit: i64,
         offset: i64,
     ) -> QueryResult<(Vec<SubmissionRow>, i64)>;
+    /// At most `limit` of the filtered submissions, newest first, after the one at `after`
+    /// (its received_at and id) in that order: keyset pages for the read API.
+    fn submissions_page(
+        &mut self,
+        filter: &SubmissionFilter,
+        after: Option<(NaiveDateTime, &str)>,
+        limit: i64,
+    ) -> QueryResult<Vec<SubmissionRow>>;
     /// Submissions whose stored content matches `pattern` (see `like_pattern`), newest first.
     fn search_submissions(&mut self, pattern: &str, limit: i64) -> QueryResult<Vec<SubmissionRow>>;
     /// The (kind, state) of the effect records of these submissions, by submission id.
@@ -130,6 +138,15 @@ impl BrowseStore for DbConnection {
         offset: i64,
     ) -> QueryResult<(Vec<SubmissionRow>, i64)> {
         list::list_submissions(self, filter, limit, offset)
+    }
+
+    fn submissions_page(
+        &mut self,
+        filter: &SubmissionFilter,
+        after: Option<(NaiveDateTime, &str)>,
+        limit: i64,
+    ) -> QueryResult<Vec<SubmissionRow>> {
+        list::submissions_page(self, filter, after, limit)
     }
 
     fn search_submissions(&mut self, term: &str, limit: i64) -> QueryResult<Vec<SubmissionRow>> {

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::forms;
 use super::ASSETS;
+use super::{forms, read_api};
 use crate::config::Config;
 use crate::web::http::problem::PROBLEM_BASE;
 
@@ -27,7 +27,19 @@ const PROBLEM_TYPES: &[(&str, &str)] = &[
     ("operation-id-mismatch", "400: the header and the body name different operation IDs"),
     ("malformed-body", "400: the body is not a JSON object of field names to strings (or not decodable)"),
     ("not-found", "404: no such form, submission or resource"),
-    ("unauthorized", "401: `/metrics` needs `Authorization: Bearer` with the configured token"),
+    (
+        "unauthorized",
+        "401: `/metrics` needs `Authorization: Bearer` with the configured token; `/api/v1` a live read API token",
+    ),
+    (
+        "insufficient-scope",
+        "403: the read API token lacks the operation's scope (`scope` names it), or is limited to another form",
+    ),
+    ("invalid-parameter", "400: a query parameter is not as described (`parameter` names it)"),
+    (
+        "decision-refused",
+        "409: the duplicate pair is already decided (undo it first), or there is no decision to undo",
+    ),
     (
         "origin-not-allowed",
         "403: the form lists `allowed_origins` and the request's `Origin` is not among them",
@@ -56,6 +68,7 @@ pub fn document(config: &Config) -> Value {
     for (name, form) in &config.forms {
         forms::paths(name, form, &mut paths);
     }
+    read_api::paths(&mut paths);
     let problem_list: String =
         PROBLEM_TYPES.iter().map(|(slug, what)| format!("\n- `{slug}`: {what}")).collect();
     json!({
@@ -77,7 +90,7 @@ pub fn document(config: &Config) -> Value {
 
 fn components() -> Value {
     let slugs: Vec<String> = PROBLEM_TYPES.iter().map(|(s, _)| format!("{PROBLEM_BASE}{s}")).collect();
-    json!({
+    let mut components = json!({
         "schemas": {
             "Problem": {
                 "type": "object",
@@ -98,7 +111,9 @@ fn components() -> Value {
                                   are reserved for file fields.",
                               "additionalProperties": {"type": "array",
                                   "items": {"type": "string", "enum": crate::domain::FIELD_ERROR_CODES}}},
-                    "submission_id": {"type": "string", "description": "operation-conflict: the original submission"}
+                    "submission_id": {"type": "string", "description": "operation-conflict: the original submission"},
+                    "scope": {"type": "string", "description": "insufficient-scope: the scope the operation needs"},
+                    "parameter": {"type": "string", "description": "invalid-parameter: the parameter at fault"}
                 }
             },
             "Result": forms::result_schema(),
@@ -107,8 +122,13 @@ fn components() -> Value {
         "headers": {
             "Retry-After": {"description": "Seconds to wait before retrying", "required": true,
                             "schema": {"type": "string", "pattern": "^[0-9]+$"}}
-        }
-    })
+        },
+        "securitySchemes": read_api::security_schemes(),
+    });
+    if let Some(schemas) = components["schemas"].as_object_mut() {
+        read_api::schemas(schemas);
+    }
+    components
 }
 
 fn text(media: &str, description: &str) -> Value {

@@ -10,6 +10,7 @@
 
 mod document;
 mod forms;
+mod read_api;
 
 use actix_web::http::header::{ContentType, ALLOW, CACHE_CONTROL};
 use actix_web::http::StatusCode;
