@@ -41,6 +41,6 @@ pub use ids::{EffectId, SubmissionId};
 pub use operation_id::{OperationId, OperationIdError};
 pub use record::{HookHandler, RecordKind};
 pub use states::{
-    ApiScope, AttemptOutcome, ChangeKind, Channel, ConflictStatus, DeliveryOutcome, EffectState, InboundOutcome,
-    PairStatus, QuarantineStatus, Role, ScanState,
+    ApiScope, AttemptOutcome, ChangeKind, Channel, ConflictStatus, DeliveryOutcome, EffectState,
+    InboundOutcome, PairStatus, QuarantineStatus, Role, ScanState,
 };

@@ -242,7 +242,8 @@ pub fn problem_page(problem: &Problem, form_name: Option<&str>, locale: Locale) 
         | ProblemKind::Unauthorized
         | ProblemKind::MethodNotAllowed
         | ProblemKind::InsufficientScope
-        | ProblemKind::DecisionRefused => ("failed-title", "failed-body"),
+        | ProblemKind::DecisionRefused
+        | ProblemKind::CursorExpired => ("failed-title", "failed-body"),
     };
     let seconds = i64::try_from(problem.retry_after.unwrap_or(5)).unwrap_or(5);
     let body = locale.format(body, &[("seconds", Arg::Num(seconds))]);

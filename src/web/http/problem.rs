@@ -33,6 +33,7 @@ pub enum ProblemKind {
     InsufficientScope,
     InvalidParameter,
     DecisionRefused,
+    CursorExpired,
 }
 
 impl ProblemKind {
@@ -59,13 +60,14 @@ impl ProblemKind {
             ProblemKind::InsufficientScope => "insufficient-scope",
             ProblemKind::InvalidParameter => "invalid-parameter",
             ProblemKind::DecisionRefused => "decision-refused",
+            ProblemKind::CursorExpired => "cursor-expired",
         }
     }
 
     pub fn status(self) -> StatusCode {
         match self {
             ProblemKind::OperationConflict | ProblemKind::OperationInProgress => StatusCode::CONFLICT,
-            ProblemKind::OperationExpired => StatusCode::GONE,
+            ProblemKind::OperationExpired | ProblemKind::CursorExpired => StatusCode::GONE,
             ProblemKind::ValidationFailed => StatusCode::UNPROCESSABLE_ENTITY,
             ProblemKind::OperationIdMissing
             | ProblemKind::OperationIdInvalid
@@ -109,6 +111,7 @@ impl ProblemKind {
             ProblemKind::InsufficientScope => "This token may not do this",
             ProblemKind::InvalidParameter => "A query parameter is invalid",
             ProblemKind::DecisionRefused => "The pair is not in a state that allows this decision",
+            ProblemKind::CursorExpired => "The cursor is older than the oldest change kept",
         }
     }
 }

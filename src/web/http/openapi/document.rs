@@ -40,6 +40,7 @@ const PROBLEM_TYPES: &[(&str, &str)] = &[
         "decision-refused",
         "409: the duplicate pair is already decided (undo it first), or there is no decision to undo",
     ),
+    ("cursor-expired", "410: retention removed changes after the change feed's cursor: read everything again"),
     (
         "origin-not-allowed",
         "403: the form lists `allowed_origins` and the request's `Origin` is not among them",

@@ -204,6 +204,49 @@ pub fn paths(paths: &mut Map<String, Value>) {
         "note": {"type": ["string", "null"], "maxLength": 1000, "description": "Kept in the audit log"}
     }}}}});
     paths.insert("/api/v1/duplicates/{id}/decision".into(), json!({"post": decide}));
+    let feed = vec![
+        query(
+            "cursor",
+            json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{28}$"}),
+            "Where to read on: `next_cursor` of the read before (opaque; an altered one is refused); \
+             without it, the feed from its start",
+        ),
+        query(
+            "limit",
+            json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}),
+            "Changes in a read",
+        ),
+    ];
+    let changes = json!({"description": "The changes after the cursor, in transaction order",
+        "content": {"application/json": {"schema": {
+        "type": "object", "required": ["items", "next_cursor"],
+        "properties": {
+            "items": {"type": "array", "items": {"type": "object",
+                "required": ["cursor", "submission_id", "form", "at", "type"],
+                "properties": {
+                    "cursor": {"type": "string", "description": "Resuming from it reads what follows this change"},
+                    "submission_id": {"type": "string"},
+                    "form": {"type": "string"},
+                    "at": {"type": "string"},
+                    "type": {"type": "string",
+                             "enum": ["accepted", "conflict", "effect_state", "decision", "erased", "deleted"]},
+                    "effect_id": {"type": "string"}, "kind": {"type": "string"}, "state": {"type": "string"},
+                    "pair_id": {"type": "string"}, "status": {"type": "string"}}}},
+            "next_cursor": {"type": "string", "description": "Store it; send it back to read on (the same when \
+                            nothing changed)"}
+        }}}}});
+    paths.insert(
+        "/api/v1/changes".into(),
+        json!({"get": operation(
+            "read_changes",
+            "Every change (accepted, conflict, effect state, decision, erased, deleted) in transaction order; \
+             resuming from a stored cursor never skips or repeats one. Effect states need read:effects too; a \
+             token limited to a form reads that form's changes",
+            ApiScope::ReadSubmissions,
+            feed,
+            responses(changes, &[("410", problem("cursor-expired: retention removed changes after the cursor"))]),
+        )}),
+    );
 }
 
 /// `components.securitySchemes`.

@@ -25,7 +25,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/v1/submissions/{id}", web::get().to(submission))
         .route("/api/v1/effects", web::get().to(list_effects))
         .route("/api/v1/duplicates", web::get().to(list_duplicates))
-        .route("/api/v1/duplicates/{id}/decision", web::post().to(decision::post));
+        .route("/api/v1/duplicates/{id}/decision", web::post().to(decision::post))
+        .route("/api/v1/changes", web::get().to(list_changes));
 }
 
 /// A refusal or failure of the use case as a problem (403s with their bearer challenge).
@@ -153,4 +154,50 @@ async fn list_duplicates(state: web::Data<AppState>, caller: ApiCaller, req: Htt
         Ok(q) => read(state, caller.0, move |r, c| read_api::duplicates::list(r, c, q), page_response).await,
         Err(p) => p.response(),
     }
+}
+
+/// `GET /api/v1/changes?cursor=&limit=`: the change feed after the cursor (`services::changes`).
+/// A token limited to a form reads that form's changes; one without `read:effects` reads no
+/// effect's state. The cursor moves past what it may not read, so it never comes back.
+async fn list_changes(state: web::Data<AppState>, caller: ApiCaller, req: HttpRequest) -> HttpResponse {
+    use crate::services::changes::{self, Cursor as FeedCursor, What};
+    let caller = caller.0;
+    if let Err(e) = caller.require(crate::domain::ApiScope::ReadSubmissions) {
+        return refusal(e);
+    }
+    let parsed = (|| {
+        let p = Params::parse(req.query_string())?;
+        let cursor = p.raw("cursor").map(FeedCursor::parse).transpose().map_err(|_| {
+            Problem::new(ProblemKind::InvalidParameter, "`cursor`: not a cursor of this feed")
+                .with("parameter", "cursor")
+        })?;
+        Ok::<_, Problem>((cursor, p.limit()?))
+    })();
+    let (cursor, limit) = match parsed {
+        Ok(q) => q,
+        Err(p) => return p.response(),
+    };
+    let pool = state.pool.clone();
+    let limit = u32::try_from(limit).unwrap_or(changes::MAX_LIMIT);
+    let page = web::block(move || changes::read(&pool, cursor.as_ref(), limit)).await;
+    let page = match page {
+        Ok(Ok(page)) => page,
+        Ok(Err(changes::ReadError::Expired)) => {
+            return Problem::new(ProblemKind::CursorExpired, "retention removed changes after this cursor: start over")
+                .response()
+        }
+        Ok(Err(changes::ReadError::BadCursor(_))) => {
+            return Problem::new(ProblemKind::InvalidParameter, "`cursor`: not a cursor of this feed").response()
+        }
+        Ok(Err(changes::ReadError::Db(e))) => return db_problem(e).response(),
+        Err(_) => return Problem::unavailable().response(),
+    };
+    let effects = caller.may(crate::domain::ApiScope::ReadEffects);
+    let items: Vec<_> = page
+        .changes
+        .into_iter()
+        .filter(|c| caller.form.as_ref().is_none_or(|f| *f == c.form))
+        .filter(|c| effects || !matches!(c.what, What::EffectState { .. }))
+        .collect();
+    json_response(&json!({"items": items, "next_cursor": page.next.as_str()}))
 }

@@ -21,6 +21,11 @@ impl Params {
             .map_err(|_| Problem::new(ProblemKind::InvalidParameter, "the query string could not be decoded"))
     }
 
+    /// The first value of `name`, as sent, if given.
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        self.get(name)
+    }
+
     /// The first value of `name`, if given (`name=` gives an empty one, which no parameter
     /// takes).
     fn get(&self, name: &str) -> Option<&str> {
