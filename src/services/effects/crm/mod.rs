@@ -216,9 +216,19 @@ pub fn warnings<'a>(
         if form.effects.contains(&crate::domain::EffectKind::CRM_LEAD) {
             out.extend(kind.mapping_warnings(&format!("forms.{name}"), form));
         }
+        if form.crm.on_duplicate == crate::config::OnDuplicate::Note && !NOTES.contains(&kind.name()) {
+            out.push(format!(
+                "forms.{name}.crm.on_duplicate: the `{}` CRM adapter cannot add notes: a duplicate's \
+                 note will end FAILED_FINAL (crm_notes_unsupported)",
+                kind.name()
+            ));
+        }
     }
     out
 }
+
+/// The adapters that add notes (`Capabilities::notes`), for check-config (which builds none).
+const NOTES: &[&str] = &["hubspot", "salesforce"];
 
 /// The HTTP adapters' shared rule: a URL (`[crm] url` or `ONCEFORM_CRM_URL`) that the URL
 /// policy allows, at an address the reach admits (`allow_private`).
