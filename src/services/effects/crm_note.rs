@@ -120,3 +120,28 @@ impl Effect for CrmNote {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(toml: &str) -> FormConfig {
+        toml::from_str(&format!("title = 'x'\n{toml}")).unwrap()
+    }
+
+    #[test]
+    fn check_config_wants_crm_lead_and_never_crm_note_in_effects() {
+        let ok = form("effects = ['crm_lead']\n[crm]\non_duplicate = 'note'");
+        assert_eq!(CrmNoteKind.check("forms.f", &ok), Vec::<String>::new());
+        let no_lead = form("effects = ['owner_notification']\n[crm]\non_duplicate = 'note'");
+        assert_eq!(
+            CrmNoteKind.check("forms.f", &no_lead),
+            ["forms.f.crm.on_duplicate: \"note\" needs `crm_lead` in forms.f.effects"]
+        );
+        let listed = form("effects = ['crm_lead', 'crm_note']");
+        assert!(CrmNoteKind.check("forms.f", &listed)[0].contains("`crm_note` is not listed"));
+        assert!(!CrmNoteKind.applies(&listed, &|_| true), "only a decision makes one");
+        let ignore = form("effects = ['owner_notification']");
+        assert_eq!(CrmNoteKind.check("forms.f", &ignore), Vec::<String>::new(), "the default asks nothing");
+    }
+}

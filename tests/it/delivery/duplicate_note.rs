@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use diesel::prelude::*;
 use onceform::config::{Config, OnDuplicate};
-use onceform::db::schema::duplicate_pairs;
+use onceform::db::schema::{duplicate_pairs, side_effects};
 use onceform::db::DbError;
 use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
@@ -25,6 +25,8 @@ on_both_backends!(
     a_sent_lead_decided_a_duplicate_gets_one_note_linking_the_two_leads,
     undo_then_redo_never_makes_a_second_note,
     a_lead_still_pending_is_cancelled_never_created_and_gets_no_note,
+    an_unknown_lead_found_absent_is_never_created_and_its_note_ends_failed,
+    an_unknown_lead_found_created_gets_its_note,
     a_timeout_creating_the_note_is_unknown_then_found_by_its_key,
     without_on_duplicate_a_decision_adds_no_note,
     a_salesforce_lead_gets_one_task_even_after_a_timeout,
@@ -197,6 +199,65 @@ async fn a_lead_still_pending_is_cancelled_never_created_and_gets_no_note(backen
     assert_eq!(d.effect(&duplicate, "crm_lead").await.state, "CANCELLED");
     assert_eq!(note_states(&d, &duplicate).await, Vec::<String>::new(), "no lead, no note");
     assert_eq!((hubspot.contacts().len(), hubspot.upserts(), hubspot.note_creates()), (1, 1, 0));
+}
+
+/// Puts the lead of the submission under `key` in `state`, due now (as a worker that died
+/// mid-call leaves it once its lease runs out: UNKNOWN, whether or not the CRM took it).
+async fn set_lead_state(d: &DeliveryApp, key: &str, state: &str) {
+    let (id, state) = (submission_id(&d.app, key).await, state.to_string());
+    d.app
+        .query(move |pool| {
+            with_conn!(pool, |c| diesel::update(side_effects::table)
+                .filter(side_effects::submission_id.eq(&id))
+                .filter(side_effects::kind.eq("crm_lead"))
+                .set((
+                    side_effects::state.eq(&state),
+                    side_effects::next_attempt_at.eq(onceform::base::clock::now()),
+                ))
+                .execute(c)
+                .map_err(DbError::from))
+        })
+        .await;
+}
+
+async fn an_unknown_lead_found_absent_is_never_created_and_its_note_ends_failed(backend: Backend) {
+    let (d, hubspot) = hubspot_app(backend, true).await;
+    let original = new_key();
+    d.app.submit(&original, &inquiry_from("ada@example.com", "Need a quote")).await;
+    d.settle(&d.worker()).await;
+    let duplicate = new_key();
+    d.app.submit(&duplicate, &inquiry_from("ada.l@example.com", "Need a quote!")).await;
+    // The worker died before HubSpot took the upsert: UNKNOWN, and HubSpot has no contact.
+    set_lead_state(&d, &duplicate, "UNKNOWN").await;
+    let pair = make_pair(&d, &original, &duplicate).await;
+    let admin = d.app.sign_in(Role::Admin).await;
+    act(&d, &admin, &pair, "duplicate").await;
+    assert_eq!(note_states(&d, &duplicate).await, ["PENDING"], "the lead may exist: its note waits for it");
+    d.settle(&d.worker()).await;
+
+    assert_eq!(d.effect(&duplicate, "crm_lead").await.state, "FAILED_FINAL");
+    let lead_attempts = d.attempts(&duplicate, "crm_lead").await;
+    assert_eq!(lead_attempts.last().unwrap().1.as_deref(), Some("decided_duplicate"), "{lead_attempts:?}");
+    assert_eq!((hubspot.contacts().len(), hubspot.upserts()), (1, 1), "never created after the decision");
+    assert_eq!(note_states(&d, &duplicate).await, ["FAILED_FINAL"]);
+    let note_attempts = d.attempts(&duplicate, "crm_note").await;
+    assert!(
+        note_attempts.iter().all(|(_, class)| class.as_deref() == Some("note_lead_absent")),
+        "{note_attempts:?}"
+    );
+    assert_eq!(hubspot.note_creates(), 0);
+}
+
+async fn an_unknown_lead_found_created_gets_its_note(backend: Backend) {
+    let (d, hubspot) = hubspot_app(backend, true).await;
+    let (_original, duplicate, pair, admin) = both_sent(&d).await;
+    // The worker died after HubSpot took the upsert.
+    set_lead_state(&d, &duplicate, "UNKNOWN").await;
+    act(&d, &admin, &pair, "duplicate").await;
+    d.settle(&d.worker()).await;
+    assert_eq!(d.effect(&duplicate, "crm_lead").await.state, "SENT", "found by its reference");
+    assert_eq!(note_states(&d, &duplicate).await, ["SENT"]);
+    assert_eq!((hubspot.upserts(), hubspot.notes().len()), (2, 1));
 }
 
 async fn a_timeout_creating_the_note_is_unknown_then_found_by_its_key(backend: Backend) {
