@@ -87,10 +87,11 @@ email-file-attached = attached
 email-file-download = download: { $path }
 email-file-gone = no longer stored
 
-## Chat messages (teams, discord, telegram): to the form's owners, in the form's locale
+## Chat messages (teams, discord, telegram, line, wecom, dingtalk, feishu): to the form's owners, in the form's locale
 
 chat-title = New inquiry: { $form }
 chat-reference = Reference: { $reference }
+chat-route = Route: { $route }
 chat-field = { $label }: { $value }
 chat-open = Open in the admin
 

@@ -86,10 +86,11 @@ email-file-attached = 添付
 email-file-download = ダウンロード: { $path }
 email-file-gone = すでに保存されていません
 
-## Chat messages (teams, discord, telegram): to the form's owners, in the form's locale
+## Chat messages (teams, discord, telegram, line, wecom, dingtalk, feishu): to the form's owners, in the form's locale
 
 chat-title = 新しいお問い合わせ：{ $form }
 chat-reference = 受付番号：{ $reference }
+chat-route = 振り分け：{ $route }
 chat-field = { $label }：{ $value }
 chat-open = 管理画面で開く
 

@@ -86,10 +86,11 @@ email-file-attached = 已附加
 email-file-download = 下载：{ $path }
 email-file-gone = 已不再保存
 
-## Chat messages (teams, discord, telegram): to the form's owners, in the form's locale
+## Chat messages (teams, discord, telegram, line, wecom, dingtalk, feishu): to the form's owners, in the form's locale
 
 chat-title = 新咨询：{ $form }
 chat-reference = 编号：{ $reference }
+chat-route = 分派路线：{ $route }
 chat-field = { $label }：{ $value }
 chat-open = 在管理后台打开
 

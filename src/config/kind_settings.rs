@@ -21,6 +21,16 @@ impl KindSettings {
         self.0.get(&kind)?.downcast_ref()
     }
 
+    /// `kind`'s table as its kind parsed it.
+    pub fn raw(&self, kind: EffectKind) -> Option<&Settings> {
+        self.0.get(&kind)
+    }
+
+    /// Sets `kind`'s table (a route's laid over the form's).
+    pub fn set(&mut self, kind: EffectKind, settings: Settings) {
+        self.0.insert(kind, settings);
+    }
+
     pub fn contains(&self, kind: EffectKind) -> bool {
         self.0.contains_key(&kind)
     }

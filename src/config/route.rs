@@ -14,7 +14,7 @@ use crate::domain::{EffectKind, FieldType};
 pub const FACTS: &[&str] = &["locale", "phone_region", "spam"];
 
 /// One route. Unknown keys are refused by `settings`, which takes only the tables of effect
-/// kinds (and those are refused by check-config: not yet supported on a route).
+/// kinds (check-config refuses those of a kind that takes none on a route).
 #[derive(Debug, Clone, Deserialize)]
 pub struct RouteConfig {
     /// Shown in the admin and the JSON answer's `route`; an unnamed route is `#INDEX`
@@ -31,8 +31,9 @@ pub struct RouteConfig {
     /// Replaces the form's `effects`.
     #[serde(default)]
     pub effects: Option<Vec<EffectKind>>,
-    /// Effect kinds' own tables on a route: parsed, then refused by check-config (a route
-    /// uses the form's `[forms.F.KIND]`).
+    /// Effect kinds' own tables on a route (`line = { to_env = "…" }`), laid over the
+    /// form's `[forms.F.KIND]` by kinds that take one (`effects::route_settings`); check-config
+    /// refuses the others (such a route uses the form's table).
     #[serde(flatten)]
     pub settings: KindSettings,
 }
@@ -107,14 +108,6 @@ pub(super) fn form_problems(out: &mut Vec<String>, at: &str, form: &FormConfig) 
             if !kinds.insert(*kind) {
                 out.push(format!("{here}.effects: `{}` listed twice", kind.as_str()));
             }
-        }
-        for kind in route.settings.kinds() {
-            out.push(format!(
-                "{here}.{}: a route's own settings for a kind are not supported yet; \
-                 the route uses [{at}.{}]",
-                kind.as_str(),
-                kind.as_str()
-            ));
         }
     }
 }

@@ -22,8 +22,9 @@ pub fn problems(config: &Config) -> Vec<String> {
 
 /// Each effect kind's problems with `form` (at `forms.NAME`) and with each of its routes
 /// (`[[forms.NAME.routes]]`), a route being checked as the form with the route's `effects`
-/// and `notify`: a kind a route lists without its settings, `owner_notification` on a route
-/// without addresses. A problem the form's own check names is not named again per route.
+/// and `notify` and its own kind tables laid over the form's: a kind a route lists without its
+/// settings, `owner_notification` on a route without addresses, a route's table of a kind that
+/// takes none. A problem the form's own check names is not named again per route.
 fn kind_problems(at: &str, form: &FormConfig) -> Vec<String> {
     let mut bare = form.clone();
     bare.routes.clear();
@@ -38,11 +39,21 @@ fn kind_problems(at: &str, form: &FormConfig) -> Vec<String> {
     let out = listed_problems(at, &bare, &everywhere);
     let mut routed_out = Vec::new();
     for (i, route) in form.routes.iter().enumerate() {
-        if route.effects.is_none() && route.notify.is_none() {
-            continue; // the form's own effects and notify, checked above
-        }
         let here = format!("{at}.routes[{i}] ({})", route.label(i));
+        let (settings, refused) = crate::services::effects::route_settings(&bare, route);
+        for kind in refused {
+            routed_out.push(format!(
+                "{here}.{}: a route's own settings for a kind are not supported yet; \
+                 the route uses [{at}.{}]",
+                kind.as_str(),
+                kind.as_str()
+            ));
+        }
+        if route.effects.is_none() && route.notify.is_none() && route.settings.kinds().next().is_none() {
+            continue; // the form's own effects, notify and tables, checked above
+        }
         let mut routed = bare.clone();
+        routed.settings = settings;
         if let Some(kinds) = &route.effects {
             routed.effects = kinds.clone();
         }
@@ -70,7 +81,8 @@ fn listed_problems(at: &str, form: &FormConfig, everywhere: &[crate::domain::Eff
 
 /// What is wrong with the secrets `config` names, read from `env` as `serve` and `worker`
 /// read them at start (where each refuses to start on its own): each webhook source's
-/// signing secrets (`hooks.NAME`), each `webhook` handler's and each form effect's. A
+/// signing secrets (`hooks.NAME`), each `webhook` handler's, the CRM adapter's that needs one
+/// (`pipedrive`'s token, `zoho`'s client secret and refresh token) and each form effect's. A
 /// message names the setting and the variable, never the value.
 pub fn secret_problems(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
     let mut out = Vec::new();
@@ -81,6 +93,7 @@ pub fn secret_problems(config: &Config, env: &dyn Fn(&str) -> Option<String>) ->
             out.extend(h.kind.0.secret_problems(&format!("{at}.handlers.{}", h.name), h, env));
         }
     }
+    out.extend(crate::services::effects::crm::secret_problems("crm", &config.crm, env));
     for (name, form) in &config.forms {
         out.extend(crate::services::effects::secret_problems(&format!("forms.{name}"), form, env));
     }

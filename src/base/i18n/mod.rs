@@ -226,6 +226,7 @@ mod tests {
             ("n", Arg::Num(1)),
             ("path", Arg::Str("P")),
             ("value", Arg::Str("V")),
+            ("route", Arg::Str("R")),
         ];
         let mut fluent_args = FluentArgs::new();
         for (name, value) in &args {

@@ -1,7 +1,8 @@
-//! What the chat kinds (`teams`, `discord`, `telegram`, `wecom`, `dingtalk`, `feishu`) share; not a kind itself, and the
-//! kinds never use each other. Each message says the same things in the form's locale: the
-//! form's title, the reference, the fields the kind's `fields = [...]` names (nothing else the
-//! visitor typed) and, with `[server] public_url`, a link to the submission in the admin.
+//! What the chat kinds (`teams`, `discord`, `telegram`, `line`, `wecom`, `dingtalk`, `feishu`)
+//! share; not a kind itself, and the kinds never use each other. Each message says the same
+//! things in the form's locale: the form's title, the reference, the route the submission
+//! took (if any), the fields the kind's `fields = [...]` names (nothing else the visitor
+//! typed) and, with `[server] public_url`, a link to the submission in the admin.
 //! A refusal keeps the vendor's own words and waits as long as the vendor asks.
 
 use std::time::Duration;
@@ -30,6 +31,8 @@ pub struct Message {
     pub title: String,
     /// `Reference: OF-…`.
     pub reference: String,
+    /// `Route: support-tw`: the route the submission took (`[[forms.F.routes]]`), if any.
+    pub route: Option<String>,
     /// (label, value) of each named field the submission filled, in the order named.
     pub fields: Vec<(String, String)>,
     /// (the link's text, the submission's admin URL), with `[server] public_url`.
@@ -55,8 +58,20 @@ impl Message {
             locale,
             title: locale.format("chat-title", &[("form", Arg::Str(&title))]),
             reference: locale.format("chat-reference", &[("reference", Arg::Str(&job.reference()))]),
+            route: job
+                .route
+                .as_deref()
+                .map(|r| locale.format("chat-route", &[("route", Arg::Str(&one_line(r)))])),
             fields: shown.collect(),
             link: admin.map(|base| (locale.text("chat-open"), format!("{base}{}", job.submission_id))),
+        }
+    }
+
+    /// The title, the reference and the route (when there is one), a line each.
+    pub fn head(&self) -> String {
+        match &self.route {
+            Some(route) => format!("{}\n{}\n{route}", self.title, self.reference),
+            None => format!("{}\n{}", self.title, self.reference),
         }
     }
 
@@ -201,7 +216,7 @@ pub fn clip_bytes(s: &str, max: usize) -> String {
 /// The message as plain text of at most `max` bytes (the fields are cut first): what the
 /// robots that take text alone (WeCom, DingTalk, Feishu) post.
 pub fn plain_text(m: &Message, max: usize) -> String {
-    let head = format!("{}\n{}", m.title, m.reference);
+    let head = m.head();
     let foot = match &m.link {
         Some((label, url)) => format!("\n{}", m.field_line(label, url)),
         None => String::new(),
@@ -212,6 +227,22 @@ pub fn plain_text(m: &Message, max: usize) -> String {
     }
     let room = max.saturating_sub(head.len() + foot.len() + 1);
     clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), max)
+}
+
+/// The message as plain text of at most `max` UTF-16 code units (the fields are cut
+/// first): what Telegram and LINE post, both counting text in UTF-16 code units.
+pub fn plain_text_utf16(m: &Message, max: usize) -> String {
+    let head = m.head();
+    let foot = match &m.link {
+        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
+        None => String::new(),
+    };
+    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
+    if fields.is_empty() {
+        return clip_utf16(&format!("{head}{foot}"), max);
+    }
+    let room = max.saturating_sub(head.encode_utf16().count() + foot.encode_utf16().count() + 1);
+    clip_utf16(&format!("{head}\n{}{foot}", clip_utf16(&fields.join("\n"), room)), max)
 }
 
 /// How a robot that answers 200 with a code in its body (WeCom, DingTalk, Feishu) says what

@@ -160,7 +160,10 @@ fn fit(escaped: &str, max: usize) -> String {
 
 /// The message as Discord's `content` (at most 2000 characters; the fields are cut first).
 fn content(m: &Message) -> String {
-    let head = format!("**{}**\n{}", escape(&m.title), escape(&m.reference));
+    let mut head = format!("**{}**\n{}", escape(&m.title), escape(&m.reference));
+    if let Some(route) = &m.route {
+        head = format!("{head}\n{}", escape(route));
+    }
     let foot = match &m.link {
         Some((text, url)) => format!("\n[{}](<{url}>)", escape(text)),
         None => String::new(),
@@ -247,6 +250,7 @@ mod tests {
             locale: Locale::En,
             title: "New inquiry: Contact".into(),
             reference: "Reference: OF-1".into(),
+            route: None,
             fields: vec![("Message".into(), value.into())],
             link: Some((
                 "Open in the admin".into(),

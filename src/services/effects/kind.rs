@@ -37,6 +37,13 @@ pub trait Kind: Sync {
         None
     }
 
+    /// A route's own table for this kind (`line = { to_env = "…" }` in a route) laid over
+    /// the form's (`form`, when it has one): the settings a submission that took the route
+    /// is delivered with. `None`: this kind takes no table on a route (check-config says so).
+    fn on_route(&self, _form: Option<&Settings>, _route: &Settings) -> Option<Settings> {
+        None
+    }
+
     /// Problems of `form` (called `at`, i.e. `forms.NAME`) for this kind; asked of every form.
     fn check(&self, _at: &str, _form: &FormConfig) -> Vec<String> {
         Vec::new()

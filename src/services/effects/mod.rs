@@ -4,11 +4,13 @@
 //! its `[forms.F.NAME]` table if it takes one, its check-config rules, whether a submission
 //! gets one) whose `effect` builds the `Effect` that delivers and reconciles its records;
 //! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
-//! section in docs/CONFIGURATION.md. `slack.rs` is a small example.
+//! section in docs/CONFIGURATION.md. `slack.rs` is a small example; a CRM adapter becomes a
+//! kind of its own with one line (`crm_form.rs`).
 
 mod chat;
 mod confirmation_email;
 pub mod crm;
+mod crm_form;
 mod crm_lead;
 mod crm_note;
 mod dingtalk;
@@ -16,9 +18,11 @@ mod discord;
 mod feishu;
 pub mod http;
 mod kind;
+mod line;
 pub mod mail;
 mod outcome;
 mod owner_notification;
+mod sheets;
 mod slack;
 mod teams;
 mod telegram;
@@ -33,7 +37,7 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 
-use crate::config::{Config, FormConfig};
+use crate::config::{Config, FormConfig, RouteConfig};
 use crate::db::models::JobRow;
 use crate::domain::keyring::Keyring;
 use crate::domain::{EffectId, EffectKind, RecordKind, SubmissionId};
@@ -45,15 +49,19 @@ pub use outcome::{Lookup, Outcome, Report};
 static KINDS: &[&dyn Kind] = &[
     &crm_lead::CrmLeadKind,
     &crm_note::CrmNoteKind,
+    &crm_form::PIPEDRIVE,
+    &crm_form::ZOHO,
     &confirmation_email::ConfirmationEmailKind,
     &owner_notification::OwnerNotificationKind,
     &slack::SlackKind,
     &teams::TeamsKind,
     &discord::DiscordKind,
     &telegram::TelegramKind,
+    &line::LineKind,
     &wecom::WecomKind,
     &dingtalk::DingtalkKind,
     &feishu::FeishuKind,
+    &sheets::SheetsKind,
     &webhook::WebhookKind,
 ];
 
@@ -70,6 +78,25 @@ pub fn problems(at: &str, form: &FormConfig) -> Vec<String> {
 /// What is wrong with the secrets the kinds read for `form` from `env` (`Kind::secret_problems`).
 pub fn secret_problems(at: &str, form: &FormConfig, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
     KINDS.iter().flat_map(|k| k.secret_problems(at, form, env)).collect()
+}
+
+/// The kinds' tables a submission of `form` that took `route` is delivered with: the form's,
+/// each kind's table on the route laid over the form's (`Kind::on_route`); and the kinds
+/// whose table a route may not hold, which keep the form's.
+pub fn route_settings(form: &FormConfig, route: &RouteConfig) -> (KindSettings, Vec<EffectKind>) {
+    let mut settings = form.settings.clone();
+    let mut refused = Vec::new();
+    for kind in route.settings.kinds() {
+        let laid = route
+            .settings
+            .raw(kind)
+            .and_then(|own| kind::find(kind.as_str())?.on_route(form.settings.raw(kind), own));
+        match laid {
+            Some(s) => settings.set(kind, s),
+            None => refused.push(kind),
+        }
+    }
+    (settings, refused)
 }
 
 /// Whether a submission of `form` gets a record of `kind` (`filled`: it has a value for that field).

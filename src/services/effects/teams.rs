@@ -116,6 +116,9 @@ fn card(m: &Message) -> Value {
         json!({ "type": "RichTextBlock", "inlines": [run(&m.title, true)] }),
         json!({ "type": "RichTextBlock", "inlines": [run(&m.reference, false)] }),
     ];
+    if let Some(route) = &m.route {
+        body.push(json!({ "type": "RichTextBlock", "inlines": [run(route, false)] }));
+    }
     for (label, value) in &m.fields {
         body.push(json!({
             "type": "RichTextBlock",
@@ -206,6 +209,7 @@ mod tests {
             locale: Locale::En,
             title: "New inquiry: Contact".into(),
             reference: "Reference: OF-1".into(),
+            route: None,
             fields: vec![("Message".into(), "[click](https://evil.example) **now**".into())],
             link: Some((
                 "Open in the admin".into(),

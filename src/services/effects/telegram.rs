@@ -18,7 +18,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::chat::{admin_base, clip_utf16, field_problems, refused, seconds, secret_var, Message, Refusal};
+use super::chat::{
+    admin_base, field_problems, plain_text_utf16, refused, seconds, secret_var, Message, Refusal,
+};
 use super::http::{client, id_of, transport_error, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
@@ -175,17 +177,7 @@ struct Telegram {
 
 /// The message as plain text (at most 4096 UTF-16 code units; the fields are cut first).
 fn text(m: &Message) -> String {
-    let head = format!("{}\n{}", m.title, m.reference);
-    let foot = match &m.link {
-        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
-        None => String::new(),
-    };
-    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
-    if fields.is_empty() {
-        return clip_utf16(&format!("{head}{foot}"), TEXT_MAX);
-    }
-    let room = TEXT_MAX.saturating_sub(head.encode_utf16().count() + foot.encode_utf16().count() + 1);
-    clip_utf16(&format!("{head}\n{}{foot}", clip_utf16(&fields.join("\n"), room)), TEXT_MAX)
+    plain_text_utf16(m, TEXT_MAX)
 }
 
 /// Telegram's words: its `description` (`Bad Request: chat not found`).
@@ -292,6 +284,7 @@ mod tests {
             locale: Locale::En,
             title: "New inquiry: Contact".into(),
             reference: "Reference: OF-1".into(),
+            route: None,
             fields: vec![("Message".into(), "😀".repeat(5000))],
             link: Some((
                 "Open in the admin".into(),

@@ -150,6 +150,7 @@ mod tests {
             locale: Locale::ZhCn,
             title: "新询问：联系我们".into(),
             reference: "编号：OF-1".into(),
+            route: None,
             fields: vec![("留言".into(), "长".repeat(1000))],
             link: Some(("在管理后台打开".into(), "https://forms.example.com/admin/submissions/s-1".into())),
         };

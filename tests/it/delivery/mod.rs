@@ -1,4 +1,4 @@
-//! Delivering side effects: workers, CRM adapters, email, Slack, Teams, Discord, Telegram,
+//! Delivering side effects: workers, CRM adapters (HubSpot, Salesforce, Pipedrive, Zoho), email, Slack, Teams, Discord, Telegram,
 //! outbound webhooks.
 
 pub mod attachments;
@@ -8,15 +8,20 @@ pub mod duplicate_note;
 pub mod feishu;
 pub mod file_adapters;
 pub mod hubspot;
+pub mod line;
 pub mod mail_hardening;
 pub mod outcomes;
 pub mod pacing;
+pub mod pipedrive;
 pub mod providers;
 pub mod routing;
 pub mod salesforce;
+pub mod sheets;
 pub mod slack;
 pub mod teams;
 pub mod telegram;
 pub mod webhook_out;
 pub mod wecom;
+pub mod worker_kill;
 pub mod workers;
+pub mod zoho;

@@ -1,4 +1,4 @@
-//! What the chat vendor fakes (`teams`, `discord`, `telegram`) and their tests share: the
+//! What the chat vendor fakes (`teams`, `discord`, `telegram`, `line`, …) and their tests share: the
 //! faults a test queues, what a fake records, and the demo form wired to one chat kind.
 
 use std::collections::VecDeque;
@@ -28,6 +28,8 @@ pub enum Fault {
     ServerError(u16),
     /// Teams' old connectors: a 200 whose body says it was throttled; nothing is posted.
     ThrottledIn200,
+    /// LINE's 429 for an account past its monthly message limit; nothing is posted.
+    OverMonthlyLimit,
 }
 
 /// One message the vendor posted.

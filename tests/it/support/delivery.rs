@@ -68,7 +68,7 @@ impl DeliveryApp {
     }
 
     /// Runs worker passes until nothing is PENDING (unless held for a duplicate decision) or
-    /// SENDING and no CRM outcome (lead or note) is UNKNOWN (emails without a lookup may stay UNKNOWN: they
+    /// SENDING and no CRM outcome (`crm_lead`, `crm_note`, `pipedrive`, `zoho`) is UNKNOWN (emails without a lookup may stay UNKNOWN: they
     /// wait for an admin).
     pub async fn settle(&self, worker: &Worker) {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -81,9 +81,12 @@ impl DeliveryApp {
                         .filter(
                             (side_effects::state.eq("PENDING").and(side_effects::held.eq(false)))
                                 .or(side_effects::state.eq("SENDING"))
-                                .or(side_effects::state
-                                    .eq("UNKNOWN")
-                                    .and(side_effects::kind.eq_any(["crm_lead", "crm_note"]))),
+                                .or(side_effects::state.eq("UNKNOWN").and(side_effects::kind.eq_any([
+                                    "crm_lead",
+                                    "crm_note",
+                                    "pipedrive",
+                                    "zoho"
+                                ]))),
                         )
                         .count()
                         .get_result::<i64>(c)

@@ -5,15 +5,21 @@
 //! and the constructor of its `CrmAdapter`), then one line in `ADAPTERS`. `generic.rs` is a
 //! small example.
 
+mod answer;
 mod dir_sync;
 mod file;
+mod form_kind;
 mod generic;
 mod hubspot;
+mod pipedrive;
 mod salesforce;
 mod settings;
+mod zoho;
 
 pub use file::{file_name as lead_file_name, leads_dir, safe_name};
+pub use form_kind::{form_problems, form_table, FormCrm};
 pub use settings::set_table;
+use settings::SHARED;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,8 +33,14 @@ use crate::domain::FileRef;
 
 /// Every CRM adapter, one line each: a new adapter is a file beside this one (see
 /// `AdapterKind`) and its line here.
-static ADAPTERS: &[&dyn AdapterKind] =
-    &[&file::FileKind, &generic::GenericKind, &hubspot::HubspotKind, &salesforce::SalesforceKind];
+static ADAPTERS: &[&dyn AdapterKind] = &[
+    &file::FileKind,
+    &generic::GenericKind,
+    &hubspot::HubspotKind,
+    &salesforce::SalesforceKind,
+    &pipedrive::PipedriveKind,
+    &zoho::ZohoKind,
+];
 
 /// A lead as sent: the effect's key as external reference, the mapped fields.
 #[derive(Debug, Clone)]
@@ -145,6 +157,12 @@ pub trait AdapterKind: Sync {
         Vec::new()
     }
 
+    /// The secrets it cannot work without, read from the environment at start: (its key,
+    /// e.g. `token_env`, and the variable it names). None by default.
+    fn secret_vars(&self, _crm: &CrmConfig) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
     /// The adapter, built from `[crm]` and its table; `token`: the value of `token_env`.
     fn build(
         &self,
@@ -200,6 +218,25 @@ pub fn problems(crm: &CrmConfig) -> Vec<String> {
     }
 }
 
+/// check-config: the secrets the adapter of `crm` (called `at`: `crm` or `forms.F.NAME`)
+/// needs that `env` does not hold; a message names the variable, never a value.
+pub fn secret_problems(at: &str, crm: &CrmConfig, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let Some(kind) = find(crm.adapter_name()) else { return Vec::new() };
+    // `token_env` is `[crm]`'s own key; the others are in the adapter's table.
+    let table = match at {
+        "crm" => format!("crm.{}", kind.name()),
+        _ => at.to_string(),
+    };
+    kind.secret_vars(crm)
+        .into_iter()
+        .filter(|(_, var)| env(var).is_none_or(|v| v.trim().is_empty()))
+        .map(|(key, var)| {
+            let place = if key == "token_env" { at } else { table.as_str() };
+            format!("{place}.{key}: the environment variable {var} is not set")
+        })
+        .collect()
+}
+
 /// check-config: keys that moved into an adapter's table, and each `crm_lead` form's
 /// mapping held against the adapter in use.
 pub fn warnings<'a>(
@@ -211,17 +248,58 @@ pub fn warnings<'a>(
         .iter()
         .map(|(old, new)| format!("crm.{old}: moved to `{new}` (still read; write it there)"))
         .collect();
-    let Some(kind) = find(crm.adapter_name()) else { return out };
+    let in_use = find(crm.adapter_name());
     for (name, form) in forms {
-        if form.effects.contains(&crate::domain::EffectKind::CRM_LEAD) {
-            out.extend(kind.mapping_warnings(&format!("forms.{name}"), form));
+        let at = format!("forms.{name}");
+        if let Some(kind) = in_use.filter(|_| form.lists(crate::domain::EffectKind::CRM_LEAD)) {
+            out.extend(kind.mapping_warnings(&at, form));
         }
-        if form.crm.on_duplicate == crate::config::OnDuplicate::Note && !NOTES.contains(&kind.name()) {
+        // A form's own CRM kinds (`effects = ["zoho"]`), each against its vendor.
+        for kind in ADAPTERS.iter().filter(|k| form.effects.iter().any(|e| e.as_str() == k.name())) {
+            out.extend(kind.mapping_warnings(&at, form));
+        }
+        let noted = form.crm.on_duplicate == crate::config::OnDuplicate::Note;
+        if let Some(kind) = in_use.filter(|k| noted && !NOTES.contains(&k.name())) {
             out.push(format!(
-                "forms.{name}.crm.on_duplicate: the `{}` CRM adapter cannot add notes: a duplicate's \
-                 note will end FAILED_FINAL (crm_notes_unsupported)",
+                "{at}.crm.on_duplicate: the `{}` CRM adapter cannot add notes: a duplicate's note \
+                 will end FAILED_FINAL (crm_notes_unsupported)",
                 kind.name()
             ));
+        }
+    }
+    out
+}
+
+/// check-config: why the vendor field `required` can be left blank by `form`'s mapping (no
+/// required form field is mapped to it and `crm_defaults` does not fill it); `None`: it cannot.
+/// Vendor field names are compared without regard to case.
+fn may_be_blank(form: &FormConfig, required: &str) -> Option<String> {
+    let defaulted =
+        form.crm_defaults.iter().any(|(k, v)| k.eq_ignore_ascii_case(required) && !v.trim().is_empty());
+    let from: Vec<&String> =
+        form.crm_fields.iter().filter(|(_, to)| to.eq_ignore_ascii_case(required)).map(|(f, _)| f).collect();
+    if defaulted || from.iter().any(|f| form.field(f).is_some_and(|f| f.required)) {
+        return None;
+    }
+    Some(match from.first() {
+        Some(f) => format!("the optional field `{f}` can leave it blank"),
+        None => "no field is mapped to it".to_string(),
+    })
+}
+
+/// check-config: the form fields mapped to the vendor field `to` that may be longer than
+/// `length` characters (`crm_defaults` included): (the form's key, its length).
+fn too_long(form: &FormConfig, to: &str, length: usize) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = form
+        .crm_fields
+        .iter()
+        .filter(|(_, t)| t.eq_ignore_ascii_case(to))
+        .filter_map(|(name, _)| Some((format!("fields ({name})"), form.field(name)?.max_length())))
+        .filter(|(_, max)| *max > length)
+        .collect();
+    for (key, value) in form.crm_defaults.iter().filter(|(k, _)| k.eq_ignore_ascii_case(to)) {
+        if value.chars().count() > length {
+            out.push((format!("crm_defaults.{key}"), value.chars().count()));
         }
     }
     out

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::{find, names, ADAPTERS};
 use crate::config::CrmConfig;
 
-const SHARED: &[&str] = &["adapter", "url", "token_env", "allow_http", "allow_private"];
+pub(super) const SHARED: &[&str] = &["adapter", "url", "token_env", "allow_http", "allow_private"];
 
 impl<'de> Deserialize<'de> for CrmConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -122,8 +122,8 @@ mod tests {
     fn unknown_keys_and_adapters_are_parse_errors() {
         let e = Config::parse("[crm]\nhubspot_id = 'x'").unwrap_err();
         assert!(e.contains("unknown field `hubspot_id`"), "{e}");
-        let e = Config::parse("[crm]\nadapter = 'pipedrive'").unwrap_err();
-        assert!(e.contains("unknown CRM adapter `pipedrive`"), "{e}");
+        let e = Config::parse("[crm]\nadapter = 'dynamics'").unwrap_err();
+        assert!(e.contains("unknown CRM adapter `dynamics`"), "{e}");
         let e = Config::parse("[crm.salesforce]\nexternal_id = 'x'").unwrap_err();
         assert!(e.contains("salesforce") && e.contains("external_id"), "{e}");
     }

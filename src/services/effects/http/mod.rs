@@ -204,12 +204,16 @@ pub fn excerpt(bytes: &[u8]) -> Option<String> {
 /// A non-success status: 429/503 transient (honouring Retry-After); other 5xx and 408
 /// ambiguous when the target may have acted, else transient; other 4xx and 3xx permanent.
 pub fn status_report(resp: &Response, server_errors: ServerErrors) -> Report {
-    let status = resp.status();
+    classify(resp.status(), retry_after(resp), server_errors)
+}
+
+/// `status_report` of a status already read: `wait` is what the answer's headers ask for.
+pub fn classify(status: StatusCode, wait: Option<Duration>, server_errors: ServerErrors) -> Report {
     let class = format!("http_{}", status.as_u16());
     let may_have_acted = server_errors == ServerErrors::MayHaveActed;
     let outcome = match status {
         StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
-            Outcome::Transient { retry_after: retry_after(resp) }
+            Outcome::Transient { retry_after: wait }
         }
         StatusCode::REQUEST_TIMEOUT if may_have_acted => Outcome::Ambiguous,
         s if s.is_server_error() && may_have_acted => Outcome::Ambiguous,
@@ -225,6 +229,23 @@ pub fn status_report(resp: &Response, server_errors: ServerErrors) -> Report {
 pub fn retry_after(resp: &Response) -> Option<Duration> {
     let v = resp.headers().get(RETRY_AFTER)?.to_str().ok()?;
     v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// How long a refusal asks to wait: `Retry-After`, else `X-RateLimit-Reset` (sent by
+/// Pipedrive as the seconds left in the window, by Zoho as the time the window ends, in epoch
+/// milliseconds; an epoch in seconds is read too). At most an hour.
+pub fn rate_limit_wait(resp: &Response) -> Option<Duration> {
+    if let Some(wait) = retry_after(resp) {
+        return Some(wait);
+    }
+    let v = resp.headers().get("x-ratelimit-reset")?.to_str().ok()?.trim().parse::<u64>().ok()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
+    let wait = match v {
+        v if v >= 1_000_000_000_000 => Duration::from_millis(v).saturating_sub(now),
+        v if v >= 1_000_000_000 => Duration::from_secs(v).saturating_sub(now),
+        v => Duration::from_secs(v),
+    };
+    Some(wait.min(Duration::from_secs(3600)))
 }
 
 /// A lookup that got no usable answer.
