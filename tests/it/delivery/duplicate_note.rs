@@ -17,9 +17,10 @@ use crate::support::admin::AdminSession;
 use crate::support::crm::Fault;
 use crate::support::delivery::{spawn_delivery_app, DeliveryApp};
 use crate::support::hubspot::FakeHubspot;
+use crate::support::pipedrive::{FakePipedrive, MESSAGE_KEY, REFERENCE_KEY};
 use crate::support::salesforce::FakeSalesforce;
 use crate::support::vendor::{crm_only, inquiry_from, lead_ref, submission_id, wire_vendor};
-use crate::support::{new_key, Backend};
+use crate::support::{new_key, set_crm, Backend};
 
 on_both_backends!(
     a_sent_lead_decided_a_duplicate_gets_one_note_linking_the_two_leads,
@@ -30,6 +31,7 @@ on_both_backends!(
     a_timeout_creating_the_note_is_unknown_then_found_by_its_key,
     without_on_duplicate_a_decision_adds_no_note,
     a_salesforce_lead_gets_one_task_even_after_a_timeout,
+    a_pipedrive_lead_gets_one_note_even_after_a_timeout,
     an_adapter_without_notes_ends_the_note_failed_saying_why,
 );
 
@@ -321,6 +323,43 @@ async fn a_salesforce_lead_gets_one_task_even_after_a_timeout(backend: Backend) 
     assert!(tasks[0].description.contains(&lead_id(original.clone()).await), "naming the original's Lead");
     assert_eq!(tasks[0].status, "Completed");
     assert_eq!(salesforce.refused(), Vec::<String>::new());
+}
+
+async fn a_pipedrive_lead_gets_one_note_even_after_a_timeout(backend: Backend) {
+    let pipedrive = FakePipedrive::start().await;
+    let url = pipedrive.url.clone();
+    let fields = [("name", "name"), ("email", "email"), ("topic", "title"), ("message", MESSAGE_KEY)];
+    let d = spawn_delivery_app(backend, |c| {
+        wire_vendor(c, "pipedrive", &url, &fields);
+        set_crm(c, "pipedrive", &[("reference_field", REFERENCE_KEY)]);
+        crm_only(c);
+        notes_on(c);
+    })
+    .await;
+    let (original, duplicate, pair, admin) = both_sent(&d).await;
+    pipedrive.push_note_fault(Fault::SlowAfterCreate(Duration::from_millis(1500)));
+    act(&d, &admin, &pair, "duplicate").await;
+    let worker = d.worker();
+    worker.run_once().await;
+    assert_eq!(note_states(&d, &duplicate).await, ["UNKNOWN"]);
+    d.settle(&worker).await;
+    act(&d, &admin, &pair, "undo").await;
+    act(&d, &admin, &pair, "duplicate").await;
+    d.settle(&worker).await;
+
+    assert_eq!(note_states(&d, &duplicate).await, ["SENT"]);
+    let notes = pipedrive.notes();
+    assert_eq!((notes.len(), pipedrive.note_creates()), (1, 1), "{notes:?}");
+    let lead_id = |key: String| {
+        let (pipedrive, d) = (pipedrive.clone(), &d);
+        async move {
+            let reference = lead_ref(&d.app, &key).await;
+            pipedrive.leads().into_iter().find(|l| l.custom[REFERENCE_KEY] == reference).unwrap().id
+        }
+    };
+    assert_eq!(notes[0].lead_id, lead_id(duplicate.clone()).await, "on the duplicate's lead");
+    assert!(notes[0].content.contains(&lead_id(original.clone()).await), "naming the original's lead");
+    assert_eq!(pipedrive.refused(), Vec::<String>::new());
 }
 
 async fn an_adapter_without_notes_ends_the_note_failed_saying_why(backend: Backend) {

@@ -90,8 +90,9 @@ pub struct Capabilities {
 
 /// What an adapter without notes answers `add_note`: a final failure that says why.
 pub fn notes_unsupported() -> Report {
-    Report::failed(super::Outcome::Permanent, "crm_notes_unsupported")
-        .with_detail(Some("the CRM adapter in use cannot add notes (hubspot and salesforce can)".into()))
+    Report::failed(super::Outcome::Permanent, "crm_notes_unsupported").with_detail(Some(
+        "the CRM adapter in use cannot add notes (hubspot, salesforce and pipedrive can)".into(),
+    ))
 }
 
 /// What `add_note` answers while the lead the note goes on is not in the CRM (yet): it is
@@ -306,7 +307,7 @@ fn too_long(form: &FormConfig, to: &str, length: usize) -> Vec<(String, usize)> 
 }
 
 /// The adapters that add notes (`Capabilities::notes`), for check-config (which builds none).
-const NOTES: &[&str] = &["hubspot", "salesforce"];
+const NOTES: &[&str] = &["hubspot", "salesforce", "pipedrive"];
 
 /// The HTTP adapters' shared rule: a URL (`[crm] url` or `ONCEFORM_CRM_URL`) that the URL
 /// policy allows, at an address the reach admits (`allow_private`).
