@@ -14,12 +14,14 @@ use onceform::with_conn;
 
 use crate::on_both_backends;
 use crate::support::admin::AdminSession;
+use crate::support::chat::env_var;
 use crate::support::crm::Fault;
 use crate::support::delivery::{spawn_delivery_app, DeliveryApp};
 use crate::support::hubspot::FakeHubspot;
 use crate::support::pipedrive::{FakePipedrive, MESSAGE_KEY, REFERENCE_KEY};
 use crate::support::salesforce::FakeSalesforce;
 use crate::support::vendor::{crm_only, inquiry_from, lead_ref, submission_id, wire_vendor};
+use crate::support::zoho::{FakeZoho, CLIENT_ID, CLIENT_SECRET, REFRESH_TOKEN};
 use crate::support::{new_key, set_crm, Backend};
 
 on_both_backends!(
@@ -32,6 +34,7 @@ on_both_backends!(
     without_on_duplicate_a_decision_adds_no_note,
     a_salesforce_lead_gets_one_task_even_after_a_timeout,
     a_pipedrive_lead_gets_one_note_even_after_a_timeout,
+    a_zoho_lead_gets_one_note_even_after_a_timeout,
     an_adapter_without_notes_ends_the_note_failed_saying_why,
 );
 
@@ -39,6 +42,9 @@ const HUBSPOT_FIELDS: &[(&str, &str)] =
     &[("name", "firstname"), ("email", "email"), ("company", "company"), ("message", "message")];
 const SALESFORCE_FIELDS: &[(&str, &str)] =
     &[("name", "LastName"), ("email", "Email"), ("company", "Company"), ("message", "Description")];
+
+const ZOHO_FIELDS: &[(&str, &str)] =
+    &[("name", "Last_Name"), ("email", "Email"), ("company", "Company"), ("message", "Description")];
 
 fn notes_on(c: &mut Config) {
     c.forms.get_mut("contact").unwrap().crm.on_duplicate = OnDuplicate::Note;
@@ -360,6 +366,49 @@ async fn a_pipedrive_lead_gets_one_note_even_after_a_timeout(backend: Backend) {
     assert_eq!(notes[0].lead_id, lead_id(duplicate.clone()).await, "on the duplicate's lead");
     assert!(notes[0].content.contains(&lead_id(original.clone()).await), "naming the original's lead");
     assert_eq!(pipedrive.refused(), Vec::<String>::new());
+}
+
+async fn a_zoho_lead_gets_one_note_even_after_a_timeout(backend: Backend) {
+    let zoho = FakeZoho::start().await;
+    let table = [
+        ("accounts_url", zoho.url.clone()),
+        ("client_id", CLIENT_ID.to_string()),
+        ("client_secret_env", env_var(CLIENT_SECRET)),
+        ("refresh_token_env", env_var(REFRESH_TOKEN)),
+    ];
+    let d = spawn_delivery_app(backend, |c| {
+        wire_vendor(c, "zoho", &zoho.url, ZOHO_FIELDS);
+        c.crm.url = None;
+        let table: Vec<(&str, &str)> = table.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        set_crm(c, "zoho", &table);
+        crm_only(c);
+        notes_on(c);
+    })
+    .await;
+    let (original, duplicate, pair, admin) = both_sent(&d).await;
+    zoho.push_note_fault(Fault::SlowAfterCreate(Duration::from_millis(1500)));
+    act(&d, &admin, &pair, "duplicate").await;
+    let worker = d.worker();
+    worker.run_once().await;
+    assert_eq!(note_states(&d, &duplicate).await, ["UNKNOWN"]);
+    d.settle(&worker).await;
+    act(&d, &admin, &pair, "undo").await;
+    act(&d, &admin, &pair, "duplicate").await;
+    d.settle(&worker).await;
+
+    assert_eq!(note_states(&d, &duplicate).await, ["SENT"]);
+    let notes = zoho.notes();
+    assert_eq!((notes.len(), zoho.note_creates()), (1, 1), "{notes:?}");
+    let lead_id = |key: String| {
+        let (zoho, d) = (zoho.clone(), &d);
+        async move {
+            let reference = lead_ref(&d.app, &key).await;
+            zoho.leads().into_iter().find(|l| l.fields["Onceform_Ref"] == reference).unwrap().id
+        }
+    };
+    assert_eq!(notes[0].parent_id, lead_id(duplicate.clone()).await, "on the duplicate's Lead");
+    assert!(notes[0].content.contains(&lead_id(original.clone()).await), "naming the original's Lead");
+    assert_eq!(zoho.refused(), Vec::<String>::new());
 }
 
 async fn an_adapter_without_notes_ends_the_note_failed_saying_why(backend: Backend) {

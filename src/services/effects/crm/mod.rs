@@ -91,7 +91,7 @@ pub struct Capabilities {
 /// What an adapter without notes answers `add_note`: a final failure that says why.
 pub fn notes_unsupported() -> Report {
     Report::failed(super::Outcome::Permanent, "crm_notes_unsupported").with_detail(Some(
-        "the CRM adapter in use cannot add notes (hubspot, salesforce and pipedrive can)".into(),
+        "the CRM adapter in use cannot add notes (hubspot, salesforce, pipedrive and zoho can)".into(),
     ))
 }
 
@@ -307,7 +307,7 @@ fn too_long(form: &FormConfig, to: &str, length: usize) -> Vec<(String, usize)> 
 }
 
 /// The adapters that add notes (`Capabilities::notes`), for check-config (which builds none).
-const NOTES: &[&str] = &["hubspot", "salesforce", "pipedrive"];
+const NOTES: &[&str] = &["hubspot", "salesforce", "pipedrive", "zoho"];
 
 /// The HTTP adapters' shared rule: a URL (`[crm] url` or `ONCEFORM_CRM_URL`) that the URL
 /// policy allows, at an address the reach admits (`allow_private`).
