@@ -59,6 +59,9 @@ pub struct FormConfig {
     /// Lead's required `Company`): CRM field name → constant.
     #[serde(default)]
     pub crm_defaults: BTreeMap<String, String>,
+    /// `[forms.F.crm]`: what a duplicate decision does in the CRM.
+    #[serde(default)]
+    pub crm: super::FormCrmConfig,
     /// The duplicate detector: how far back it looks and what a likely duplicate does.
     #[serde(default)]
     #[validate(nested)]
@@ -157,6 +160,7 @@ impl FormConfig {
         "notify",
         "crm_fields",
         "crm_defaults",
+        "crm",
         "duplicates",
         "default_region",
         "operation_ttl_days",

@@ -28,6 +28,12 @@ impl Forms {
         self.by_name.get(name)
     }
 
+    /// A "duplicate of" decision on a submission of form `name` adds a note in the CRM
+    /// (`[forms.F.crm] on_duplicate = "note"`).
+    pub fn notes_duplicates(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|f| f.crm.on_duplicate == super::OnDuplicate::Note)
+    }
+
     /// In name order.
     pub fn iter(&self) -> impl Iterator<Item = &Form> {
         self.by_name.values()

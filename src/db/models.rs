@@ -149,6 +149,8 @@ pub struct OwningSubmission {
     pub locale: Option<String>,
     /// The route that applied, as stored (its name, or `#INDEX`).
     pub route: Option<String>,
+    /// The submission an admin decided this one is a duplicate of.
+    pub duplicate_of: Option<SubmissionId>,
 }
 
 /// What a job reads of the inbound event owning it (`body`: `None` once purged).

@@ -107,6 +107,7 @@ fn jobs_by_id(c: &mut DbConnection, ids: &[String]) -> QueryResult<Vec<JobRow>> 
                 submissions::journey_id,
                 submissions::locale,
                 submissions::route,
+                submissions::duplicate_of,
             )
                 .nullable(),
             (

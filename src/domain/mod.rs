@@ -26,7 +26,7 @@ mod width;
 pub use width::fold_width;
 
 pub use api_scopes::Scopes;
-pub use effect::EffectKind;
+pub use effect::{duplicate_note_key, first_lead_ref, original_of_note_key, EffectKind};
 pub use field_error::{FieldError, FIELD_ERROR_CODES};
 pub use fields::{
     boolean, normalise, normalise_value, normalise_with, parse_journey_id, FieldErrors, NormalisedFields,

@@ -149,7 +149,8 @@ pub trait EffectAdminStore {
         -> QueryResult<bool>;
     /// A new PENDING record for the same submission and kind, in the next batch, with its own key.
     fn replay_effect(&mut self, id: &str, now: NaiveDateTime) -> QueryResult<Option<String>>;
-    /// Cancels the PENDING (and held) records of a submission; returns how many.
+    /// Cancels the PENDING (and held) records of a submission but its CRM notes (each
+    /// belongs to one decision: see `duplicate_notes`); returns how many.
     fn cancel_pending_of(
         &mut self,
         submission_id: &str,
@@ -338,6 +339,7 @@ impl EffectAdminStore for DbConnection {
             let moved = diesel::update(
                 side_effects::table
                     .filter(side_effects::submission_id.eq(submission_id))
+                    .filter(side_effects::kind.ne(crate::domain::EffectKind::CRM_NOTE.as_str()))
                     .filter(side_effects::state.eq_any(mv.from())),
             )
             .set((

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod browse;
+pub mod duplicate_notes;
 pub mod effects;
 pub mod oidc;
 pub mod review;

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::crm::{file_key, CrmAdapter, Lead, LeadFile};
-use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Report};
-use crate::base::format::rfc3339;
-use crate::config::{Config, FormConfig};
+use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report};
+use crate::base::format::{reference, rfc3339};
+use crate::config::{Config, FormConfig, OnDuplicate};
 use crate::domain::{EffectKind, FieldType, FileRef, SEVERAL};
 use crate::services::files::Files;
 
@@ -125,6 +125,22 @@ impl CrmLead {
     }
 }
 
+impl CrmLead {
+    /// A lead of a submission decided a duplicate, on a form with `on_duplicate = "note"`, is
+    /// never created after the decision (a retry, or an UNKNOWN found absent): the decision
+    /// cancelled it while it waited, and a lead the CRM has gets a note instead (`crm_note`).
+    fn decided_duplicate(&self, job: &Job) -> Option<Report> {
+        let original = job.duplicate_of.as_deref()?;
+        let form = self.config.form(&job.form)?;
+        (form.crm.on_duplicate == OnDuplicate::Note).then(|| {
+            Report::failed(Outcome::Permanent, "decided_duplicate").with_detail(Some(format!(
+                "decided a duplicate of {}: its lead is not created (on_duplicate = \"note\")",
+                reference(original)
+            )))
+        })
+    }
+}
+
 impl Effect for CrmLead {
     fn can_reconcile(&self) -> bool {
         self.crm.capabilities().lookup
@@ -136,6 +152,9 @@ impl Effect for CrmLead {
 
     fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
         Box::pin(async move {
+            if let Some(refused) = self.decided_duplicate(job) {
+                return refused;
+            }
             let files = self.files(job).await;
             self.crm.create_with_files(&self.lead(job), &files).await
         })

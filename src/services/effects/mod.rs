@@ -12,6 +12,7 @@ mod confirmation_email;
 pub mod crm;
 mod crm_form;
 mod crm_lead;
+mod crm_note;
 mod dingtalk;
 mod discord;
 mod feishu;
@@ -47,6 +48,7 @@ pub use outcome::{Lookup, Outcome, Report};
 /// (see `Kind`) and its line here.
 static KINDS: &[&dyn Kind] = &[
     &crm_lead::CrmLeadKind,
+    &crm_note::CrmNoteKind,
     &crm_form::PIPEDRIVE,
     &crm_form::ZOHO,
     &confirmation_email::ConfirmationEmailKind,
@@ -128,13 +130,15 @@ pub struct Job {
     /// The route the submission took (`[[forms.F.routes]]`, as stored); `None`: none, or
     /// an event's record.
     pub route: Option<String>,
+    /// The submission an admin decided this one is a duplicate of (as the record was claimed).
+    pub duplicate_of: Option<SubmissionId>,
 }
 
 impl Job {
     /// The job of a claimed row; an error (a record that cannot be delivered as it is) when
     /// it has no owner or its stored fields do not parse.
     pub fn from_row(row: JobRow) -> Result<Job, String> {
-        let (submission_id, form, fields, received_at, journey_id, locale, route) =
+        let (submission_id, form, fields, received_at, journey_id, locale, route, duplicate_of) =
             match (row.submission, row.event) {
                 (Some(s), _) => {
                     let fields = match s.fields_json.as_deref() {
@@ -149,7 +153,7 @@ impl Job {
                         })?,
                         None => BTreeMap::new(),
                     };
-                    (s.id, s.form, fields, s.received_at, s.journey_id, s.locale, s.route)
+                    (s.id, s.form, fields, s.received_at, s.journey_id, s.locale, s.route, s.duplicate_of)
                 }
                 (None, Some(e)) => {
                     let fields = match e.body {
@@ -169,6 +173,7 @@ impl Job {
                         None,
                         None,
                         None,
+                        None,
                     )
                 }
                 (None, None) => return Err("the record has no owner".into()),
@@ -185,6 +190,7 @@ impl Job {
             journey_id,
             locale: locale.as_deref().and_then(crate::base::i18n::Locale::parse),
             route,
+            duplicate_of,
         })
     }
 
@@ -276,6 +282,7 @@ mod tests {
                 journey_id: None,
                 locale: None,
                 route: None,
+                duplicate_of: None,
             }),
             event: None,
         }

@@ -8,7 +8,7 @@ use super::{Caller, ReadError};
 use crate::db::admin::review::ReviewStore;
 use crate::db::{DbError, Pool};
 use crate::domain::ApiScope;
-use crate::services::duplicates::decide::{apply, Outcome, PairAction, PairError};
+use crate::services::duplicates::decide::{apply, CrmNotes, Outcome, PairAction, PairError};
 use crate::with_conn;
 
 /// Why a decision did not apply.
@@ -38,6 +38,7 @@ pub struct Decided {
 pub fn decide(
     pool: &Pool,
     caller: &Caller,
+    crm_notes: CrmNotes<'_>,
     pair_id: &str,
     action: PairAction,
     note: &str,
@@ -46,7 +47,7 @@ pub fn decide(
     let pair = with_conn!(pool, |c| c.pair_row(pair_id).map_err(DbError::from))?;
     let pair = pair.ok_or(ReadError::NotFound)?;
     caller.check_form(&pair.form)?;
-    let effects_changed = match apply(pool, &caller.actor(), pair_id, action, note) {
+    let effects_changed = match apply(pool, &caller.actor(), crm_notes, pair_id, action, note) {
         Ok(Outcome::Decided { effects, .. }) => effects,
         Ok(Outcome::Undone { restored, .. }) => restored,
         Err(PairError::NotFound) => return Err(ReadError::NotFound.into()),

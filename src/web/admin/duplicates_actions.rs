@@ -67,9 +67,10 @@ pub async fn act(
         },
     };
     let AdminAction { user, form } = action;
-    let pool = state.pool.clone();
+    let (pool, forms) = (state.pool.clone(), state.forms());
     let run = move || {
-        Ok(decide::apply(&pool, &user.actor(), &id, asked, &form.note).map(|outcome| match outcome {
+        let notes = |name: &str| forms.notes_duplicates(name);
+        Ok(decide::apply(&pool, &user.actor(), &notes, &id, asked, &form.note).map(|outcome| match outcome {
             Outcome::Decided { decision, duplicate, original, effects } => {
                 let code = match decision {
                     Decision::NotDuplicate => "pair_not_duplicate",
@@ -105,15 +106,18 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
         return HttpResponse::BadRequest().body(format!("At most {BATCH_MAX} pairs at once."));
     }
     let note = field("note").to_string();
-    let pool = state.pool.clone();
+    let (pool, forms) = (state.pool.clone(), state.forms());
     let run = move || {
-        Ok(decide::apply_batch(&pool, &user.actor(), &ids, decision, &note).map(|(decided, skipped)| {
-            let code = match decision {
-                Decision::NotDuplicate => "pairs_not_duplicate",
-                Decision::Duplicate => "pairs_duplicate",
-            };
-            (PairStatus::Open, Flash::new(code).arg(decided).arg(skipped))
-        }))
+        let notes = |name: &str| forms.notes_duplicates(name);
+        Ok(decide::apply_batch(&pool, &user.actor(), &notes, &ids, decision, &note).map(
+            |(decided, skipped)| {
+                let code = match decision {
+                    Decision::NotDuplicate => "pairs_not_duplicate",
+                    Decision::Duplicate => "pairs_duplicate",
+                };
+                (PairStatus::Open, Flash::new(code).arg(decided).arg(skipped))
+            },
+        ))
     };
     respond(blocking(run).await)
 }

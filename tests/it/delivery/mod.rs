@@ -4,6 +4,7 @@
 pub mod attachments;
 pub mod dingtalk;
 pub mod discord;
+pub mod duplicate_note;
 pub mod feishu;
 pub mod file_adapters;
 pub mod hubspot;

@@ -33,6 +33,7 @@ const TABLES: &[(&str, &str)] = &[
     ("[[forms.NAME.fields]]", "[[forms.contact.fields]]"),
     ("[forms.NAME.rate_limit]", "[forms.contact.rate_limit]"),
     ("[forms.NAME.duplicates]", "[forms.contact.duplicates]"),
+    ("[forms.NAME.crm]", "[forms.contact.crm]"),
     ("[forms.NAME.email]", "[forms.contact.email]"),
     ("[forms.NAME.retention]", "[forms.contact.retention]"),
     ("[forms.NAME.captcha]", "[forms.contact.captcha]"),

@@ -68,7 +68,7 @@ impl DeliveryApp {
     }
 
     /// Runs worker passes until nothing is PENDING (unless held for a duplicate decision) or
-    /// SENDING and no CRM outcome (`crm_lead`, `pipedrive`, `zoho`) is UNKNOWN (emails without a lookup may stay UNKNOWN: they
+    /// SENDING and no CRM outcome (`crm_lead`, `crm_note`, `pipedrive`, `zoho`) is UNKNOWN (emails without a lookup may stay UNKNOWN: they
     /// wait for an admin).
     pub async fn settle(&self, worker: &Worker) {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -83,6 +83,7 @@ impl DeliveryApp {
                                 .or(side_effects::state.eq("SENDING"))
                                 .or(side_effects::state.eq("UNKNOWN").and(side_effects::kind.eq_any([
                                     "crm_lead",
+                                    "crm_note",
                                     "pipedrive",
                                     "zoho"
                                 ]))),

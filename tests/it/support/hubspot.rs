@@ -21,8 +21,14 @@
 //! - [notes] HubSpot's notes guide: `POST /crm/v3/objects/notes` with `properties`
 //!   (`hs_timestamp` required, `hs_note_body`, `hs_attachment_ids` the file IDs separated by
 //!   `;`) and `associations` (`to.id`, `types` of `{associationCategory, associationTypeId}`,
-//!   202 = note to contact); `POST /crm/v3/objects/notes/search` with `filterGroups` of
+//!   202 = note to contact; a body of at most 65,536 characters); `POST
+//!   /crm/v3/objects/notes/search` with `filterGroups` of
 //!   `filters` (`propertyName`, `operator`, `value`).
+//! - [search] HubSpot's CRM search guide: `POST /crm/v3/objects/{object}/search`; filters on
+//!   a property, or on associations (`associations.contact` EQ a contact's ID, the records
+//!   associated with it); `properties` names what each result returns; `limit` up to 200
+//!   (a larger one is a 400 `VALIDATION_ERROR`); at most 5 filter groups of at most 6
+//!   filters; results `{id, properties, createdAt, updatedAt, archived}` with `total`.
 //! - [seen] error bodies HubSpot returns, as quoted in HubSpot's SDK issues: `CONFLICT`
 //!   "Contact already exists. Existing ID: N" (hubspot-api-python#51), "Unable to perform
 //!   update/upsert by non-unique 0-1 property" (hubspot-api-nodejs#548).
@@ -79,6 +85,10 @@ pub struct Inner {
     pub faults: VecDeque<Fault>,
     /// Faults of the next file uploads (apart from the contacts' `faults`).
     pub upload_faults: VecDeque<Fault>,
+    /// Faults of the next notes created.
+    pub note_faults: VecDeque<Fault>,
+    /// Note creations that passed validation (faulted ones included).
+    pub note_creates: usize,
     /// File uploads that passed validation (faulted ones included).
     pub uploads: usize,
     /// Upserts that passed validation (faulted ones included).
@@ -132,6 +142,14 @@ impl FakeHubspot {
         self.state.lock().unwrap().notes.clone()
     }
 
+    pub fn push_note_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().note_faults.push_back(fault);
+    }
+
+    pub fn note_creates(&self) -> usize {
+        self.state.lock().unwrap().note_creates
+    }
+
     pub fn uploads(&self) -> usize {
         self.state.lock().unwrap().uploads
     }
@@ -166,7 +184,7 @@ async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
         Route::Read(id) => read(&state, &req, &id),
         Route::Upload => upload(&state, &req).await,
         Route::FileSearch => file_search(&state, &req),
-        Route::Note => note(&state, &req),
+        Route::Note => note(&state, &req).await,
         Route::NoteSearch => note_search(&state, &req),
     }
 }
@@ -286,19 +304,47 @@ fn file_search(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     Some((200, String::new(), json!({ "results": results }).to_string()))
 }
 
-/// `POST /crm/v3/objects/notes` [notes].
-fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+/// `POST /crm/v3/objects/notes` [notes], with the next note fault.
+async fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    let (answer, fault) = match create_note(state, req) {
+        Ok(done) => done,
+        Err(refused) => return refused,
+    };
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+/// The note stored, and its answer; or the refusal (validation, a status fault).
+fn create_note(state: &Arc<Mutex<Inner>>, req: &Request) -> Result<(Reply, Option<Fault>), Reply> {
     if !req.is_json() {
-        return refuse(state, "note: content-type", error(415, "VALIDATION_ERROR", "Unsupported media type"));
+        return Err(refuse(
+            state,
+            "note: content-type",
+            error(415, "VALIDATION_ERROR", "Unsupported media type"),
+        ));
     }
     let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
     let props = &body["properties"];
     if props["hs_timestamp"].as_str().is_none_or(str::is_empty) {
-        return refuse(
+        return Err(refuse(
             state,
             "note: hs_timestamp",
             error(400, "VALIDATION_ERROR", "hs_timestamp is required"),
-        );
+        ));
+    }
+    // [notes] a note's body holds at most 65,536 characters.
+    if props["hs_note_body"].as_str().is_some_and(|b| b.chars().count() > 65_536) {
+        return Err(refuse(
+            state,
+            "note: hs_note_body",
+            error(400, "VALIDATION_ERROR", "hs_note_body is too long"),
+        ));
     }
     let mut s = state.lock().unwrap();
     let ids: Vec<String> = props["hs_attachment_ids"]
@@ -311,7 +357,7 @@ fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     if let Some(unknown) = ids.iter().find(|i| !s.files.iter().any(|f| &f.id == *i)) {
         let message = format!("file {unknown} does not exist");
         drop(s);
-        return refuse(state, "note: hs_attachment_ids", error(400, "VALIDATION_ERROR", &message));
+        return Err(refuse(state, "note: hs_attachment_ids", error(400, "VALIDATION_ERROR", &message)));
     }
     let mut contacts = Vec::new();
     for a in body["associations"].as_array().cloned().unwrap_or_default() {
@@ -326,13 +372,24 @@ fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
             Some(id) if typed && s.contacts.iter().any(|c| c.id == id) => contacts.push(id),
             _ => {
                 drop(s);
-                return refuse(
+                return Err(refuse(
                     state,
                     "note: association",
                     error(400, "VALIDATION_ERROR", "invalid association"),
-                );
+                ));
             }
         }
+    }
+    s.note_creates += 1;
+    let fault = s.note_faults.pop_front();
+    match fault {
+        Some(Fault::Status(status)) => return Err(error(status, "INTERNAL_ERROR", "injected")),
+        Some(Fault::RateLimited(secs)) => {
+            let reply = error(429, "RATE_LIMITS", "You have reached your secondly limit.")
+                .map(|(status, _, body)| (status, format!("retry-after: {secs}\r\n"), body));
+            return Err(reply);
+        }
+        _ => {}
     }
     let note = Note {
         id: (s.notes.len() + 7001).to_string(),
@@ -341,25 +398,68 @@ fn note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
         contacts,
     };
     s.notes.push(note.clone());
-    let out = json!({"id": note.id, "properties": {"hs_attachment_ids": note.attachment_ids.join(";")},
-                     "archived": false, "createdAt": NOW, "updatedAt": NOW});
-    Some((201, String::new(), out.to_string()))
+    drop(s);
+    let out = json!({"id": note.id, "properties": {"hs_attachment_ids": note.attachment_ids.join(";"),
+                     "hs_note_body": note.body}, "archived": false, "createdAt": NOW, "updatedAt": NOW});
+    Ok((Some((201, String::new(), out.to_string())), fault))
 }
 
-/// `POST /crm/v3/objects/notes/search` [notes]: `EQ` on `hs_attachment_ids`, as the adapter asks.
+/// `POST /crm/v3/objects/notes/search` [notes] [search]: `EQ` on `hs_attachment_ids`, or on
+/// `associations.contact`, as the adapter asks (one filter); `limit` and groups checked.
 fn note_search(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
-    let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
-    let filter = &body["filterGroups"][0]["filters"][0];
-    if filter["propertyName"] != "hs_attachment_ids" || filter["operator"] != "EQ" {
-        return refuse(state, "note search: filter", error(400, "VALIDATION_ERROR", "unsupported filter"));
+    if !req.is_json() {
+        return refuse(
+            state,
+            "note search: content-type",
+            error(415, "VALIDATION_ERROR", "Unsupported media type"),
+        );
     }
-    let value = filter["value"].as_str().unwrap_or_default();
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    if body["limit"].as_u64().is_some_and(|l| l > 200) {
+        return refuse(
+            state,
+            "note search: limit",
+            error(400, "VALIDATION_ERROR", "limit must be at most 200"),
+        );
+    }
+    let groups = body["filterGroups"].as_array().cloned().unwrap_or_default();
+    if groups.len() > 5 || groups.iter().any(|g| g["filters"].as_array().is_some_and(|f| f.len() > 6)) {
+        return refuse(state, "note search: filters", error(400, "VALIDATION_ERROR", "too many filters"));
+    }
+    let filter = &body["filterGroups"][0]["filters"][0];
+    let value = filter["value"].as_str().unwrap_or_default().to_string();
+    let by_attachments = match (filter["propertyName"].as_str(), filter["operator"].as_str()) {
+        (Some("hs_attachment_ids"), Some("EQ")) => true,
+        (Some("associations.contact"), Some("EQ")) => false,
+        _ => {
+            return refuse(state, "note search: filter", error(400, "VALIDATION_ERROR", "unsupported filter"))
+        }
+    };
+    let wanted: Vec<String> = body["properties"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.as_str().map(String::from))
+        .collect();
     let s = state.lock().unwrap();
     let results: Vec<Value> = s
         .notes
         .iter()
-        .filter(|n| n.attachment_ids.join(";") == value)
-        .map(|n| json!({"id": n.id, "properties": {"hs_attachment_ids": value}, "archived": false}))
+        .filter(|n| match by_attachments {
+            true => n.attachment_ids.join(";") == value,
+            false => n.contacts.contains(&value),
+        })
+        .map(|n| {
+            let mut properties = Map::new();
+            properties.insert("hs_object_id".into(), json!(n.id));
+            if wanted.iter().any(|p| p == "hs_attachment_ids") {
+                properties.insert("hs_attachment_ids".into(), json!(n.attachment_ids.join(";")));
+            }
+            if wanted.iter().any(|p| p == "hs_note_body") {
+                properties.insert("hs_note_body".into(), json!(n.body));
+            }
+            json!({"id": n.id, "properties": properties, "archived": false, "createdAt": NOW, "updatedAt": NOW})
+        })
         .collect();
     Some((200, String::new(), json!({"total": results.len(), "results": results}).to_string()))
 }

@@ -24,6 +24,11 @@
 //!   `{success, data: {id (UUID), title, person_id, …, custom fields}}`.
 //! - [fields] a custom field of type Text (`varchar`) holds at most 255 characters, as do a
 //!   person's name and a lead's title.
+//! - [notes] `POST /api/v1/notes` (`AddNoteRequest`): `content` required (HTML), and at least
+//!   one of `lead_id` (a lead's UUID), `deal_id`, `person_id`, `org_id`, `project_id` of an
+//!   existing item; answers `{success, data: {id, content, lead_id, …}}`. `GET /api/v1/notes`
+//!   with `lead_id`, `start`, `limit` (at most 500) answers `{success, data: [notes],
+//!   additional_data: {pagination}}`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -81,10 +86,22 @@ pub struct LeadRecord {
     pub custom: BTreeMap<String, String>,
 }
 
+/// A note and the lead it is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteRecord {
+    pub id: i64,
+    pub content: String,
+    pub lead_id: String,
+}
+
 #[derive(Debug, Default)]
 pub struct Inner {
     pub persons: Vec<Person>,
     pub leads: Vec<LeadRecord>,
+    pub notes: Vec<NoteRecord>,
+    /// Faults of the next note creates.
+    pub note_faults: VecDeque<Fault>,
+    pub note_creates: usize,
     /// Faults of the next lead creates.
     pub faults: VecDeque<Fault>,
     /// Lead creates that passed validation (faulted ones included).
@@ -130,6 +147,18 @@ impl FakePipedrive {
     pub fn refused(&self) -> Vec<String> {
         self.state.lock().unwrap().refused.clone()
     }
+
+    pub fn notes(&self) -> Vec<NoteRecord> {
+        self.state.lock().unwrap().notes.clone()
+    }
+
+    pub fn note_creates(&self) -> usize {
+        self.state.lock().unwrap().note_creates
+    }
+
+    pub fn push_note_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().note_faults.push_back(fault);
+    }
 }
 
 /// [rate] the headers of every answer.
@@ -167,6 +196,8 @@ async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
         ("GET", ["api", "v2", "persons", "search"]) => search(&state, &req, Some("person")),
         ("POST", ["api", "v2", "persons"]) => add_person(&state, &req),
         ("POST", ["api", "v1", "leads"]) => add_lead(&state, &req).await,
+        ("POST", ["api", "v1", "notes"]) => add_note(&state, &req).await,
+        ("GET", ["api", "v1", "notes"]) => notes(&state, &req),
         _ => refuse(&state, "route", fail(404, "Unknown method .")),
     }
 }
@@ -362,4 +393,75 @@ fn validate_lead(
     }
     let id = uuid::Uuid::new_v4().to_string();
     Ok(LeadRecord { id, title, person_id, custom })
+}
+
+/// [notes] `POST /api/v1/notes`.
+async fn add_note(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    if !req.is_json() {
+        return refuse(state, "note: content-type", fail(415, "Unsupported Media Type"));
+    }
+    let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&req.body) else {
+        return refuse(state, "note: json", fail(400, "Invalid JSON"));
+    };
+    let content = body.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
+    if content.trim().is_empty() {
+        return refuse(state, "note: content", fail(400, "Note content is required"));
+    }
+    let lead_id = body.get("lead_id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let others = ["deal_id", "person_id", "org_id", "project_id"].iter().any(|k| body.contains_key(*k));
+    if lead_id.is_empty() && !others {
+        return refuse(
+            state,
+            "note: item",
+            fail(400, "Note must be attached to a lead, deal, person, organization or project"),
+        );
+    }
+    let fault = {
+        let mut s = state.lock().unwrap();
+        if !lead_id.is_empty() && !s.leads.iter().any(|l| l.id == lead_id) {
+            drop(s);
+            return refuse(state, "note: lead_id", fail(400, "Lead not found"));
+        }
+        s.note_creates += 1;
+        s.note_faults.pop_front()
+    };
+    if let Some(Fault::Status(status)) = fault {
+        return fail(status, "Internal server error");
+    }
+    let note = {
+        let mut s = state.lock().unwrap();
+        let note = NoteRecord { id: s.notes.len() as i64 + 1, content, lead_id };
+        s.notes.push(note.clone());
+        note
+    };
+    let answer = ok(
+        200,
+        json!({"id": note.id, "content": note.content, "lead_id": note.lead_id, "active_flag": true}),
+    );
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+/// [notes] `GET /api/v1/notes`.
+fn notes(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    let limit = req.query("limit").map_or(Ok(100), str::parse::<usize>);
+    let Ok(limit) = limit.map_err(|_| ()).and_then(|l| if l <= 500 { Ok(l) } else { Err(()) }) else {
+        return refuse(state, "notes: limit", fail(400, "limit must be at most 500"));
+    };
+    let s = state.lock().unwrap();
+    let data: Vec<Value> = s
+        .notes
+        .iter()
+        .filter(|n| req.query("lead_id").is_none_or(|l| l == n.lead_id))
+        .take(limit)
+        .map(|n| json!({"id": n.id, "content": n.content, "lead_id": n.lead_id, "active_flag": true}))
+        .collect();
+    let more = json!({"pagination": {"start": 0, "limit": limit, "more_items_in_collection": false}});
+    Some((200, RATE.to_string(), json!({"success": true, "data": data, "additional_data": more}).to_string()))
 }

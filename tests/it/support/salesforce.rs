@@ -26,7 +26,13 @@
 //! - [query] "Execute a SOQL Query": `GET /services/data/vXX.X/query?q=…`, answering
 //!   `{totalSize, done, records}`; the fake reads the one query the adapter makes,
 //!   `SELECT Id FROM ContentVersion WHERE Description = '…'`, and refuses any other as
-//!   `MALFORMED_QUERY`.
+//!   `MALFORMED_QUERY`; likewise `SELECT Id FROM Task WHERE WhoId = '…' AND Subject = '…'`.
+//! - [task] Object Reference, Task: `POST /services/data/vXX.X/sobjects/Task`; `WhoId` a
+//!   Lead or Contact (an Id of another object is a 400 `FIELD_INTEGRITY_EXCEPTION`),
+//!   `Subject` (string, 255, filterable), `Description` ("Comments", textarea 32000, a long
+//!   text area SOQL cannot filter), `Status` (`Not Started`, `In Progress`, `Completed`,
+//!   `Waiting on someone else`, `Deferred`), `Priority` (`High`, `Normal`, `Low`),
+//!   `ActivityDate` (a date, `YYYY-MM-DD`); 201 `{id, success, errors}`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -71,10 +77,25 @@ pub struct Version {
     pub bytes: Vec<u8>,
 }
 
+/// A Task (an activity) and whom it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub id: String,
+    pub who_id: String,
+    pub subject: String,
+    pub description: String,
+    pub status: String,
+}
+
 #[derive(Debug, Default)]
 pub struct Inner {
     pub leads: Vec<LeadRecord>,
     pub versions: Vec<Version>,
+    pub tasks: Vec<Task>,
+    /// Faults of the next Task creates.
+    pub task_faults: VecDeque<Fault>,
+    /// Task creates that passed validation (faulted ones included).
+    pub task_creates: usize,
     pub faults: VecDeque<Fault>,
     /// Faults of the next ContentVersion creates.
     pub version_faults: VecDeque<Fault>,
@@ -130,6 +151,18 @@ impl FakeSalesforce {
     pub fn version_creates(&self) -> usize {
         self.state.lock().unwrap().version_creates
     }
+
+    pub fn push_task_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().task_faults.push_back(fault);
+    }
+
+    pub fn tasks(&self) -> Vec<Task> {
+        self.state.lock().unwrap().tasks.clone()
+    }
+
+    pub fn task_creates(&self) -> usize {
+        self.state.lock().unwrap().task_creates
+    }
 }
 
 /// [errors] one error in Salesforce's array format.
@@ -153,12 +186,15 @@ async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
     let path: Vec<&str> = req.segments.iter().map(String::as_str).collect();
     let other = match path.as_slice() {
         ["services", "data", v, "sobjects", "ContentVersion"] if is_version(v) && req.method == "POST" => {
-            Some(true)
+            Some(Other::Version)
         }
-        ["services", "data", v, "query"] if is_version(v) && req.method == "GET" => Some(false),
+        ["services", "data", v, "sobjects", "Task"] if is_version(v) && req.method == "POST" => {
+            Some(Other::Task)
+        }
+        ["services", "data", v, "query"] if is_version(v) && req.method == "GET" => Some(Other::Query),
         _ => None,
     };
-    if let Some(create) = other {
+    if let Some(other) = other {
         if req.bearer() != Some(TOKEN) {
             return refuse(
                 &state,
@@ -166,9 +202,10 @@ async fn handle(state: Arc<Mutex<Inner>>, req: Request) -> Reply {
                 error(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]),
             );
         }
-        return match create {
-            true => create_version(&state, &req).await,
-            false => query(&state, &req),
+        return match other {
+            Other::Version => create_version(&state, &req).await,
+            Other::Task => create_task(&state, &req).await,
+            Other::Query => query(&state, &req),
         };
     }
     let (field, value) = match path.as_slice() {
@@ -407,38 +444,166 @@ async fn create_version(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
     }
 }
 
-/// `GET …/query?q=SELECT Id FROM ContentVersion WHERE Description = '…'` [query].
-fn query(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
-    let q = req.query("q").unwrap_or_default();
-    let Some(literal) = q.strip_prefix("SELECT Id FROM ContentVersion WHERE Description = ") else {
-        return refuse(state, "query: soql", error(400, "MALFORMED_QUERY", "unexpected query", &[]));
+/// The resources beside a Lead's.
+enum Other {
+    Version,
+    Task,
+    Query,
+}
+
+const TASK_STATUS: &[&str] =
+    &["Not Started", "In Progress", "Completed", "Waiting on someone else", "Deferred"];
+const TASK_PRIORITY: &[&str] = &["High", "Normal", "Low"];
+
+/// `POST …/sobjects/Task` [task].
+async fn create_task(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    if !req.is_json() {
+        let message = "Content type not supported; use application/json";
+        return refuse(state, "content-type", error(415, "UNSUPPORTED_MEDIA_TYPE", message, &[]));
+    }
+    let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&req.body) else {
+        return refuse(state, "task: json", error(400, "JSON_PARSER_ERROR", "Unexpected character", &[]));
     };
-    // A SOQL string literal: quoted, `\'` and `\\` escaped.
-    let Some(inner) = literal.strip_prefix('\'').and_then(|l| l.strip_suffix('\'')) else {
-        return refuse(state, "query: literal", error(400, "MALFORMED_QUERY", "unterminated string", &[]));
+    const KNOWN: &[&str] = &[
+        "WhoId",
+        "WhatId",
+        "Subject",
+        "Description",
+        "Status",
+        "Priority",
+        "ActivityDate",
+        "OwnerId",
+        "TaskSubtype",
+    ];
+    if let Some(k) = body.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        let message = format!("No such column '{k}' on sobject of type Task");
+        return refuse(state, &format!("task: field {k}"), error(400, "INVALID_FIELD", &message, &[k]));
+    }
+    let text = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    for (field, max) in [("Subject", 255), ("Description", 32000)] {
+        if text(field).chars().count() > max {
+            let message = format!("{field}: data value too large (max length={max})");
+            return refuse(
+                state,
+                &format!("task: {field}"),
+                error(400, "STRING_TOO_LONG", &message, &[field]),
+            );
+        }
+    }
+    for (field, values) in [("Status", TASK_STATUS), ("Priority", TASK_PRIORITY)] {
+        if body.contains_key(field) && !values.contains(&text(field).as_str()) {
+            let message = format!("{field}: bad value for restricted picklist field: {}", text(field));
+            return refuse(
+                state,
+                &format!("task: {field}"),
+                error(400, "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST", &message, &[field]),
+            );
+        }
+    }
+    let date = text("ActivityDate");
+    if body.contains_key("ActivityDate") && chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").is_err() {
+        let message = format!("Cannot deserialize instance of date from VALUE_STRING value {date}");
+        return refuse(state, "task: ActivityDate", error(400, "JSON_PARSER_ERROR", &message, &[]));
+    }
+    let who = text("WhoId");
+    if !who.is_empty() && !state.lock().unwrap().leads.iter().any(|l| l.id == who) {
+        let message = "Name ID: id value of incorrect type";
+        return refuse(state, "task: WhoId", error(400, "FIELD_INTEGRITY_EXCEPTION", message, &["WhoId"]));
+    }
+    let fault = {
+        let mut s = state.lock().unwrap();
+        s.task_creates += 1;
+        s.task_faults.pop_front()
     };
+    if let Some(Fault::Status(status)) = fault {
+        return error(status, "UNKNOWN_EXCEPTION", "injected", &[]);
+    }
+    let id = {
+        let mut s = state.lock().unwrap();
+        let id = format!("00T{:015}", s.tasks.len() + 1);
+        let status = Some(text("Status")).filter(|t| !t.is_empty()).unwrap_or_else(|| "Not Started".into());
+        s.tasks.push(Task {
+            id: id.clone(),
+            who_id: who,
+            subject: text("Subject"),
+            description: text("Description"),
+            status,
+        });
+        id
+    };
+    let answer = Some((201, String::new(), json!({"id": id, "success": true, "errors": []}).to_string()));
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+/// A SOQL string literal at the start of `s` (quoted, `\'` and `\\` escaped): its value and
+/// what follows it.
+fn literal(s: &str) -> Result<(String, &str), &'static str> {
+    let inner = s.strip_prefix('\'').ok_or("a string literal")?;
     let mut value = String::new();
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
+    let mut chars = inner.char_indices();
+    while let Some((i, c)) = chars.next() {
         match c {
-            '\\' => value.extend(chars.next()),
-            '\'' => {
-                return refuse(state, "query: quote", error(400, "MALFORMED_QUERY", "unescaped quote", &[]))
-            }
+            '\\' => value.extend(chars.next().map(|(_, c)| c)),
+            '\'' => return Ok((value, &inner[i + 1..])),
             c => value.push(c),
         }
     }
-    let s = state.lock().unwrap();
-    let records: Vec<Value> = s
-        .versions
+    Err("unterminated string")
+}
+
+fn malformed(state: &Arc<Mutex<Inner>>, why: &str) -> Reply {
+    refuse(state, &format!("query: {why}"), error(400, "MALFORMED_QUERY", why, &[]))
+}
+
+fn records(kind: &str, ids: Vec<String>) -> Reply {
+    let records: Vec<Value> = ids
         .iter()
-        .filter(|v| v.description == value)
-        .map(|v| json!({"attributes": {"type": "ContentVersion",
-                         "url": format!("/services/data/v59.0/sobjects/ContentVersion/{}", v.id)}, "Id": v.id}))
+        .map(|id| json!({"attributes": {"type": kind, "url": format!("/services/data/v59.0/sobjects/{kind}/{id}")}, "Id": id}))
         .collect();
     Some((
         200,
         String::new(),
         json!({"totalSize": records.len(), "done": true, "records": records}).to_string(),
     ))
+}
+
+/// `GET …/query?q=…` [query]: the ContentVersion by Description, or the Task by WhoId and Subject.
+fn query(state: &Arc<Mutex<Inner>>, req: &Request) -> Reply {
+    let q = req.query("q").unwrap_or_default();
+    if let Some(rest) = q.strip_prefix("SELECT Id FROM ContentVersion WHERE Description = ") {
+        let value = match literal(rest) {
+            Ok((value, "")) => value,
+            Ok(_) => return malformed(state, "unescaped quote"),
+            Err(why) => return malformed(state, why),
+        };
+        let s = state.lock().unwrap();
+        let ids = s.versions.iter().filter(|v| v.description == value).map(|v| v.id.clone()).collect();
+        return records("ContentVersion", ids);
+    }
+    if let Some(rest) = q.strip_prefix("SELECT Id FROM Task WHERE WhoId = ") {
+        let (who, subject) = match literal(rest) {
+            Ok((who, rest)) => match rest.strip_prefix(" AND Subject = ").map(literal) {
+                Some(Ok((subject, ""))) => (who, subject),
+                Some(Err(why)) => return malformed(state, why),
+                _ => return malformed(state, "unexpected query"),
+            },
+            Err(why) => return malformed(state, why),
+        };
+        let s = state.lock().unwrap();
+        let ids = s
+            .tasks
+            .iter()
+            .filter(|t| t.who_id == who && t.subject == subject)
+            .map(|t| t.id.clone())
+            .collect();
+        return records("Task", ids);
+    }
+    malformed(state, "soql")
 }

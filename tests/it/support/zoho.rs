@@ -23,6 +23,13 @@
 //!   line (255) with "Do not allow duplicate values".
 //! - [search] "Search Records": `GET /crm/{version}/Leads/search?criteria=(field:equals:value)`,
 //!   `(`, `)`, `,` and `\` escaped with `\` in the value; 200 `{data, info}` or 204.
+//! - [notes] "Create Notes" / "Get Notes": `POST /crm/{version}/Leads/{record_id}/Notes` with
+//!   `data` (records of `Note_Title`, `Note_Content`, the content required) on an existing
+//!   Lead (else 400 `INVALID_DATA`), answering 201 `{data: [{code: SUCCESS, details: {id, …},
+//!   message: "record added", status: success}]}`; `GET` of the same resource with `fields`
+//!   (required from v3 on: else 400 `REQUIRED_PARAM_MISSING`) and `per_page` (at most 200),
+//!   answering `{data: [{id, Note_Title, Note_Content, Parent_Id: {id}, $se_module: "Leads"}],
+//!   info}`, or 204 when the Lead has none.
 //! - [limits] over the API limits: 429 `{"code": "TOO_MANY_REQUESTS", …}` with
 //!   `X-RATELIMIT-LIMIT`, `X-RATELIMIT-REMAINING`, `X-RATELIMIT-RESET` (epoch milliseconds).
 
@@ -60,9 +67,21 @@ pub struct ZohoLead {
     pub fields: BTreeMap<String, String>,
 }
 
+/// A note and the Lead it is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZohoNote {
+    pub id: String,
+    pub parent_id: String,
+    pub title: String,
+    pub content: String,
+}
+
 #[derive(Debug, Default)]
 pub struct Inner {
     pub leads: Vec<ZohoLead>,
+    pub notes: Vec<ZohoNote>,
+    pub note_faults: VecDeque<Fault>,
+    pub note_creates: usize,
     pub tokens: HashSet<String>,
     pub token_requests: usize,
     pub faults: VecDeque<Fault>,
@@ -111,6 +130,18 @@ impl FakeZoho {
     pub fn refused(&self) -> Vec<String> {
         self.state.lock().unwrap().refused.clone()
     }
+
+    pub fn notes(&self) -> Vec<ZohoNote> {
+        self.state.lock().unwrap().notes.clone()
+    }
+
+    pub fn note_creates(&self) -> usize {
+        self.state.lock().unwrap().note_creates
+    }
+
+    pub fn push_note_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().note_faults.push_back(fault);
+    }
 }
 
 fn error(status: u16, code: &str, message: &str, details: Value) -> Reply {
@@ -134,8 +165,14 @@ async fn handle(state: Arc<Mutex<Inner>>, url: String, req: Request) -> Reply {
         return token(&state, &url, &req);
     }
     let module_call = match path.as_slice() {
-        ["crm", v, "Leads", "upsert"] if is_version(v) && req.method == "POST" => true,
-        ["crm", v, "Leads", "search"] if is_version(v) && req.method == "GET" => false,
+        ["crm", v, "Leads", "upsert"] if is_version(v) && req.method == "POST" => Call::Upsert,
+        ["crm", v, "Leads", "search"] if is_version(v) && req.method == "GET" => Call::Search,
+        ["crm", v, "Leads", id, "Notes"] if is_version(v) && req.method == "POST" => {
+            Call::AddNote(id.to_string())
+        }
+        ["crm", v, "Leads", id, "Notes"] if is_version(v) && req.method == "GET" => {
+            Call::Notes(id.to_string())
+        }
         _ => {
             return refuse(
                 &state,
@@ -155,9 +192,109 @@ async fn handle(state: Arc<Mutex<Inner>>, url: String, req: Request) -> Reply {
         return refuse(&state, "auth", error(401, "INVALID_TOKEN", "invalid oauth token", json!({})));
     }
     match module_call {
-        true => upsert(&state, &req).await,
-        false => search(&state, &req),
+        Call::Upsert => upsert(&state, &req).await,
+        Call::Search => search(&state, &req),
+        Call::AddNote(lead) => add_note(&state, &req, &lead).await,
+        Call::Notes(lead) => notes(&state, &req, &lead),
     }
+}
+
+enum Call {
+    Upsert,
+    Search,
+    AddNote(String),
+    Notes(String),
+}
+
+/// [notes] `POST /crm/{version}/Leads/{id}/Notes`.
+async fn add_note(state: &Arc<Mutex<Inner>>, req: &Request, lead: &str) -> Reply {
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    let Some([record]) = body["data"].as_array().map(Vec::as_slice) else {
+        return refuse(
+            state,
+            "note: data",
+            error(400, "INVALID_DATA", "invalid data", json!({"api_name": "data"})),
+        );
+    };
+    let content = record["Note_Content"].as_str().unwrap_or_default().to_string();
+    if content.trim().is_empty() {
+        let details = json!({"api_name": "Note_Content", "json_path": "$.data[0].Note_Content"});
+        return refuse(
+            state,
+            "note: Note_Content",
+            error(400, "MANDATORY_NOT_FOUND", "required field not found", details),
+        );
+    }
+    let fault = {
+        let mut s = state.lock().unwrap();
+        if !s.leads.iter().any(|l| l.id == lead) {
+            drop(s);
+            let details = json!({"api_name": "Parent_Id"});
+            return refuse(
+                state,
+                "note: parent",
+                error(400, "INVALID_DATA", "the related id given seems to be invalid", details),
+            );
+        }
+        s.note_creates += 1;
+        s.note_faults.pop_front()
+    };
+    if let Some(Fault::Status(status)) = fault {
+        return error(status, "INTERNAL_ERROR", "Internal Server Error", json!({}));
+    }
+    let id = {
+        let mut s = state.lock().unwrap();
+        let id = format!("55550000000{:06}", s.notes.len() + 1);
+        let title = record["Note_Title"].as_str().unwrap_or_default().to_string();
+        s.notes.push(ZohoNote { id: id.clone(), parent_id: lead.to_string(), title, content });
+        id
+    };
+    let answer = json!({"data": [{"code": "SUCCESS", "details": {"id": id, "Created_Time": "2026-12-01T00:00:00+00:00"},
+                                  "message": "record added", "status": "success"}]});
+    let answer = Some((201, String::new(), answer.to_string()));
+    match fault {
+        Some(Fault::DropAfterCreate) => None,
+        Some(Fault::SlowAfterCreate(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        _ => answer,
+    }
+}
+
+/// [notes] `GET /crm/{version}/Leads/{id}/Notes`.
+fn notes(state: &Arc<Mutex<Inner>>, req: &Request, lead: &str) -> Reply {
+    if req.query("fields").is_none_or(str::is_empty) {
+        let details = json!({"param_name": "fields"});
+        return refuse(
+            state,
+            "notes: fields",
+            error(400, "REQUIRED_PARAM_MISSING", "One of the expected parameter is missing", details),
+        );
+    }
+    if req.query("per_page").and_then(|p| p.parse::<usize>().ok()).is_some_and(|p| p > 200) {
+        let details = json!({"param_name": "per_page"});
+        return refuse(
+            state,
+            "notes: per_page",
+            error(400, "INVALID_DATA", "per_page is more than 200", details),
+        );
+    }
+    let s = state.lock().unwrap();
+    let data: Vec<Value> = s
+        .notes
+        .iter()
+        .filter(|n| n.parent_id == lead)
+        .map(|n| {
+            json!({"id": n.id, "Note_Title": n.title, "Note_Content": n.content,
+                        "Parent_Id": {"id": n.parent_id}, "$se_module": "Leads"})
+        })
+        .collect();
+    if data.is_empty() {
+        return Some((204, String::new(), String::new()));
+    }
+    let info = json!({"per_page": 200, "count": data.len(), "page": 1, "more_records": false});
+    Some((200, String::new(), json!({"data": data, "info": info}).to_string()))
 }
 
 /// [oauth] the form body's (or query's) parameters.

@@ -137,7 +137,7 @@ fn write(leads: &Path, sync: &DirSync, external_ref: &str, body: &[u8]) -> std::
 
 impl CrmAdapter for FileCrm {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_upsert: true, lookup: true }
+        Capabilities { idempotent_upsert: true, lookup: true, notes: false }
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {

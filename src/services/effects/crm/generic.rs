@@ -109,7 +109,7 @@ impl GenericCrm {
 
 impl CrmAdapter for GenericCrm {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_upsert: false, lookup: self.lookup_url.is_some() }
+        Capabilities { idempotent_upsert: false, lookup: self.lookup_url.is_some(), notes: false }
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {

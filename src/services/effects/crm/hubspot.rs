@@ -17,13 +17,23 @@
 //! (`POST /crm/v3/objects/notes`) with `hs_attachment_ids` (the file IDs, `;`-separated) and
 //! an association to the contact (`HUBSPOT_DEFINED` type 202, note to contact), unless
 //! `POST /crm/v3/objects/notes/search` finds a note with exactly those attachment IDs.
+//!
+//! A decided duplicate's note (`add_note`, HubSpot's notes guide and CRM search guide): the
+//! duplicate's contact is read by its reference (as `lookup`), the original's too; unless the
+//! notes search (`associations.contact` EQ the contact, `hs_note_body` returned) finds a note
+//! on that contact whose body holds the note's key, one note is created with `hs_timestamp`,
+//! `hs_note_body` (the text and the key) and an association (type 202) to each contact. The
+//! search index trails writes by a few seconds, which `[worker] reconcile_after_ms` covers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead, LeadFile};
+use super::{
+    note_lead_absent, own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead, LeadFile,
+    LeadNote,
+};
 use crate::config::kind_settings::Settings;
 use crate::config::CrmConfig;
 use crate::domain::FileRef;
@@ -265,6 +275,70 @@ impl Hubspot {
     }
 }
 
+/// How a duplicate note's key is written in its body (and found there again).
+fn key_mark(key: &str) -> String {
+    format!("[onceform {}]", escape(key))
+}
+
+impl Hubspot {
+    /// The ID of the contact under `external_ref`; `None`: HubSpot has none. A failed read
+    /// is a transient failure (nothing was written).
+    async fn contact_of(&self, external_ref: &str) -> Result<Option<String>, Report> {
+        match self.lookup(external_ref).await {
+            Lookup::Found { provider_ref } => Ok(Some(provider_ref)),
+            Lookup::Absent => Ok(None),
+            Lookup::Failed { error_class } => {
+                Err(Report::failed(Outcome::Transient { retry_after: None }, error_class))
+            }
+        }
+    }
+
+    /// The note on `contact` whose body holds `key`, if there is one.
+    async fn find_keyed_note(&self, contact: &str, key: &str) -> Result<Option<String>, Report> {
+        let url = format!("{}/crm/v3/objects/notes/search", self.base_url);
+        let query = json!({
+            "filterGroups": [{"filters": [
+                {"propertyName": "associations.contact", "operator": "EQ", "value": contact}
+            ]}],
+            "properties": ["hs_note_body"],
+            "limit": 100,
+        });
+        let found = self.call(self.client.post(url).json(&query)).await?;
+        let mark = key_mark(key);
+        let results = found["results"].as_array().cloned().unwrap_or_default();
+        Ok(results
+            .iter()
+            .filter(|n| n["properties"]["hs_note_body"].as_str().is_some_and(|b| b.contains(&mark)))
+            .find_map(|n| id_of(n, "id")))
+    }
+
+    async fn add_keyed_note(&self, note: &LeadNote) -> Result<Report, Report> {
+        let Some(contact) = self.contact_of(&note.on).await? else { return Ok(note_lead_absent()) };
+        if let Some(id) = self.find_keyed_note(&contact, &note.key).await? {
+            return Ok(Report::sent(id));
+        }
+        let original = self.contact_of(&note.about).await?;
+        let to = |id: &str| {
+            json!({"to": {"id": id},
+                   "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": NOTE_TO_CONTACT}]})
+        };
+        let mut associations = vec![to(&contact)];
+        associations.extend(original.filter(|o| *o != contact).map(|o| to(&o)));
+        let body = json!({
+            "properties": {
+                "hs_timestamp": crate::base::format::rfc3339(crate::base::clock::now()),
+                "hs_note_body": format!("{}<br>{}", escape(&note.text), key_mark(&note.key)),
+            },
+            "associations": associations,
+        });
+        let url = format!("{}/crm/v3/objects/notes", self.base_url);
+        let created = self.call(self.client.post(url).json(&body)).await?;
+        id_of(&created, "id")
+            .map(Report::sent)
+            .ok_or_else(|| Report::failed(Outcome::Ambiguous, "hubspot_note_no_id"))
+    }
+}
+
 /// A 200/207 batch answer: the upserted contact's id, else the first error's outcome.
 fn batch_outcome(body: &Value, status: u16) -> Report {
     if let Some(id) = body["results"].as_array().and_then(|r| r.first()).and_then(|o| id_of(o, "id")) {
@@ -306,7 +380,7 @@ fn error_outcome(error: &Value, status: Option<u16>) -> Option<Report> {
 
 impl CrmAdapter for Hubspot {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_upsert: true, lookup: true }
+        Capabilities { idempotent_upsert: true, lookup: true, notes: true }
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
@@ -374,6 +448,25 @@ impl CrmAdapter for Hubspot {
             }
             match self.find_note(&ids.join(";")).await {
                 Ok(Some(_)) => found,
+                Ok(None) => Lookup::Absent,
+                Err(_) => lookup_failed("lookup_note"),
+            }
+        })
+    }
+
+    fn add_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Report> {
+        Box::pin(async move { self.add_keyed_note(note).await.unwrap_or_else(|failed| failed) })
+    }
+
+    fn find_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let contact = match self.contact_of(&note.on).await {
+                Ok(Some(contact)) => contact,
+                Ok(None) => return Lookup::Absent,
+                Err(_) => return lookup_failed("lookup_contact"),
+            };
+            match self.find_keyed_note(&contact, &note.key).await {
+                Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
                 Ok(None) => Lookup::Absent,
                 Err(_) => lookup_failed("lookup_note"),
             }
@@ -492,7 +585,7 @@ mod tests {
     #[test]
     fn the_adapter_is_an_idempotent_upsert_with_lookup() {
         let caps = hubspot("http://127.0.0.1:9".into()).capabilities();
-        assert_eq!(caps, Capabilities { idempotent_upsert: true, lookup: true });
+        assert_eq!(caps, Capabilities { idempotent_upsert: true, lookup: true, notes: true });
     }
 
     #[tokio::test]

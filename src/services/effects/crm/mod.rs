@@ -66,12 +66,40 @@ pub fn file_key(external_ref: &str, sha256: &str) -> String {
     format!("{external_ref}:file:{sha256}")
 }
 
+/// A note on the lead sent under the external reference `on`, naming the lead sent under
+/// `about` (a decided duplicate's lead and its original's, `crm_note`).
+#[derive(Debug, Clone)]
+pub struct LeadNote {
+    /// The note record's key: kept with the note at the vendor, so that a lookup finds it.
+    pub key: String,
+    pub on: String,
+    pub about: String,
+    /// What the note says, plain text (no visitor content).
+    pub text: String,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// Creating twice with one external reference leaves one lead (an upsert).
     pub idempotent_upsert: bool,
     /// A lead can be found by its external reference.
     pub lookup: bool,
+    /// A note can be added to a lead, and found again by its key (`add_note`, `find_note`).
+    pub notes: bool,
+}
+
+/// What an adapter without notes answers `add_note`: a final failure that says why.
+pub fn notes_unsupported() -> Report {
+    Report::failed(super::Outcome::Permanent, "crm_notes_unsupported").with_detail(Some(
+        "the CRM adapter in use cannot add notes (hubspot, salesforce, pipedrive and zoho can)".into(),
+    ))
+}
+
+/// What `add_note` answers while the lead the note goes on is not in the CRM (yet): it is
+/// tried again later (the lead's own attempt may still be under way).
+pub fn note_lead_absent() -> Report {
+    Report::failed(super::Outcome::Transient { retry_after: None }, "note_lead_absent")
+        .with_detail(Some("the duplicate's lead is not in the CRM (yet)".into()))
 }
 
 /// A connected CRM: creates leads and looks them up.
@@ -91,6 +119,19 @@ pub trait CrmAdapter: Send + Sync {
     /// when every step is there (else `Absent`, and sending again completes the rest).
     fn lookup_with_files<'a>(&'a self, lead: &'a Lead, _files: &'a [LeadFile]) -> BoxFuture<'a, Lookup> {
         self.lookup(&lead.external_ref)
+    }
+
+    /// Adds `note` to the lead sent under `note.on` (found by its external reference),
+    /// naming the lead under `note.about` where the CRM has it; looks for the note by its
+    /// key first. While the lead is not in the CRM: `note_lead_absent`. An adapter without
+    /// notes (`Capabilities::notes`): `notes_unsupported`.
+    fn add_note<'a>(&'a self, _note: &'a LeadNote) -> BoxFuture<'a, Report> {
+        Box::pin(async { notes_unsupported() })
+    }
+
+    /// Looks for `note` on its lead by its key (after an unknown outcome).
+    fn find_note<'a>(&'a self, _note: &'a LeadNote) -> BoxFuture<'a, Lookup> {
+        Box::pin(async { http::lookup_failed("crm_notes_unsupported") })
     }
 }
 
@@ -218,6 +259,14 @@ pub fn warnings<'a>(
         for kind in ADAPTERS.iter().filter(|k| form.effects.iter().any(|e| e.as_str() == k.name())) {
             out.extend(kind.mapping_warnings(&at, form));
         }
+        let noted = form.crm.on_duplicate == crate::config::OnDuplicate::Note;
+        if let Some(kind) = in_use.filter(|k| noted && !NOTES.contains(&k.name())) {
+            out.push(format!(
+                "{at}.crm.on_duplicate: the `{}` CRM adapter cannot add notes: a duplicate's note \
+                 will end FAILED_FINAL (crm_notes_unsupported)",
+                kind.name()
+            ));
+        }
     }
     out
 }
@@ -256,6 +305,9 @@ fn too_long(form: &FormConfig, to: &str, length: usize) -> Vec<(String, usize)> 
     }
     out
 }
+
+/// The adapters that add notes (`Capabilities::notes`), for check-config (which builds none).
+const NOTES: &[&str] = &["hubspot", "salesforce", "pipedrive", "zoho"];
 
 /// The HTTP adapters' shared rule: a URL (`[crm] url` or `ONCEFORM_CRM_URL`) that the URL
 /// policy allows, at an address the reach admits (`allow_private`).

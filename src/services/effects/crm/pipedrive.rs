@@ -22,8 +22,11 @@
 //! lead); any other name is a lead custom field's key. check-config holds it to what a lead
 //! needs: a title and a person's name, each at most 255 characters (Pipedrive's text fields).
 //!
-//! A note on a lead (for a later "duplicate of" decision) would be `POST /api/v1/notes` with
-//! `content` and `lead_id`, looked up first by the lead's notes (`GET /api/v1/notes?lead_id=`).
+//! A decided duplicate's note (`add_note`): `POST /api/v1/notes` with `content` (HTML: the
+//! text and the note's key) and `lead_id` (the duplicate's lead, found as `lookup` finds it;
+//! the original's lead ID is named in the text where Pipedrive has it). Before creating it,
+//! and to reconcile, the lead's notes (`GET /api/v1/notes?lead_id=…&limit=500`) are read for
+//! one holding the key.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +35,10 @@ use reqwest::RequestBuilder;
 use serde_json::{json, Map, Value};
 
 use super::answer::Answer;
-use super::{may_be_blank, own, too_long, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead};
+use super::{
+    may_be_blank, note_lead_absent, own, too_long, url_of, url_problems, AdapterKind, Capabilities,
+    CrmAdapter, Lead, LeadNote,
+};
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
 use crate::services::effects::http::{client, lookup_failed, Client, Reach, Secret, ServerErrors};
@@ -260,10 +266,60 @@ impl Pipedrive {
     }
 }
 
+/// How a duplicate note's key is written in its content (and found there again).
+fn key_mark(key: &str) -> String {
+    format!("[onceform {}]", key.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"))
+}
+
+impl Pipedrive {
+    /// The ID of the lead under `reference`; a failed search is a transient failure.
+    async fn lead_of(&self, reference: &str) -> Result<Option<String>, Report> {
+        self.find_lead(reference).await.map_err(|failed| {
+            Report::failed(Outcome::Transient { retry_after: None }, "note_lead_lookup")
+                .with_detail(failed.detail)
+        })
+    }
+
+    /// The note on `lead_id` whose content holds `key`, if there is one.
+    async fn find_keyed_note(&self, lead_id: &str, key: &str) -> Result<Option<String>, Report> {
+        let query = [("lead_id", lead_id), ("start", "0"), ("limit", "500")];
+        let req = self.client.get(self.url("/api/v1/notes")).query(&query);
+        let (_, body) = self.call(req, ServerErrors::DidNotAct).await?;
+        let mark = key_mark(key);
+        let notes = body["data"].as_array().cloned().unwrap_or_default();
+        Ok(notes
+            .iter()
+            .filter(|n| n["content"].as_str().is_some_and(|c| c.contains(&mark)))
+            .find_map(|n| id_text(&n["id"])))
+    }
+
+    async fn add_keyed_note(&self, note: &LeadNote) -> Result<Report, Report> {
+        let Some(lead_id) = self.lead_of(&note.on).await? else { return Ok(note_lead_absent()) };
+        if let Some(id) = self.find_keyed_note(&lead_id, &note.key).await? {
+            return Ok(Report::sent(id));
+        }
+        let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let mut content = escape(&note.text);
+        if let Some(original) = self.lead_of(&note.about).await? {
+            content.push_str(&format!(" The original's lead: {}.", escape(&original)));
+        }
+        content.push_str(&format!("<br>{}", key_mark(&note.key)));
+        let req = self
+            .client
+            .post(self.url("/api/v1/notes"))
+            .json(&json!({"content": content, "lead_id": lead_id}));
+        let (status, created) = self.call(req, ServerErrors::MayHaveActed).await?;
+        Ok(match id_text(&created["data"]["id"]) {
+            Some(id) => Report::sent(id).with_http(status),
+            None => Report::failed(Outcome::Ambiguous, "pipedrive_note_no_id").with_http(status),
+        })
+    }
+}
+
 impl CrmAdapter for Pipedrive {
     fn capabilities(&self) -> Capabilities {
         // Two requests, no upsert: an unknown outcome is looked up before anything is resent.
-        Capabilities { idempotent_upsert: false, lookup: true }
+        Capabilities { idempotent_upsert: false, lookup: true, notes: true }
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
@@ -284,6 +340,25 @@ impl CrmAdapter for Pipedrive {
                     None => Report::failed(Outcome::Ambiguous, "pipedrive_lead_no_id").with_http(status),
                 },
                 Err(failed) => failed,
+            }
+        })
+    }
+
+    fn add_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Report> {
+        Box::pin(async move { self.add_keyed_note(note).await.unwrap_or_else(|failed| failed) })
+    }
+
+    fn find_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let lead_id = match self.lead_of(&note.on).await {
+                Ok(Some(id)) => id,
+                Ok(None) => return Lookup::Absent,
+                Err(_) => return lookup_failed("lookup_lead"),
+            };
+            match self.find_keyed_note(&lead_id, &note.key).await {
+                Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
+                Ok(None) => Lookup::Absent,
+                Err(_) => lookup_failed("lookup_note"),
             }
         })
     }

@@ -20,13 +20,23 @@
 //! creating it, the SOQL query `SELECT Id FROM ContentVersion WHERE Description = '…'`
 //! (`GET /services/data/vXX.X/query?q=…`) looks for that Description, so a retry after a
 //! lost answer finds the version instead of creating a second one.
+//!
+//! A decided duplicate's note (`add_note`, Object Reference Task): a completed Task on the
+//! duplicate's Lead (`WhoId`, found by its external ID as `lookup`), its `Subject`
+//! `onceform duplicate [{key}]` (a filterable field: `Description` is a long text area, which
+//! SOQL cannot filter), its `Description` the text and the original's Lead Id where Salesforce
+//! has it. Before creating it, and to reconcile, `SELECT Id FROM Task WHERE WhoId = '…' AND
+//! Subject = '…'` looks for it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead, LeadFile};
+use super::{
+    note_lead_absent, own, url_of, url_problems, AdapterKind, Capabilities, CrmAdapter, Lead, LeadFile,
+    LeadNote,
+};
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
 use crate::services::effects::http::{
@@ -290,6 +300,61 @@ impl Salesforce {
     }
 }
 
+/// The Subject of a duplicate note's Task: it holds the note's key (at most 255 characters).
+fn note_subject(key: &str) -> String {
+    format!("onceform duplicate [{key}]").chars().take(255).collect()
+}
+
+impl Salesforce {
+    /// The Lead's Id under `external_ref`; `None`: Salesforce has none. A failed read is a
+    /// transient failure (nothing was written).
+    async fn lead_of(&self, external_ref: &str) -> Result<Option<String>, Report> {
+        match self.lookup(external_ref).await {
+            Lookup::Found { provider_ref } => Ok(Some(provider_ref)),
+            Lookup::Absent => Ok(None),
+            Lookup::Failed { error_class } => {
+                Err(Report::failed(Outcome::Transient { retry_after: None }, error_class))
+            }
+        }
+    }
+
+    /// The Task on `lead_id` whose Subject holds `key`, if there is one.
+    async fn find_task(&self, lead_id: &str, key: &str) -> Result<Option<String>, Report> {
+        let soql = format!(
+            "SELECT Id FROM Task WHERE WhoId = {} AND Subject = {}",
+            soql_string(lead_id),
+            soql_string(&note_subject(key))
+        );
+        let url = format!("{}/services/data/{API_VERSION}/query", self.instance_url);
+        let found = self.call(self.client.get(url).query(&[("q", soql)])).await?;
+        Ok(found["records"].as_array().and_then(|r| r.first()).and_then(|v| id_of(v, "Id")))
+    }
+
+    async fn add_task(&self, note: &LeadNote) -> Result<Report, Report> {
+        let Some(lead_id) = self.lead_of(&note.on).await? else { return Ok(note_lead_absent()) };
+        if let Some(id) = self.find_task(&lead_id, &note.key).await? {
+            return Ok(Report::sent(id));
+        }
+        let mut description = note.text.clone();
+        if let Some(original) = self.lead_of(&note.about).await? {
+            description.push_str(&format!(" The original's Lead: {original}."));
+        }
+        let body = serde_json::json!({
+            "WhoId": lead_id,
+            "Subject": note_subject(&note.key),
+            "Description": description,
+            "Status": "Completed",
+            "Priority": "Normal",
+            "ActivityDate": crate::base::clock::now().date().format("%Y-%m-%d").to_string(),
+        });
+        let url = format!("{}/services/data/{API_VERSION}/sobjects/Task", self.instance_url);
+        let created = self.call(self.client.post(url).json(&body)).await?;
+        id_of(&created, "id")
+            .map(Report::sent)
+            .ok_or_else(|| Report::failed(Outcome::Ambiguous, "salesforce_task_no_id"))
+    }
+}
+
 /// A 400 whose error list says a duplicate rule blocked the record.
 fn duplicates_detected(body: &Value) -> bool {
     body.as_array().is_some_and(|errors| errors.iter().any(|e| e["errorCode"] == "DUPLICATES_DETECTED"))
@@ -297,7 +362,7 @@ fn duplicates_detected(body: &Value) -> bool {
 
 impl CrmAdapter for Salesforce {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_upsert: true, lookup: true }
+        Capabilities { idempotent_upsert: true, lookup: true, notes: true }
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
@@ -369,6 +434,25 @@ impl CrmAdapter for Salesforce {
                 }
             }
             found
+        })
+    }
+
+    fn add_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Report> {
+        Box::pin(async move { self.add_task(note).await.unwrap_or_else(|failed| failed) })
+    }
+
+    fn find_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let lead_id = match self.lead_of(&note.on).await {
+                Ok(Some(id)) => id,
+                Ok(None) => return Lookup::Absent,
+                Err(_) => return lookup_failed("lookup_lead"),
+            };
+            match self.find_task(&lead_id, &note.key).await {
+                Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
+                Ok(None) => Lookup::Absent,
+                Err(_) => lookup_failed("lookup_task"),
+            }
         })
     }
 

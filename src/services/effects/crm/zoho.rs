@@ -24,8 +24,13 @@
 //! "Standard Modules & Fields"): the lengths of its text fields, and `Last_Name` and
 //! `Company`, which a new Lead must have.
 //!
-//! A note on a lead (for a later "duplicate of" decision) would be `POST /crm/v8/Leads/{id}/Notes`
-//! (`Note_Title`, `Note_Content`), looked up first by `GET` of the same resource.
+//! A decided duplicate's note (`add_note`, "Create Notes"): `POST /crm/v8/Leads/{id}/Notes`
+//! on the duplicate's Lead (found as `lookup` finds it), `{"data": [{Note_Title,
+//! Note_Content}]}` (the record's parent is the Lead of the URL: `Parent_Id` and
+//! `$se_module` = `Leads`, as the API returns them); the content holds the text, the
+//! original's Lead ID where Zoho has it, and the note's key. Before creating it, and to
+//! reconcile, "Get Notes" (`GET` of the same resource, `fields=Note_Title,Note_Content`; 204
+//! when there is none) is read for one holding the key.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,9 +41,12 @@ use serde_json::{json, Map, Value};
 use tokio::sync::Mutex;
 
 use super::answer::Answer;
-use super::{may_be_blank, own, too_long, AdapterKind, Capabilities, CrmAdapter, Lead};
+use super::{
+    may_be_blank, note_lead_absent, own, too_long, AdapterKind, Capabilities, CrmAdapter, Lead, LeadNote,
+};
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
+use crate::services::effects::http::encode_segment;
 use crate::services::effects::http::{
     client, lookup_failed, reach, url_policy, Client, Reach, Secret, ServerErrors,
 };
@@ -345,9 +353,72 @@ fn upserted(answer: &Answer) -> Report {
     answer.refused(ServerErrors::MayHaveActed, said)
 }
 
+/// How a duplicate note's key is written in its content (and found there again).
+fn key_mark(key: &str) -> String {
+    format!("[onceform {key}]")
+}
+
+impl Zoho {
+    /// The Lead's ID under `reference`; a failed search is a transient failure.
+    async fn lead_of(&self, reference: &str) -> Result<Option<String>, Report> {
+        match self.lookup(reference).await {
+            Lookup::Found { provider_ref } => Ok(Some(provider_ref)),
+            Lookup::Absent => Ok(None),
+            Lookup::Failed { error_class } => {
+                Err(Report::failed(Outcome::Transient { retry_after: None }, error_class))
+            }
+        }
+    }
+
+    /// The URL path of a Lead's notes.
+    fn notes_path(lead_id: &str) -> Result<String, Report> {
+        let id =
+            encode_segment(lead_id).ok_or_else(|| Report::failed(Outcome::Permanent, "bad_reference"))?;
+        Ok(format!("/crm/{API_VERSION}/Leads/{id}/Notes"))
+    }
+
+    /// The note on `lead_id` whose content holds `key`, if there is one.
+    async fn find_keyed_note(&self, lead_id: &str, key: &str) -> Result<Option<String>, Report> {
+        let path = Self::notes_path(lead_id)?;
+        let make = |api: &str| {
+            let query = [("fields", "Note_Title,Note_Content"), ("per_page", "200")];
+            self.client.get(format!("{api}{path}")).query(&query)
+        };
+        let answer = self.call(make).await?;
+        match answer.code() {
+            204 => Ok(None),
+            200 => {
+                let mark = key_mark(key);
+                let notes = answer.body["data"].as_array().cloned().unwrap_or_default();
+                Ok(notes
+                    .iter()
+                    .filter(|n| n["Note_Content"].as_str().is_some_and(|c| c.contains(&mark)))
+                    .find_map(|n| n["id"].as_str().map(str::to_string)))
+            }
+            _ => Err(answer.refused(ServerErrors::DidNotAct, words(&answer.body))),
+        }
+    }
+
+    async fn add_keyed_note(&self, note: &LeadNote) -> Result<Report, Report> {
+        let Some(lead_id) = self.lead_of(&note.on).await? else { return Ok(note_lead_absent()) };
+        if let Some(id) = self.find_keyed_note(&lead_id, &note.key).await? {
+            return Ok(Report::sent(id));
+        }
+        let mut content = note.text.clone();
+        if let Some(original) = self.lead_of(&note.about).await? {
+            content.push_str(&format!(" The original's Lead: {original}."));
+        }
+        content.push_str(&format!("\n{}", key_mark(&note.key)));
+        let body = json!({"data": [{"Note_Title": "onceform: duplicate", "Note_Content": content}]});
+        let path = Self::notes_path(&lead_id)?;
+        let answer = self.call(|api: &str| self.client.post(format!("{api}{path}")).json(&body)).await?;
+        Ok(upserted(&answer))
+    }
+}
+
 impl CrmAdapter for Zoho {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_upsert: true, lookup: true }
+        Capabilities { idempotent_upsert: true, lookup: true, notes: true }
     }
 
     fn create<'a>(&'a self, lead: &'a Lead) -> BoxFuture<'a, Report> {
@@ -358,6 +429,25 @@ impl CrmAdapter for Zoho {
             match self.call(make).await {
                 Ok(answer) => upserted(&answer),
                 Err(failed) => failed,
+            }
+        })
+    }
+
+    fn add_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Report> {
+        Box::pin(async move { self.add_keyed_note(note).await.unwrap_or_else(|failed| failed) })
+    }
+
+    fn find_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Lookup> {
+        Box::pin(async move {
+            let lead_id = match self.lead_of(&note.on).await {
+                Ok(Some(id)) => id,
+                Ok(None) => return Lookup::Absent,
+                Err(_) => return lookup_failed("lookup_lead"),
+            };
+            match self.find_keyed_note(&lead_id, &note.key).await {
+                Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
+                Ok(None) => Lookup::Absent,
+                Err(_) => lookup_failed("lookup_note"),
             }
         })
     }

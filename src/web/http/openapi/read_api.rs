@@ -218,23 +218,23 @@ pub fn paths(paths: &mut Map<String, Value>) {
         ),
     ];
     let changes = json!({"description": "The changes after the cursor, in transaction order",
-        "content": {"application/json": {"schema": {
-        "type": "object", "required": ["items", "next_cursor"],
-        "properties": {
-            "items": {"type": "array", "items": {"type": "object",
-                "required": ["cursor", "submission_id", "form", "at", "type"],
-                "properties": {
-                    "cursor": {"type": "string", "description": "Resuming from it reads what follows this change"},
-                    "submission_id": {"type": "string"},
-                    "form": {"type": "string"},
-                    "at": {"type": "string"},
-                    "type": {"type": "string",
-                             "enum": ["accepted", "conflict", "effect_state", "decision", "erased", "deleted"]},
-                    "effect_id": {"type": "string"}, "kind": {"type": "string"}, "state": {"type": "string"},
-                    "pair_id": {"type": "string"}, "status": {"type": "string"}}}},
-            "next_cursor": {"type": "string", "description": "Store it; send it back to read on (the same when \
-                            nothing changed)"}
-        }}}}});
+    "content": {"application/json": {"schema": {
+    "type": "object", "required": ["items", "next_cursor"],
+    "properties": {
+        "items": {"type": "array", "items": {"type": "object",
+            "required": ["cursor", "submission_id", "form", "at", "type"],
+            "properties": {
+                "cursor": {"type": "string", "description": "Resuming from it reads what follows this change"},
+                "submission_id": {"type": "string"},
+                "form": {"type": "string"},
+                "at": {"type": "string"},
+                "type": {"type": "string",
+                         "enum": ["accepted", "conflict", "effect_state", "decision", "erased", "deleted"]},
+                "effect_id": {"type": "string"}, "kind": {"type": "string"}, "state": {"type": "string"},
+                "pair_id": {"type": "string"}, "status": {"type": "string"}}}},
+        "next_cursor": {"type": "string", "description": "Store it; send it back to read on (the same when \
+                        nothing changed)"}
+    }}}}});
     paths.insert(
         "/api/v1/changes".into(),
         json!({"get": operation(

@@ -63,8 +63,10 @@ pub async fn post(
         Ok(parsed) => parsed,
         Err(resp) => return resp,
     };
-    let (pool, id) = (state.pool.clone(), id.into_inner());
-    match web::block(move || decide(&pool, &caller.0, &id, action, &note)).await {
+    let (pool, forms, id) = (state.pool.clone(), state.forms(), id.into_inner());
+    let run =
+        move || decide(&pool, &caller.0, &|name: &str| forms.notes_duplicates(name), &id, action, &note);
+    match web::block(run).await {
         Ok(Ok(decided)) => json_response(&decided),
         Ok(Err(DecisionError::Read(e))) => refusal(e),
         Ok(Err(DecisionError::Refused(why))) => Problem::new(ProblemKind::DecisionRefused, why).response(),

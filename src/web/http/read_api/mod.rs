@@ -183,11 +183,15 @@ async fn list_changes(state: web::Data<AppState>, caller: ApiCaller, req: HttpRe
     let page = match page {
         Ok(Ok(page)) => page,
         Ok(Err(changes::ReadError::Expired)) => {
-            return Problem::new(ProblemKind::CursorExpired, "retention removed changes after this cursor: start over")
-                .response()
+            return Problem::new(
+                ProblemKind::CursorExpired,
+                "retention removed changes after this cursor: start over",
+            )
+            .response()
         }
         Ok(Err(changes::ReadError::BadCursor(_))) => {
-            return Problem::new(ProblemKind::InvalidParameter, "`cursor`: not a cursor of this feed").response()
+            return Problem::new(ProblemKind::InvalidParameter, "`cursor`: not a cursor of this feed")
+                .response()
         }
         Ok(Err(changes::ReadError::Db(e))) => return db_problem(e).response(),
         Err(_) => return Problem::unavailable().response(),
