@@ -23,6 +23,10 @@ pub enum Leads {
     /// No lead: the contact form's only effect is an outbound `webhook` (signed per Standard
     /// Webhooks) to the instant loopback receiver.
     Webhook,
+    /// The form lists the outbound `webhook` only, and a route that every submission takes
+    /// sends each to three destinations: the `webhook`, `teams` and `discord`, all at the
+    /// instant receiver.
+    Routed,
 }
 
 impl Leads {
@@ -31,6 +35,7 @@ impl Leads {
             Leads::Http => "http",
             Leads::File => "file",
             Leads::Webhook => "outbound webhook",
+            Leads::Routed => "routed to webhook, teams, discord",
         }
     }
 
@@ -42,11 +47,26 @@ impl Leads {
             3
         }
     }
+
+    /// Requests the instant receiver gets per submission.
+    fn received(self) -> usize {
+        match self {
+            Leads::Http | Leads::Webhook => 1,
+            Leads::Routed => 3,
+            Leads::File => 0,
+        }
+    }
 }
 
 /// The variable holding the outbound webhook's secret, and the secret.
 const WEBHOOK_SECRET: (&str, &str) =
     ("ONCEFORM_BENCH_OUTBOUND_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+
+/// The variables holding the Teams and Discord URLs of the routed drain.
+const CHAT_URLS: (&str, &str) = ("ONCEFORM_BENCH_TEAMS_URL", "ONCEFORM_BENCH_DISCORD_URL");
+
+/// A routed burst's effects/s against one destination's, at least (issue 41).
+pub const ROUTED_RATIO_TARGET: f64 = 0.7;
 
 /// The target for one worker process, leads to the instant CRM or to files (issue 11, item 5).
 pub const TARGET_PER_PROCESS: f64 = 3000.0;
@@ -96,6 +116,43 @@ pub fn print_table_with<'a>(
     }
 }
 
+/// A burst of `submissions`, each routed to three destinations, drained by one `worker`
+/// process, against the same burst sent to one destination (the outbound webhook), per
+/// backend: effects/s and submissions/s of each, and the routed run's effects/s as a share
+/// of the one-destination run's (the target: at least 0.7).
+pub fn print_routed<'a>(backends: impl IntoIterator<Item = &'a str>, submissions: usize) {
+    println!("| backend | destinations per submission | submissions | effects | seconds | effects/s | submissions/s | worker CPU s per 1,000 effects | effects/s vs one destination | target | met |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let crm = InstantCrm::start();
+    let mut scratch = Vec::new();
+    for backend in backends {
+        let mut one = None;
+        for to in [Leads::Webhook, Leads::Routed] {
+            let mut run = drain_rate_to(&crm, to, backend, 1, submissions);
+            scratch.extend(run.scratch.take());
+            let rate = run.effects as f64 / run.seconds;
+            let single: f64 = *one.get_or_insert(rate);
+            let ratio = rate / single;
+            let met = if to == Leads::Webhook {
+                "(the base)"
+            } else if ratio >= ROUTED_RATIO_TARGET {
+                "yes"
+            } else {
+                "**no**"
+            };
+            println!(
+                "| {backend} | {} ({}) | {submissions} | {} | {:.2} | {rate:.0} | {:.0} | {:.2} | {ratio:.2} × | ≥ {ROUTED_RATIO_TARGET} × | {met} |",
+                to.effects(),
+                to.label(),
+                run.effects,
+                run.seconds,
+                submissions as f64 / run.seconds,
+                1000.0 * run.cpu_seconds / run.effects as f64,
+            );
+        }
+    }
+}
+
 /// One drain run: effects delivered, wall-clock seconds, the workers' CPU seconds, and the
 /// share of the machine's CPU time that was busy (0..=1) while it ran.
 pub struct Drained {
@@ -124,7 +181,7 @@ pub fn drain_rate_to(
     let before = crm.created();
     let path = path.to_str().unwrap();
     let workers: Vec<Process> =
-        (0..processes).map(|_| Process::start(&["worker", "--config", path], &[WEBHOOK_SECRET])).collect();
+        (0..processes).map(|_| Process::start(&["worker", "--config", path], &env(crm).each())).collect();
     // The clock starts once the processes are up (they print their first line when running).
     let started = Instant::now();
     let cpu_before: f64 = workers.iter().map(Process::cpu_seconds).sum();
@@ -141,8 +198,9 @@ pub fn drain_rate_to(
     let total = (submissions * to.effects()) as i64;
     assert_eq!(sent(&pool), total, "every effect SENT");
     match to {
-        Leads::Http => assert_eq!(crm.created() - before, submissions, "each lead exactly once"),
-        Leads::Webhook => assert_eq!(crm.created() - before, submissions, "each webhook exactly once"),
+        Leads::Http | Leads::Webhook | Leads::Routed => {
+            assert_eq!(crm.created() - before, submissions * to.received(), "each request exactly once")
+        }
         Leads::File => {
             let files = std::fs::read_dir(db.dir.join("crm").join("leads")).unwrap().count();
             assert_eq!(files, submissions, "one file per lead");
@@ -246,14 +304,32 @@ fn serve(stream: std::net::TcpStream, created: &AtomicUsize) {
     }
 }
 
+/// The workers' environment: the outbound webhook's secret and the chat kinds' URLs.
+struct Env(Vec<(&'static str, String)>);
+
+impl Env {
+    fn each(&self) -> Vec<(&str, &str)> {
+        self.0.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
+}
+
+fn env(crm: &InstantCrm) -> Env {
+    let base = crm.url.trim_end_matches("/leads");
+    Env(vec![
+        (WEBHOOK_SECRET.0, WEBHOOK_SECRET.1.to_string()),
+        (CHAT_URLS.0, format!("{base}/teams")),
+        (CHAT_URLS.1, format!("{base}/api/webhooks/1/bench-token")),
+    ])
+}
+
 fn write_config(db: &Db, crm_url: &str, to: Leads) -> (std::path::PathBuf, Config) {
     let mail = db.dir.join("mail").display().to_string();
     let crm = match to {
-        Leads::Http | Leads::Webhook => format!("url = {crm_url:?}"),
+        Leads::Http | Leads::Webhook | Leads::Routed => format!("url = {crm_url:?}"),
         Leads::File => format!("adapter = \"file\"\ndir = {:?}", db.dir.join("crm").display().to_string()),
     };
     let forms = match to {
-        Leads::Webhook => {
+        Leads::Webhook | Leads::Routed => {
             let effects = "effects = [\"webhook\"]";
             let forms = super::default_forms().replacen(
                 "effects = [\"crm_lead\", \"confirmation_email\", \"owner_notification\"]",
@@ -261,10 +337,19 @@ fn write_config(db: &Db, crm_url: &str, to: Leads) -> (std::path::PathBuf, Confi
                 1,
             );
             assert!(forms.contains(effects), "the default contact form's effects changed");
-            format!(
+            let mut forms = format!(
                 "{forms}\n[forms.contact.webhook]\nurl = {crm_url:?}\nsecret_env = {:?}\n",
                 WEBHOOK_SECRET.0
-            )
+            );
+            if to == Leads::Routed {
+                forms.push_str(&format!(
+                    "[forms.contact.teams]\nurl_env = {:?}\n[forms.contact.discord]\nurl_env = {:?}\n\
+                     [[forms.contact.routes]]\nname = \"everyone\"\nwhen = {{ spam = false }}\n\
+                     effects = [\"webhook\", \"teams\", \"discord\"]\n",
+                    CHAT_URLS.0, CHAT_URLS.1
+                ));
+            }
+            forms
         }
         _ => super::default_forms().to_string(),
     };
