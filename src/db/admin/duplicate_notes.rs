@@ -5,11 +5,12 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use crate::db::changes::{self, Noted};
 use crate::db::models::NewEffect;
 use crate::db::schema::side_effects;
 use crate::db::DbConnection;
 use crate::domain::transitions::Move;
-use crate::domain::{EffectKind, EffectState};
+use crate::domain::{ChangeKind, EffectKind, EffectState};
 
 pub trait DuplicateNoteStore {
     /// The states of the submission's `crm_lead` records.
@@ -70,10 +71,19 @@ impl DuplicateNoteStore for DbConnection {
                 .do_nothing(),
         )?;
         if inserted == 1 {
+            // A new record of the submission, waiting: a change of the feed.
+            let noted = Noted {
+                kind: ChangeKind::EffectState,
+                submission_id: row.submission_id.as_str(),
+                subject_id: Some(row.id.as_str()),
+                subject_kind: Some(row.kind.as_str()),
+                state: Some(row.state.as_str()),
+            };
+            changes::record(self, &[noted], now)?;
             return Ok(true);
         }
         let mv = Move::RESTORE_CANCELLED;
-        let restored = diesel::update(
+        let restored: Vec<changes::Moved> = diesel::update(
             side_effects::table
                 .filter(side_effects::effect_key.eq(key))
                 .filter(side_effects::state.eq_any(mv.from()))
@@ -85,13 +95,14 @@ impl DuplicateNoteStore for DbConnection {
             side_effects::next_attempt_at.eq(now),
             side_effects::updated_at.eq(now),
         ))
-        .execute(self)?;
-        Ok(restored == 1)
+        .returning(changes::MOVED)
+        .get_results(self)?;
+        Ok(changes::record_moved(self, &restored, now)? == 1)
     }
 
     fn cancel_note(&mut self, key: &str, undone: &str, now: NaiveDateTime) -> QueryResult<usize> {
         let mv = Move::CANCEL_PENDING;
-        diesel::update(
+        let moved: Vec<changes::Moved> = diesel::update(
             side_effects::table
                 .filter(side_effects::effect_key.eq(key))
                 .filter(side_effects::state.eq_any(mv.from())),
@@ -102,6 +113,8 @@ impl DuplicateNoteStore for DbConnection {
             side_effects::last_error.eq(undone),
             side_effects::updated_at.eq(now),
         ))
-        .execute(self)
+        .returning(changes::MOVED)
+        .get_results(self)?;
+        changes::record_moved(self, &moved, now)
     }
 }

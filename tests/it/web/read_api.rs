@@ -30,6 +30,7 @@ on_both_backends!(
     decisions_follow_the_admin_rules_and_are_audited_as_the_token,
     a_token_opens_no_admin_page_and_a_session_no_api,
     every_use_is_recorded_and_last_use_shown,
+    the_change_feed_pages_from_a_stored_cursor_without_gap_or_repeat,
 );
 
 const CALLBACK: &str = r#"
@@ -555,4 +556,63 @@ async fn every_use_is_recorded_and_last_use_shown(backend: Backend) {
     // Unknown tokens leave no row (there is no token to charge them to).
     get(&app, &format!("ofk_{}", "B".repeat(43)), "/api/v1/submissions").await;
     assert_eq!(app.row_counts().await["api_token_uses"], 4);
+}
+
+/// Reads `/api/v1/changes` from `cursor` to its end, `limit` at a time, submitting a new
+/// inquiry between reads; (each change's type and submission, the last cursor).
+async fn follow(
+    app: &TestApp,
+    token: &str,
+    mut cursor: Option<String>,
+    limit: u32,
+) -> (Vec<(String, String)>, String) {
+    let mut seen = Vec::new();
+    for read in 0.. {
+        assert!(read < 50, "the feed ends");
+        let path = match &cursor {
+            Some(c) => format!("/api/v1/changes?limit={limit}&cursor={c}"),
+            None => format!("/api/v1/changes?limit={limit}"),
+        };
+        let page = get_json(app, token, &path).await;
+        let items = page["items"].as_array().unwrap().clone();
+        let next = page["next_cursor"].as_str().unwrap().to_string();
+        seen.extend(items.iter().map(|c| {
+            (c["type"].as_str().unwrap().to_string(), c["submission_id"].as_str().unwrap().to_string())
+        }));
+        if items.is_empty() {
+            return (seen, next);
+        }
+        cursor = Some(next);
+    }
+    unreachable!()
+}
+
+async fn the_change_feed_pages_from_a_stored_cursor_without_gap_or_repeat(backend: Backend) {
+    let app = app(backend).await;
+    let first = submitted(&app, "Before the consumer started").await;
+    let reader = token(&app, "read:submissions,read:effects", None).await;
+    let (all, end) = follow(&app, &reader, None, 500).await;
+    assert!(all.contains(&("accepted".to_string(), first.clone())), "{all:?}");
+    // Read one change at a time from the start: the same changes, in the same order, once.
+    let (one_by_one, _) = follow(&app, &reader, None, 1).await;
+    assert_eq!(one_by_one, all, "paging changes nothing");
+    // A consumer that stored `end` reads exactly what came after it.
+    let second = submitted(&app, "After the cursor was stored").await;
+    let (after, _) = follow(&app, &reader, Some(end.clone()), 2).await;
+    let accepted = |id: &str| ("accepted".to_string(), id.to_string());
+    assert_eq!(after.iter().filter(|c| **c == accepted(&second)).count(), 1, "{after:?}");
+    assert!(!after.contains(&accepted(&first)), "nothing from before the cursor again: {after:?}");
+    // A token without read:effects reads no effect's state; an altered cursor is refused.
+    let narrow = token(&app, "read:submissions", None).await;
+    let (plain, _) = follow(&app, &narrow, None, 500).await;
+    assert!(plain.iter().all(|(t, _)| t != "effect_state") && !plain.is_empty(), "{plain:?}");
+    let mut altered = end.clone();
+    let last = if altered.ends_with('A') { 'B' } else { 'A' };
+    altered.pop();
+    altered.push(last);
+    let resp = get(&app, &reader, &format!("/api/v1/changes?cursor={altered}")).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(crate::support::problem_type(&resp.json().await.unwrap()), "invalid-parameter");
+    let effects_only = token(&app, "read:effects", None).await;
+    assert_eq!(get(&app, &effects_only, "/api/v1/changes").await.status(), 403);
 }
