@@ -460,16 +460,13 @@ impl CrmAdapter for Hubspot {
 
     fn find_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
-            let contact = match self.contact_of(&note.on).await {
-                Ok(Some(contact)) => contact,
-                Ok(None) => return Lookup::Absent,
-                Err(_) => return lookup_failed("lookup_contact"),
-            };
-            match self.find_keyed_note(&contact, &note.key).await {
-                Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
-                Ok(None) => Lookup::Absent,
-                Err(_) => lookup_failed("lookup_note"),
-            }
+            let holder = self.contact_of(&note.on).await;
+            super::find_note_on(
+                holder,
+                "contact",
+                |id| async move { self.find_keyed_note(&id, &note.key).await },
+            )
+            .await
         })
     }
 

@@ -78,6 +78,29 @@ pub struct LeadNote {
     pub text: String,
 }
 
+/// A note's lookup as the adapters make it: the record the note hangs on (found by the
+/// lead's reference: `holder`, or `None` when there is none yet), then the note on it by its
+/// key (`find`); `what` names the record in a failed lookup's class (`lookup_lead`).
+async fn find_note_on<E1, E2, F>(
+    holder: Result<Option<String>, E1>,
+    what: &str,
+    find: impl FnOnce(String) -> F,
+) -> Lookup
+where
+    F: std::future::Future<Output = Result<Option<String>, E2>>,
+{
+    let id = match holder {
+        Ok(Some(id)) => id,
+        Ok(None) => return Lookup::Absent,
+        Err(_) => return http::lookup_failed(format!("lookup_{what}")),
+    };
+    match find(id).await {
+        Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
+        Ok(None) => Lookup::Absent,
+        Err(_) => http::lookup_failed("lookup_note"),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// Creating twice with one external reference leaves one lead (an upsert).

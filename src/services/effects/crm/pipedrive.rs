@@ -350,16 +350,13 @@ impl CrmAdapter for Pipedrive {
 
     fn find_note<'a>(&'a self, note: &'a LeadNote) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
-            let lead_id = match self.lead_of(&note.on).await {
-                Ok(Some(id)) => id,
-                Ok(None) => return Lookup::Absent,
-                Err(_) => return lookup_failed("lookup_lead"),
-            };
-            match self.find_keyed_note(&lead_id, &note.key).await {
-                Ok(Some(provider_ref)) => Lookup::Found { provider_ref },
-                Ok(None) => Lookup::Absent,
-                Err(_) => lookup_failed("lookup_note"),
-            }
+            let holder = self.lead_of(&note.on).await;
+            super::find_note_on(
+                holder,
+                "lead",
+                |id| async move { self.find_keyed_note(&id, &note.key).await },
+            )
+            .await
         })
     }
 
