@@ -410,14 +410,7 @@ mod tests {
 
     /// check-config's problems of the demo form with `effects` and `extra` after it.
     fn problems(effects: &str, extra: &str) -> Vec<String> {
-        let text = crate::config::DEFAULT_CONFIG
-            .replace(r#"effects = ["crm_lead", "confirmation_email", "owner_notification"]"#, effects)
-            + "\n"
-            + extra;
-        let config = crate::config::Config::parse(&text).unwrap();
-        let mut out = crate::services::check_config::problems(&config);
-        out.retain(|p| p.contains("line"));
-        out
+        crate::services::effects::demo_problems(effects, extra, "line")
     }
 
     const GROUP: &str = "C0123456789abcdef0123456789abcdef";

@@ -260,6 +260,20 @@ impl Registry {
     }
 }
 
+/// check-config's problems of the demo configuration with the contact form's `effects` line
+/// replaced by `effects` and `extra` (tables) after it, those naming `about` (a kind's tests).
+#[cfg(test)]
+pub(crate) fn demo_problems(effects: &str, extra: &str, about: &str) -> Vec<String> {
+    let text = crate::config::DEFAULT_CONFIG
+        .replace(r#"effects = ["crm_lead", "confirmation_email", "owner_notification"]"#, effects)
+        + "\n"
+        + extra;
+    let config = crate::config::Config::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = crate::services::check_config::problems(&config);
+    out.retain(|p| p.contains(about));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -396,14 +396,14 @@ mod tests {
 
     /// check-config's problems of the demo form with `effects` and `table` as its sheets table.
     fn problems(effects: &str, table: &str) -> Vec<String> {
-        let text = crate::config::DEFAULT_CONFIG
-            .replace(r#"effects = ["crm_lead", "confirmation_email", "owner_notification"]"#, effects)
-            + "\n[forms.contact.sheets]\n"
-            + table;
-        let config = crate::config::Config::parse(&text).unwrap();
-        let mut out = super::super::problems("forms.contact", &config.forms["contact"]);
-        out.retain(|p| p.contains("sheets"));
-        out
+        crate::services::effects::demo_problems(
+            effects,
+            &format!(
+                "[forms.contact.sheets]
+{table}"
+            ),
+            "sheets",
+        )
     }
 
     #[test]
