@@ -27,7 +27,7 @@ use sha2::Sha256;
 use super::chat::{
     admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
 };
-use super::http::{client, read_head, transport_error, Client, Reach};
+use super::http::{client, read_head, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -160,8 +160,8 @@ impl Effect for DingtalkRobot {
                 return Report::failed(Outcome::Permanent, "dingtalk_secret");
             };
             let query = [("timestamp", timestamp.to_string()), ("sign", sign)];
-            match self.client.post(&target.url).query(&query).json(&body).send().await {
-                Err(e) => transport_error(&e),
+            match self.client.send(self.client.post(&target.url).query(&query).json(&body)).await {
+                Err(failed) => failed,
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
                     CODES.answered(status, &read_head(resp).await, &job.effect_key)

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use super::chat::{
     admin_base, field_problems, header_seconds, refused, seconds, secret_var, Message, Refusal,
 };
-use super::http::{client, id_of, transport_error, Client, Reach};
+use super::http::{client, id_of, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -221,8 +221,8 @@ impl Effect for Discord {
             };
             let message = Message::of(form, job, &target.fields, self.admin.as_deref());
             let body = json!({ "content": content(&message), "allowed_mentions": { "parse": [] } });
-            match self.client.post(target.url.clone()).json(&body).send().await {
-                Err(e) => transport_error(&e),
+            match self.client.send(self.client.post(target.url.clone()).json(&body)).await {
+                Err(failed) => failed,
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
                     // Saved: the message's ID when the answer can be read, else the record's key.

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
-use super::http::{client, read_head, transport_error, Client, Reach};
+use super::http::{client, read_head, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -175,9 +175,9 @@ impl Effect for Teams {
                 return Report::failed(Outcome::Permanent, "teams_not_configured");
             };
             let message = Message::of(form, job, &target.fields, self.admin.as_deref());
-            let sent = self.client.post(&target.url).json(&card(&message)).send().await;
+            let sent = self.client.send(self.client.post(&target.url).json(&card(&message))).await;
             match sent {
-                Err(e) => transport_error(&e),
+                Err(failed) => failed,
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
                     let head = read_head(resp).await;

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::chat::{
     admin_base, field_problems, plain_text_utf16, refused, seconds, secret_var, Message, Refusal,
 };
-use super::http::{client, id_of, transport_error, Client, Reach};
+use super::http::{client, id_of, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -211,8 +211,8 @@ impl Effect for Telegram {
                 "text": text(&message),
                 "link_preview_options": { "is_disabled": true },
             });
-            match self.client.post(&target.url).json(&body).send().await {
-                Err(e) => transport_error(&e),
+            match self.client.send(self.client.post(&target.url).json(&body)).await {
+                Err(failed) => failed,
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
                     // Sent: the message's ID when the answer can be read, else the record's key.

@@ -20,7 +20,7 @@ use serde_json::json;
 use super::chat::{
     admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
 };
-use super::http::{client, read_head, transport_error, Client, Reach};
+use super::http::{client, read_head, Client, Reach};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
@@ -123,8 +123,8 @@ impl Effect for WecomRobot {
             };
             let message = Message::of(form, job, &target.fields, self.admin.as_deref());
             let body = json!({ "msgtype": "text", "text": { "content": plain_text(&message, TEXT_MAX) } });
-            match self.client.post(&target.url).json(&body).send().await {
-                Err(e) => transport_error(&e),
+            match self.client.send(self.client.post(&target.url).json(&body)).await {
+                Err(failed) => failed,
                 Ok(resp) if resp.status().is_success() => {
                     let status = resp.status().as_u16();
                     CODES.answered(status, &read_head(resp).await, &job.effect_key)
