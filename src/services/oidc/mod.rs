@@ -74,6 +74,8 @@ pub struct OidcSignIn {
     /// `PUBLIC_URL/admin/login`: where the provider sends the browser after signing out.
     post_logout_uri: String,
     client: reqwest::Client,
+    /// The client secret, read from `client_secret_env` once, at start (never logged).
+    client_secret: Option<String>,
     discovery: Mutex<Option<(Discovery, Instant)>>,
     keys: KeyCache,
 }
@@ -89,10 +91,17 @@ struct TokenError {
 }
 
 impl OidcSignIn {
+    /// The client secret's variable was set at start.
+    pub fn has_secret(&self) -> bool {
+        self.client_secret.is_some()
+    }
+
     /// The sign-in for `config` answering at `public_url` (`[server] public_url`).
     pub fn new(config: OidcConfig, public_url: &str) -> Result<OidcSignIn, OidcError> {
         let base = public_url.trim_end_matches('/');
+        let client_secret = std::env::var(&config.client_secret_env).ok().filter(|s| !s.is_empty());
         Ok(OidcSignIn {
+            client_secret,
             redirect_uri: OidcConfig::redirect_uri(base),
             post_logout_uri: format!("{base}/admin/login"),
             config,
@@ -139,11 +148,10 @@ impl OidcSignIn {
     /// Exchanges `code` (with the attempt's verifier) and verifies the ID token against the
     /// attempt's `nonce`.
     pub async fn finish(&self, code: &str, code_verifier: &str, nonce: &str) -> Result<Identity, OidcError> {
-        let env = &self.config.client_secret_env;
-        let secret = std::env::var(env)
-            .ok()
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| OidcError::NoSecret(env.clone()))?;
+        let secret = self
+            .client_secret
+            .as_deref()
+            .ok_or_else(|| OidcError::NoSecret(self.config.client_secret_env.clone()))?;
         let doc = self.discovery().await?;
         let mut form = vec![
             ("grant_type", "authorization_code"),
@@ -156,11 +164,11 @@ impl OidcSignIn {
             // RFC 6749 2.3.1: both are form-encoded before they are joined.
             ClientAuth::Basic => {
                 let user = form_encode(&self.config.client_id);
-                req = req.basic_auth(user, Some(form_encode(&secret)));
+                req = req.basic_auth(user, Some(form_encode(secret)));
             }
             ClientAuth::Post => {
                 form.push(("client_id", self.config.client_id.as_str()));
-                form.push(("client_secret", secret.as_str()));
+                form.push(("client_secret", secret));
             }
         }
         let (status, body) = http::call(req.form(&form), "token").await?;

@@ -38,7 +38,7 @@ impl Oidc {
             return Ok(Oidc(None));
         };
         let signin = OidcSignIn::new(oidc.clone(), public).map_err(|e| anyhow::anyhow!("admin.oidc: {e}"))?;
-        if std::env::var(&oidc.client_secret_env).map_or(true, |v| v.is_empty()) {
+        if !signin.has_secret() {
             tracing::warn!(variable = %oidc.client_secret_env, "admin.oidc: the client secret variable is not set");
         }
         Ok(Oidc(Some(signin)))
