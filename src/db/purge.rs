@@ -175,7 +175,7 @@ fn consent_of(
     Ok(rows
         .into_iter()
         .filter_map(|(id, form, json)| {
-            let fields: BTreeMap<String, String> = serde_json::from_str(json.as_deref()?).ok()?;
+            let fields = crate::domain::stored_fields::parse(json.as_deref()?).ok()?;
             let names = consent.get(&form)?;
             let kept: BTreeMap<&String, &String> = fields.iter().filter(|(k, _)| names.contains(k)).collect();
             let json = serde_json::to_string(&kept).ok()?;

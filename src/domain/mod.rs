@@ -21,6 +21,7 @@ mod operation_id;
 mod record;
 pub mod region;
 pub mod states;
+pub mod stored_fields;
 pub mod transitions;
 mod width;
 pub use width::fold_width;

@@ -112,5 +112,5 @@ pub fn pending_pair(
 }
 
 fn parse(json: Option<&str>) -> BTreeMap<String, String> {
-    json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
+    crate::domain::stored_fields::shown(json)
 }

@@ -142,15 +142,7 @@ impl Job {
             match (row.submission, row.event) {
                 (Some(s), _) => {
                     let fields = match s.fields_json.as_deref() {
-                        Some(j) => serde_json::from_str(j).map_err(|e| {
-                            // Where, not what: serde's message may quote the content.
-                            format!(
-                            "the submission's stored fields do not parse ({:?} error at line {}, column {})",
-                            e.classify(),
-                            e.line(),
-                            e.column()
-                        )
-                        })?,
+                        Some(j) => crate::domain::stored_fields::parse(j).map_err(|e| e.to_string())?,
                         None => BTreeMap::new(),
                     };
                     (s.id, s.form, fields, s.received_at, s.journey_id, s.locale, s.route, s.duplicate_of)

@@ -7,8 +7,6 @@
 //! A purged row has no content to digest again: it keeps its fingerprint and version (a retry
 //! is still compared with its own key), and a plain email or phone digest is dropped.
 
-use std::collections::BTreeMap;
-
 use crate::config::Config;
 use crate::db::rekey::{RekeyStore, Rekeyed};
 use crate::db::{DbError, Pool, Store};
@@ -64,7 +62,7 @@ pub fn contact_digests(
     form: &str,
     fields_json: &str,
 ) -> crate::services::duplicates::canonical::Digests {
-    let values: BTreeMap<String, String> = serde_json::from_str(fields_json).unwrap_or_default();
+    let values = crate::domain::stored_fields::shown(Some(fields_json));
     let Some(form) = config.form(form) else { return Default::default() };
     crate::services::duplicates::canonical::Contact::of(form, |n| values.get(n).map(String::as_str))
         .digests(keyring)

@@ -54,7 +54,7 @@ impl SubmissionView {
     ) -> SubmissionView {
         let purged = row.content_purged_at.is_some();
         let stored: BTreeMap<String, String> = match (&row.fields_json, purged) {
-            (Some(json), false) => serde_json::from_str(json).unwrap_or_default(),
+            (Some(json), false) => crate::domain::stored_fields::shown(Some(json)),
             _ => BTreeMap::new(),
         };
         let file_fields: Vec<&str> = reader

@@ -44,7 +44,7 @@ pub struct FieldPair {
 
 /// Stored fields (a JSON object of strings); empty when purged or unreadable.
 pub fn fields_of(json: Option<&str>) -> BTreeMap<String, String> {
-    json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
+    crate::domain::stored_fields::shown(json)
 }
 
 /// The form's fields in declared order with their labels, then any stored field the form no

@@ -36,7 +36,7 @@ impl SubmissionView for SubmissionRow {
 
     fn fields(&self) -> BTreeMap<String, String> {
         let stored = self.fields_json.as_deref().or(self.consent_json.as_deref());
-        stored.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
+        crate::domain::stored_fields::shown(stored)
     }
 }
 

@@ -113,8 +113,7 @@ fn effects_for(
     fields_json: Option<&str>,
     held: bool,
 ) -> Vec<NewEffect> {
-    let fields: std::collections::BTreeMap<String, String> =
-        fields_json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
+    let fields = crate::domain::stored_fields::shown(fields_json);
     let at = now();
     form.effects
         .iter()

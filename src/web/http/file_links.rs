@@ -37,7 +37,7 @@ async fn file(
         let Some((spam, fields)) = pool.get()?.naming(&submission, &digest)? else { return Ok(None) };
         let name = fields
             .as_deref()
-            .and_then(|f| serde_json::from_str::<std::collections::BTreeMap<String, String>>(f).ok())
+            .and_then(|f| crate::domain::stored_fields::parse(f).ok())
             .and_then(|f| f.values().flat_map(|v| FileRef::stored_in(v)).find(|r| r.sha256 == digest))
             .map(|r| r.name);
         let bytes = files.store().read(&digest).ok();

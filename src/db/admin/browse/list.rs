@@ -2,8 +2,6 @@
 //! stored content (a LIKE on the lower-cased JSON, confirmed on the values in Rust). The
 //! filters as they travel in a query string are `crate::web::admin::filters`.
 
-use std::collections::BTreeMap;
-
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
@@ -62,8 +60,7 @@ pub fn like_pattern(term: &str) -> String {
 /// True when one of the stored values (not a field name) contains `term`, ignoring case.
 pub fn content_matches(fields_json: Option<&str>, term: &str) -> bool {
     let term = term.to_lowercase();
-    let fields: BTreeMap<String, String> =
-        fields_json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
+    let fields = crate::domain::stored_fields::shown(fields_json);
     fields.values().any(|v| v.to_lowercase().contains(&term))
 }
 
