@@ -2,7 +2,8 @@
 //! PostgreSQL, in one run.
 //!
 //! `cargo bench --bench load [-- --quick] [--seconds N] [--grow N|0] [--drain N|0] [--clients 1,16,32,64]
-//!  [--backend sqlite|postgres] [--traffic accept,replay,mixed,conflict,hooks,attach] [--only-targets]
+//!  [--backend sqlite|postgres] [--traffic accept,email-flood,name-flood,replay,mixed,conflict,hooks,attach]
+//!  [--only-targets] [--no-targets]
 //!  [--pgbouncer] [--purge N|0] [--burst N|0] [--only-burst] [--only-purge] [--only-attach] [--only-serve] [--baseline PATH]`
 //!
 //! First the targets of issue 11 (`load/targets.rs`) on a fresh database per backend and,
@@ -23,7 +24,9 @@
 //! in-process, at the same concurrency, as the service runs it: `Acceptor`, with SQLite's
 //! group commit) and the baseline (one transaction per accept, `Acceptor::one_transaction_each`), then accept / replay / mixed / conflict traffic over
 //! HTTP at 1, 16 and 64 clients (requests/s, p50, p99, ratio to the ceiling, the server's peak
-//! RSS), inbound webhook deliveries (`load/hooks.rs`: `POST /hooks/bench`, Standard Webhooks
+//! RSS), new visitors first (`accept`: a new email, name and company each), then one
+//! identity flooding with fresh operation IDs (`email-flood`: one address; `name-flood`: one
+//! name and company, a new address each; issue 44), each also as a ratio to `accept`, inbound webhook deliveries (`load/hooks.rs`: `POST /hooks/bench`, Standard Webhooks
 //! signed, unique event IDs and one event ID replayed; `--traffic hooks`), latency growth with 10 k and `--grow` (default 1 M) submissions stored, and on
 //! PostgreSQL two `serve` processes sharing the database. Every response's status is checked;
 //! the run ends with a consistency check of the database (submissions = distinct operations
@@ -104,6 +107,8 @@ pub struct Options {
     pub only_burst: bool,
     /// Only the accepts during a retention pass (`--only-purge`).
     pub only_purge: bool,
+    /// Without the targets (`--no-targets`): the main table's rows sooner.
+    pub no_targets: bool,
     /// Another build's binary whose fresh-database accepts are measured beside this build's,
     /// interleaved, each on a fresh database of its own (`--baseline PATH`).
     pub baseline: Option<std::path::PathBuf>,
@@ -125,7 +130,7 @@ fn options() -> Options {
             .unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]),
         scenarios: traffic
             .as_ref()
-            .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.name())).collect())
+            .map(|v| Scenario::ALL.into_iter().filter(|s| v.split(',').any(|n| n == s.option())).collect())
             .unwrap_or_else(|| Scenario::ALL.to_vec()),
         hooks: traffic.as_ref().is_none_or(|v| v.split(',').any(|n| n == "hooks")),
         attach: traffic.as_ref().is_none_or(|v| v.split(',').any(|n| n == "attach")),
@@ -138,6 +143,7 @@ fn options() -> Options {
         burst: value("--burst").and_then(|v| v.parse().ok()).unwrap_or(if quick { 5 } else { 20 }),
         only_burst: args.iter().any(|a| a == "--only-burst"),
         only_purge: args.iter().any(|a| a == "--only-purge"),
+        no_targets: args.iter().any(|a| a == "--no-targets"),
         baseline: value("--baseline").map(Into::into),
     }
 }
@@ -163,7 +169,7 @@ fn main() {
         }
         return;
     }
-    if !opts.only_purge {
+    if !opts.only_purge && !opts.no_targets {
         println!("Targets (issue 11), each backend on a fresh database:\n");
         targets::header();
         for backend in opts.backends.iter().map(String::as_str) {
@@ -201,9 +207,9 @@ fn main() {
         return;
     }
     println!(
-        "| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | × pgbench | server peak RSS MiB | unexpected |"
+        "| backend | traffic | clients | req/s | p50 ms | p99 ms | × ceiling | × pgbench | × accept | server peak RSS MiB | unexpected |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut growth_rows, mut plans) = (Vec::new(), Vec::new());
     for backend in opts.backends.iter().map(String::as_str) {
         let db = Db::new(backend);
@@ -221,15 +227,21 @@ fn main() {
             let r = bench.references(clients, opts.seconds, true);
             count(r.accepted, 0);
             let rss = || Some(server.peak_rss_mib());
+            // The floods (issue 44) also as a ratio to this concurrency's new-visitor accepts.
+            let mut accept = None;
             for &scenario in &opts.scenarios {
                 let tally = rt.block_on(traffic::run(&[server.address()], scenario, clients, opts.seconds));
                 count(tally.created, tally.five_xx);
-                row(backend, scenario.name(), clients, &tally, r.ceiling, r.pgbench, rss());
+                let r = References { accept: accept.filter(|_| scenario != Scenario::Accept), ..r };
+                row(backend, scenario.name(), clients, &tally, &r, rss());
+                if scenario == Scenario::Accept {
+                    accept = Some(tally.rate);
+                }
             }
             for mode in hooks::Mode::ALL.into_iter().filter(|_| opts.hooks) {
                 let run = rt.block_on(hooks::run(&server.address(), mode, clients, opts.seconds));
                 hooks_sent.add(&run);
-                row(backend, mode.name(), clients, &run.tally, r.ceiling, r.pgbench, rss());
+                row(backend, mode.name(), clients, &run.tally, &r, rss());
             }
             let address = server.address();
             let replays = opts.scenarios.contains(&Scenario::Replay);
@@ -237,7 +249,7 @@ fn main() {
                 .then(|| rt.block_on(wrk::replay(&address, &db.dir, clients, opts.seconds, wrk::WARM_KEYS)));
             if let Some(tally) = wrk.flatten() {
                 count(tally.created, tally.five_xx);
-                row(backend, "replay (wrk)", clients, &tally, r.ceiling, r.pgbench, rss());
+                row(backend, "replay (wrk)", clients, &tally, &r, rss());
             }
         }
         if db.is_pg() {
@@ -250,7 +262,7 @@ fn main() {
             let tally = rt.block_on(traffic::run(&addrs, Scenario::Accept, 64, opts.seconds));
             count(tally.created, tally.five_xx);
             let rss = Some(second.peak_rss_mib());
-            row(backend, "accept, 2 serve processes", 64, &tally, r.ceiling, r.pgbench, rss);
+            row(backend, "accept, 2 serve processes", 64, &tally, &r, rss);
         }
         acceptor.deliveries().flush_blocking();
         consistency(&pool, accepted, five_xx, backend);
@@ -320,9 +332,12 @@ struct Bench<'a> {
 }
 
 /// The same-run references at one concurrency.
+#[derive(Clone, Copy)]
 struct References {
     ceiling: f64,
     pgbench: Option<f64>,
+    /// The new-visitor accepts over HTTP, for the floods' rows.
+    accept: Option<f64>,
     /// Operations the references accepted, for the consistency check.
     accepted: usize,
 }
@@ -340,9 +355,10 @@ impl Bench<'_> {
         }
         let (n, ceiling) = in_process(config, clients, seconds, |i| acceptor.accept(i).is_ok());
         accepted += n;
+        let reference = References { ceiling: ceiling.rate, pgbench: None, accept: None, accepted: 0 };
         let show = |label: &str, t: &Tally| {
             if print {
-                row(self.backend, label, clients, t, ceiling.rate, None, None);
+                row(self.backend, label, clients, t, &reference, None);
             }
         };
         show("ceiling (in-process)", &ceiling);
@@ -363,7 +379,7 @@ impl Bench<'_> {
             accepted += n;
             show("pgbench: the same SQL, no application", &Tally::rate_only(tps));
         }
-        References { ceiling: ceiling.rate, pgbench: pgbench.map(|(_, tps)| tps), accepted }
+        References { ceiling: ceiling.rate, pgbench: pgbench.map(|(_, tps)| tps), accept: None, accepted }
     }
 }
 
@@ -382,24 +398,18 @@ fn serve_bin(bin: &std::path::Path, config: &std::path::Path) -> Process {
     p
 }
 
-/// A table row; the ratios divide the rate by the same-run ceiling and pgbench figures.
-fn row(
-    backend: &str,
-    traffic: &str,
-    clients: usize,
-    t: &Tally,
-    ceiling: f64,
-    pgbench: Option<f64>,
-    rss: Option<f64>,
-) {
+/// A table row; the ratios divide the rate by the same-run ceiling, pgbench and (a flood's
+/// row) new-visitor accept figures.
+fn row(backend: &str, traffic: &str, clients: usize, t: &Tally, r: &References, rss: Option<f64>) {
     let rss = rss.map_or("".into(), |r| format!("{r:.0}"));
-    let to_pgbench = pgbench.map_or("".into(), |p| format!("{:.2}", t.rate / p));
+    let to_pgbench = r.pgbench.map_or("".into(), |p| format!("{:.2}", t.rate / p));
+    let to_accept = r.accept.map_or("".into(), |a| format!("{:.2}", t.rate / a));
     println!(
-        "| {backend} | {traffic} | {clients} | {:.0} | {:.2} | {:.2} | {:.2} | {to_pgbench} | {rss} | {} |",
+        "| {backend} | {traffic} | {clients} | {:.0} | {:.2} | {:.2} | {:.2} | {to_pgbench} | {to_accept} | {rss} | {} |",
         t.rate,
         t.p50_ms,
         t.p99_ms,
-        t.rate / ceiling,
+        t.rate / r.ceiling,
         t.unexpected
     );
 }

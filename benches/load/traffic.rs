@@ -19,15 +19,37 @@ pub enum Scenario {
     /// Existing operations, different content: 409.
     Conflict,
     /// Every request a new operation, all from one email address (a bot): 201, and each
-    /// one a repeat for the duplicate detector.
+    /// one a repeat for the duplicate detector (`--traffic email-flood`).
     SameEmail,
+    /// Every request a new operation, all with one name and company, a new email each (a
+    /// bot): 201, each one linked by its name (`--traffic name-flood`).
+    SameName,
     /// Every request a new operation; every fourth from the visitor of 401 requests before
     /// (same email and name, a new message): 201, and a pair for the duplicate detector.
     Repeats,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [Scenario::Accept, Scenario::Replay, Scenario::Mixed, Scenario::Conflict];
+    /// The main table's traffic, new visitors (`accept`) first, then the two floods of one
+    /// identity (issue 44).
+    pub const ALL: [Scenario; 6] = [
+        Scenario::Accept,
+        Scenario::SameEmail,
+        Scenario::SameName,
+        Scenario::Replay,
+        Scenario::Mixed,
+        Scenario::Conflict,
+    ];
+
+    /// Its name in `--traffic`.
+    pub fn option(self) -> &'static str {
+        match self {
+            Scenario::SameEmail => "email-flood",
+            Scenario::SameName => "name-flood",
+            Scenario::Repeats => "repeats",
+            other => other.name(),
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -35,7 +57,8 @@ impl Scenario {
             Scenario::Replay => "replay",
             Scenario::Mixed => "mixed",
             Scenario::Conflict => "conflict",
-            Scenario::SameEmail => "same email",
+            Scenario::SameEmail => "one-email flood",
+            Scenario::SameName => "one-name flood",
             Scenario::Repeats => "a repeat in every four",
         }
     }
@@ -83,10 +106,10 @@ impl Tally {
     }
 }
 
-/// Each operation from its own visitor (its own email), as real traffic is.
+/// Each operation from its own visitor (its own email, name and company), as real traffic is.
 pub fn body(key: &str, message: &str) -> serde_json::Value {
-    json!({"name": "Load Test", "email": format!("{key}@example.com"), "topic": "Sales",
-           "message": format!("{message} {key}")})
+    json!({"name": format!("Load Test {key}"), "email": format!("{key}@example.com"),
+           "company": format!("Company {key}"), "topic": "Sales", "message": format!("{message} {key}")})
 }
 
 fn new_key() -> String {
@@ -95,6 +118,7 @@ fn new_key() -> String {
 
 struct Shared {
     same_email: bool,
+    same_name: bool,
     repeats: bool,
     client: reqwest::Client,
     addrs: Vec<String>,
@@ -112,6 +136,9 @@ impl Shared {
         let mut body = body(key, message);
         if self.same_email {
             body["email"] = "one.bot@example.com".into();
+        }
+        if self.same_name {
+            (body["name"], body["company"]) = ("One Bot".into(), "Bot Company".into());
         }
         if self.repeats {
             let visitor = if n % 4 == 3 && n >= 401 { n - 401 } else { n };
@@ -170,6 +197,7 @@ pub async fn run(addrs: &[String], scenario: Scenario, clients: usize, seconds: 
 pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, stop: Stop) -> Tally {
     let shared = Arc::new(Shared {
         same_email: scenario == Scenario::SameEmail,
+        same_name: scenario == Scenario::SameName,
         repeats: scenario == Scenario::Repeats,
         client: reqwest::Client::builder().pool_max_idle_per_host(clients * 2).build().unwrap(),
         addrs: addrs.to_vec(),
@@ -180,7 +208,7 @@ pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, sto
     });
     // Operations to replay or contradict, accepted before the clock starts.
     let existing: Arc<Vec<String>> = Arc::new(match scenario {
-        Scenario::Accept | Scenario::SameEmail => Vec::new(),
+        Scenario::Accept | Scenario::SameEmail | Scenario::SameName => Vec::new(),
         _ => {
             let keys: Vec<String> = (0..(clients * 4).max(64)).map(|_| new_key()).collect();
             for chunk in keys.chunks(16) {
@@ -195,7 +223,7 @@ pub async fn run_until(addrs: &[String], scenario: Scenario, clients: usize, sto
         async move {
             let old = existing.get(i % existing.len().max(1)).cloned().unwrap_or_default();
             match scenario {
-                Scenario::Accept | Scenario::SameEmail | Scenario::Repeats => {
+                Scenario::Accept | Scenario::SameEmail | Scenario::SameName | Scenario::Repeats => {
                     vec![shared.send(&new_key(), "Load", &[201]).await]
                 }
                 Scenario::Replay => vec![shared.send(&old, "Load", &[200]).await],

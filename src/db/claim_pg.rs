@@ -16,7 +16,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
 use diesel::PgConnection;
 
-use super::duplicates::{LinkKeys, CANDIDATES};
+use super::duplicates::{LinkKeys, CANDIDATES, FLOOD};
 use super::models::{NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
 use super::prepared::Prepared;
 use crate::domain::{EffectKind, EffectState, PairStatus};
@@ -54,16 +54,22 @@ pub struct Link<'a> {
 /// The candidate look-up (PostgreSQL): each key's most recent matches in each form of the
 /// group through the key's own index (form, key, `received_at`: with the form and the key
 /// fixed, already in time order, so LIMIT stops early), then the `CANDIDATES` most recent of
-/// them. `forms`: one placeholder per form (`form = ANY(array)` would lose that order, and a
-/// generic plan then took any index of the form). The others: since, until, excluded id,
-/// email, phone, name digests and fingerprint. Only the keys `keys` has are looked up (an
-/// arm per absent key would still scan its index).
+/// them; none of a key with `FLOOD` matches in the group's window. `forms`: one placeholder
+/// per form (`form = ANY(array)` would lose that order, and a generic plan then took any
+/// index of the form). The others: since, until, excluded id, email, phone, name digests and
+/// fingerprint. Only the keys `keys` has are looked up (an arm per absent key would still
+/// scan its index).
 pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> String {
     let [since, until, exclude, email, phone, name, content] = p;
+    let window =
+        format!("received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false");
+    let group = forms.join(", ");
+    // A key with `FLOOD` matches in the group's window links nothing more (see `FLOOD`).
     let arm = |form: &str, condition: &str| {
         format!(
-            "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} \
-             AND received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false \
+            "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} AND {window} \
+             AND (SELECT count(*) FROM (SELECT 1 FROM submissions WHERE form IN ({group}) \
+             AND {condition} AND {window} LIMIT {FLOOD}) f) < {FLOOD} \
              ORDER BY received_at DESC LIMIT {CANDIDATES})"
         )
     };

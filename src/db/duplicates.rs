@@ -126,19 +126,31 @@ pub trait DuplicateStore {
     fn pair_exists(&mut self, original: &str, id: &str) -> QueryResult<bool>;
 }
 
-/// One arm of the candidate look-up: a key's most recent matches (SQLite's text), its
-/// values in placeholders `$first`, `$first + 1`, … (forms, key, since, until, excluded id).
+/// How many submissions sharing one key within the window make that key a flood (a bot
+/// sending one address, or one name and company, with fresh operation IDs): past it the key
+/// links nothing more. The first `FLOOD` are linked and screened as usual (at most
+/// `FLOOD - 1` pair rows per key and window, one cluster for review); the flood's later
+/// submissions cost the accept path one bounded index look-up each and no pair row, and the
+/// screener nothing. Each of a submission's other keys still links it.
+pub const FLOOD: i64 = 16;
+
+/// One arm of the candidate look-up: a key's most recent matches (SQLite's text), none when
+/// the key has `FLOOD` matches; its values in placeholders `$first`, `$first + 1`, … (forms,
+/// key, since, until, excluded id; the guard repeats them, SQLite binds a name once).
 fn sqlite_arm(column: &str, index: Option<&str>, forms: usize, first: usize) -> String {
     let indexed = index.map(|i| format!("INDEXED BY {i} ")).unwrap_or_default();
     let keyless = if column == "fingerprint" { "AND keyless = 1 " } else { "" };
     let p = |i: usize| format!("${}", first + i);
     let marks: Vec<String> = (0..forms).map(p).collect();
     let (key, since, until, exclude) = (p(forms), p(forms + 1), p(forms + 2), p(forms + 3));
-    format!(
-        "SELECT * FROM (SELECT id, received_at FROM submissions {indexed}WHERE form IN ({}) \
-         AND {column} = {key} {keyless}AND received_at >= {since} AND received_at <= {until} \
-         AND id <> {exclude} AND spam = 0 ORDER BY received_at DESC LIMIT {CANDIDATES})",
+    let matching = format!(
+        "FROM submissions {indexed}WHERE form IN ({}) AND {column} = {key} {keyless}\
+         AND received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = 0",
         marks.join(", ")
+    );
+    format!(
+        "SELECT * FROM (SELECT id, received_at {matching} ORDER BY received_at DESC LIMIT {CANDIDATES}) \
+         WHERE (SELECT count(*) FROM (SELECT 1 {matching} LIMIT {FLOOD})) < {FLOOD}"
     )
 }
 

@@ -2,7 +2,9 @@
 //! submissions of the form's group within `window_hours` sharing the new one's canonical
 //! email, phone, or name plus company (keyless without any of them: its whole content),
 //! each key through its own index, and one pair row naming its candidates (at most
-//! `db::duplicates::CANDIDATES`). Off the accept path, the screener (`screen`) scores each
+//! `db::duplicates::CANDIDATES`). A key shared by `db::duplicates::FLOOD` submissions in the
+//! window is a flood and links nothing more (one cluster per identity, not a pair per
+//! submission). Off the accept path, the screener (`screen`) scores each
 //! submission's candidates (`score`): the best repeat of one request is opened for review;
 //! the same sender's new request is listed apart and never held; anything else is dropped.
 //! Under `policy = "hold"` the effects wait for the screening, and for a decision when the

@@ -1,4 +1,5 @@
 //! Duplicate detection: screening and matching.
 
+pub mod flood;
 pub mod matching;
 pub mod screening;
