@@ -14,7 +14,7 @@ use crate::support::{inquiry, new_key, Backend, TestApp};
 
 #[path = "../../../examples/changes_consumer.rs"]
 #[allow(dead_code)]
-mod consumer;
+pub(crate) mod consumer;
 
 use consumer::{Consumer, Copy};
 
@@ -32,7 +32,7 @@ async fn submit(app: &TestApp, i: usize) {
 }
 
 /// A token made through the use case (as `onceform api-token create` does).
-async fn token(app: &TestApp) -> String {
+pub(crate) async fn token(app: &TestApp) -> String {
     use onceform::services::read_api::tokens::{self, TokenRequest};
     let request = TokenRequest {
         name: "consumer".into(),
@@ -116,7 +116,7 @@ async fn the_example_consumer_resumes_after_kills_without_missing_or_repeating_a
 }
 
 /// The whole feed applied once from the start, and how many changes it has.
-async fn whole_feed(app: &TestApp, token: &str) -> (Copy, usize) {
+pub(crate) async fn whole_feed(app: &TestApp, token: &str) -> (Copy, usize) {
     let mut expected = Copy::default();
     let (mut cursor, mut total) = (String::new(), 0);
     loop {
