@@ -67,8 +67,9 @@ pub enum Command {
     Worker,
     /// Apply pending database migrations and exit.
     Migrate,
-    /// Check the configuration, then have the running `serve` put its forms in force
-    /// (SIGHUP to the process in [server] pid_file); a bad file changes nothing.
+    /// Check the configuration, then have the running `serve` and `worker` put it in force
+    /// (SIGHUP to the processes in [server] pid_file and [worker] pid_file); a bad file
+    /// changes nothing.
     Reload,
     /// Validate the configuration and exit.
     CheckConfig {
@@ -332,7 +333,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
             print_report(report.map_err(Exit::failure)?)
         }
         Command::Serve => startup::serve(config, args.config.clone()).map_err(Exit::failure),
-        Command::Worker => startup::worker(config).map_err(Exit::failure),
+        Command::Worker => startup::worker(config, args.config.clone()).map_err(Exit::failure),
     }
 }
 
@@ -468,22 +469,33 @@ fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
     Ok(())
 }
 
-/// `reload`: the configuration passed `load`'s checks; signal the running server.
+/// `reload`: the configuration passed `load`'s checks; signal the running server and worker
+/// (whichever of `[server] pid_file` and `[worker] pid_file` names a process; at least one).
 fn reload(config: &Config) -> Result<(), Exit> {
-    let path = &config.server.pid_file;
-    let pid = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.trim().parse::<libc::pid_t>().ok())
-        .filter(|pid| *pid > 0)
-        .ok_or_else(|| {
-            Exit::failure(format!("no server's process ID in {path}: is `onceform serve` running?"))
-        })?;
-    // SAFETY: kill takes plain integers; it only sends SIGHUP to that process.
-    if unsafe { libc::kill(pid, libc::SIGHUP) } != 0 {
-        let error = std::io::Error::last_os_error();
-        return Err(Exit::failure(format!("cannot signal process {pid} (from {path}): {error}")));
+    let files = [("serve", &config.server.pid_file), ("worker", &config.worker.pid_file)];
+    let mut signalled = 0;
+    for (command, path) in files {
+        let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<libc::pid_t>().ok())
+            .filter(|pid| *pid > 0)
+        else {
+            continue;
+        };
+        // SAFETY: kill takes plain integers; it only sends SIGHUP to that process.
+        if unsafe { libc::kill(pid, libc::SIGHUP) } != 0 {
+            let error = std::io::Error::last_os_error();
+            return Err(Exit::failure(format!("cannot signal process {pid} (from {path}): {error}")));
+        }
+        println!("configuration checked; `onceform {command}` (process {pid}) reloads it (its log says when it is in force)");
+        signalled += 1;
     }
-    println!("configuration checked; process {pid} reloads its forms (its log says when they are in force)");
+    if signalled == 0 {
+        let (server, worker) = (&config.server.pid_file, &config.worker.pid_file);
+        return Err(Exit::failure(format!(
+            "no process ID in {server} or {worker}: is `onceform serve` or `onceform worker` running?"
+        )));
+    }
     Ok(())
 }
 

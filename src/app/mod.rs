@@ -6,6 +6,7 @@
 
 mod metrics;
 pub mod startup;
+mod worker_reload;
 
 use std::net::TcpListener;
 use std::sync::Arc;

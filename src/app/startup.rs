@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::worker_reload::{self, Reload, Reloaded};
 use super::Application;
 use crate::base::traffic::Traffic;
 use crate::config::{Config, ScanMode};
@@ -43,7 +44,10 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
     let (stop, stopped) = watch::channel(false);
     let traffic = Traffic::default();
     let workers = match config.worker.enabled {
-        true => Some(spawn_worker(&config, &pool, &keyring, traffic.clone(), stopped)?),
+        true => {
+            let reloads = (source.clone(), pool.clone(), keyring.clone());
+            Some(spawn_worker(&config, reloads, traffic.clone(), stopped)?)
+        }
         false => None,
     };
     let password_file = std::path::PathBuf::from(&config.server.initial_password_file);
@@ -110,26 +114,46 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
     let _ = out.flush();
 }
 
-/// `onceform worker`: the workers alone, until SIGINT or SIGTERM.
-pub fn worker(config: Config) -> anyhow::Result<()> {
+/// `onceform worker`: the workers alone, until SIGINT or SIGTERM. SIGHUP re-reads `source`
+/// (`None`: the built-in demo) and puts its effect settings in force (`worker_reload`).
+pub fn worker(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     // The keyring re-keys stored rows at start, and signs the file links a CRM gets.
     let (pool, keyring) = open_store(&config)?;
     // Its forms' versions, as `serve` stores them (`Application::build`).
     record_form_versions(&pool, &config)?;
-    let (rt, worker) = worker_runtime(&Arc::new(config), &pool, &keyring, None)?;
-    rt.block_on(async move {
+    let config = Arc::new(config);
+    let (rt, worker) = worker_runtime(&config, &pool, &keyring, None)?;
+    let worker = Arc::new(worker);
+    let pid_file = config.worker.pid_file.clone();
+    let reload = Reload::new(source, worker.clone(), pool, keyring);
+    let ran = rt.block_on(async {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
             shutdown_signal().await;
             let _ = stop.send(true);
         });
-        tokio::spawn(hangups_wait_for_restart());
+        tokio::spawn(worker_reload::on_hangup(worker_reload::catch_hangups()?, reload, say_reloaded));
+        write_pid_file(&pid_file);
         let mut out = std::io::stdout();
         let _ = writeln!(out, "onceform worker {} running", worker.owner());
         let _ = out.flush();
         worker.run(stopped).await;
+        anyhow::Ok(())
     });
-    Ok(())
+    let _ = std::fs::remove_file(&pid_file);
+    ran
+}
+
+/// One line on standard output per reload of `onceform worker` (as it says it runs).
+fn say_reloaded(reloaded: &Reloaded) {
+    let mut out = std::io::stdout();
+    let _ = match reloaded {
+        Reloaded::InForce => writeln!(out, "onceform worker reloaded its settings"),
+        Reloaded::Refused(error, refused) => {
+            writeln!(out, "onceform worker kept its settings ({refused} reload(s) refused so far): {error}")
+        }
+    };
+    let _ = out.flush();
 }
 
 /// A runtime for the workers, and the workers built inside it (the SMTP pool needs one);
@@ -172,17 +196,25 @@ fn record_form_versions(pool: &Pool, config: &Config) -> anyhow::Result<()> {
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.
+/// SIGHUP puts the effect settings of `source` (re-read) in force for them, as for
+/// `onceform worker` (`worker_reload`).
 fn spawn_worker(
     config: &Arc<Config>,
-    pool: &Pool,
-    keyring: &Arc<Keyring>,
+    (source, pool, keyring): (Option<std::path::PathBuf>, Pool, Arc<Keyring>),
     traffic: Traffic,
     stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    let (rt, worker) = worker_runtime(config, pool, keyring, Some(traffic))?;
+    let (rt, worker) = worker_runtime(config, &pool, &keyring, Some(traffic))?;
+    let worker = Arc::new(worker);
+    let reload = Reload::new(source, worker.clone(), pool, keyring);
+    let hangups = {
+        let _entered = rt.enter();
+        worker_reload::catch_hangups()?
+    };
     let thread = std::thread::Builder::new().name(WORKER_THREAD.into());
     Ok(thread.spawn(move || {
         yield_to_requests();
+        rt.spawn(worker_reload::on_hangup(hangups, reload, |_| {}));
         rt.block_on(worker.run(stopped))
     })?)
 }
@@ -204,16 +236,6 @@ fn yield_to_requests() {
     // SAFETY: setpriority takes plain integers and changes only this thread's nice value.
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE);
-    }
-}
-
-/// `onceform worker` keeps running on SIGHUP (whose default would end it): its effect
-/// settings are read at start, so a change to them takes effect when it is restarted.
-async fn hangups_wait_for_restart() {
-    if let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-        while hangups.recv().await.is_some() {
-            tracing::info!("SIGHUP: the worker's settings take effect when it is restarted");
-        }
     }
 }
 

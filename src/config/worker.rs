@@ -31,6 +31,8 @@ pub struct WorkerConfig {
     /// How soon an UNKNOWN outcome is looked up (and again after a failed lookup).
     #[validate(range(min = 1, max = 3600000))]
     pub reconcile_after_ms: u64,
+    /// Where `onceform worker` writes its process ID (`onceform reload` signals it).
+    pub pid_file: String,
 }
 
 impl Default for WorkerConfig {
@@ -45,6 +47,7 @@ impl Default for WorkerConfig {
             backoff_base_ms: 2_000,
             backoff_max_seconds: 3_600,
             reconcile_after_ms: 30_000,
+            pid_file: "./data/onceform-worker.pid".into(),
         }
     }
 }

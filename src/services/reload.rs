@@ -2,8 +2,9 @@
 //! checked by the `check-config` rules first and its forms' versions are stored
 //! (`form_versions`); a good one puts its forms in force at once (a
 //! request in flight finishes under the forms it started with), a bad one changes nothing
-//! and is logged, counted and shown on the admin dashboard until a good one loads. Settings
-//! outside `[forms.*]` (server, database, mail, CRM, workers, hooks) take effect at the next
+//! and is logged, counted and shown on the admin dashboard until a good one loads. The
+//! workers reload their effect settings from the same file (`load`; `app::worker_reload`);
+//! the other settings (server, database, hooks, worker timings) take effect at the next
 //! restart.
 
 use std::path::{Path, PathBuf};
@@ -11,18 +12,13 @@ use std::sync::Arc;
 
 use tokio::signal::unix::Signal;
 
-use crate::config::LiveForms;
+use crate::config::{Config, LiveForms};
 use crate::db::Pool;
 
 /// Reloads the configuration at `path` (`None`: the built-in demo) into `live`; how many
 /// forms are in force, or why nothing changed. Their versions are stored in `pool` first.
 pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usize, String> {
-    let loaded = super::check_config::load(path, |k| std::env::var(k).ok()).map_err(|e| e.to_string());
-    let stored = loaded.and_then(|config| match super::form_versions::record(pool, &config) {
-        Ok(_) => Ok(config),
-        Err(e) => Err(format!("the forms' versions could not be stored: {e}")),
-    });
-    match stored {
+    match load(path, pool) {
         Ok(config) => {
             let forms = config.forms.len();
             live.put(config);
@@ -34,6 +30,16 @@ pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usiz
             live.failed(error.clone());
             Err(error)
         }
+    }
+}
+
+/// Reads and checks the configuration at `path` (`None`: the built-in demo) and stores its
+/// forms' versions in `pool`; why not, if it cannot be put in force.
+pub fn load(path: Option<&Path>, pool: &Pool) -> Result<Config, String> {
+    let config = super::check_config::load(path, |k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+    match super::form_versions::record(pool, &config) {
+        Ok(_) => Ok(config),
+        Err(e) => Err(format!("the forms' versions could not be stored: {e}")),
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod decide;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use chrono::NaiveDateTime;
@@ -26,7 +26,9 @@ const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(1);
 
 pub struct Worker {
     db: Db,
-    registry: Registry,
+    /// The effects in force: a pass takes the set in force when it starts (its calls finish
+    /// with it); a reload (`put_registry`) swaps it whole for the next pass.
+    registry: RwLock<Arc<Registry>>,
     config: WorkerConfig,
     /// This process's lease owner name.
     owner: String,
@@ -63,6 +65,7 @@ impl Worker {
     /// process: SQLite's group-commit writer, shared with the acceptor).
     pub fn new(writes: Writes, registry: Registry, config: WorkerConfig) -> Worker {
         let owner = format!("w{}-{}", std::process::id(), &Uuid::new_v4().simple().to_string()[..8]);
+        let registry = RwLock::new(Arc::new(registry));
         Worker { db: Db(writes), registry, config, owner, housekeeping: Mutex::new(None), traffic: None }
     }
 
@@ -77,6 +80,24 @@ impl Worker {
 
     pub fn owner(&self) -> &str {
         &self.owner
+    }
+
+    /// Puts `registry` in force (a reloaded configuration's effects): the records claimed
+    /// from now on are delivered with it; the calls in flight finish with the previous one.
+    pub fn put_registry(&self, registry: Registry) {
+        let registry = Arc::new(registry);
+        match self.registry.write() {
+            Ok(mut current) => *current = registry,
+            Err(poisoned) => *poisoned.into_inner() = registry,
+        }
+    }
+
+    /// The effects in force now.
+    fn registry(&self) -> Arc<Registry> {
+        match self.registry.read() {
+            Ok(registry) => registry.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Works until `stop` turns true; the pass in flight finishes first. Under load the
@@ -146,7 +167,8 @@ impl Worker {
     async fn work(&self, due: Vec<JobRow>) -> (usize, Vec<Finished>) {
         let t = now();
         let limit = self.config.concurrency as i64;
-        let results = join_all(due.iter().cloned().map(|row| self.deliver(row))).await;
+        let registry = self.registry();
+        let results = join_all(due.iter().cloned().map(|row| self.deliver(&registry, row))).await;
         if due.len() as i64 == limit && !self.housekeeping_due() {
             return (due.len(), results);
         }
@@ -154,14 +176,14 @@ impl Worker {
         if expired > 0 {
             tracing::warn!(expired, "leases ran out while sending: marked UNKNOWN");
         }
-        let kinds = self.registry.reconcilable();
+        let kinds = registry.reconcilable();
         let retry_at = t + chrono::Duration::milliseconds(self.config.reconcile_after_ms as i64);
         let unknown = self
             .db
             .write(move |c| Ok(c.take_unknown_due(&kinds, t, retry_at, limit)?))
             .await
             .unwrap_or_default();
-        join_all(unknown.iter().cloned().map(|row| self.reconcile(row))).await;
+        join_all(unknown.iter().cloned().map(|row| self.reconcile(&registry, row))).await;
         (due.len() + unknown.len(), results)
     }
 
@@ -176,7 +198,7 @@ impl Worker {
     }
 
     /// Runs one claimed record; what to record comes back for `finish`.
-    async fn deliver(&self, row: JobRow) -> Finished {
+    async fn deliver(&self, registry: &Registry, row: JobRow) -> Finished {
         let id = row.id.clone();
         // Its submission's content was purged (retention, erasure) before it went out, e.g.
         // an UNKNOWN found absent afterwards: there is nothing left to send.
@@ -186,7 +208,7 @@ impl Worker {
             Ok(job) => job,
             Err(reason) => return unreadable(id, started, t0, reason, &self.config),
         };
-        let Some(effect) = self.registry.get(&job.kind) else { return (id, unhandled(), None) };
+        let Some(effect) = registry.get(&job.kind) else { return (id, unhandled(), None) };
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
         let report = match purged {
             true => Report::failed(Outcome::Permanent, "content_purged"),
@@ -201,7 +223,7 @@ impl Worker {
         (id, t, Some(attempt))
     }
 
-    async fn reconcile(&self, row: JobRow) {
+    async fn reconcile(&self, registry: &Registry, row: JobRow) {
         let id = row.id.clone();
         let job = match Job::from_row(row) {
             Ok(job) => job,
@@ -210,7 +232,7 @@ impl Worker {
                 return tracing::warn!(effect = %id, %reason, "an UNKNOWN record cannot be read: not looked up");
             }
         };
-        let Some(effect) = self.registry.get(&job.kind) else { return };
+        let Some(effect) = registry.get(&job.kind) else { return };
         let (started, t0) = (now(), Instant::now());
         let timeout = Duration::from_millis(self.config.call_timeout_ms);
         let lookup = tokio::time::timeout(timeout, effect.reconcile(&job))

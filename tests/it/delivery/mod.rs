@@ -23,5 +23,6 @@ pub mod telegram;
 pub mod webhook_out;
 pub mod wecom;
 pub mod worker_kill;
+pub mod worker_reload;
 pub mod workers;
 pub mod zoho;

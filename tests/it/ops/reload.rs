@@ -52,14 +52,21 @@ fn reload(dir: &Path, config: &Path, db: &TestDb) -> std::process::Output {
 }
 
 async fn submit(client: &reqwest::Client, base: &str, key: &str, body: &Value) -> (u16, Value) {
+    let (status, bytes) = submit_raw(client, base, key, body).await;
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// The status and the body's bytes; a connection error fails the test.
+async fn submit_raw(client: &reqwest::Client, base: &str, key: &str, body: &Value) -> (u16, Vec<u8>) {
     let resp = client
         .post(format!("{base}/api/forms/contact/submissions"))
         .header("Idempotency-Key", key)
         .json(body)
         .send()
         .await
-        .unwrap();
-    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+        .expect("no connection error while reloading");
+    let status = resp.status().as_u16();
+    (status, resp.bytes().await.expect("the whole body").to_vec())
 }
 
 async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(backend: Backend) {
@@ -75,9 +82,11 @@ async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(back
     let base = server.address.clone();
     let client = reqwest::Client::new();
 
-    // Clients submit and retry for three seconds while the file changes and is reloaded
-    // every 250 ms.
-    let until = Instant::now() + Duration::from_secs(3);
+    // Clients submit and retry (the same content, and changed content) for four seconds
+    // while the file changes and is reloaded every 250 ms: no failed request (no 5xx, no
+    // connection error) and no wrong answer (201 for a new key, the first body byte for byte
+    // for the same content, 409 for changed content).
+    let until = Instant::now() + Duration::from_secs(4);
     let clients: Vec<_> = (0..6)
         .map(|c| {
             let (client, base) = (client.clone(), base.clone());
@@ -90,11 +99,21 @@ async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(back
                     let key = format!("reload-{c}-{i}-{}", uuid::Uuid::new_v4().simple());
                     let body =
                         json!({"email": format!("c{c}.{i}@example.com"), "message": format!("inquiry {i}")});
-                    let (status, first) = submit(&client, &base, &key, &body).await;
-                    assert_eq!(status, 201, "{first}");
-                    let (status, again) = submit(&client, &base, &key, &body).await;
-                    assert_eq!(status, 200, "a retry replays: {again}");
-                    assert_eq!(again["submission_id"], first["submission_id"], "the same submission");
+                    let (status, first) = submit_raw(&client, &base, &key, &body).await;
+                    assert_eq!(status, 201, "a new key: {}", String::from_utf8_lossy(&first));
+                    let (status, again) = submit_raw(&client, &base, &key, &body).await;
+                    assert_eq!(status, 200, "a retry replays: {}", String::from_utf8_lossy(&again));
+                    assert_eq!(again, first, "the replay is the first answer, byte for byte");
+                    // Every third operation is retried with changed content: a conflict.
+                    if i % 3 == 0 {
+                        let mut changed = body.clone();
+                        changed["message"] = format!("inquiry {i}, changed").into();
+                        let (status, conflict) = submit_raw(&client, &base, &key, &changed).await;
+                        assert_eq!(status, 409, "changed content: {}", String::from_utf8_lossy(&conflict));
+                        let (status, again) = submit_raw(&client, &base, &key, &body).await;
+                        assert_eq!((status, &again), (200, &first), "the original content still replays");
+                        answered += 2;
+                    }
                     answered += 2;
                 }
                 answered
@@ -114,7 +133,7 @@ async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(back
     for c in clients {
         answered += c.await.unwrap();
     }
-    assert!(reloads >= 4 && answered > 50, "{reloads} reloads, {answered} answers");
+    assert!(reloads >= 8 && answered > 50, "{reloads} reloads, {answered} answers");
 
     // The last good file is in force: the second version, with its new form.
     std::fs::write(&config, second_version()).unwrap();

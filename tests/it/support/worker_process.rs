@@ -3,8 +3,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
-pub struct WorkerProcess(Child);
+pub struct WorkerProcess(Child, mpsc::Receiver<String>);
 
 impl WorkerProcess {
     /// `onceform worker --config CONFIG`, returned once it has said it runs.
@@ -21,8 +23,22 @@ impl WorkerProcess {
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
         assert!(line.starts_with("onceform worker"), "{line:?}");
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        WorkerProcess(child)
+        let (said, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                let _ = said.send(line);
+            }
+        });
+        WorkerProcess(child, lines)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// The next line it prints on standard output (e.g. how a reload went), within `limit`.
+    pub fn next_line(&self, limit: Duration) -> String {
+        self.1.recv_timeout(limit).expect("the worker said nothing in time")
     }
 
     pub fn kill9(&mut self) {

@@ -2,6 +2,7 @@
 
 pub mod api_docs;
 pub mod browser;
+pub mod changes_consumer;
 pub mod connections;
 pub mod embed_browser;
 pub mod embed_files_browser;
