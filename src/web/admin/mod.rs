@@ -16,6 +16,7 @@ mod files;
 mod filters;
 pub mod flash;
 pub mod form_versions;
+mod forms_page;
 pub mod guard;
 mod import_page;
 mod login;
@@ -73,6 +74,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     dashboard::routes(cfg);
     submissions::routes(cfg);
     form_versions::routes(cfg);
+    forms_page::routes(cfg);
     files::routes(cfg);
     spam_release::routes(cfg);
     effects::routes(cfg);
