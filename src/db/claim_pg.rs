@@ -64,7 +64,7 @@ pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> Str
         format!(
             "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} \
              AND received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false \
-             ORDER BY received_at DESC LIMIT {CANDIDATES})"
+             AND test = false ORDER BY received_at DESC LIMIT {CANDIDATES})"
         )
     };
     let conditions: Vec<String> = [

@@ -137,7 +137,7 @@ fn sqlite_arm(column: &str, index: Option<&str>, forms: usize, first: usize) -> 
     format!(
         "SELECT * FROM (SELECT id, received_at FROM submissions {indexed}WHERE form IN ({}) \
          AND {column} = {key} {keyless}AND received_at >= {since} AND received_at <= {until} \
-         AND id <> {exclude} AND spam = 0 ORDER BY received_at DESC LIMIT {CANDIDATES})",
+         AND id <> {exclude} AND spam = 0 AND test = 0 ORDER BY received_at DESC LIMIT {CANDIDATES})",
         marks.join(", ")
     )
 }

@@ -73,17 +73,18 @@ struct Snippet<'a> {
     inputs: Vec<SnippetInput>,
 }
 
-/// One visible field of the snippet: its name, label, and the HTML input it becomes.
-struct SnippetInput {
-    name: String,
-    label: String,
+/// One visible field of the snippet (and of the preview's test form): its name, label, and
+/// the HTML input it becomes.
+pub(super) struct SnippetInput {
+    pub name: String,
+    pub label: String,
     /// `textarea`, `select`, or an `<input type=…>`.
-    tag: &'static str,
-    input_type: &'static str,
-    required: bool,
+    pub tag: &'static str,
+    pub input_type: &'static str,
+    pub required: bool,
     /// A `select` of several values.
-    multiple: bool,
-    options: Vec<String>,
+    pub multiple: bool,
+    pub options: Vec<String>,
 }
 
 async fn list(
@@ -158,9 +159,13 @@ fn retention(r: &RetentionConfig) -> String {
 }
 
 fn snippet(form: &Form, base: &str) -> String {
+    Snippet { base, form, inputs: inputs(form) }.render().unwrap_or_default()
+}
+
+/// The form's visible fields as HTML inputs.
+pub(super) fn inputs(form: &Form) -> Vec<SnippetInput> {
     use crate::domain::FieldType as T;
-    let inputs = form
-        .fields
+    form.fields
         .iter()
         .filter(|f| f.kind != T::Hidden)
         .map(|f| {
@@ -186,8 +191,7 @@ fn snippet(form: &Form, base: &str) -> String {
                 options: f.options.clone(),
             }
         })
-        .collect();
-    Snippet { base, form, inputs }.render().unwrap_or_default()
+        .collect()
 }
 
 /// The reload button's form: only the CSRF token.

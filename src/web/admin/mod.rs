@@ -15,6 +15,7 @@ mod effects;
 mod files;
 mod filters;
 pub mod flash;
+mod form_preview;
 pub mod form_versions;
 mod forms_page;
 pub mod guard;
@@ -75,6 +76,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     submissions::routes(cfg);
     form_versions::routes(cfg);
     forms_page::routes(cfg);
+    form_preview::routes(cfg);
     files::routes(cfg);
     spam_release::routes(cfg);
     effects::routes(cfg);

@@ -10,11 +10,12 @@ use onceform::web::admin::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::admin::assert_guarded;
-use crate::support::{spawn_from, test_config, Backend, TestApp, TestDb};
+use crate::support::{inquiry, new_key, spawn_app, spawn_from, test_config, Backend, TestApp, TestDb};
 
 on_both_backends!(
     the_page_lists_each_form_with_its_snippet_escaped,
     the_reload_button_puts_a_good_file_in_force_and_reports_a_broken_one,
+    a_test_submission_is_stored_as_test_with_no_effects_and_no_duplicate,
 );
 
 const CONTACT: &str = r#"
@@ -136,4 +137,86 @@ async fn the_reload_button_puts_a_good_file_in_force_and_reports_a_broken_one(ba
     let dashboard = app.admin_get(Some(&admin), "/admin").await.text().await.unwrap();
     assert!(dashboard.contains("id=\"reload-error\"") && dashboard.contains("nonsense"), "{dashboard}");
     assert_eq!(app.forms.failures(), 1);
+}
+
+/// (id, test) of every submission, oldest first, and the side-effect records of each.
+async fn stored(app: &TestApp) -> Vec<(String, bool, i64)> {
+    use diesel::prelude::*;
+    use onceform::db::schema::{side_effects as e, submissions as s};
+    app.query(|pool| {
+        onceform::with_conn!(pool, |c| {
+            let rows: Vec<(String, bool)> =
+                s::table.order((s::received_at, s::id)).select((s::id, s::test)).load(c)?;
+            let mut out = Vec::new();
+            for (id, test) in rows {
+                let n: i64 = e::table.filter(e::submission_id.eq(&id)).count().get_result(c)?;
+                out.push((id, test, n));
+            }
+            Ok::<_, onceform::db::DbError>(out)
+        })
+    })
+    .await
+}
+
+async fn a_test_submission_is_stored_as_test_with_no_effects_and_no_duplicate(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let admin = app.sign_in(Role::Admin).await;
+    let viewer = app.sign_in(Role::Viewer).await;
+    let preview = app.admin_get(Some(&viewer), "/admin/forms/contact/preview").await;
+    assert_eq!(preview.status(), 200);
+    let html = preview.text().await.unwrap();
+    assert!(html.contains("href=\"/f/contact\"") && !html.contains("id=\"test-form\""), "{html}");
+    assert!(app
+        .admin_get(Some(&admin), "/admin/forms/contact/preview")
+        .await
+        .text()
+        .await
+        .unwrap()
+        .contains("id=\"test-form\""));
+    assert_eq!(app.admin_get(Some(&admin), "/admin/forms/nope/preview").await.status(), 404);
+
+    // The contact form's fields as an admin types them; a viewer cannot send them.
+    let fields = [
+        ("name", "Ada Lovelace"),
+        ("email", "ada@example.com"),
+        ("company", "Analytical Engines"),
+        ("topic", "Sales"),
+        ("message", "a test from the admin"),
+    ];
+    let ok = assert_guarded(&app, &admin, &viewer, "/admin/forms/contact/test", &fields).await;
+    let location = ok.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        location.starts_with("/admin/submissions/") && location.ends_with("?flash=test_submitted"),
+        "{location}"
+    );
+    let detail = app.admin_get(Some(&admin), &location).await.text().await.unwrap();
+    assert!(detail.contains("id=\"test\"") && detail.contains("Test submission stored"), "{detail}");
+    let rows = stored(&app).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].1, rows[0].2), (true, 0), "marked test, with no side-effect record");
+    assert!(location.contains(&rows[0].0));
+
+    // The same person then submits for real: a submission with its effects, and no pair with
+    // the test (the test is neither screened nor found).
+    assert_eq!(app.submit(&new_key(), &inquiry("a test from the admin")).await.status(), 201);
+    let rows = stored(&app).await;
+    assert_eq!(rows.len(), 2);
+    assert!(!rows[1].1 && rows[1].2 > 0, "a visitor's submission takes its effects: {rows:?}");
+    assert_eq!(app.screened_pairs().await, Vec::new(), "a test is never a duplicate's original");
+    let list = app.admin_get(Some(&admin), "/admin/submissions").await.text().await.unwrap();
+    assert_eq!(list.matches("<span class=\"badge test\">test</span>").count(), 1, "{list}");
+
+    // Invalid fields: nothing stored, the problems shown beside the form.
+    let bad = app
+        .admin_post(
+            Some(&admin),
+            "/admin/forms/contact/test",
+            Some(&admin.csrf),
+            &[("email", "not an email")],
+        )
+        .await;
+    assert_eq!(bad.status(), 422);
+    let html = bad.text().await.unwrap();
+    assert!(html.contains("id=\"test-problems\""), "{html}");
+    assert_eq!(stored(&app).await.len(), 2);
 }

@@ -454,6 +454,7 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
                 fields,
                 scans: Default::default(),
                 received: None,
+                test: false,
             };
             acceptor.accept(intake).unwrap();
         }
