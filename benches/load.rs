@@ -451,6 +451,7 @@ fn in_process(
                         fields,
                         scans: Default::default(),
                         received: None,
+                        test: false,
                     };
                     if accept(intake) {
                         done.fetch_add(1, Ordering::Relaxed);

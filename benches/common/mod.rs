@@ -217,6 +217,7 @@ pub fn seed(pool: &Pool, config: &Config, n: usize) {
             fields,
             scans: Default::default(),
             received: None,
+            test: false,
         };
         acceptor.accept(intake).unwrap();
     }

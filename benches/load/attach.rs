@@ -265,6 +265,7 @@ fn store_and_accept(acceptor: &Acceptor, form: &Form, dir: &Path, filler: &[u8])
         fields: normalise(&**form, &raw).unwrap(),
         scans: Default::default(),
         received: None,
+        test: false,
     };
     Ok(matches!(acceptor.accept(intake), Ok(Outcome::Created(_))))
 }

@@ -20,6 +20,7 @@ use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
 use crate::services::effects::Registry;
+use crate::services::reload::ConfigSource;
 use crate::services::request_log::RequestLog;
 use crate::services::spam::SpamGuard;
 use crate::web::admin::accounts::LoginThrottle;
@@ -52,6 +53,18 @@ impl Application {
         keyring: Arc<Keyring>,
         traffic: Traffic,
     ) -> anyhow::Result<Application> {
+        Application::build_from(config, ConfigSource::Given, pool, keyring, traffic)
+    }
+
+    /// `build`, with where the configuration was read from (`source`: the admin's reload
+    /// button reads it again).
+    pub fn build_from(
+        config: Arc<Config>,
+        source: ConfigSource,
+        pool: Pool,
+        keyring: Arc<Keyring>,
+        traffic: Traffic,
+    ) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(config.server.bind)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
         let port = listener.local_addr()?.port();
@@ -73,7 +86,9 @@ impl Application {
         let hooks = web::Data::new(Hooks::load(&config, |k| std::env::var(k).ok())?);
         let spool = hooks.get_ref().clone();
         let spam = SpamGuard::new(crate::base::secret::load(&config.server.secret_file)?)?;
-        let state = web::Data::new(AppState::new(config.clone(), pool.clone(), acceptor, spam));
+        let mut state = AppState::new(config.clone(), pool.clone(), acceptor, spam);
+        state.source = source;
+        let state = web::Data::new(state);
         let forms = state.forms.clone();
         let mount = move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(state.clone())

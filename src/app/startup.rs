@@ -63,7 +63,8 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
             actix_web::rt::spawn(crate::services::files::rescan_every(writes, files, period));
         }
         let hangups = crate::services::reload::catch_hangups()?;
-        let app = Application::build(config.clone(), pool.clone(), keyring, traffic)?;
+        let from = crate::services::reload::ConfigSource::of(source.clone());
+        let app = Application::build_from(config.clone(), from, pool.clone(), keyring, traffic)?;
         actix_web::rt::spawn(crate::services::reload::on_hangup(hangups, source, app.forms(), pool));
         write_pid_file(&config.server.pid_file);
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));

@@ -62,7 +62,9 @@ pub struct Link<'a> {
 pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> String {
     let [since, until, exclude, email, phone, name, content] = p;
     let window =
-        format!("received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false");
+        format!(
+        "received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false AND test = false"
+    );
     let group = forms.join(", ");
     // A key with `FLOOD` matches in the group's window links nothing more (see `FLOOD`).
     let arm = |form: &str, condition: &str| {

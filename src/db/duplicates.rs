@@ -145,7 +145,8 @@ fn sqlite_arm(column: &str, index: Option<&str>, forms: usize, first: usize) -> 
     let (key, since, until, exclude) = (p(forms), p(forms + 1), p(forms + 2), p(forms + 3));
     let matching = format!(
         "FROM submissions {indexed}WHERE form IN ({}) AND {column} = {key} {keyless}\
-         AND received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = 0",
+         AND received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = 0 \
+         AND test = 0",
         marks.join(", ")
     );
     format!(

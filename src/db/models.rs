@@ -36,6 +36,8 @@ pub struct NewSubmission {
     pub route: Option<String>,
     /// The version of its form it was accepted under (`config::definition`).
     pub form_version: Option<String>,
+    /// A test made from the admin: no side-effect records, no duplicate detection.
+    pub test: bool,
 }
 
 /// What the accept path and the status endpoint need of a stored submission.

@@ -45,6 +45,7 @@ impl RescreenStore for DbConnection {
         let mut q = submissions::table
             .filter(submissions::form.eq_any(page.forms))
             .filter(submissions::spam.eq(false))
+            .filter(submissions::test.eq(false))
             .filter(submissions::content_purged_at.is_null())
             .order((submissions::received_at, submissions::id))
             .limit(page.limit)

@@ -287,6 +287,7 @@ diesel::table! {
         consent_json -> Nullable<Text>,
         route -> Nullable<Text>,
         form_version -> Nullable<Text>,
+        test -> Bool,
     }
 }
 

@@ -15,6 +15,41 @@ use tokio::signal::unix::Signal;
 use crate::config::{Config, LiveForms};
 use crate::db::Pool;
 
+/// Where a process's configuration came from, so that a reload reads it again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `--config PATH`.
+    File(PathBuf),
+    /// The built-in demo (no `--config`).
+    Builtin,
+    /// Built in code (a test's app): there is nothing to read again.
+    #[default]
+    Given,
+}
+
+impl ConfigSource {
+    /// `serve`'s source: its `--config` file, else the built-in demo.
+    pub fn of(path: Option<PathBuf>) -> ConfigSource {
+        path.map_or(ConfigSource::Builtin, ConfigSource::File)
+    }
+}
+
+/// Reloads the configuration from `source` into `live` as `SIGHUP` does (the admin's
+/// "Reload configuration" button); how many forms are in force, or why nothing changed (a
+/// configuration given in code has no source to read: nothing changes, and that is reported
+/// as a failed reload).
+pub fn reload_from(source: &ConfigSource, live: &LiveForms, pool: &Pool) -> Result<usize, String> {
+    match source {
+        ConfigSource::File(path) => reload(Some(path), live, pool),
+        ConfigSource::Builtin => reload(None, live, pool),
+        ConfigSource::Given => {
+            let error = "this server's configuration was not read from a file: nothing to reload".to_string();
+            live.failed(error.clone());
+            Err(error)
+        }
+    }
+}
+
 /// Reloads the configuration at `path` (`None`: the built-in demo) into `live`; how many
 /// forms are in force, or why nothing changed. Their versions are stored in `pool` first.
 pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usize, String> {

@@ -11,6 +11,7 @@ use crate::db::Pool;
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
 use crate::services::files::Files;
+use crate::services::reload::ConfigSource;
 use crate::services::request_log::RefusedCounts;
 use crate::services::spam::SpamGuard;
 
@@ -30,6 +31,8 @@ pub struct AppState {
     pub refused: RefusedCounts,
     /// Where attached files are stored (`[server] files_dir`).
     pub files: Files,
+    /// Where the configuration is read again from (the admin's reload button).
+    pub source: ConfigSource,
 }
 
 impl AppState {
@@ -38,7 +41,8 @@ impl AppState {
         let refused = RefusedCounts::new(config.forms.keys());
         let keyring = acceptor.keyring().clone();
         let files = Files::of(&config.server);
-        AppState { config, forms, pool, acceptor, keyring, spam, refused, files }
+        let source = ConfigSource::Given;
+        AppState { config, forms, pool, acceptor, keyring, spam, refused, files, source }
     }
 
     /// The form named `name` as in force now, if it is configured.

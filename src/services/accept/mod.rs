@@ -12,6 +12,7 @@ mod plan;
 mod recipient_cap;
 pub mod route;
 mod submit;
+pub mod test_submission;
 mod transaction;
 mod versions;
 
@@ -40,6 +41,9 @@ pub struct Intake {
     /// under another version of the form is judged under that version. `None`: the live
     /// version judges (imports, the admin's accept-as-new).
     pub received: Option<AsReceived>,
+    /// A test submission from the admin (`test_submission`): stored marked `test`, with no
+    /// side-effect records, and not screened for duplicates.
+    pub test: bool,
 }
 
 /// What became of one request.

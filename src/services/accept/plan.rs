@@ -114,6 +114,8 @@ impl Plan {
             .iter()
             .copied()
             .filter(|k| effects::applies(*k, form, &|name| intake.fields.get(name).is_some()))
+            // A test submission takes no effect (nor lists one in its answer).
+            .filter(|_| !intake.test)
             .collect();
         let mut files: Vec<SubmissionFile> = form
             .files(|name| intake.fields.get(name))
@@ -127,10 +129,10 @@ impl Plan {
         files.sort_by(|a, b| a.sha256.cmp(&b.sha256));
         files.dedup_by(|a, b| a.sha256 == b.sha256);
         let scan_hold = files.iter().any(|f| f.scan.holds());
-        // Spam is answered like any acceptance but gets no side-effect records.
+        // Spam is answered like any acceptance but gets no side-effect records; so is a test.
         let effects = kinds
             .iter()
-            .filter(|_| !spam)
+            .filter(|_| !spam && !intake.test)
             .map(|kind| NewEffect {
                 id: EffectId::generate(),
                 submission_id: id.clone(),
@@ -189,6 +191,7 @@ impl Plan {
             locale: intake.fields.locale.map(String::from),
             route,
             form_version: intake.form.version().map(String::from),
+            test: intake.test,
         };
         let keyring = keyring.clone();
         Plan {

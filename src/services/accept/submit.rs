@@ -82,7 +82,8 @@ impl Acceptor {
             fields.spam_reason = verdict.map(|r| r.as_str());
         }
         let received = operation_id.as_ref().map(|_| received());
-        let intake = Intake { form: form.clone(), operation_id, channel, fields, scans, received };
+        let intake =
+            Intake { form: form.clone(), operation_id, channel, fields, scans, received, test: false };
         let acceptor = self.clone();
         let outcome = tokio::task::spawn_blocking(move || acceptor.accept(intake))
             .await

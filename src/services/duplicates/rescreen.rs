@@ -138,6 +138,7 @@ fn again(
             locale: None,
             route: None,
             form_version: None,
+            test: false,
         };
         screened.push(id.clone());
         let Some(keys) = link_keys(&probe) else {

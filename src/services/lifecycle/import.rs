@@ -262,6 +262,7 @@ fn import_batch(
                     fields,
                     scans: Default::default(),
                     received: None,
+                    test: false,
                 };
                 match import_row(c, keyring, intake, row.received_at, o.with_effects)? {
                     Imported::New(id) => new_ids.push(id),

@@ -197,6 +197,7 @@ fn accept_content(
         fields,
         scans: Default::default(),
         received: None,
+        test: false,
     };
     match acceptor.accept(intake)? {
         Outcome::Created(r) | Outcome::Replayed(r) => Ok(r.submission_id),

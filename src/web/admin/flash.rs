@@ -27,6 +27,15 @@ const MESSAGES: &[(&str, &str)] = &[
     ("inbound_assigned_conflict", "That event ID was stored with other content: kept as a conflict."),
     ("inbound_handler_replayed", "Handler replayed as batch {}."),
     ("api_token_revoked", "Token revoked: it opens nothing from now on."),
+    (
+        "test_submitted",
+        "Test submission stored, marked test: it takes no side effect and is not screened for duplicates.",
+    ),
+    ("config_reloaded", "Configuration reloaded: {} form(s) in force."),
+    (
+        "config_not_reloaded",
+        "The configuration was not reloaded: the forms in force are unchanged (the error is below).",
+    ),
 ];
 
 /// A message to show after a redirect: a code of `MESSAGES` and its arguments.

@@ -15,7 +15,9 @@ mod effects;
 mod files;
 mod filters;
 pub mod flash;
+mod form_preview;
 pub mod form_versions;
+mod forms_page;
 pub mod guard;
 mod import_page;
 mod login;
@@ -73,6 +75,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     dashboard::routes(cfg);
     submissions::routes(cfg);
     form_versions::routes(cfg);
+    forms_page::routes(cfg);
+    form_preview::routes(cfg);
     files::routes(cfg);
     spam_release::routes(cfg);
     effects::routes(cfg);

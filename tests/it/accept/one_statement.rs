@@ -25,7 +25,15 @@ fn intake(config: &Config, key: &str, email: &str, message: &str) -> Intake {
         .collect();
     let fields = normalise(&*form, &raw).unwrap();
     let operation_id = Some(OperationId::parse(&format!("one-statement-{key}")).unwrap());
-    Intake { form, operation_id, channel: Channel::Api, fields, scans: Default::default(), received: None }
+    Intake {
+        form,
+        operation_id,
+        channel: Channel::Api,
+        fields,
+        scans: Default::default(),
+        received: None,
+        test: false,
+    }
 }
 
 thread_local! {

@@ -32,7 +32,15 @@ fn intake(config: &Config, n: usize) -> Intake {
     .collect();
     let fields = normalise(&*form, &raw).unwrap();
     let operation_id = Some(OperationId::parse(&format!("young-plans-{n:08}")).unwrap());
-    Intake { form, operation_id, channel: Channel::Api, fields, scans: Default::default(), received: None }
+    Intake {
+        form,
+        operation_id,
+        channel: Channel::Api,
+        fields,
+        scans: Default::default(),
+        received: None,
+        test: false,
+    }
 }
 
 #[derive(QueryableByName)]

@@ -93,6 +93,7 @@ fn intake(form: &Form, v: &Value) -> Intake {
         fields: onceform::domain::normalise(&**form, &raw).unwrap(),
         scans: Default::default(),
         received: None,
+        test: false,
     }
 }
 

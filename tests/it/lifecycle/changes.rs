@@ -223,6 +223,7 @@ fn intake(form: &Form, i: usize) -> Intake {
         fields: onceform::domain::normalise(&**form, &raw).unwrap(),
         scans: Default::default(),
         received: None,
+        test: false,
     }
 }
 

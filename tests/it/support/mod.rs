@@ -228,10 +228,21 @@ pub async fn spawn_app_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -
 
 /// Starts the server with `config` (its database URL may differ from `db.url`, e.g. a proxy).
 pub async fn spawn_on(db: TestDb, config: Config) -> TestApp {
+    spawn_from(db, config, onceform::services::reload::ConfigSource::Given).await
+}
+
+/// Starts the server with `config`, read from `source` (what a reload reads again).
+pub async fn spawn_from(
+    db: TestDb,
+    config: Config,
+    source: onceform::services::reload::ConfigSource,
+) -> TestApp {
     let database = config.database.clone();
     let pool = tokio::task::spawn_blocking(move || Pool::connect(&database)).await.unwrap().unwrap();
     let config = Arc::new(config);
-    let app = Application::build(config.clone(), pool.clone(), test_keyring(), Default::default()).unwrap();
+    let app =
+        Application::build_from(config.clone(), source, pool.clone(), test_keyring(), Default::default())
+            .unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let deliveries = app.deliveries();
     let forms = app.forms();
@@ -443,6 +454,7 @@ pub async fn seed(pool: &Pool, config: &Config, n: usize) {
                 fields,
                 scans: Default::default(),
                 received: None,
+                test: false,
             };
             acceptor.accept(intake).unwrap();
         }

@@ -48,6 +48,8 @@ pub struct SubmissionRow {
     /// The version of its form it was accepted under (`None`: unknown, accepted before
     /// versions were kept).
     pub form_version: Option<String>,
+    /// A test submission from the admin (no side-effect records).
+    pub test: bool,
 }
 
 /// (kind, state) of each effect record, by submission id.
