@@ -83,12 +83,7 @@ impl BlobRows for DbConnection {
     }
 
     fn blob_size(&mut self, sha256: &str) -> QueryResult<Option<i64>> {
-        blobs::table
-            .find(sha256)
-            .filter(blobs::complete.eq(true))
-            .select(blobs::size)
-            .first(self)
-            .optional()
+        blobs::table.find(sha256).filter(blobs::complete.eq(true)).select(blobs::size).first(self).optional()
     }
 
     fn blob_written(&mut self, sha256: &str) -> QueryResult<Option<NaiveDateTime>> {

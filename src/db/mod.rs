@@ -184,7 +184,8 @@ impl Pool {
         /// Processes open one database; tests a few. Bounded all the same.
         const MAX_POOLS: usize = 16;
         static POOLS: OnceLock<Mutex<Vec<(DatabaseUrl, Pool)>>> = OnceLock::new();
-        let mut pools = POOLS.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|p| p.into_inner());
+        let mut pools =
+            POOLS.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, pool)) = pools.iter().find(|(url, _)| *url == config.url) {
             return pool.clone();
         }

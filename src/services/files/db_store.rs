@@ -105,7 +105,11 @@ impl BlobStore for DbStore {
         };
         chunks.flush()?;
         let size = i64::try_from(size).unwrap_or(i64::MAX);
-        self.pool.get().map_err(io_error)?.finish_blob(&chunks.key, &sha256, size, now()).map_err(io_error)?;
+        self.pool
+            .get()
+            .map_err(io_error)?
+            .finish_blob(&chunks.key, &sha256, size, now())
+            .map_err(io_error)?;
         // Renamed: nothing left under the temporary key for the drop to delete.
         chunks.key.clear();
         Ok(sha256)
@@ -117,7 +121,13 @@ impl BlobStore for DbStore {
 
     fn open(&self, sha256: &str) -> io::Result<Box<dyn io::Read + Send>> {
         self.size(sha256).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        Ok(Box::new(ChunkReader { pool: self.pool.clone(), sha256: sha256.to_string(), n: 0, buf: Vec::new(), at: 0 }))
+        Ok(Box::new(ChunkReader {
+            pool: self.pool.clone(),
+            sha256: sha256.to_string(),
+            n: 0,
+            buf: Vec::new(),
+            at: 0,
+        }))
     }
 
     fn size(&self, sha256: &str) -> Option<u64> {

@@ -26,8 +26,8 @@ use crate::domain::{
     safe_file_name, Attached, FieldError, FieldErrors, FileRef, RawFields, ScanState, Scans,
 };
 use crate::services::scan::{ScanError, Scanner, ScannerAddr, Verdict};
-pub use links::FileLinks;
 pub use db_store::DbStore;
+pub use links::FileLinks;
 pub use store::{BlobStore, Incoming, LocalStore};
 
 /// How long an upload waits for its submission (and how old an unused blob must be before

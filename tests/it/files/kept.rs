@@ -138,7 +138,11 @@ async fn retention_deletes_the_files_nothing_else_names(backend: Backend) {
     assert_eq!(kept_blobs(&app.config).len(), 2, "files just written are never taken from under a request");
     age_blobs(&app);
     purge_at(&app, tomorrow).await;
-    assert_eq!(kept_blobs(&app.config), [sha256(&shared)], "the purged content's own file went; the shared one stays");
+    assert_eq!(
+        kept_blobs(&app.config),
+        [sha256(&shared)],
+        "the purged content's own file went; the shared one stays"
+    );
 
     // The tombstone keeps the fingerprint (the files' digests in it): a late retry replays.
     let (_, up) = upload(&app, "quote", "Drawing%20%E8%A6%8F%E6%A0%BC.pdf", &own).await;
@@ -170,11 +174,7 @@ async fn erasure_deletes_the_persons_files_at_once(backend: Backend) {
         .await;
     assert_eq!(report.attachments, 1);
     assert!(report.lines().iter().any(|l| l.contains("1 attached file(s)")), "{:?}", report.lines());
-    assert_eq!(
-        kept_blobs(&app.config),
-        [sha256(&pdf("lin"))],
-        "only the erased person's file went"
-    );
+    assert_eq!(kept_blobs(&app.config), [sha256(&pdf("lin"))], "only the erased person's file went");
 }
 
 async fn unused_uploads_are_swept_after_their_hour(backend: Backend) {

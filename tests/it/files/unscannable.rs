@@ -140,7 +140,11 @@ async fn the_rescan_goes_past_files_clamd_cannot_scan(backend: Backend) {
     let mut server = app.config.server.clone();
     server.clamd = Some(clamd.addr());
     let writes = onceform::db::Writes::shared(&app.pool, &app.config.database).unwrap();
-    assert_eq!(rescan(&writes, &Files::of(&server, &app.config.database)).await.unwrap(), 3, "no file stops the pass");
+    assert_eq!(
+        rescan(&writes, &Files::of(&server, &app.config.database)).await.unwrap(),
+        3,
+        "no file stops the pass"
+    );
     let held = vec![("PENDING".to_string(), true)];
     assert_eq!(state_of(&app, &keys[0]).await, (held.clone(), vec!["unscannable".to_string()]));
     assert_eq!(state_of(&app, &keys[1]).await, (held, vec!["unscannable".to_string()]));

@@ -115,3 +115,25 @@ pub fn age_stored(config: &onceform::config::Config) {
 fn store_of(config: &onceform::config::Config) -> onceform::services::files::Files {
     onceform::services::files::Files::stored(&config.server, &config.database)
 }
+
+/// Every entry of the store `config` names, blobs and what is being written alike: the
+/// folder's files (temporary ones too), or the rows of `blobs` and `blob_chunks`.
+pub fn store_entries(config: &onceform::config::Config) -> usize {
+    use diesel::prelude::*;
+    use onceform::config::FileStoreKind;
+    use onceform::db::schema::{blob_chunks, blobs};
+    fn walk(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .map_or(0, |d| d.flatten().map(|e| if e.path().is_dir() { walk(&e.path()) } else { 1 }).sum())
+    }
+    match config.server.file_store(&config.database.url) {
+        FileStoreKind::Folder => walk(std::path::Path::new(&config.server.files_dir)),
+        FileStoreKind::Database => {
+            let pool = onceform::db::Pool::for_files(&config.database);
+            let mut c = pool.get().unwrap();
+            let rows: i64 = blobs::table.count().get_result(&mut *c).unwrap();
+            let chunks: i64 = blob_chunks::table.count().get_result(&mut *c).unwrap();
+            usize::try_from(rows + chunks).unwrap()
+        }
+    }
+}
