@@ -195,8 +195,10 @@ impl Pool {
             sqlite: SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms },
             pg: PgSession { prepared_statements: config.prepared_statements },
         };
+        // One connection per upload streaming in at once (`max_concurrent_uploads`, 8 by
+        // default) writes its chunks without waiting for another's.
         let pool = R2Pool::builder()
-            .max_size(4)
+            .max_size(8)
             .min_idle(Some(0))
             .test_on_check_out(true)
             .connection_timeout(Duration::from_millis(config.acquire_timeout_ms))

@@ -124,7 +124,7 @@ impl Files {
         .with_scan_limit(server.clamd_max_bytes)
     }
 
-    /// The store the operator did not choose (`files migrate`'s other end).
+    /// The store of `kind`, whatever `[server] files` says (`files migrate`'s two ends).
     pub fn of_kind(kind: FileStoreKind, server: &ServerConfig, database: &DatabaseConfig) -> Files {
         let store: Arc<dyn BlobStore> = match kind {
             FileStoreKind::Database => Arc::new(DbStore::new(Pool::for_files(database))),
