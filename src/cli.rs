@@ -10,7 +10,7 @@ use chrono::NaiveDateTime;
 use clap::{Parser, Subcommand};
 
 use crate::app::startup;
-use crate::config::{Config, ENVIRONMENT};
+use crate::config::{Config, FileStoreKind, ENVIRONMENT};
 use crate::db::probe::Probe;
 use crate::db::Pool;
 use crate::domain::Scopes;
@@ -116,6 +116,9 @@ pub enum Command {
     /// Duplicate detection.
     #[command(subcommand, arg_required_else_help = false)]
     Duplicates(DuplicatesCommand),
+    /// The store of attached files.
+    #[command(subcommand, arg_required_else_help = false)]
+    Files(FilesCommand),
     /// Tokens of the read API (/api/v1).
     #[command(subcommand, arg_required_else_help = false)]
     ApiToken(ApiTokenCommand),
@@ -199,6 +202,17 @@ pub enum ApiTokenCommand {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum FilesCommand {
+    /// Copy every file into the other store (checked against its SHA-256; what is there
+    /// already is kept, so it can be run again), then report the counts. Switch
+    /// [server] files afterwards.
+    Migrate {
+        #[arg(long, value_name = "database|folder", value_parser = file_store)]
+        to: FileStoreKind,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum DuplicatesCommand {
     /// Screen stored submissions again with the current rules; keeps admin decisions.
     Rescreen {
@@ -212,6 +226,10 @@ pub enum DuplicatesCommand {
 
 fn role(v: &str) -> Result<Role, String> {
     Role::parse(v).ok_or_else(|| format!("unknown role `{v}`"))
+}
+
+fn file_store(v: &str) -> Result<FileStoreKind, String> {
+    FileStoreKind::parse(v).ok_or_else(|| format!("unknown file store `{v}` (database or folder)"))
 }
 
 fn scopes(v: &str) -> Result<Scopes, String> {
@@ -272,6 +290,30 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Exit> {
     Ok(Args { command: cli.command.unwrap_or(Command::Serve), config })
 }
 
+/// `files migrate --to TO`: every blob of the other store copied into `TO`.
+fn migrate_files(config: &Config, to: FileStoreKind) -> Result<(), Exit> {
+    use crate::services::files::{migrate, Files};
+    if to == FileStoreKind::Database && matches!(config.database.url, crate::config::DatabaseUrl::Sqlite(_)) {
+        return Err(Exit::failure("files can be kept in the database on PostgreSQL only"));
+    }
+    crate::db::migrate(&config.database).map_err(Exit::failure)?;
+    let from = match to {
+        FileStoreKind::Database => FileStoreKind::Folder,
+        FileStoreKind::Folder => FileStoreKind::Database,
+    };
+    let source = Files::of_kind(from, &config.server, &config.database);
+    let target = Files::of_kind(to, &config.server, &config.database);
+    let done = migrate::migrate(source.store(), target.store()).map_err(Exit::failure)?;
+    println!("files: {} -> {}", from.as_str(), to.as_str());
+    for line in done.lines() {
+        println!("{line}");
+    }
+    match done.ok() {
+        true => Ok(()),
+        false => Err(Exit::failure("some files were not copied (see above)")),
+    }
+}
+
 /// The password from `$VAR`, else one line of stdin.
 fn read_password(password_env: Option<&str>) -> Result<String, Exit> {
     match password_env {
@@ -321,6 +363,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
             Ok(())
         }
         Command::ApiToken(command) => api_token(command, &config),
+        Command::Files(FilesCommand::Migrate { to }) => migrate_files(&config, to),
         Command::Reload => reload(&config),
         Command::Healthcheck { ready, url } => healthcheck(&config, ready, url.as_deref()),
         Command::Backup { to } => {

@@ -58,7 +58,7 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
     let pid_file = config.server.pid_file.clone();
     let served = actix_web::rt::System::new().block_on(async move {
         if config.forms.values().any(|f| f.scan == ScanMode::Clamd) {
-            let files = crate::services::files::Files::of(&config.server);
+            let files = crate::services::files::Files::of(&config.server, &config.database);
             let period = std::time::Duration::from_secs(30);
             actix_web::rt::spawn(crate::services::files::rescan_every(writes, files, period));
         }

@@ -60,7 +60,7 @@ pub use redact::redact_url;
 pub use retention::{PurgeConfig, RetentionConfig, Window};
 pub use route::{RouteConfig, WhenValue};
 pub use rules::{open_metrics_warning, problems, warnings};
-pub use server::{ServerConfig, CLAMD_MAX_BYTES};
+pub use server::{FileStoreKind, ServerConfig, CLAMD_MAX_BYTES};
 pub use smtp::SmtpConfig;
 pub use spam::{is_origin, CaptchaConfig, CaptchaProvider};
 pub use worker::WorkerConfig;

@@ -18,6 +18,11 @@ pub fn problems(config: &Config) -> Vec<String> {
     if config.worker.call_timeout_ms / 1000 >= config.worker.lease_seconds {
         out.push("worker.lease_seconds: must be longer than worker.call_timeout_ms".into());
     }
+    if config.server.files == Some(super::FileStoreKind::Database)
+        && matches!(config.database.url, super::DatabaseUrl::Sqlite(_))
+    {
+        out.push("server.files: \"database\" needs PostgreSQL; on SQLite files are kept in a folder".into());
+    }
     if config.forms.is_empty() {
         out.push("forms: no form is declared".into());
     }

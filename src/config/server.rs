@@ -57,6 +57,10 @@ pub struct ServerConfig {
     /// The spool's size at most, in bytes; a delivery that does not fit is answered 503.
     #[validate(range(min = 4096))]
     pub spool_max_bytes: u64,
+    /// Where attached files are kept: `"database"` (in its `blobs` tables, PostgreSQL only)
+    /// or `"folder"` (`files_dir`); unset, the database on PostgreSQL and the folder on
+    /// SQLite (`ServerConfig::file_store`).
+    pub files: Option<FileStoreKind>,
     /// Where attached files are kept, one file per content digest (`services::files`).
     pub files_dir: String,
     /// Requests streaming attached files in at once; the others wait for a turn before their
@@ -95,11 +99,51 @@ impl Default for ServerConfig {
             secret_file: "./data/secret".into(),
             spool_dir: "./data/spool".into(),
             spool_max_bytes: 64 * 1024 * 1024,
+            files: None,
             files_dir: "./data/files".into(),
             max_concurrent_uploads: 8,
             public_url: None,
             clamd: None,
             clamd_max_bytes: CLAMD_MAX_BYTES,
+        }
+    }
+}
+
+/// `[server] files`: where the bytes of attached files are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileStoreKind {
+    /// The database's `blobs` and `blob_chunks` tables (PostgreSQL): every node reads them.
+    Database,
+    /// One file per digest under `files_dir`, shared by the nodes of a deployment as a mount.
+    Folder,
+}
+
+impl FileStoreKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileStoreKind::Database => "database",
+            FileStoreKind::Folder => "folder",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FileStoreKind> {
+        match s {
+            "database" => Some(FileStoreKind::Database),
+            "folder" => Some(FileStoreKind::Folder),
+            _ => None,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The file store in force with the database at `url`: `files` if set, else the database
+    /// on PostgreSQL and the folder on SQLite.
+    pub fn file_store(&self, url: &super::DatabaseUrl) -> FileStoreKind {
+        match (self.files, url) {
+            (Some(kind), _) => kind,
+            (None, super::DatabaseUrl::Postgres(_)) => FileStoreKind::Database,
+            (None, super::DatabaseUrl::Sqlite(_)) => FileStoreKind::Folder,
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod api_tokens;
 pub mod backup;
+pub mod blobs;
 pub mod changes;
 pub mod claim_pg;
 mod conn;
@@ -172,6 +173,42 @@ impl Pool {
             .connection_timeout(Duration::from_millis(config.acquire_timeout_ms))
             .build_unchecked(manager);
         Ok(if sqlite { Pool::Sqlite(pool) } else { Pool::Pg(pool) })
+    }
+
+    /// A small pool for the file store kept in the database (`[server] files = "database"`),
+    /// one per process and database (the database is migrated by whoever opened its main
+    /// pool): a worker's effects, the retention pass and the CLI reach the blobs without
+    /// being handed the main pool. Connects on first use.
+    pub fn for_files(config: &DatabaseConfig) -> Pool {
+        use std::sync::{Mutex, OnceLock};
+        /// Processes open one database; tests a few. Bounded all the same.
+        const MAX_POOLS: usize = 16;
+        static POOLS: OnceLock<Mutex<Vec<(DatabaseUrl, Pool)>>> = OnceLock::new();
+        let mut pools =
+            POOLS.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, pool)) = pools.iter().find(|(url, _)| *url == config.url) {
+            return pool.clone();
+        }
+        let sqlite = matches!(config.url, DatabaseUrl::Sqlite(_));
+        let manager = Manager {
+            url: config.url.clone(),
+            sqlite: SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms },
+            pg: PgSession { prepared_statements: config.prepared_statements },
+        };
+        // One connection per upload streaming in at once (`max_concurrent_uploads`, 8 by
+        // default) writes its chunks without waiting for another's.
+        let pool = R2Pool::builder()
+            .max_size(8)
+            .min_idle(Some(0))
+            .test_on_check_out(true)
+            .connection_timeout(Duration::from_millis(config.acquire_timeout_ms))
+            .build_unchecked(manager);
+        let pool = if sqlite { Pool::Sqlite(pool) } else { Pool::Pg(pool) };
+        if pools.len() >= MAX_POOLS {
+            pools.remove(0);
+        }
+        pools.push((config.url.clone(), pool.clone()));
+        pool
     }
 
     /// A connection from the pool.

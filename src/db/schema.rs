@@ -39,6 +39,23 @@ diesel::table! {
 }
 
 diesel::table! {
+    blob_chunks (sha256, n) {
+        sha256 -> Text,
+        n -> Integer,
+        bytes -> Binary,
+    }
+}
+
+diesel::table! {
+    blobs (sha256) {
+        sha256 -> Text,
+        size -> BigInt,
+        complete -> Bool,
+        written_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     changes (xid, seq) {
         xid -> BigInt,
         seq -> BigInt,
@@ -329,6 +346,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     api_token_uses,
     api_tokens,
     audit_log,
+    blob_chunks,
+    blobs,
     changes,
     changes_start,
     confirmation_caps,

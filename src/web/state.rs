@@ -40,7 +40,7 @@ impl AppState {
         let forms = Arc::new(LiveForms::new(config.clone()));
         let refused = RefusedCounts::new(config.forms.keys());
         let keyring = acceptor.keyring().clone();
-        let files = Files::of(&config.server);
+        let files = Files::of(&config.server, &config.database);
         let source = ConfigSource::Given;
         AppState { config, forms, pool, acceptor, keyring, spam, refused, files, source }
     }

@@ -225,7 +225,7 @@ impl Registry {
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry::default();
-        let mut files = crate::services::files::Files::local(&config.server.files_dir);
+        let mut files = crate::services::files::Files::stored(&config.server, &config.database);
         if let Some(url) = &config.server.public_url {
             files = files.with_links(crate::services::files::FileLinks::new(keyring, url));
         }

@@ -3,8 +3,10 @@
 //! uploaded ahead by API clients (`upl_…` IDs, kept an hour), and swept when nothing uses
 //! them any more.
 
+pub mod db_store;
 pub mod gate;
 pub mod links;
+pub mod migrate;
 pub mod store;
 
 use std::sync::Arc;
@@ -14,7 +16,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use chrono::{Duration, NaiveDateTime};
 
-use crate::config::{FormConfig, ScanMode, ScannerDown, ServerConfig, CLAMD_MAX_BYTES};
+use crate::config::{
+    DatabaseConfig, FileStoreKind, FormConfig, ScanMode, ScannerDown, ServerConfig, CLAMD_MAX_BYTES,
+};
 use crate::db::files::FileRefs;
 use crate::db::models::Upload;
 use crate::db::{DbConnection, DbError, Pool, Writes};
@@ -22,6 +26,7 @@ use crate::domain::{
     safe_file_name, Attached, FieldError, FieldErrors, FileRef, RawFields, ScanState, Scans,
 };
 use crate::services::scan::{ScanError, Scanner, ScannerAddr, Verdict};
+pub use db_store::DbStore;
 pub use links::FileLinks;
 pub use store::{BlobStore, Incoming, LocalStore};
 
@@ -101,15 +106,31 @@ impl Files {
         Files::new(Arc::new(LocalStore::new(dir)), None, CONCURRENT_UPLOADS)
     }
 
-    /// The store and scanner `[server]` names (`files_dir`, `clamd`, `clamd_max_bytes`).
-    pub fn of(server: &ServerConfig) -> Files {
+    /// The store `[server] files` names with the database of `database` (its `blobs` tables,
+    /// or the folder `files_dir`), without a scanner.
+    pub fn stored(server: &ServerConfig, database: &DatabaseConfig) -> Files {
+        Files::new(blob_store(server, database), None, CONCURRENT_UPLOADS)
+    }
+
+    /// The store and scanner `[server]` names (`files`, `files_dir`, `clamd`,
+    /// `clamd_max_bytes`).
+    pub fn of(server: &ServerConfig, database: &DatabaseConfig) -> Files {
         let scanner = server.clamd.as_deref().and_then(|a| ScannerAddr::parse(a).ok());
         Files::new(
-            Arc::new(LocalStore::new(&server.files_dir)),
+            blob_store(server, database),
             scanner.map(|addr| Scanner::new(addr, SCAN_TIMEOUT)),
             server.max_concurrent_uploads,
         )
         .with_scan_limit(server.clamd_max_bytes)
+    }
+
+    /// The store of `kind`, whatever `[server] files` says (`files migrate`'s two ends).
+    pub fn of_kind(kind: FileStoreKind, server: &ServerConfig, database: &DatabaseConfig) -> Files {
+        let store: Arc<dyn BlobStore> = match kind {
+            FileStoreKind::Database => Arc::new(DbStore::new(Pool::for_files(database))),
+            FileStoreKind::Folder => Arc::new(LocalStore::new(&server.files_dir)),
+        };
+        Files::new(store, None, CONCURRENT_UPLOADS)
     }
 
     /// What the scanner says of each of `files`: nothing for a form that does not scan;
@@ -133,15 +154,33 @@ impl Files {
             .scanner
             .as_ref()
             .ok_or_else(|| ScanError::Unavailable("ONCEFORM_CLAMD is not set".into()))?;
-        let path =
-            self.store.path(sha256).ok_or_else(|| ScanError::Unscannable("the file is not stored".into()))?;
-        let verdict = scanner.scan_file(&path).await;
+        let verdict = match self.store.path(sha256) {
+            Some(path) => scanner.scan_file(&path).await,
+            None => self.scan_copy(scanner, sha256).await,
+        };
         match &verdict {
             Ok(Verdict::Malware(name)) => tracing::warn!(signature = %name, "an attached file is malware"),
             Err(e) => tracing::warn!(error = %e, "an attached file could not be scanned"),
             Ok(Verdict::Clean) => {}
         }
         verdict
+    }
+
+    /// clamd's verdict on a blob not kept as a file (the database store): copied to a private
+    /// temporary file (a piece at a time), scanned, deleted.
+    async fn scan_copy(&self, scanner: &Scanner, sha256: &str) -> Result<Verdict, ScanError> {
+        let (store, digest) = (self.store.clone(), sha256.to_string());
+        let copy = tokio::task::spawn_blocking(move || -> std::io::Result<TempCopy> {
+            let path = std::env::temp_dir().join(format!("onceform-scan-{}", uuid::Uuid::new_v4().simple()));
+            let copy = TempCopy(path);
+            let mut file = crate::base::private_files::create_new(&copy.0)?;
+            std::io::copy(&mut store.open(&digest)?, &mut file)?;
+            Ok(copy)
+        })
+        .await
+        .map_err(|_| ScanError::Unscannable("the blocking pool is gone".into()))?
+        .map_err(|_| ScanError::Unscannable("the file is not stored".into()))?;
+        scanner.scan_file(&copy.0).await
     }
 
     pub fn store(&self) -> &dyn BlobStore {
@@ -170,6 +209,23 @@ impl Files {
         })
         .await
         .map_err(|_| std::io::Error::other("the blocking pool is gone"))?
+    }
+}
+
+/// The store `[server] files` names.
+fn blob_store(server: &ServerConfig, database: &DatabaseConfig) -> Arc<dyn BlobStore> {
+    match server.file_store(&database.url) {
+        FileStoreKind::Database => Arc::new(DbStore::new(Pool::for_files(database))),
+        FileStoreKind::Folder => Arc::new(LocalStore::new(&server.files_dir)),
+    }
+}
+
+/// A temporary copy of a blob, deleted when dropped.
+struct TempCopy(std::path::PathBuf);
+
+impl Drop for TempCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 

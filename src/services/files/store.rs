@@ -1,13 +1,14 @@
 //! Where the bytes of attached files live: one blob per SHA-256 of its content, written
 //! atomically (a temporary file, fsynced, renamed into place; a blob already there is kept),
 //! readable by the server's user only (`base::private_files`).
-//! `BlobStore` is the seam for another store (an object store); `LocalStore` is a folder.
+//! `BlobStore` is the seam for another store (an object store); `LocalStore` is a folder,
+//! `DbStore` (`db_store`) the database's `blobs` tables.
 //!
 //! Several processes (a PostgreSQL deployment's web and worker nodes) share one store by
 //! sharing the folder (an NFS or similar mount): names are content digests, so two writers
 //! of one blob write the same bytes, and a rename is atomic within the folder.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -17,8 +18,7 @@ use crate::domain::is_sha256;
 
 /// A blob being written: its bytes so far, their digest and count.
 pub struct Incoming {
-    file: io::BufWriter<std::fs::File>,
-    path: PathBuf,
+    sink: Sink,
     hash: Sha256,
     size: u64,
     /// The first bytes, from which the type is decided.
@@ -45,7 +45,23 @@ impl Incoming {
         }
         self.hash.update(chunk);
         self.size += chunk.len() as u64;
-        self.file.write_all(chunk)
+        match &mut self.sink {
+            Sink::Folder { file, .. } => file.write_all(chunk),
+            Sink::Database(chunks) => chunks.write(chunk),
+            Sink::Done => Err(io::Error::other("the blob is committed")),
+        }
+    }
+
+    /// A blob written into `sink`.
+    pub(super) fn into(sink: Sink) -> Incoming {
+        Incoming { sink, hash: Sha256::new(), size: 0, head: Vec::new() }
+    }
+
+    /// The digest of the whole blob and the sink it went to (the end of a write).
+    pub(super) fn finish(mut self) -> (String, u64, Sink) {
+        let sha256 = hex(std::mem::take(&mut self.hash));
+        let sink = std::mem::replace(&mut self.sink, Sink::Done);
+        (sha256, self.size, sink)
     }
 
     pub fn size(&self) -> u64 {
@@ -77,18 +93,41 @@ pub fn content_type_of(head: &[u8]) -> &'static str {
     }
 }
 
+/// Where the bytes of a blob being written go.
+pub(super) enum Sink {
+    /// A temporary file in the folder store.
+    Folder { file: io::BufWriter<std::fs::File>, path: PathBuf },
+    /// Chunks under a temporary key in the database.
+    Database(super::db_store::Chunks),
+    /// Committed (or given up): nothing to clean up.
+    Done,
+}
+
 pub trait BlobStore: Send + Sync {
     /// A new blob to write.
     fn begin(&self) -> io::Result<Incoming>;
     /// Makes the written blob durable under its digest (returned); a blob already stored
     /// under it is kept and the new copy dropped.
     fn commit(&self, incoming: Incoming) -> io::Result<String>;
-    /// The blob's path, if it is stored.
+    /// The blob's path, if it is stored as a local file (`None` from a store of another kind:
+    /// read it with `open`).
     fn path(&self, sha256: &str) -> Option<PathBuf>;
-    fn read(&self, sha256: &str) -> io::Result<Vec<u8>> {
+    /// The blob's bytes as a stream (read a piece at a time: memory stays flat).
+    fn open(&self, sha256: &str) -> io::Result<Box<dyn io::Read + Send>> {
         let path = self.path(sha256).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        std::fs::read(path)
+        Ok(Box::new(std::fs::File::open(path)?))
     }
+    /// The blob's size, if it is stored.
+    fn size(&self, sha256: &str) -> Option<u64> {
+        std::fs::metadata(self.path(sha256)?).map(|m| m.len()).ok()
+    }
+    fn read(&self, sha256: &str) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.open(sha256)?.read_to_end(&mut out)?;
+        Ok(out)
+    }
+    /// Up to `limit` stored digests after `after`, in order (`files migrate` walks them).
+    fn digests(&self, after: &str, limit: usize) -> io::Result<Vec<String>>;
     /// Deletes the blob (nothing if it is not there).
     fn remove(&self, sha256: &str) -> io::Result<()>;
     /// When the blob was last written (a commit of the same content writes it again).
@@ -119,23 +158,26 @@ impl BlobStore for LocalStore {
         let path = tmp.join(uuid::Uuid::new_v4().simple().to_string());
         let file = private_files::create_new(&path)?;
         let file = io::BufWriter::with_capacity(WRITE_BUFFER, file);
-        Ok(Incoming { file, path, hash: Sha256::new(), size: 0, head: Vec::new() })
+        Ok(Incoming::into(Sink::Folder { file, path }))
     }
 
     /// (The temporary file left after a rename is none: `Incoming`'s drop finds nothing.)
-    fn commit(&self, mut incoming: Incoming) -> io::Result<String> {
-        let sha256 = hex(std::mem::take(&mut incoming.hash));
+    fn commit(&self, incoming: Incoming) -> io::Result<String> {
+        let (sha256, _, mut sink) = incoming.finish();
+        let Sink::Folder { file, path } = &mut sink else {
+            return Err(io::Error::other("a blob begun in another store"));
+        };
         let target = self.blob_path(&sha256);
         match std::fs::OpenOptions::new().write(true).open(&target) {
             // The same content again: marked as written now, so no sweep takes it from under
             // the submission about to name it.
             Ok(existing) => existing.set_modified(std::time::SystemTime::now())?,
             Err(_) => {
-                incoming.file.flush()?;
-                incoming.file.get_ref().sync_all()?;
+                file.flush()?;
+                file.get_ref().sync_all()?;
                 let parent = target.parent().unwrap_or(&self.dir);
                 private_files::create_dir_all(parent)?;
-                std::fs::rename(&incoming.path, &target)?;
+                std::fs::rename(&*path, &target)?;
                 sync_dir(parent);
             }
         }
@@ -156,6 +198,23 @@ impl BlobStore for LocalStore {
 
     fn modified(&self, sha256: &str) -> Option<std::time::SystemTime> {
         std::fs::metadata(self.path(sha256)?).and_then(|m| m.modified()).ok()
+    }
+
+    fn digests(&self, after: &str, limit: usize) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let Ok(shards) = std::fs::read_dir(&self.dir) else { return Ok(out) };
+        for shard in shards.flatten() {
+            let Ok(blobs) = std::fs::read_dir(shard.path()) else { continue };
+            for blob in blobs.flatten() {
+                let name = blob.file_name().to_string_lossy().into_owned();
+                if is_sha256(&name) && name.as_str() > after {
+                    out.push(name);
+                }
+            }
+        }
+        out.sort();
+        out.truncate(limit);
+        Ok(out)
     }
 
     fn older_than(&self, before: std::time::SystemTime) -> io::Result<Vec<String>> {
@@ -194,10 +253,16 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-impl Drop for Incoming {
-    /// A blob never committed leaves no temporary file behind.
+impl Drop for Sink {
+    /// A blob never committed leaves no temporary file (or chunks) behind.
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        match self {
+            Sink::Folder { path, .. } => {
+                let _ = std::fs::remove_file(path);
+            }
+            Sink::Database(chunks) => chunks.abandon(),
+            Sink::Done => {}
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //! The server secret is never copied: the manifest names it (where it came from, its public
 //! version) so that a restore can tell whether the same one is in place.
 
+use crate::config::FileStoreKind;
 use std::path::{Path, PathBuf};
 
 use super::manifest::{self, Entry, Manifest, SecretName, CONFIG, DATABASE, FILES, PG_DUMP};
@@ -54,8 +55,15 @@ pub fn backup(config: &Config, config_file: Option<&Path>, to: &Path) -> anyhow:
             (migration, files)
         }
     };
-    let (blobs, skipped) = copy_blobs(Path::new(&config.server.files_dir), to)?;
-    report.push(format!("files: {} blob(s) from {}", blobs.len(), config.server.files_dir));
+    let in_database = config.server.file_store(&config.database.url) == FileStoreKind::Database;
+    let (blobs, skipped) = match in_database {
+        true => (Vec::new(), 0),
+        false => copy_blobs(Path::new(&config.server.files_dir), to)?,
+    };
+    match in_database {
+        true => report.push("files: kept in the database (its dump holds them)".into()),
+        false => report.push(format!("files: {} blob(s) from {}", blobs.len(), config.server.files_dir)),
+    }
     if skipped > 0 {
         report.push(format!(
             "warning: {skipped} file(s) in the file store are not named by their content; left out"

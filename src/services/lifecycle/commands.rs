@@ -79,7 +79,7 @@ pub fn run(
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             // A file field's cells name files in the CSV's own folder.
             let dir = file.parent().unwrap_or(std::path::Path::new("."));
-            let files = crate::services::files::Files::local(&config.server.files_dir);
+            let files = crate::services::files::Files::stored(&config.server, &config.database);
             let options = import::ImportOptions {
                 form,
                 source,

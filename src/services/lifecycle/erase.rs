@@ -90,7 +90,7 @@ impl Files {
             mail_dir: config.smtp.url.is_none().then(|| PathBuf::from(&config.smtp.mail_dir)),
             leads_dir: crate::services::effects::crm::leads_dir(&config.crm),
             hook_kinds,
-            blobs: Some(crate::services::files::Files::local(&config.server.files_dir)),
+            blobs: Some(crate::services::files::Files::stored(&config.server, &config.database)),
         }
     }
 

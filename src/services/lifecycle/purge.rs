@@ -60,7 +60,7 @@ pub fn run_pass(writes: &Writes, config: &Config, now: NaiveDateTime) -> Result<
     let started = Instant::now();
     let mut report = PurgeReport::default();
     let batch = config.purge.batch;
-    let blobs = Files::local(&config.server.files_dir);
+    let blobs = Files::stored(&config.server, &config.database);
     let consent = config.consent_fields();
     for scope in scopes(config) {
         let name = &scope.form;

@@ -114,8 +114,12 @@ async fn download(
     }
     let store = state.files.clone();
     let digest = file.sha256.clone();
-    let bytes = match web::block(move || store.store().read(&digest)).await {
-        Ok(Ok(bytes)) => bytes,
+    let opened = web::block(move || {
+        let size = store.store().size(&digest)?;
+        Some((size, store.store().open(&digest).ok()?))
+    });
+    let (size, reader) = match opened.await {
+        Ok(Some(opened)) => opened,
         _ => return gone(),
     };
     let (pool, who, target) = (state.pool.clone(), user, row.id.to_string());
@@ -134,7 +138,7 @@ async fn download(
     if let Err(e) = audited {
         return db_failure(e); // no download goes unrecorded
     }
-    crate::web::render::download(&file.name, bytes)
+    crate::web::render::download_stream(&file.name, size, reader)
 }
 
 fn not_found() -> HttpResponse {

@@ -40,12 +40,15 @@ async fn file(
             .and_then(|f| crate::domain::stored_fields::parse(f).ok())
             .and_then(|f| f.values().flat_map(|v| FileRef::stored_in(v)).find(|r| r.sha256 == digest))
             .map(|r| r.name);
-        let bytes = files.store().read(&digest).ok();
-        Ok::<_, crate::db::DbError>((!spam).then_some((name, bytes)))
+        let opened =
+            files.store().size(&digest).and_then(|size| Some((size, files.store().open(&digest).ok()?)));
+        Ok::<_, crate::db::DbError>((!spam).then_some((name, opened)))
     })
     .await;
     match found {
-        Ok(Ok(Some((Some(name), Some(bytes))))) => crate::web::render::download(&name, bytes),
+        Ok(Ok(Some((Some(name), Some((size, reader)))))) => {
+            crate::web::render::download_stream(&name, size, reader)
+        }
         Ok(Ok(_)) => not_found(),
         _ => Problem::unavailable().response(),
     }

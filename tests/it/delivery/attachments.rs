@@ -192,8 +192,7 @@ async fn files_over_the_limit_are_linked_and_a_purged_one_is_said_gone(backend: 
     .await;
     let key = new_key();
     post_with_files(&d, &key).await;
-    let dir = std::path::Path::new(&d.app.config.server.files_dir);
-    std::fs::remove_file(dir.join(&sha(PDF)[..2]).join(sha(PDF))).unwrap();
+    crate::support::files::remove_stored(&d.app.config, &sha(PDF));
     d.settle(&d.worker()).await;
     assert_eq!(d.effect(&key, "owner_notification").await.state, "SENT");
     let raw = message_to(&d, "sales@example.com");

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::on_both_backends;
-use crate::support::files::{blobs, multipart, pdf, png, sha256, Part};
+use crate::support::files::{kept_blobs, multipart, pdf, png, read_stored, sha256, Part};
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 use onceform::config::Config;
 
@@ -128,9 +128,8 @@ async fn a_browser_posts_files_stored_once_under_their_digest(backend: Backend) 
     assert!(value.contains("application/pdf") && value.contains("image/png"), "{value}");
     assert!(value.contains("Zeichnung%20v2%2Epdf"), "the name lost its path and its bidi override: {value}");
     assert!(rows[0].get("spec").is_none(), "no file chosen is no answer");
-    assert_eq!(blobs(&app.config.server.files_dir), want, "one blob per file, named by its digest");
-    let on_disk =
-        std::fs::read(format!("{}/{}/{}", app.config.server.files_dir, &want[0][..2], want[0])).unwrap();
+    assert_eq!(kept_blobs(&app.config), want, "one blob per file, named by its digest");
+    let on_disk = read_stored(&app.config, &want[0]);
     assert!(on_disk == drawing || on_disk == photo);
 }
 
@@ -150,7 +149,7 @@ async fn an_api_client_uploads_then_names_the_upload(backend: Backend) {
     let rows = stored(&app).await;
     assert_eq!(digests(&rows[0]["drawing"]), [sha256(&drawing)]);
     assert!(rows[0]["spec"].as_str().unwrap().ends_with(" Spec%20sheet%2Epdf"), "{}", rows[0]["spec"]);
-    assert_eq!(blobs(&app.config.server.files_dir), [sha256(&drawing)], "the same content is one blob");
+    assert_eq!(kept_blobs(&app.config), [sha256(&drawing)], "the same content is one blob");
     let (_, photo) = upload(&app, "quote", "photo.png", &png()).await;
     assert_eq!(photo["content_type"], "image/png");
     let (status, _) =
@@ -273,7 +272,7 @@ async fn a_file_over_its_limit_is_refused_before_it_is_all_read(backend: Backend
         .await
         .unwrap();
     assert_eq!(resp.status(), 413);
-    assert!(blobs(&app.config.server.files_dir).is_empty(), "a refused file leaves no blob");
+    assert!(kept_blobs(&app.config).is_empty(), "a refused file leaves no blob");
 }
 
 async fn uploads_belong_to_their_form(backend: Backend) {
@@ -332,5 +331,5 @@ async fn uploads_beyond_the_concurrent_limit_wait_their_turn(backend: Backend) {
     assert_eq!(next.await.unwrap(), 201, "then the second one's turn came");
     let mut want = vec![sha256(&first), sha256(&pdf("second"))];
     want.sort();
-    assert_eq!(blobs(&app.config.server.files_dir), want);
+    assert_eq!(kept_blobs(&app.config), want);
 }

@@ -5,7 +5,7 @@
 use super::attach::{stored, QUOTE};
 use crate::lifecycle::{onceform_with, stdout};
 use crate::on_both_backends;
-use crate::support::files::{blobs, pdf, png, sha256};
+use crate::support::files::{kept_blobs, pdf, png, sha256};
 use crate::support::{spawn_app_with, Backend};
 
 on_both_backends!(an_import_stores_the_files_its_rows_name);
@@ -35,7 +35,7 @@ async fn an_import_stores_the_files_its_rows_name(backend: Backend) {
 
     let dry = import(&["--dry-run"]);
     assert!(dry.starts_with("dry run: imported 1, already present 0, rejected 2"), "{dry}");
-    assert!(blobs(&files_dir).is_empty(), "a dry run stores no file");
+    assert!(kept_blobs(&app.config).is_empty(), "a dry run stores no file");
 
     let done = import(&[]);
     assert!(done.starts_with("imported 1, already present 0, rejected 2"), "{done}");
@@ -54,6 +54,6 @@ async fn an_import_stores_the_files_its_rows_name(backend: Backend) {
         value.contains(" drawing%2Epdf") && value.contains(" photo%2Epng"),
         "names without folders: {value}"
     );
-    assert_eq!(blobs(&files_dir), want);
+    assert_eq!(kept_blobs(&app.config), want);
     assert!(import(&[]).starts_with("imported 0, already present 1"), "a re-run imports nothing new");
 }

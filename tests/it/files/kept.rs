@@ -3,13 +3,11 @@
 //! download audited; gone with the content's retention window, with an erasure, and (unused
 //! uploads, orphans) with the sweep; shared content stays while another submission names it.
 
-use std::time::{Duration, SystemTime};
-
 use serde_json::{json, Value};
 
 use super::attach::{upload, with_quote, QUOTE};
 use crate::on_both_backends;
-use crate::support::files::{blobs, pdf, sha256};
+use crate::support::files::{age_stored, kept_blobs, pdf, sha256};
 use crate::support::{new_key, spawn_app_with, test_keyring, Backend, TestApp};
 use onceform::config::Config;
 use onceform::web::admin::accounts::Role;
@@ -52,11 +50,7 @@ async fn submit_keyed(
 
 /// Makes every blob look written an hour and a minute ago (past `IN_FLIGHT` and the sweep's hour).
 fn age_blobs(app: &TestApp) {
-    let dir = &app.config.server.files_dir;
-    for b in blobs(dir) {
-        let f = std::fs::File::options().write(true).open(format!("{dir}/{}/{b}", &b[..2])).unwrap();
-        f.set_modified(SystemTime::now() - Duration::from_secs(3660)).unwrap();
-    }
+    age_stored(&app.config);
 }
 
 async fn purge_at(app: &TestApp, at: chrono::NaiveDateTime) {
@@ -137,15 +131,18 @@ async fn retention_deletes_the_files_nothing_else_names(backend: Backend) {
     submit_keyed(&app, "quote", &first_key, "mei@example.com", &own, json!({})).await;
     submit_file(&app, "quote", "mei@example.com", &shared, json!({})).await;
     submit_file(&app, "keep", "lin@example.com", &shared, json!({})).await;
-    let dir = app.config.server.files_dir.clone();
-    assert_eq!(blobs(&dir).len(), 2);
+    assert_eq!(kept_blobs(&app.config).len(), 2);
 
     let tomorrow = onceform::base::clock::now() + chrono::Duration::days(2);
     purge_at(&app, tomorrow).await;
-    assert_eq!(blobs(&dir).len(), 2, "files just written are never taken from under a request");
+    assert_eq!(kept_blobs(&app.config).len(), 2, "files just written are never taken from under a request");
     age_blobs(&app);
     purge_at(&app, tomorrow).await;
-    assert_eq!(blobs(&dir), [sha256(&shared)], "the purged content's own file went; the shared one stays");
+    assert_eq!(
+        kept_blobs(&app.config),
+        [sha256(&shared)],
+        "the purged content's own file went; the shared one stays"
+    );
 
     // The tombstone keeps the fingerprint (the files' digests in it): a late retry replays.
     let (_, up) = upload(&app, "quote", "Drawing%20%E8%A6%8F%E6%A0%BC.pdf", &own).await;
@@ -177,23 +174,18 @@ async fn erasure_deletes_the_persons_files_at_once(backend: Backend) {
         .await;
     assert_eq!(report.attachments, 1);
     assert!(report.lines().iter().any(|l| l.contains("1 attached file(s)")), "{:?}", report.lines());
-    assert_eq!(
-        blobs(&app.config.server.files_dir),
-        [sha256(&pdf("lin"))],
-        "only the erased person's file went"
-    );
+    assert_eq!(kept_blobs(&app.config), [sha256(&pdf("lin"))], "only the erased person's file went");
 }
 
 async fn unused_uploads_are_swept_after_their_hour(backend: Backend) {
     let app = spawn_app_with(backend, with_quote).await;
     let (status, up) = upload(&app, "quote", "never used.pdf", &pdf("unused")).await;
     assert_eq!(status, 201);
-    let dir = app.config.server.files_dir.clone();
     purge_at(&app, onceform::base::clock::now()).await;
-    assert_eq!(blobs(&dir).len(), 1, "within its hour the upload waits for its submission");
+    assert_eq!(kept_blobs(&app.config).len(), 1, "within its hour the upload waits for its submission");
     age_blobs(&app);
     purge_at(&app, onceform::base::clock::now() + chrono::Duration::minutes(61)).await;
-    assert!(blobs(&dir).is_empty(), "past its hour, unused: swept");
+    assert!(kept_blobs(&app.config).is_empty(), "past its hour, unused: swept");
     let body = json!({"email": "a@example.com", "drawing": [up["upload_id"]]});
     let resp = app
         .client

@@ -1,6 +1,7 @@
 //! Attached files: the ways in, replays and conflicts, limits, scanning, admin, lifecycle.
 
 pub mod attach;
+mod database;
 mod import;
 mod kept;
 mod links;

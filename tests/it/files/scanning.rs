@@ -113,7 +113,7 @@ async fn while_clamd_is_down_a_hold_form_waits_for_the_rescan(backend: Backend) 
     let mut server = app.config.server.clone();
     server.clamd = Some(clamd.addr());
     let writes = onceform::db::Writes::shared(&app.pool, &app.config.database).unwrap();
-    assert_eq!(rescan(&writes, &Files::of(&server)).await.unwrap(), 1);
+    assert_eq!(rescan(&writes, &Files::of(&server, &app.config.database)).await.unwrap(), 1);
     let (_, effects, scans) = state(&app).await;
     assert_eq!(effects, [("PENDING".to_string(), false)], "released to the workers");
     assert_eq!(scans, ["clean"]);

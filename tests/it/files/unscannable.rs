@@ -12,7 +12,7 @@ use super::scanning::scanning;
 use crate::on_both_backends;
 use crate::support::clamd::{down_addr, eicar, Clamd};
 use crate::support::delivery::{spawn_delivery_app, DeliveryApp};
-use crate::support::files::{blobs, pdf, sha256, Part};
+use crate::support::files::{kept_blobs, pdf, remove_stored, sha256, Part};
 use crate::support::vendor::submission_id;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 use onceform::config::{ScanMode, ScannerDown};
@@ -133,16 +133,18 @@ async fn the_rescan_goes_past_files_clamd_cannot_scan(backend: Backend) {
     for key in &keys {
         assert_eq!(state_of(&app, key).await.1, ["pending"]);
     }
-    let dir = &app.config.server.files_dir;
-    let digest = sha256(&gone);
-    std::fs::remove_file(format!("{dir}/{}/{digest}", &digest[..2])).unwrap();
-    assert_eq!(blobs(dir).len(), 2);
+    remove_stored(&app.config, &sha256(&gone));
+    assert_eq!(kept_blobs(&app.config).len(), 2);
 
     let clamd = small_clamd();
     let mut server = app.config.server.clone();
     server.clamd = Some(clamd.addr());
     let writes = onceform::db::Writes::shared(&app.pool, &app.config.database).unwrap();
-    assert_eq!(rescan(&writes, &Files::of(&server)).await.unwrap(), 3, "no file stops the pass");
+    assert_eq!(
+        rescan(&writes, &Files::of(&server, &app.config.database)).await.unwrap(),
+        3,
+        "no file stops the pass"
+    );
     let held = vec![("PENDING".to_string(), true)];
     assert_eq!(state_of(&app, &keys[0]).await, (held.clone(), vec!["unscannable".to_string()]));
     assert_eq!(state_of(&app, &keys[1]).await, (held, vec!["unscannable".to_string()]));
@@ -150,7 +152,7 @@ async fn the_rescan_goes_past_files_clamd_cannot_scan(backend: Backend) {
     assert_eq!(state_of(&app, &keys[2]).await, (released, vec!["clean".to_string()]));
 
     // The next pass has nothing left to scan: the unscannable files wait for an admin.
-    assert_eq!(rescan(&writes, &Files::of(&server)).await.unwrap(), 0);
+    assert_eq!(rescan(&writes, &Files::of(&server, &app.config.database)).await.unwrap(), 0);
 }
 
 async fn a_spam_release_keeps_an_unscannable_file_held(backend: Backend) {
@@ -202,7 +204,7 @@ async fn a_file_larger_than_clamd_scans_is_refused_on_arrival(backend: Backend) 
     assert_eq!(resp.status(), 422);
     let page = resp.text().await.unwrap();
     assert!(page.contains("10.0 KB"), "names clamd's limit: {page}");
-    assert!(blobs(&app.config.server.files_dir).is_empty(), "a refused file leaves no blob");
+    assert!(kept_blobs(&app.config).is_empty(), "a refused file leaves no blob");
 
     // A file within it is taken (clamd is down: delivered unscanned, as the form says).
     let (status, _) = upload(&app, "quote", "small.pdf", &pdf("small")).await;

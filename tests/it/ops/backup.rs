@@ -44,7 +44,7 @@ fn text(bytes: &[u8]) -> String {
 /// server's), for the `onceform` beside it.
 fn config_file(config: &Config) -> PathBuf {
     let server = format!(
-        "[server]\nfiles_dir = {:?}\nsecret_file = {:?}\n",
+        "[server]\nfiles = \"folder\"\nfiles_dir = {:?}\nsecret_file = {:?}\n",
         config.server.files_dir, config.server.secret_file
     );
     let path = own_dir().join("onceform.toml");
@@ -95,7 +95,12 @@ async fn submit(client: &reqwest::Client, base: &str, form: &'static str, body: 
 }
 
 async fn every_submission_acknowledged_before_a_backup_replays_from_its_restore(backend: Backend) {
-    let app = spawn_app_with(backend, with_quote).await;
+    // The drill of the folder store (with `files = "database"` the files are in the dump).
+    let app = spawn_app_with(backend, |c| {
+        with_quote(c);
+        c.server.files = Some(onceform::config::FileStoreKind::Folder);
+    })
+    .await;
     let database = app.config.database.url.to_string();
     let acked = Arc::new(Mutex::new(Vec::new()));
     // Submissions with attached files (blobs in the file store).
@@ -188,6 +193,7 @@ async fn every_submission_acknowledged_before_a_backup_replays_from_its_restore(
     let db = TestDb::new(backend);
     let mut restored = test_config(&db.url);
     with_quote(&mut restored);
+    restored.server.files = Some(onceform::config::FileStoreKind::Folder);
     let restored_file = config_file(&restored);
     let (from_arg, config_arg) =
         (from.to_string_lossy().into_owned(), restored_file.to_string_lossy().into_owned());

@@ -146,6 +146,7 @@ fn diesel_type(sql: &str, nullable: bool) -> String {
         "timestamp" | "timestamp without time zone" => "Timestamp",
         "boolean" | "bool" => "Bool",
         "double precision" | "double" | "float8" => "Double",
+        "bytea" => "Binary",
         other => panic!("no diesel type known for the SQL type `{other}`: extend this test"),
     };
     if nullable {

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::files::attach::{post_form, stored, upload, with_quote};
 use crate::on_both_backends;
-use crate::support::files::{blobs, multipart, pdf, png, sha256, Part};
+use crate::support::files::{kept_blobs, multipart, pdf, png, sha256, Part};
 use crate::support::{new_key, problem_type, spawn_app_with, Backend, TestApp};
 
 on_both_backends!(
@@ -27,13 +27,9 @@ async fn post_urlencoded(app: &TestApp, pairs: &[(&str, &str)]) -> reqwest::Resp
     resp.body(body).send().await.unwrap()
 }
 
-/// Every file the store's folder holds, blobs and temporary files alike.
+/// Every entry of the file store, blobs and what is being written alike.
 fn store_entries(app: &TestApp) -> usize {
-    fn walk(dir: &std::path::Path) -> usize {
-        std::fs::read_dir(dir)
-            .map_or(0, |d| d.flatten().map(|e| if e.path().is_dir() { walk(&e.path()) } else { 1 }).sum())
-    }
-    walk(std::path::Path::new(&app.config.server.files_dir))
+    crate::support::files::store_entries(&app.config)
 }
 
 async fn a_plain_form_post_naming_a_stored_file_is_refused(backend: Backend) {
@@ -149,7 +145,7 @@ async fn refused_multipart_posts_leave_the_store_as_it_was(backend: Backend) {
     )
     .await;
     assert_eq!(resp.status(), 303);
-    assert_eq!(blobs(&app.config.server.files_dir), [sha256(&drawing)]);
+    assert_eq!(kept_blobs(&app.config), [sha256(&drawing)]);
 }
 
 async fn the_upload_api_refuses_types_the_form_does_not_take(backend: Backend) {
@@ -184,5 +180,5 @@ async fn equal_files_under_two_names_keep_both_names(backend: Backend) {
     let names: Vec<&str> =
         value["drawing"].as_str().unwrap().lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
     assert_eq!(names, ["invoice%2Epdf", "offer%2Epdf", "receipt%2Epdf"], "one entry per file sent");
-    assert_eq!(blobs(&app.config.server.files_dir), [sha256(&same)], "one blob for the one content");
+    assert_eq!(kept_blobs(&app.config), [sha256(&same)], "one blob for the one content");
 }

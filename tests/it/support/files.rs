@@ -71,3 +71,69 @@ pub fn blobs(files_dir: &str) -> Vec<String> {
     out.sort();
     out
 }
+
+/// The digests of the blobs in the file store `config` names (the folder, or the database's
+/// `blobs` tables), complete ones only.
+pub fn kept_blobs(config: &onceform::config::Config) -> Vec<String> {
+    store_of(config).store().digests("", 100_000).unwrap()
+}
+
+/// The bytes of the blob `sha256` in the store `config` names.
+pub fn read_stored(config: &onceform::config::Config, sha256: &str) -> Vec<u8> {
+    store_of(config).store().read(sha256).unwrap()
+}
+
+/// Deletes the blob `sha256` from the store `config` names (as a purge elsewhere would).
+pub fn remove_stored(config: &onceform::config::Config, sha256: &str) {
+    store_of(config).store().remove(sha256).unwrap()
+}
+
+/// Makes every blob of the store look written an hour and a minute ago (past the sweep's
+/// hour and `IN_FLIGHT`).
+pub fn age_stored(config: &onceform::config::Config) {
+    use diesel::prelude::*;
+    use onceform::config::FileStoreKind;
+    use onceform::db::schema::blobs;
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3660);
+    match config.server.file_store(&config.database.url) {
+        FileStoreKind::Folder => {
+            let dir = &config.server.files_dir;
+            for b in blobs(dir) {
+                let f = std::fs::File::options().write(true).open(format!("{dir}/{}/{b}", &b[..2])).unwrap();
+                f.set_modified(old).unwrap();
+            }
+        }
+        FileStoreKind::Database => {
+            let pool = onceform::db::Pool::for_files(&config.database);
+            let at = chrono::DateTime::<chrono::Utc>::from(old).naive_utc();
+            let mut c = pool.get().unwrap();
+            diesel::update(blobs::table).set(blobs::written_at.eq(at)).execute(&mut *c).unwrap();
+        }
+    }
+}
+
+fn store_of(config: &onceform::config::Config) -> onceform::services::files::Files {
+    onceform::services::files::Files::stored(&config.server, &config.database)
+}
+
+/// Every entry of the store `config` names, blobs and what is being written alike: the
+/// folder's files (temporary ones too), or the rows of `blobs` and `blob_chunks`.
+pub fn store_entries(config: &onceform::config::Config) -> usize {
+    use diesel::prelude::*;
+    use onceform::config::FileStoreKind;
+    use onceform::db::schema::{blob_chunks, blobs};
+    fn walk(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .map_or(0, |d| d.flatten().map(|e| if e.path().is_dir() { walk(&e.path()) } else { 1 }).sum())
+    }
+    match config.server.file_store(&config.database.url) {
+        FileStoreKind::Folder => walk(std::path::Path::new(&config.server.files_dir)),
+        FileStoreKind::Database => {
+            let pool = onceform::db::Pool::for_files(&config.database);
+            let mut c = pool.get().unwrap();
+            let rows: i64 = blobs::table.count().get_result(&mut *c).unwrap();
+            let chunks: i64 = blob_chunks::table.count().get_result(&mut *c).unwrap();
+            usize::try_from(rows + chunks).unwrap()
+        }
+    }
+}

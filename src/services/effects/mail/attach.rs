@@ -65,14 +65,13 @@ impl Attach {
             let mut total = 0u64;
             digests
                 .iter()
-                .map(|sha| match files.store().path(sha) {
+                .map(|sha| match files.store().size(sha) {
                     None => Blob::Gone,
-                    Some(path) => {
-                        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(u64::MAX);
+                    Some(size) => {
                         if total.saturating_add(size) > max {
                             return Blob::TooLarge;
                         }
-                        match std::fs::read(&path) {
+                        match files.store().read(sha) {
                             Ok(bytes) => {
                                 total += size;
                                 Blob::Read(bytes)

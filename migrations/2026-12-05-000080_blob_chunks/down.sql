@@ -1,0 +1,2 @@
+DROP TABLE blob_chunks;
+DROP TABLE blobs;

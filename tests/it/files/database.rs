@@ -1,0 +1,269 @@
+//! Attached files kept in PostgreSQL (`[server] files = "database"`, the default there): a
+//! file uploaded to one `serve` process is attached by a worker process with another, empty,
+//! files folder (they share only the database); a large upload streams through with flat
+//! memory; an upload cut short by a crash leaves no complete blob and the sweep deletes its
+//! chunks; `files migrate` copies every file both ways, checked by SHA-256. (Retention and
+//! erasure on this store: `kept::postgres::*`, which run on it.)
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mail_parser::{MessageParser, MimeHeaders};
+use serde_json::{json, Value};
+
+use super::attach::{with_quote, QUOTE};
+use crate::lifecycle::{onceform_with, stdout};
+use crate::support::files::{kept_blobs, pdf, read_stored, sha256};
+use crate::support::serve_process::ServeProcess;
+use crate::support::worker_process::WorkerProcess;
+use crate::support::{new_key, spawn_app_with, Backend, TestDb};
+use onceform::config::{Config, FileStoreKind};
+
+/// The quote form sending the owner notification, its drawing up to 60 MB; `worker` lines.
+fn config(worker: &str) -> String {
+    format!(
+        "[server]\nmax_concurrent_uploads = 2\nbody_timeout_ms = 120000\n\n[worker]\npoll_ms = 50\n{worker}\n\n[smtp]\nfrom = \"onceform <noreply@localhost>\"\n{}",
+        QUOTE
+            .replace("effects = []", "effects = [\"owner_notification\"]\nnotify = [\"sales@example.com\"]")
+            .replace("max_files_bytes = 1000000", "max_files_bytes = 60000000")
+            .replace("max_bytes = 100000", "max_bytes = 60000000")
+    )
+}
+
+/// A fresh folder holding `onceform.toml` with `text`.
+fn node(text: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("onceform-node-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("onceform.toml");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+fn serve(db: &TestDb, dir: &Path, config: &Path) -> ServeProcess {
+    let mut cmd = ServeProcess::command(&db.url, &["--config", config.to_str().unwrap()]);
+    cmd.current_dir(dir).env("ONCEFORM_SECRET", crate::support::TEST_SECRET);
+    ServeProcess::start(cmd)
+}
+
+async fn upload(client: &reqwest::Client, server: &ServeProcess, body: reqwest::Body) -> Value {
+    let resp = client
+        .post(format!("{}/api/forms/quote/uploads", server.address))
+        .header("Content-Type", "application/octet-stream")
+        .header("Onceform-File-Name", "drawing.pdf")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    resp.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_file_uploaded_to_one_node_is_attached_by_a_worker_with_another_folder() {
+    let db = TestDb::new(Backend::Postgres);
+    let (web_dir, web_config) = node(&config("enabled = false"));
+    let (worker_dir, worker_config) = node(&format!("{}\n[database]\nurl = \"{}\"\n", config(""), db.url));
+    let server = serve(&db, &web_dir, &web_config);
+    let drawing = pdf("made on the web node");
+    let client = reqwest::Client::new();
+    let up = upload(&client, &server, drawing.clone().into()).await;
+    let resp = client
+        .post(format!("{}/api/forms/quote/submissions", server.address))
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"email": "mei@example.com", "drawing": [up["upload_id"]]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    assert!(!web_dir.join("data/files").exists(), "the web node kept nothing in a folder");
+
+    let _worker = WorkerProcess::start(&worker_config);
+    let mail = worker_dir.join("data/mail");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let raw = loop {
+        let found = std::fs::read_dir(&mail).into_iter().flatten().flatten().find_map(|e| {
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            text.contains("sales@example.com").then_some(text)
+        });
+        match found {
+            Some(text) => break text,
+            None if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            None => panic!("no owner notification in {}", mail.display()),
+        }
+    };
+    let message = MessageParser::default().parse(raw.as_bytes()).unwrap();
+    let attached: Vec<(&str, &[u8])> =
+        message.attachments().map(|a| (a.attachment_name().unwrap_or(""), a.contents())).collect();
+    assert_eq!(attached, [("drawing.pdf", drawing.as_slice())], "the worker read the web node's file");
+    assert!(!worker_dir.join("data/files").exists(), "the worker's folder was never used");
+}
+
+/// The server's peak resident memory (`VmHWM`), in kB.
+fn peak_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Piece `i` of 1 MB of a large file (a PDF header first).
+fn piece(i: usize) -> Vec<u8> {
+    let mut p = vec![(i % 251) as u8; 1_000_000];
+    if i == 0 {
+        p[..9].copy_from_slice(b"%PDF-1.4\n");
+    }
+    p
+}
+
+/// Uploads `n` MB generated a piece at a time (over a plain socket: the client holds one
+/// piece too); the answer's JSON and the file's digest.
+fn upload_large(address: &str, n: usize) -> (Value, String) {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let address = address.trim_start_matches("http://").to_string();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        stream,
+        "POST /api/forms/quote/uploads HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/octet-stream\r\n\
+         Onceform-File-Name: large.pdf\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        n * 1_000_000
+    )
+    .unwrap();
+    let mut hash = Sha256::new();
+    for i in 0..n {
+        let p = piece(i);
+        hash.update(&p);
+        stream.write_all(&p).unwrap();
+    }
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    let body = answer.split("\r\n\r\n").nth(1).unwrap();
+    let digest = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    (serde_json::from_str(body).unwrap(), digest)
+}
+
+#[tokio::test]
+async fn a_large_upload_streams_into_the_database_with_flat_memory() {
+    let db = TestDb::new(Backend::Postgres);
+    let (dir, path) = node(&config("enabled = false"));
+    let server = serve(&db, &dir, &path);
+    // Warm: the pools, the first chunk buffer, the runtime's threads.
+    let address = server.address.clone();
+    let warm = address.clone();
+    tokio::task::spawn_blocking(move || upload_large(&warm, 2)).await.unwrap();
+    let before = peak_kb(server.child.id());
+    let (up, digest) = tokio::task::spawn_blocking(move || upload_large(&address, 50)).await.unwrap();
+    assert_eq!(up["sha256"], digest.as_str());
+    let grown = peak_kb(server.child.id()).saturating_sub(before);
+    assert!(grown < 30_000, "the server's peak memory grew by {grown} kB for a 50 MB file");
+    let config = crate::support::test_config(&db.url);
+    assert!(kept_blobs(&config).contains(&digest));
+    let back = read_stored(&config, &digest);
+    assert_eq!((back.len(), sha256(&back)), (50_000_000, digest), "read back whole, a chunk at a time");
+}
+
+#[tokio::test]
+async fn an_upload_cut_short_leaves_no_blob_and_the_sweep_deletes_its_chunks() {
+    use diesel::prelude::*;
+    use onceform::db::schema::{blob_chunks, blobs};
+    let db = TestDb::new(Backend::Postgres);
+    let (dir, path) = node(&config("enabled = false"));
+    let mut server = serve(&db, &dir, &path);
+    // 5 MB announced, 3 MB sent, then the server dies (a crash, a deploy): nothing can tidy up.
+    let address = server.address.trim_start_matches("http://").to_string();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        stream,
+        "POST /api/forms/quote/uploads HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/octet-stream\r\n\
+         Onceform-File-Name: cut.pdf\r\nContent-Length: 5000000\r\n\r\n%PDF-1.4\n"
+    )
+    .unwrap();
+    stream.write_all(&vec![b'x'; 3_000_000]).unwrap();
+    let config = crate::support::test_config(&db.url);
+    let pool = onceform::db::Pool::for_files(&config.database);
+    let chunks = || -> i64 { blob_chunks::table.count().get_result(&mut *pool.get().unwrap()).unwrap() };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while chunks() < 2 {
+        assert!(Instant::now() < deadline, "the chunks are written as they arrive");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+    drop(stream);
+    let complete: i64 =
+        blobs::table.filter(blobs::complete.eq(true)).count().get_result(&mut *pool.get().unwrap()).unwrap();
+    assert_eq!(complete, 0, "no complete blob");
+    assert!(kept_blobs(&config).is_empty());
+
+    let files = onceform::services::files::Files::stored(&config.server, &config.database);
+    let main = onceform::db::Pool::connect(&config.database).unwrap();
+    let now = onceform::base::clock::now();
+    onceform::services::files::sweep(&main, &files, now).unwrap();
+    assert!(chunks() >= 2, "within its hour an upload may still be streaming in");
+    crate::support::files::age_stored(&config);
+    onceform::services::files::sweep(&main, &files, now).unwrap();
+    assert_eq!(chunks(), 0, "the sweep deleted the chunks of the upload never finished");
+    let rows: i64 = blobs::table.count().get_result(&mut *pool.get().unwrap()).unwrap();
+    assert_eq!(rows, 0);
+}
+
+crate::on_both_backends!(files_migrate_copies_every_file_both_ways);
+
+async fn files_migrate_copies_every_file_both_ways(backend: Backend) {
+    let folder = |c: &mut Config| {
+        with_quote(c);
+        c.server.files = Some(FileStoreKind::Folder);
+    };
+    let app = spawn_app_with(backend, folder).await;
+    let files = [pdf("one"), pdf("two"), crate::support::files::png()];
+    for f in &files {
+        let (status, _) = super::attach::upload(&app, "quote", "f.pdf", f).await;
+        assert_eq!(status, 201);
+    }
+    let mut want: Vec<String> = files.iter().map(|f| sha256(f)).collect();
+    want.sort();
+    assert_eq!(kept_blobs(&app.config), want);
+    let files_dir = &app.config.server.files_dir;
+    let text =
+        |store: &str, dir: &str| format!("{QUOTE}\n[server]\nfiles = \"{store}\"\nfiles_dir = \"{dir}\"\n");
+
+    if backend == Backend::Sqlite {
+        let out = onceform_with(&app, &text("folder", files_dir), &["files", "migrate", "--to", "database"]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("PostgreSQL only"));
+        let out = onceform_with(&app, &text("database", files_dir), &["check-config"]);
+        assert!(!out.status.success(), "files = \"database\" on SQLite is refused");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("server.files"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let out = onceform_with(&app, &text("folder", files_dir), &["files", "migrate", "--to", "database"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("copied: 3\n"), "{}", stdout(&out));
+    let mut in_db = (*app.config).clone();
+    in_db.server.files = Some(FileStoreKind::Database);
+    assert_eq!(kept_blobs(&in_db), want, "every file is in the database");
+    for f in &files {
+        assert_eq!(read_stored(&in_db, &sha256(f)), *f);
+    }
+    let again = onceform_with(&app, &text("folder", files_dir), &["files", "migrate", "--to", "database"]);
+    assert!(stdout(&again).contains("copied: 0\nalready there: 3\n"), "{}", stdout(&again));
+
+    // Back into a new, empty folder.
+    let fresh = std::env::temp_dir().join(format!("onceform-files-{}", uuid::Uuid::new_v4().simple()));
+    let fresh = fresh.to_string_lossy().into_owned();
+    let out = onceform_with(&app, &text("database", &fresh), &["files", "migrate", "--to", "folder"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("copied: 3\n"), "{}", stdout(&out));
+    assert_eq!(crate::support::files::blobs(&fresh), want);
+    for f in &files {
+        let d = sha256(f);
+        assert_eq!(std::fs::read(format!("{fresh}/{}/{d}", &d[..2])).unwrap(), *f);
+    }
+    let _ = std::fs::remove_dir_all(&fresh);
+}
