@@ -14,8 +14,9 @@ use askama::Template;
 
 use super::conflicts::{compare, fields_of, FieldPair};
 use super::guard::SessionUser;
-use super::{blocking, db_failure, status_counts, Chrome, QueueQuery};
-use crate::base::format::{reference, shown};
+use super::{blocking, db_failure, status_counts, when, Chrome, QueueQuery};
+use crate::base::format::reference;
+use crate::base::i18n::{Arg, TimeZone};
 use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
 use crate::db::DbError;
 use crate::domain::{PairStatus, SubmissionId};
@@ -42,10 +43,10 @@ pub struct SideView {
 }
 
 impl SideView {
-    fn new(id: SubmissionId, s: Option<&SubmissionBrief>) -> SideView {
+    fn new(id: SubmissionId, s: Option<&SubmissionBrief>, zone: TimeZone) -> SideView {
         SideView {
             reference: reference(&id),
-            received: s.map(|s| shown(s.received_at)).unwrap_or_default(),
+            received: s.map(|s| when(zone, s.received_at)).unwrap_or_default(),
             duplicate_of: s.and_then(|s| s.duplicate_of.as_deref()).map(reference),
             id,
         }
@@ -151,11 +152,13 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             evidence,
             score: format!("{:.2}", p.score),
             reasons: reasons_of(&p.reasons),
-            decided: p
-                .decided_at
-                .map(|t| format!("{} by {}", shown(t), p.decided_by.as_deref().unwrap_or("?"))),
-            original: SideView::new(p.original_id, o),
-            duplicate: SideView::new(p.duplicate_id, d),
+            decided: p.decided_at.map(|t| {
+                let at = when(user.zone, t);
+                let who = p.decided_by.as_deref().unwrap_or("?");
+                user.locale.format("admin-dup-decided-by", &[("date", Arg::Str(&at)), ("who", Arg::Str(who))])
+            }),
+            original: SideView::new(p.original_id, o, user.zone),
+            duplicate: SideView::new(p.duplicate_id, d, user.zone),
             fields,
             id: p.id,
             form: p.form,

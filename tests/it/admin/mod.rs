@@ -1,6 +1,7 @@
 //! The admin: effects, pages, review, sessions, sign-in.
 
 pub mod effects;
+pub mod i18n;
 pub mod login_throttle;
 pub mod oidc;
 pub mod pages;
