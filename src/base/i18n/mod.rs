@@ -258,6 +258,8 @@ mod tests {
             ("size", Arg::Num(3)),
             ("count", Arg::Num(2)),
             ("who", Arg::Str("W")),
+            ("page", Arg::Num(1)),
+            ("pages", Arg::Num(2)),
         ];
         let mut fluent_args = FluentArgs::new();
         for (name, value) in &args {

@@ -145,6 +145,11 @@ impl Chrome {
         words(self.locale, kind, &value)
     }
 
+    /// The detector's stored reasons in words, joined.
+    pub fn reasons(&self, list: Vec<String>) -> String {
+        list.iter().map(|r| duplicates::reason_words(self.locale, r)).collect::<Vec<_>>().join("; ")
+    }
+
     /// A stored UTC time in `[admin] time_zone`, with the zone: `2026-12-05 21:05:00 (Asia/Taipei)`.
     pub fn when(&self, t: chrono::NaiveDateTime) -> String {
         when(self.zone, t)

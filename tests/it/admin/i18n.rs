@@ -126,6 +126,11 @@ async fn in_zh_tw_the_duplicates_page_has_chinese_words_and_no_identifiers(backe
     }
     assert!(text.contains("(Asia/Taipei)"), "dates in the admin's zone, named: {text}");
     assert!(text.contains("陳小明"), "what the visitor typed stays as it is");
+    assert!(
+        text.contains("電子郵件不同：chen0@example.com → chen1@example.com"),
+        "evidence in words: {text}"
+    );
+    assert!(text.contains("兩筆的姓名皆為 陳小明"), "{text}");
     for path in [
         "/admin/duplicates",
         "/admin/duplicates?status=same_sender",
