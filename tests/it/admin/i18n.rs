@@ -150,6 +150,20 @@ async fn in_zh_tw_the_duplicates_page_has_chinese_words_and_no_identifiers(backe
     let effects = visible(&page(&app, &admin, "/admin/effects?state=PENDING").await);
     assert!(effects.contains("等待中") && effects.contains("後續動作"), "{effects}");
     assert!(!effects.contains("PENDING") && !effects.contains("FAILED_FINAL"), "{effects}");
+    let list = page(&app, &admin, "/admin/submissions").await;
+    let text = visible(&list);
+    assert!(text.contains("匯出 CSV") && text.contains("收到時間"), "{text}");
+    for id in ["PENDING", "SENDING", "FAILED_FINAL", "Submissions"] {
+        assert!(!text.contains(id), "the list shows {id}: {text}");
+    }
+    let detail = list.split(r#"<a href="/admin/submissions/"#).nth(1).unwrap().split('"').next().unwrap();
+    let text = visible(&page(&app, &admin, &format!("/admin/submissions/{detail}")).await);
+    assert!(text.contains("操作 ID") && text.contains("送達紀錄") && text.contains("已接收"), "{text}");
+    assert!(!text.contains("PENDING") && !text.contains("not_duplicate"), "{text}");
+    let users = visible(&page(&app, &admin, "/admin/users").await);
+    assert!(users.contains("管理員") && users.contains("啟用中"), "{users}");
+    let audit = visible(&page(&app, &admin, "/admin/audit").await);
+    assert!(audit.contains("稽核紀錄") && audit.contains("(Asia/Taipei)"), "{audit}");
     let login = app.client.get(app.url("/admin/login")).send().await.unwrap().text().await.unwrap();
     assert!(login.contains(r#"<html lang="zh-TW">"#) && visible(&login).contains("電子郵件"), "{login}");
 }
