@@ -288,6 +288,15 @@ admin-col-action = Action
 admin-col-target = Target
 admin-col-note = Note
 admin-page = Page { $n }
+admin-versions-title = Versions of the form { $form }
+admin-versions-help = A form's version is a digest of its definition: every change of the form in the configuration file makes a new one. Each submission keeps the version it was accepted under; a retry of its operation ID is judged under that version.
+admin-versions-none = No version of this form is stored.
+admin-col-version = Version
+admin-in-force = in force
+admin-compare-from = compare from { $value }
+admin-compare-to = compare to { $value }
+admin-versions-unknown = { $n } submission(s) were accepted before versions were kept (version unknown).
+admin-versions-changes = Changes from { $a1 } to { $a2 }
 
 ## Messages after an action ($a1, $a2, $a3: counts or references)
 

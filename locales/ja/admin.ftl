@@ -287,6 +287,15 @@ admin-col-action = 操作
 admin-col-target = 対象
 admin-col-note = メモ
 admin-page = { $n } ページ
+admin-versions-title = フォーム { $form } のバージョン
+admin-versions-help = フォームのバージョンは定義のダイジェストです。設定ファイルでフォームを変更するたびに新しいバージョンになります。各送信は受信時のバージョンを保持し、同じ操作 ID の再試行はそのバージョンで判定されます。
+admin-versions-none = このフォームのバージョンは保存されていません。
+admin-col-version = バージョン
+admin-in-force = 適用中
+admin-compare-from = { $value } から比較
+admin-compare-to = { $value } まで比較
+admin-versions-unknown = { $n } 件の送信はバージョン保存の開始前に受信しました（バージョン不明）。
+admin-versions-changes = { $a1 } から { $a2 } への変更
 
 ## Messages after an action ($a1, $a2, $a3: counts or references)
 

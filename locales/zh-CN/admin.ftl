@@ -287,6 +287,15 @@ admin-col-action = 操作
 admin-col-target = 对象
 admin-col-note = 备注
 admin-page = 第 { $n } 页
+admin-versions-title = 表单 { $form } 的版本
+admin-versions-help = 表单版本是其定义的摘要：配置文件中表单的每次更改都会产生新版本。每条提交都保留收到时的版本；以同一操作 ID 重试时，按该版本判断。
+admin-versions-none = 没有保存此表单的任何版本。
+admin-col-version = 版本
+admin-in-force = 生效中
+admin-compare-from = 从 { $value } 比较
+admin-compare-to = 比较至 { $value }
+admin-versions-unknown = 有 { $n } 条提交是在开始保存版本之前收到的（版本不明）。
+admin-versions-changes = 从 { $a1 } 到 { $a2 } 的更改
 
 ## Messages after an action ($a1, $a2, $a3: counts or references)
 

@@ -287,6 +287,15 @@ admin-col-action = 操作
 admin-col-target = 對象
 admin-col-note = 備註
 admin-page = 第 { $n } 頁
+admin-versions-title = 表單 { $form } 的版本
+admin-versions-help = 表單版本是其定義的摘要：設定檔中表單的每次變更都會產生新版本。每筆提交都保留收到時的版本；以同一操作 ID 重試時，依該版本判斷。
+admin-versions-none = 沒有儲存此表單的任何版本。
+admin-col-version = 版本
+admin-in-force = 生效中
+admin-compare-from = 從 { $value } 比較
+admin-compare-to = 比較至 { $value }
+admin-versions-unknown = 有 { $n } 筆提交是在開始保存版本之前收到的（版本不明）。
+admin-versions-changes = 從 { $a1 } 到 { $a2 } 的變更
 
 ## Messages after an action ($a1, $a2, $a3: counts or references)
 

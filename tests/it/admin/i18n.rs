@@ -164,6 +164,8 @@ async fn in_zh_tw_the_duplicates_page_has_chinese_words_and_no_identifiers(backe
     assert!(users.contains("管理員") && users.contains("啟用中"), "{users}");
     let audit = visible(&page(&app, &admin, "/admin/audit").await);
     assert!(audit.contains("稽核紀錄") && audit.contains("(Asia/Taipei)"), "{audit}");
+    let versions = visible(&page(&app, &admin, "/admin/forms/contact/versions").await);
+    assert!(versions.contains("表單 contact 的版本") && versions.contains("生效中"), "{versions}");
     let login = app.client.get(app.url("/admin/login")).send().await.unwrap().text().await.unwrap();
     assert!(login.contains(r#"<html lang="zh-TW">"#) && visible(&login).contains("電子郵件"), "{login}");
 }
