@@ -329,6 +329,7 @@ diesel::table! {
         created_at -> Timestamp,
         disabled_at -> Nullable<Timestamp>,
         must_change_password -> Bool,
+        locale -> Nullable<Text>,
     }
 }
 

@@ -1,5 +1,6 @@
-//! The visitor's language: the shipped locales (`locales/*/onceform.ftl`, Fluent), the texts
-//! in each, negotiation from `Accept-Language`, and dates in a locale's style.
+//! The visitor's and the admin's language: the shipped locales (`locales/*/onceform.ftl` for
+//! visitors, `locales/*/admin.ftl` for the admin pages, Fluent), the texts in each,
+//! negotiation from `Accept-Language`, and dates in a locale's style.
 
 mod date;
 
@@ -29,6 +30,14 @@ const SOURCES: [(Locale, &str); 4] = [
     (Locale::ZhTw, include_str!("../../../locales/zh-TW/onceform.ftl")),
     (Locale::ZhCn, include_str!("../../../locales/zh-CN/onceform.ftl")),
     (Locale::Ja, include_str!("../../../locales/ja/onceform.ftl")),
+];
+
+/// The admin pages' texts, in the same bundles (their keys start with `admin-`).
+const ADMIN_SOURCES: [(Locale, &str); 4] = [
+    (Locale::En, include_str!("../../../locales/en/admin.ftl")),
+    (Locale::ZhTw, include_str!("../../../locales/zh-TW/admin.ftl")),
+    (Locale::ZhCn, include_str!("../../../locales/zh-CN/admin.ftl")),
+    (Locale::Ja, include_str!("../../../locales/ja/admin.ftl")),
 ];
 
 impl Locale {
@@ -61,24 +70,25 @@ impl Locale {
     /// The text `key` with its placeables filled from `args`; the `en` text where this
     /// locale lacks it, and the key itself where no locale has it.
     pub fn format(self, key: &str, args: &[(&str, Arg<'_>)]) -> String {
+        self.lookup(key, args).unwrap_or_else(|| key.to_string())
+    }
+
+    /// The text `key` as `format` gives it, or `None` where no locale has it.
+    pub fn lookup(self, key: &str, args: &[(&str, Arg<'_>)]) -> Option<String> {
         let mut fluent_args = FluentArgs::new();
         for (name, value) in args {
             fluent_args.set(*name, value.value());
         }
         let bundles = bundles();
-        [self, Locale::En]
-            .iter()
-            .filter_map(|l| bundles.get(l))
-            .find_map(|bundle| {
-                let pattern = bundle.get_message(key)?.value()?;
-                let mut errors = Vec::new();
-                let text = bundle.format_pattern(pattern, Some(&fluent_args), &mut errors);
-                if !errors.is_empty() {
-                    tracing::warn!(key, ?errors, "locale text with errors");
-                }
-                Some(text.into_owned())
-            })
-            .unwrap_or_else(|| key.to_string())
+        [self, Locale::En].iter().filter_map(|l| bundles.get(l)).find_map(|bundle| {
+            let pattern = bundle.get_message(key)?.value()?;
+            let mut errors = Vec::new();
+            let text = bundle.format_pattern(pattern, Some(&fluent_args), &mut errors);
+            if !errors.is_empty() {
+                tracing::warn!(key, ?errors, "locale text with errors");
+            }
+            Some(text.into_owned())
+        })
     }
 
     /// Words joined as a list in this locale (`a, b` or `a、b`).
@@ -122,19 +132,27 @@ type Bundle = FluentBundle<FluentResource>;
 
 fn bundles() -> &'static BTreeMap<Locale, Bundle> {
     static BUNDLES: OnceLock<BTreeMap<Locale, Bundle>> = OnceLock::new();
-    BUNDLES.get_or_init(|| SOURCES.iter().map(|(l, source)| (*l, bundle(*l, source))).collect())
+    BUNDLES.get_or_init(|| {
+        SOURCES
+            .iter()
+            .zip(ADMIN_SOURCES.iter())
+            .map(|((l, source), (_, admin))| (*l, bundle(*l, &[source, admin])))
+            .collect()
+    })
 }
 
-fn bundle(locale: Locale, source: &str) -> Bundle {
-    let resource = FluentResource::try_new(source.to_string()).unwrap_or_else(|(partial, errors)| {
-        tracing::error!(locale = locale.tag(), ?errors, "locale file does not parse");
-        partial
-    });
+fn bundle(locale: Locale, sources: &[&str]) -> Bundle {
     let mut bundle = FluentBundle::new_concurrent(vec![locale.id()]);
     // Texts go into escaped HTML and plain-text email: no invisible isolation marks.
     bundle.set_use_isolating(false);
-    if let Err(errors) = bundle.add_resource(resource) {
-        tracing::error!(locale = locale.tag(), ?errors, "locale file has duplicate keys");
+    for source in sources {
+        let resource = FluentResource::try_new(source.to_string()).unwrap_or_else(|(partial, errors)| {
+            tracing::error!(locale = locale.tag(), ?errors, "locale file does not parse");
+            partial
+        });
+        if let Err(errors) = bundle.add_resource(resource) {
+            tracing::error!(locale = locale.tag(), ?errors, "locale file has duplicate keys");
+        }
     }
     bundle
 }
@@ -189,9 +207,15 @@ mod tests {
 
     #[test]
     fn every_shipped_locale_has_every_key_of_en_and_parses() {
-        let en = keys(SOURCES[0].1);
+        for sources in [SOURCES, ADMIN_SOURCES] {
+            same_keys_as_en(sources);
+        }
+    }
+
+    fn same_keys_as_en(sources: [(Locale, &str); 4]) {
+        let en = keys(sources[0].1);
         assert!(en.len() > 50, "{en:?}");
-        for (locale, source) in SOURCES {
+        for (locale, source) in sources {
             if let Err((_, errors)) = FluentResource::try_new(source.to_string()) {
                 panic!("{locale}: {errors:?}");
             }
@@ -227,13 +251,22 @@ mod tests {
             ("path", Arg::Str("P")),
             ("value", Arg::Str("V")),
             ("route", Arg::Str("R")),
+            ("a1", Arg::Str("1")),
+            ("a2", Arg::Str("2")),
+            ("a3", Arg::Str("3")),
+            ("hours", Arg::Num(72)),
+            ("size", Arg::Num(3)),
+            ("count", Arg::Num(2)),
+            ("who", Arg::Str("W")),
+            ("page", Arg::Num(1)),
+            ("pages", Arg::Num(2)),
         ];
         let mut fluent_args = FluentArgs::new();
         for (name, value) in &args {
             fluent_args.set(*name, value.value());
         }
         for (locale, bundle) in bundles() {
-            for key in keys(SOURCES[0].1) {
+            for key in keys(SOURCES[0].1).into_iter().chain(keys(ADMIN_SOURCES[0].1)) {
                 let pattern = bundle.get_message(&key).and_then(|m| m.value()).unwrap();
                 let mut errors = Vec::new();
                 let text = bundle.format_pattern(pattern, Some(&fluent_args), &mut errors);

@@ -28,6 +28,8 @@ pub struct User {
     pub role: Role,
     pub disabled_at: Option<NaiveDateTime>,
     pub must_change_password: bool,
+    /// The admin pages' language this user chose (a tag); `None`: the configuration's.
+    pub locale: Option<String>,
 }
 
 #[derive(Debug, Clone, Insertable)]

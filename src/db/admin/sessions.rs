@@ -41,6 +41,8 @@ pub trait SessionStore {
     /// Ends every session of `user_id`; how many there were.
     fn end_sessions_of(&mut self, user_id: &str) -> QueryResult<usize>;
     fn set_password_hash(&mut self, user_id: &str, hash: &str, must_change: bool) -> QueryResult<usize>;
+    /// The admin pages' language `user_id` chose (`None`: the configuration's).
+    fn set_user_locale(&mut self, user_id: &str, locale: Option<&str>) -> QueryResult<usize>;
     fn disable_user(&mut self, user_id: &str, now: NaiveDateTime) -> QueryResult<usize>;
     /// Deletes sessions past their absolute expiry or idle since `idle_since`.
     fn sweep_sessions(&mut self, now: NaiveDateTime, idle_since: NaiveDateTime) -> QueryResult<usize>;
@@ -82,6 +84,10 @@ impl SessionStore for DbConnection {
         diesel::update(users::table.filter(users::id.eq(user_id)))
             .set((users::password_hash.eq(hash), users::must_change_password.eq(must_change)))
             .execute(self)
+    }
+
+    fn set_user_locale(&mut self, user_id: &str, locale: Option<&str>) -> QueryResult<usize> {
+        diesel::update(users::table.filter(users::id.eq(user_id))).set(users::locale.eq(locale)).execute(self)
     }
 
     fn disable_user(&mut self, user_id: &str, now: NaiveDateTime) -> QueryResult<usize> {

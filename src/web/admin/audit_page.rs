@@ -68,7 +68,7 @@ async fn page(state: web::Data<AppState>, user: SessionUser, q: web::Query<Audit
     entries.truncate(PAGE_SIZE as usize);
     let view = AuditPage {
         chrome: Chrome::new(&user, "audit", q.flash.as_deref()),
-        entries: entries.into_iter().map(|e| EntryView::new(e, &owners)).collect(),
+        entries: entries.into_iter().map(|e| EntryView::new(e, &owners, user.zone)).collect(),
         page,
         prev_href: (page > 1).then(|| format!("/admin/audit?page={}", page - 1)),
         next_href: more.then(|| format!("/admin/audit?page={}", page + 1)),
@@ -78,7 +78,7 @@ async fn page(state: web::Data<AppState>, user: SessionUser, q: web::Query<Audit
 
 impl EntryView {
     /// `owners`: (effect id, submission id) of the effects on the page.
-    fn new(e: AuditEntry, owners: &[(String, String)]) -> EntryView {
+    fn new(e: AuditEntry, owners: &[(String, String)], zone: crate::base::i18n::TimeZone) -> EntryView {
         let id = e.target_id.as_str();
         let link = match e.target_type.as_str() {
             "submission" => Some((format!("/admin/submissions/{id}"), reference(id))),
@@ -92,7 +92,7 @@ impl EntryView {
             _ => None,
         };
         EntryView {
-            at: crate::base::format::shown(e.at),
+            at: super::when(zone, e.at),
             who: e.user_email,
             action: e.action,
             link,

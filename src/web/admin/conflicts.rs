@@ -11,8 +11,9 @@ use actix_web::{web, HttpResponse};
 use askama::Template;
 
 use super::guard::SessionUser;
-use super::{blocking, db_failure, status_counts, Chrome, FlashQuery, QueueQuery};
-use crate::base::format::{reference, shown};
+use super::{blocking, db_failure, status_counts, when, Chrome, FlashQuery, QueueQuery};
+use crate::base::format::reference;
+use crate::base::i18n::{Arg, TimeZone};
 use crate::config::FormConfig;
 use crate::db::admin::review::{ConflictRow, ReviewStore};
 use crate::db::{DbError, Store};
@@ -89,13 +90,13 @@ pub struct ConflictView {
 }
 
 impl ConflictView {
-    fn new(row: ConflictRow, form: Option<&FormConfig>) -> ConflictView {
+    fn new(row: ConflictRow, form: Option<&FormConfig>, zone: TimeZone) -> ConflictView {
         let (left, right) = (fields_of(row.original_json.as_deref()), fields_of(row.fields_json.as_deref()));
         ConflictView {
             reference: reference(&row.submission_id),
-            original_received: shown(row.original_received_at),
-            first_seen: shown(row.first_seen_at),
-            last_seen: shown(row.last_seen_at),
+            original_received: when(zone, row.original_received_at),
+            first_seen: when(zone, row.first_seen_at),
+            last_seen: when(zone, row.last_seen_at),
             purged: row.fields_json.is_none(),
             fields: compare(form, &left, &right),
             id: row.id,
@@ -105,6 +106,19 @@ impl ConflictView {
             status: row.status,
             attempts: row.attempts,
         }
+    }
+
+    /// "Operation ID … arrived N time(s) with different content, first …, last …".
+    pub fn arrived(&self, chrome: &Chrome) -> String {
+        chrome.locale.format(
+            "admin-conflict-arrived",
+            &[
+                ("value", Arg::Str(&self.operation_id)),
+                ("n", Arg::Num(i64::from(self.attempts))),
+                ("date", Arg::Str(&self.first_seen)),
+                ("time", Arg::Str(&self.last_seen)),
+            ],
+        )
     }
 
     /// The changed fields with a short preview of the conflicting value.
@@ -160,7 +174,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     let forms = state.forms();
     let rows = rows.into_iter().map(|r| {
         let form = forms.config.form(&r.form);
-        ConflictView::new(r, form)
+        ConflictView::new(r, form, user.zone)
     });
     let page = ListPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
@@ -196,7 +210,7 @@ async fn detail(
     let form = forms.config.form(&row.form);
     let page = DetailPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
-        c: ConflictView::new(row, form),
+        c: ConflictView::new(row, form, user.zone),
         accepted_as: accepted.map(|id| {
             let r = reference(&id);
             (id, r)

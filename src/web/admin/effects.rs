@@ -12,6 +12,7 @@ use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, refused, Chrome};
 use crate::base::clock::now;
 use crate::base::format::reference;
+use crate::base::i18n::TimeZone;
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
 use crate::db::{DbError, Store};
 use crate::domain::{EffectId, EffectState, RecordKind};
@@ -41,8 +42,9 @@ pub struct EffectView {
     pub updated_at: String,
 }
 
-impl From<EffectRow> for EffectView {
-    fn from(e: EffectRow) -> Self {
+impl EffectView {
+    /// `e` as listed, its time in `zone`.
+    pub fn new(e: EffectRow, zone: TimeZone) -> Self {
         let owner_href = match &e.kind {
             RecordKind::Hook(h) => match encode_segment(h.source()) {
                 Some(source) => format!("/admin/inbound/{source}/events/{}", e.submission_id),
@@ -53,7 +55,7 @@ impl From<EffectRow> for EffectView {
         EffectView {
             owner_href,
             reference: reference(&e.submission_id),
-            updated_at: crate::base::format::shown(e.updated_at),
+            updated_at: super::when(zone, e.updated_at),
             id: e.id,
             form: e.form,
             kind: e.kind.to_string(),
@@ -104,7 +106,7 @@ async fn queue(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queu
         chrome: Chrome::new(&user, "effects", q.flash.as_deref()),
         state: wanted,
         counts,
-        rows: rows.into_iter().map(EffectView::from).collect(),
+        rows: rows.into_iter().map(|e| EffectView::new(e, user.zone)).collect(),
     };
     html(actix_web::http::StatusCode::OK, &page)
 }

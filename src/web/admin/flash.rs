@@ -2,41 +2,39 @@
 //! code with at most a few numbers or references, never free text. A crafted link can only
 //! show one of the messages below.
 
-/// One known message: its code and its text, `{}` standing for each argument in order.
-const MESSAGES: &[(&str, &str)] = &[
-    ("effect_retry", "Retry: done."),
-    ("effect_mark_sent", "Mark sent: done."),
-    ("effect_mark_not_sent", "Mark not sent: done."),
-    ("effect_cancel", "Cancel: done."),
-    ("effect_replay", "Replay: done."),
-    ("conflict_dismissed", "Conflict dismissed."),
-    ("conflict_accepted", "Accepted as a new inquiry: {}."),
-    ("pair_not_duplicate", "{} is not a duplicate of {}; {} held effect(s) released."),
-    ("pair_duplicate", "{} marked a duplicate of {}; {} pending effect(s) cancelled."),
-    ("pair_undone", "Decision undone; the pair is open again ({} effect(s) held)."),
-    ("pairs_not_duplicate", "{} pair(s) marked not a duplicate; {} skipped (not open)."),
-    ("pairs_duplicate", "{} pair(s) marked a duplicate; {} skipped (not open)."),
-    ("select_pairs", "Select at least one pair."),
-    ("submission_released", "Released as not spam: {} side effect(s) created."),
-    ("user_password_set", "Password set; {} session(s) ended."),
-    ("user_disabled", "User disabled; {} session(s) ended."),
-    ("password_changed", "Password changed; your other sessions have ended."),
-    ("inbound_discarded", "Delivery discarded."),
-    ("inbound_assigned", "Event stored; its handlers will run."),
-    ("inbound_assigned_replay", "That event ID was stored already with the same content."),
-    ("inbound_assigned_conflict", "That event ID was stored with other content: kept as a conflict."),
-    ("inbound_handler_replayed", "Handler replayed as batch {}."),
-    ("api_token_revoked", "Token revoked: it opens nothing from now on."),
-    (
-        "test_submitted",
-        "Test submission stored, marked test: it takes no side effect and is not screened for duplicates.",
-    ),
-    ("config_reloaded", "Configuration reloaded: {} form(s) in force."),
-    (
-        "config_not_reloaded",
-        "The configuration was not reloaded: the forms in force are unchanged (the error is below).",
-    ),
+/// One known message: its code and how many arguments it takes; its text is the Fluent
+/// message `admin-flash-CODE` (`locales/*/admin.ftl`), `$a1`, `$a2`, … the arguments in order.
+const MESSAGES: &[(&str, usize)] = &[
+    ("effect_retry", 0),
+    ("effect_mark_sent", 0),
+    ("effect_mark_not_sent", 0),
+    ("effect_cancel", 0),
+    ("effect_replay", 0),
+    ("conflict_dismissed", 0),
+    ("conflict_accepted", 1),
+    ("pair_not_duplicate", 3),
+    ("pair_duplicate", 3),
+    ("pair_undone", 1),
+    ("pairs_not_duplicate", 2),
+    ("pairs_duplicate", 2),
+    ("select_pairs", 0),
+    ("submission_released", 1),
+    ("user_password_set", 1),
+    ("user_disabled", 1),
+    ("password_changed", 0),
+    ("inbound_discarded", 0),
+    ("inbound_assigned", 0),
+    ("inbound_assigned_replay", 0),
+    ("inbound_assigned_conflict", 0),
+    ("inbound_handler_replayed", 1),
+    ("api_token_revoked", 0),
+    ("language_saved", 0),
+    ("test_submitted", 0),
+    ("config_reloaded", 1),
+    ("config_not_reloaded", 0),
 ];
+
+use crate::base::i18n::{Arg, Locale};
 
 /// A message to show after a redirect: a code of `MESSAGES` and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,26 +60,19 @@ impl Flash {
     }
 }
 
-/// The text for a `?flash=` value, or `None` unless it is a known code with arguments of
-/// the right number and shape.
-pub fn message(raw: &str) -> Option<String> {
+/// The text for a `?flash=` value in `locale`, or `None` unless it is a known code with
+/// arguments of the right number and shape.
+pub fn message(raw: &str, locale: Locale) -> Option<String> {
     let mut parts = raw.split('~');
     let code = parts.next()?;
-    let (_, text) = MESSAGES.iter().find(|(c, _)| *c == code)?;
+    let (code, count) = MESSAGES.iter().find(|(c, _)| *c == code)?;
     let args: Vec<&str> = parts.collect();
-    if args.len() != text.matches("{}").count() || !args.iter().all(|a| plain_arg(a)) {
+    if args.len() != *count || !args.iter().all(|a| plain_arg(a)) {
         return None;
     }
-    let mut out = String::new();
-    let mut rest = *text;
-    for a in args {
-        let (before, after) = rest.split_once("{}")?;
-        out.push_str(before);
-        out.push_str(a);
-        rest = after;
-    }
-    out.push_str(rest);
-    Some(out)
+    const NAMES: [&str; 3] = ["a1", "a2", "a3"];
+    let args: Vec<(&str, Arg<'_>)> = NAMES.iter().zip(&args).map(|(n, a)| (*n, Arg::Str(a))).collect();
+    locale.lookup(&format!("admin-flash-{code}"), &args)
 }
 
 /// A count (`12`) or a reference (`OF-1D2E3-F4A5B`): digits, capitals A–F and dashes.
@@ -105,12 +96,21 @@ mod tests {
 
     #[test]
     fn only_known_codes_with_plain_arguments_are_shown() {
-        assert_eq!(message("conflict_dismissed").as_deref(), Some("Conflict dismissed."));
+        assert_eq!(message("conflict_dismissed", Locale::En).as_deref(), Some("Conflict dismissed."));
         let f = Flash::new("pair_duplicate").arg("OF-1D2E3-F4A5B").arg("OF-00000-AAAAA").arg(2);
         assert_eq!(
-            message(&f.encode()).as_deref(),
+            message(&f.encode(), Locale::En).as_deref(),
             Some("OF-1D2E3-F4A5B marked a duplicate of OF-00000-AAAAA; 2 pending effect(s) cancelled.")
         );
+        assert_eq!(
+            message(&f.encode(), Locale::ZhTw).as_deref(),
+            Some("OF-1D2E3-F4A5B 已標記為 OF-00000-AAAAA 的重複；已取消 2 個等待中的動作。")
+        );
+        for code in MESSAGES.iter().map(|(c, _)| *c) {
+            for locale in Locale::ALL {
+                assert!(locale.lookup(&format!("admin-flash-{code}"), &[]).is_some(), "{locale} {code}");
+            }
+        }
         for bad in [
             "Your account is locked: call +1 555 0100",
             "conflict_accepted~Visit evil.example",
@@ -121,7 +121,7 @@ mod tests {
             "conflict_accepted~OF-1d2e3-f4a5b",
             "",
         ] {
-            assert_eq!(message(bad), None, "{bad}");
+            assert_eq!(message(bad, Locale::En), None, "{bad}");
         }
     }
 }

@@ -100,7 +100,7 @@ async fn versions(
             .rev()
             .map(|v: &FormVersion| VersionView {
                 version: v.version.clone(),
-                first_seen_at: v.first_seen_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                first_seen_at: super::when(user.zone, v.first_seen_at),
                 submissions: count(Some(&v.version)),
                 in_force: live.as_deref() == Some(v.version.as_str()),
             })

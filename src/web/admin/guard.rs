@@ -13,6 +13,7 @@ use super::account_changes::idle_since;
 use super::accounts::Role;
 use super::cookies::CookiePolicy;
 use crate::base::clock::now;
+use crate::base::i18n::{Locale, TimeZone};
 use crate::base::secret::constant_time_eq;
 use crate::db::admin::sessions::{LiveSession, SessionStore};
 use crate::db::{DbError, Pool, Store};
@@ -36,6 +37,12 @@ pub struct SessionUser {
     pub token_hash: String,
     /// Signed in with the generated first-start password: only `/admin/password` until changed.
     pub must_change_password: bool,
+    /// The pages' language: the user's choice, else `[admin] locale`.
+    pub locale: Locale,
+    /// The language the user chose on `/admin/password`, if any.
+    pub chosen_locale: Option<Locale>,
+    /// `[admin] time_zone`: the zone dates are shown in.
+    pub zone: TimeZone,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +114,12 @@ impl FromRequest for SessionUser {
                 return Err(AuthError::NewPassword);
             }
             let role = user.role;
+            let admin = &state.config.admin;
+            let chosen_locale = user.locale.as_deref().and_then(Locale::parse);
             Ok(SessionUser {
+                locale: chosen_locale.unwrap_or(admin.locale),
+                chosen_locale,
+                zone: admin.time_zone,
                 id: user.id,
                 email: user.email,
                 role,

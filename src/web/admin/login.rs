@@ -9,6 +9,7 @@ use super::accounts::{login, random_token, LoginThrottle};
 use super::cookies::CookiePolicy;
 use super::guard::{AuthError, CsrfForm, SessionUser};
 use super::oidc::{Oidc, OidcPage};
+use crate::base::i18n::Locale;
 use crate::base::secret::constant_time_eq;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::admin::oidc::OidcStore;
@@ -27,11 +28,19 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 #[derive(Template)]
 #[template(path = "admin/login.html")]
 struct LoginPage<'a> {
+    /// `[admin] locale` (nobody is signed in yet).
+    locale: Locale,
     csrf: &'a str,
     /// The OIDC provider's label, when `[admin.oidc]` is configured.
     oidc: Option<&'a str>,
     email: &'a str,
     error: Option<&'a str>,
+}
+
+impl LoginPage<'_> {
+    fn t(&self, key: &str) -> String {
+        self.locale.text(key)
+    }
 }
 
 #[derive(Deserialize)]
@@ -60,7 +69,8 @@ fn page(state: &AppState, status: StatusCode, email: &str, error: Option<&str>) 
     let policy = CookiePolicy::of(&state.config);
     let csrf = random_token();
     let oidc = state.config.admin.oidc.as_ref().map(|o| o.label.as_str());
-    let mut resp = html(status, &LoginPage { csrf: &csrf, oidc, email, error });
+    let mut resp =
+        html(status, &LoginPage { locale: state.config.admin.locale, csrf: &csrf, oidc, email, error });
     let _ = resp.add_cookie(&policy.build(policy.login_csrf_name(), csrf));
     resp
 }

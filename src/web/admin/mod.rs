@@ -36,6 +36,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
+use crate::base::i18n::{Arg, Locale, TimeZone};
 use crate::db::DbError;
 use crate::domain::states::TextEnum;
 use crate::domain::Role;
@@ -90,13 +91,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     import_page::routes(cfg);
 }
 
-/// What every admin page shows around its content.
+/// What every admin page shows around its content, and the words of its language.
 pub struct Chrome {
     pub email: String,
     pub role: Role,
     pub csrf: String,
     pub section: &'static str,
     pub flash: Option<String>,
+    pub locale: Locale,
+    pub zone: TimeZone,
 }
 
 impl Chrome {
@@ -106,7 +109,9 @@ impl Chrome {
             role: user.role,
             csrf: user.csrf.clone(),
             section,
-            flash: flash.and_then(flash::message),
+            flash: flash.and_then(|f| flash::message(f, user.locale)),
+            locale: user.locale,
+            zone: user.zone,
         }
     }
 
@@ -114,6 +119,56 @@ impl Chrome {
     pub fn is_admin(&self) -> bool {
         self.role.is_admin()
     }
+
+    /// The text `key` (`admin-…`) in the user's language.
+    pub fn t(&self, key: &str) -> String {
+        self.locale.text(key)
+    }
+
+    /// The text `key` with one placeable, `$name`, filled with `value`.
+    pub fn t1(&self, key: &str, name: &str, value: impl std::fmt::Display) -> String {
+        self.locale.format(key, &[(name, Arg::Str(&value.to_string()))])
+    }
+
+    /// The text `key` with two placeables.
+    pub fn t2<A: std::fmt::Display, B: std::fmt::Display>(
+        &self,
+        key: &str,
+        (n1, v1): &(&str, A),
+        (n2, v2): &(&str, B),
+    ) -> String {
+        let (n1, n2) = (*n1, *n2);
+        let (v1, v2) = (v1.to_string(), v2.to_string());
+        self.locale.format(key, &[(n1, Arg::Str(&v1)), (n2, Arg::Str(&v2))])
+    }
+
+    /// A stored state, status or label in words (`admin-KIND-VALUE`, e.g. `admin-pair-same_sender`);
+    /// the value itself where no locale has words for it.
+    pub fn word(&self, kind: &str, value: impl std::fmt::Display) -> String {
+        let value = value.to_string();
+        words(self.locale, kind, &value)
+    }
+
+    /// The detector's stored reasons in words, joined.
+    pub fn reasons(&self, list: Vec<String>) -> String {
+        list.iter().map(|r| duplicates::reason_words(self.locale, r)).collect::<Vec<_>>().join("; ")
+    }
+
+    /// A stored UTC time in `[admin] time_zone`, with the zone: `2026-12-05 21:05:00 (Asia/Taipei)`.
+    pub fn when(&self, t: chrono::NaiveDateTime) -> String {
+        when(self.zone, t)
+    }
+}
+
+/// `value` (a stored identifier of `kind`) in words in `locale`, or `value` itself.
+pub fn words(locale: Locale, kind: &str, value: &str) -> String {
+    locale.lookup(&format!("admin-{kind}-{value}"), &[]).unwrap_or_else(|| value.to_string())
+}
+
+/// A stored UTC time in `zone`, to the second, the zone named.
+pub fn when(zone: TimeZone, t: chrono::NaiveDateTime) -> String {
+    let local = t.and_utc().with_timezone(&zone.0);
+    format!("{} ({})", local.format("%Y-%m-%d %H:%M:%S"), zone)
 }
 
 /// Back to `location` after an action, with a known message shown there.

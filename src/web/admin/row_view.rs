@@ -50,9 +50,9 @@ pub trait PairView {
 impl PairView for RelatedPair {
     fn seen_from(&self, submission_id: &str) -> (&'static str, &str) {
         if *self.duplicate_id == *submission_id {
-            ("duplicate of", &self.original_id)
+            ("duplicate-of", &self.original_id)
         } else {
-            ("original of", &self.duplicate_id)
+            ("original-of", &self.duplicate_id)
         }
     }
 

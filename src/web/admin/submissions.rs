@@ -1,6 +1,7 @@
 //! Submissions: the filtered list (filters carry no personal data), its CSV export, a content
 //! search that never puts the term in a URL, and one submission's page.
 
+use crate::base::i18n::Arg;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse, ResponseError};
 use askama::Template;
@@ -127,9 +128,30 @@ struct ListPage {
 }
 
 impl ListPage {
+    /// "51 submission(s), page 1 of 2." in the user's language.
+    fn total_line(&self) -> String {
+        let n = |v: i64| Arg::Num(v);
+        match self.pages > 1 {
+            true => self.chrome.locale.format(
+                "admin-total-paged",
+                &[("n", n(self.total)), ("page", n(self.page)), ("pages", n(self.pages))],
+            ),
+            false => self.chrome.locale.format("admin-total", &[("n", n(self.total))]),
+        }
+    }
+
+    /// "Page 1 of 2".
+    fn page_of(&self) -> String {
+        self.chrome
+            .locale
+            .format("admin-page-of", &[("page", Arg::Num(self.page)), ("pages", Arg::Num(self.pages))])
+    }
+
     fn new(state: &AppState, user: &SessionUser, f: &FilterParams, flash: Option<&str>) -> ListPage {
-        let any = || std::iter::once((String::new(), "any".to_string()));
-        let yn = || any().chain([("yes", "yes"), ("no", "no")].map(|(v, l)| (v.to_string(), l.to_string())));
+        let t = |key: &str| user.locale.text(key);
+        let any = || std::iter::once((String::new(), t("admin-any")));
+        let yn =
+            || any().chain([("yes", "admin-yes"), ("no", "admin-no")].map(|(v, k)| (v.to_string(), t(k))));
         let qs = f.query_string();
         ListPage {
             chrome: Chrome::new(user, "submissions", flash),
@@ -138,7 +160,10 @@ impl ListPage {
                 f.get("form").as_deref(),
             ),
             states: options(
-                any().chain(EffectState::ALL.map(|s| (s.as_str().into(), s.as_str().into()))),
+                any().chain(
+                    EffectState::ALL
+                        .map(|s| (s.as_str().into(), super::words(user.locale, "effect", s.as_str()))),
+                ),
                 f.get("state").as_deref(),
             ),
             spam: options(yn(), f.get("spam").as_deref()),

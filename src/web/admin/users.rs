@@ -13,10 +13,11 @@ use super::cookies::CookiePolicy;
 use super::flash::Flash;
 use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, Chrome, FlashQuery};
+use crate::base::i18n::Locale;
 use crate::base::secret::constant_time_eq;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::admin::sessions::{SessionStore, UserRow};
-use crate::db::DbError;
+use crate::db::{DbError, Store};
 use crate::web::http::TrustedProxies;
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -27,7 +28,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/users/{id}/password", web::post().to(set_password))
         .route("/admin/users/{id}/disable", web::post().to(disable))
         .route("/admin/password", web::get().to(own_form))
-        .route("/admin/password", web::post().to(own_change));
+        .route("/admin/password", web::post().to(own_change))
+        .route("/admin/language", web::post().to(language));
 }
 
 #[derive(Template)]
@@ -127,21 +129,64 @@ fn after_change(
 #[template(path = "admin/password.html")]
 struct OwnPasswordPage<'a> {
     chrome: Chrome,
+    /// The language this user chose (`None`: `[admin] locale`).
+    chosen: Option<Locale>,
     required: bool,
     error: Option<&'a str>,
 }
 
-fn own_page(user: &SessionUser, status: StatusCode, error: Option<&str>) -> HttpResponse {
+fn own_page(
+    user: &SessionUser,
+    status: StatusCode,
+    error: Option<&str>,
+    flash: Option<&str>,
+) -> HttpResponse {
     let page = OwnPasswordPage {
-        chrome: Chrome::new(user, "password", None),
+        chrome: Chrome::new(user, "password", flash),
+        chosen: user.chosen_locale,
         required: user.must_change_password,
         error,
     };
     html(status, &page)
 }
 
-async fn own_form(user: SessionUser) -> HttpResponse {
-    own_page(&user, StatusCode::OK, None)
+async fn own_form(user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
+    own_page(&user, StatusCode::OK, None, q.flash.as_deref())
+}
+
+#[derive(Deserialize)]
+struct LanguageForm {
+    #[serde(default)]
+    csrf: String,
+    /// A shipped locale's tag, or empty for `[admin] locale`.
+    #[serde(default)]
+    locale: String,
+}
+
+/// The signed-in user (any role) chooses the admin pages' language for themselves.
+async fn language(
+    state: web::Data<AppState>,
+    user: SessionUser,
+    form: web::Form<LanguageForm>,
+) -> Result<HttpResponse, AuthError> {
+    if !constant_time_eq(form.csrf.as_bytes(), user.csrf.as_bytes()) {
+        return Err(AuthError::Csrf);
+    }
+    let chosen = match form.locale.trim() {
+        "" => None,
+        tag => match Locale::parse(tag) {
+            Some(l) => Some(l.tag()),
+            None => return Ok(super::refused("Choose one of the languages listed.")),
+        },
+    };
+    let pool = state.pool.clone();
+    let id = user.id.clone();
+    let set =
+        move || with_conn!(&pool, |c| c.write_tx(|c| c.set_user_locale(&id, chosen).map_err(DbError::from)));
+    Ok(match blocking(set).await {
+        Ok(_) => done("/admin/password", Flash::new("language_saved")),
+        Err(e) => db_failure(e),
+    })
 }
 
 #[derive(Deserialize)]
@@ -171,25 +216,36 @@ async fn own_change(
         return Err(AuthError::Csrf);
     }
     if form.password != form.repeat {
-        return Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some("The two new passwords differ.")));
+        return Ok(own_page(
+            &user,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("The two new passwords differ."),
+            None,
+        ));
     }
     if form.password == form.current {
         return Ok(own_page(
             &user,
             StatusCode::UNPROCESSABLE_ENTITY,
             Some("Choose a password you have not used."),
+            None,
         ));
     }
     let attempt = match throttle.begin(proxies.client_of(&req), &user.email) {
         Ok(a) => a,
         Err(s) => {
             let msg = format!("Too many wrong passwords; try again in {s} s.");
-            return Ok(own_page(&user, StatusCode::TOO_MANY_REQUESTS, Some(&msg)));
+            return Ok(own_page(&user, StatusCode::TOO_MANY_REQUESTS, Some(&msg), None));
         }
     };
     let Some(slot) = throttle.slot().await else {
         throttle.release(attempt);
-        return Ok(own_page(&user, StatusCode::TOO_MANY_REQUESTS, Some("The server is busy; try again.")));
+        return Ok(own_page(
+            &user,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some("The server is busy; try again."),
+            None,
+        ));
     };
     let (app, verifier, who) = (state.clone(), throttle.clone(), user.clone());
     let result = web::block(move || {
@@ -217,7 +273,9 @@ async fn own_change(
             Ok(resp)
         }
         Err(OwnPasswordError::Db(e)) => Ok(db_failure(e)),
-        Err(refusal) => Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(&refusal.to_string()))),
+        Err(refusal) => {
+            Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(&refusal.to_string()), None))
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod effects;
 pub mod forms;
+pub mod i18n;
 pub mod login_throttle;
 pub mod oidc;
 pub mod pages;

@@ -319,14 +319,14 @@ async fn the_detail_page_shows_fields_deliveries_effects_and_attempts(backend: B
     assert!(html.contains("<dt>Message</dt><dd><pre>Show me everything</pre></dd>"));
     assert!(html.contains(&format!("<code>{key}</code>")), "the operation ID");
     let deliveries = html.split(r#"id="deliveries""#).nth(1).unwrap().split("</table>").next().unwrap();
-    for outcome in ["<td>created</td>", "<td>replayed</td>", "<td>conflict</td>"] {
+    for outcome in ["<td>accepted</td>", "<td>repeat (answered as before)</td>", "<td>conflict</td>"] {
         assert!(deliveries.contains(outcome), "{outcome}: {deliveries}");
     }
     let crm: String = app.effect_id("crm_lead").await;
     let section =
         html.split(&format!(r#"id="effect-{crm}""#)).nth(1).unwrap().split("</section>").next().unwrap();
     assert!(
-        section.contains("crm_lead") && section.contains(r#"<span class="state">SENT</span>"#),
+        section.contains("crm_lead") && section.contains(r#"<span class="state">Sent</span>"#),
         "{section}"
     );
     assert!(section.contains(r#"<tr class="attempt">"#), "the attempt timeline");
@@ -360,7 +360,10 @@ async fn the_detail_page_shows_fields_deliveries_effects_and_attempts(backend: B
     let html = page(app, &viewer, &format!("/admin/submissions/{id}")).await;
     let pairs = html.split(r#"id="pairs""#).nth(1).unwrap().split("</table>").next().unwrap();
     assert!(pairs.contains(&format!(r#"original of <a href="/admin/submissions/{later}">"#)), "{pairs}");
-    assert!(pairs.contains("<td>90%</td><td>same email address; same topic</td><td>open</td>"), "{pairs}");
+    assert!(
+        pairs.contains("<td>90%</td><td>same email address; same topic</td><td>To review</td>"),
+        "{pairs}"
+    );
     assert!(pairs.contains(r#"href="/admin/duplicates#pair-pair-1""#));
     let other = page(app, &viewer, &format!("/admin/submissions/{later}")).await;
     assert!(other.contains(&format!(r#"duplicate of <a href="/admin/submissions/{id}">"#)));

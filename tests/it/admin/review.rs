@@ -29,11 +29,11 @@ const IMG: &str = r#""><img src=x onerror=alert(1)>"#;
 const SCRIPT_ESCAPED: &str = "&#60;script&#62;alert(1)&#60;/script&#62;";
 const IMG_ESCAPED: &str = "&#34;&#62;&#60;img src=x onerror=alert(1)&#62;";
 
-fn person(name: &str, email: &str, message: &str) -> Value {
+pub(crate) fn person(name: &str, email: &str, message: &str) -> Value {
     json!({"name": name, "email": email, "topic": "Support", "message": message})
 }
 
-async fn submission_id(app: &TestApp, key: &str) -> String {
+pub(crate) async fn submission_id(app: &TestApp, key: &str) -> String {
     let key = key.to_string();
     app.query(move |pool| {
         with_conn!(pool, |c| Ok(c
@@ -76,7 +76,7 @@ async fn conflict_status(app: &TestApp, id: &str) -> String {
 }
 
 /// Stores (or reopens) the pair (original, duplicate) as the detector would; returns its id.
-async fn make_pair(app: &TestApp, original_key: &str, duplicate_key: &str, score: f64) -> String {
+pub(crate) async fn make_pair(app: &TestApp, original_key: &str, duplicate_key: &str, score: f64) -> String {
     let (original, duplicate) =
         (submission_id(app, original_key).await, submission_id(app, duplicate_key).await);
     app.query(move |pool| {

@@ -1,0 +1,271 @@
+//! The admin pages in the admin's language: `[admin] locale`, each user's own choice (a
+//! CSRF-checked POST, stored on the user), words for stored states instead of identifiers,
+//! and dates in `[admin] time_zone`. In Chromium: the duplicates page in zh-TW and in ja
+//! (screenshots in target/test-artifacts/admin-i18n-*.png).
+
+use diesel::prelude::*;
+use onceform::base::i18n::{Locale, TimeZone};
+use onceform::db::schema::{duplicate_pairs, users};
+use onceform::db::DbError;
+use onceform::web::admin::accounts::Role;
+use onceform::with_conn;
+
+use super::review::{make_pair, person};
+use crate::on_both_backends;
+use crate::support::admin::AdminSession;
+use crate::support::browser::Browser;
+use crate::support::{new_key, spawn_app_with, Backend, TestApp};
+
+on_both_backends!(
+    in_zh_tw_the_duplicates_page_has_chinese_words_and_no_identifiers,
+    a_user_who_picks_ja_sees_japanese_while_another_sees_the_default,
+    the_language_post_needs_a_session_and_its_csrf_token,
+);
+
+/// The text a reader sees: the page without its tags (attributes, hrefs and IDs left out).
+fn visible(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for ch in html.chars() {
+        match ch {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+async fn page(app: &TestApp, session: &AdminSession, path: &str) -> String {
+    let resp = app.admin_get(Some(session), path).await;
+    assert_eq!(resp.status(), 200, "{path}");
+    resp.text().await.unwrap()
+}
+
+async fn set_pair_status(app: &TestApp, id: &str, status: &'static str) {
+    let id = id.to_string();
+    app.query(move |pool| {
+        with_conn!(pool, |c| c
+            .execute_native(
+                diesel::update(duplicate_pairs::table.find(&id)).set(duplicate_pairs::status.eq(status))
+            )
+            .map_err(DbError::from))
+    })
+    .await;
+}
+
+/// Three pairs: one open, one of the same sender's new request, one decided not a duplicate.
+async fn three_pairs(app: &TestApp) -> [String; 3] {
+    let keys: Vec<String> = (0..4).map(|_| new_key()).collect();
+    for (i, k) in keys.iter().enumerate() {
+        app.submit(k, &person("陳小明", &format!("chen{i}@example.com"), "請提供 40 台印表機的報價")).await;
+    }
+    let open = make_pair(app, &keys[0], &keys[1], 0.91).await;
+    let same = make_pair(app, &keys[0], &keys[2], 0.55).await;
+    let decided = make_pair(app, &keys[0], &keys[3], 0.80).await;
+    set_pair_status(app, &same, "same_sender").await;
+    [open, same, decided]
+}
+
+/// How many users chose a language.
+async fn users_with_a_locale(app: &TestApp) -> i64 {
+    app.query(move |pool| {
+        with_conn!(pool, |c| users::table
+            .filter(users::locale.is_not_null())
+            .count()
+            .get_result::<i64>(c)
+            .map_err(DbError::from))
+    })
+    .await
+}
+
+async fn in_zh_tw_the_duplicates_page_has_chinese_words_and_no_identifiers(backend: Backend) {
+    let app = spawn_app_with(backend, |c| {
+        c.admin.locale = Locale::ZhTw;
+        c.admin.time_zone = "Asia/Taipei".parse::<TimeZone>().unwrap();
+    })
+    .await;
+    let [open, same, decided] = three_pairs(&app).await;
+    let admin = app.sign_in(Role::Admin).await;
+    let resp = app
+        .admin_post(
+            Some(&admin),
+            &format!("/admin/duplicates/{decided}/not-duplicate"),
+            Some(&admin.csrf),
+            &[],
+        )
+        .await;
+    assert_eq!(resp.status(), 303);
+    let after = resp.headers()["location"].to_str().unwrap().to_string();
+    let flash = page(&app, &admin, &after).await;
+    assert!(
+        visible(&flash).contains("不是") && visible(&flash).contains("的重複"),
+        "the flash in Chinese: {flash}"
+    );
+
+    let list = page(&app, &admin, "/admin/duplicates").await;
+    assert!(list.contains(r#"<html lang="zh-TW">"#), "{list}");
+    assert!(list.contains(&format!("pair-{open}")));
+    let text = visible(&list);
+    for word in [
+        "疑似重複",
+        "待審核",
+        "同一寄件人的新需求",
+        "非重複",
+        "已確認重複",
+        "總覽",
+        "登出",
+        "不是重複",
+        "欄位",
+    ] {
+        assert!(text.contains(word), "{word} missing: {text}");
+    }
+    assert!(text.contains("(Asia/Taipei)"), "dates in the admin's zone, named: {text}");
+    assert!(text.contains("陳小明"), "what the visitor typed stays as it is");
+    assert!(
+        text.contains("電子郵件不同：chen0@example.com → chen1@example.com"),
+        "evidence in words: {text}"
+    );
+    assert!(text.contains("兩筆的姓名皆為 陳小明"), "{text}");
+    for path in [
+        "/admin/duplicates",
+        "/admin/duplicates?status=same_sender",
+        "/admin/duplicates?status=not_duplicate",
+    ] {
+        let html = page(&app, &admin, path).await;
+        let text = visible(&html);
+        for id in ["same_sender", "not_duplicate", "PENDING", "Suspected duplicates", "Dashboard"] {
+            assert!(!text.contains(id), "{path} shows {id}: {text}");
+        }
+    }
+    let same_page = page(&app, &admin, "/admin/duplicates?status=same_sender").await;
+    assert!(same_page.contains(&format!("pair-{same}")));
+    let decided_page = visible(&page(&app, &admin, "/admin/duplicates?status=not_duplicate").await);
+    assert!(decided_page.contains("判定於") && decided_page.contains("復原"), "{decided_page}");
+
+    let effects = visible(&page(&app, &admin, "/admin/effects?state=PENDING").await);
+    assert!(effects.contains("等待中") && effects.contains("後續動作"), "{effects}");
+    assert!(!effects.contains("PENDING") && !effects.contains("FAILED_FINAL"), "{effects}");
+    let list = page(&app, &admin, "/admin/submissions").await;
+    let text = visible(&list);
+    assert!(text.contains("匯出 CSV") && text.contains("收到時間"), "{text}");
+    for id in ["PENDING", "SENDING", "FAILED_FINAL", "Submissions"] {
+        assert!(!text.contains(id), "the list shows {id}: {text}");
+    }
+    let detail = list.split(r#"<a href="/admin/submissions/"#).nth(1).unwrap().split('"').next().unwrap();
+    let text = visible(&page(&app, &admin, &format!("/admin/submissions/{detail}")).await);
+    assert!(text.contains("操作 ID") && text.contains("送達紀錄") && text.contains("已接收"), "{text}");
+    assert!(!text.contains("PENDING") && !text.contains("not_duplicate"), "{text}");
+    let users = visible(&page(&app, &admin, "/admin/users").await);
+    assert!(users.contains("管理員") && users.contains("啟用中"), "{users}");
+    let audit = visible(&page(&app, &admin, "/admin/audit").await);
+    assert!(audit.contains("稽核紀錄") && audit.contains("(Asia/Taipei)"), "{audit}");
+    let versions = visible(&page(&app, &admin, "/admin/forms/contact/versions").await);
+    assert!(versions.contains("表單 contact 的版本") && versions.contains("生效中"), "{versions}");
+    let login = app.client.get(app.url("/admin/login")).send().await.unwrap().text().await.unwrap();
+    assert!(login.contains(r#"<html lang="zh-TW">"#) && visible(&login).contains("電子郵件"), "{login}");
+}
+
+async fn choose(app: &TestApp, session: &AdminSession, locale: &str) -> reqwest::Response {
+    app.admin_post(Some(session), "/admin/language", Some(&session.csrf), &[("locale", locale)]).await
+}
+
+async fn a_user_who_picks_ja_sees_japanese_while_another_sees_the_default(backend: Backend) {
+    let app = spawn_app_with(backend, |_| {}).await;
+    three_pairs(&app).await;
+    let (ja, other) = (app.sign_in(Role::Viewer).await, app.sign_in(Role::Admin).await);
+    let form = page(&app, &ja, "/admin/password").await;
+    assert!(form.contains(r#"action="/admin/language""#) && form.contains(r#"<option value="ja" lang="ja""#));
+
+    let resp = choose(&app, &ja, "ja").await;
+    assert_eq!(resp.status(), 303, "any signed-in user chooses their own language");
+    let saved = page(&app, &ja, resp.headers()["location"].to_str().unwrap()).await;
+    assert!(visible(&saved).contains("言語を保存しました。"), "{saved}");
+    assert!(saved.contains(r#"<option value="ja" lang="ja" selected>"#), "{saved}");
+
+    let mine = page(&app, &ja, "/admin/duplicates").await;
+    assert!(mine.contains(r#"<html lang="ja">"#));
+    let text = visible(&mine);
+    for word in ["重複の疑い", "確認待ち", "同じ送信者の新しい依頼", "ダッシュボード"]
+    {
+        assert!(text.contains(word), "{word} missing: {text}");
+    }
+    assert!(!text.contains("same_sender") && !text.contains("Suspected duplicates"), "{text}");
+
+    let theirs = page(&app, &other, "/admin/duplicates").await;
+    assert!(theirs.contains(r#"<html lang="en">"#));
+    let text = visible(&theirs);
+    assert!(text.contains("Suspected duplicates") && text.contains("To review"), "{text}");
+    assert!(!text.contains("重複の疑い"), "{text}");
+
+    assert_eq!(choose(&app, &ja, "fr").await.status(), 409, "only a shipped locale");
+    assert_eq!(choose(&app, &ja, "").await.status(), 303);
+    let back = page(&app, &ja, "/admin/duplicates").await;
+    assert!(back.contains(r#"<html lang="en">"#), "empty: the site's default again");
+}
+
+async fn the_language_post_needs_a_session_and_its_csrf_token(backend: Backend) {
+    let app = spawn_app_with(backend, |c| c.admin.locale = Locale::ZhCn).await;
+    let session = app.sign_in(Role::Viewer).await;
+    let form = [("locale", "ja")];
+    let no_token = app.admin_post(Some(&session), "/admin/language", None, &form).await;
+    assert_eq!(no_token.status(), 403);
+    let wrong = app.admin_post(Some(&session), "/admin/language", Some("forged"), &form).await;
+    assert_eq!(wrong.status(), 403);
+    let anonymous = app.admin_post(None, "/admin/language", Some(&session.csrf), &form).await;
+    assert_eq!(anonymous.status(), 303);
+    assert_eq!(anonymous.headers()["location"], "/admin/login");
+    let html = page(&app, &session, "/admin/duplicates").await;
+    assert!(html.contains(r#"<html lang="zh-CN">"#), "unchanged: [admin] locale");
+    assert!(visible(&html).contains("疑似重复"), "Simplified Chinese");
+    assert_eq!(users_with_a_locale(&app).await, 0, "nothing stored");
+}
+
+/// Signs in through the login form in the browser, with `locale` chosen for that user.
+async fn duplicates_in_a_browser(locale: &str, words: &[&str]) {
+    let app = spawn_app_with(Backend::Sqlite, |_| {}).await;
+    three_pairs(&app).await;
+    let email = format!("reviewer-{}@example.com", locale.to_lowercase());
+    app.create_user(&email, Role::Admin).await;
+    let loc = locale.to_string();
+    let who = email.clone();
+    app.query(move |pool| {
+        with_conn!(pool, |c| c
+            .execute_native(
+                diesel::update(users::table.filter(users::email.eq(&who))).set(users::locale.eq(Some(&loc)))
+            )
+            .map_err(DbError::from))
+    })
+    .await;
+    let browser = Browser::start().await;
+    browser.goto(&app.url("/admin/login")).await;
+    browser.type_into("#email", &email).await;
+    browser.type_into("#password", "a long enough password").await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_text("/admin/logout").await;
+    browser.goto(&app.url("/admin/duplicates")).await;
+    let source = browser.source().await;
+    assert!(source.contains(&format!(r#"<html lang="{locale}">"#)), "{source}");
+    let text = visible(&source);
+    for word in words {
+        assert!(text.contains(word), "{word} missing: {text}");
+    }
+    for id in ["same_sender", "not_duplicate", "PENDING"] {
+        assert!(!text.contains(id), "{id} shown: {text}");
+    }
+    browser.screenshot(&format!("admin-i18n-duplicates-{locale}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_duplicates_page_in_zh_tw_in_a_browser() {
+    duplicates_in_a_browser("zh-TW", &["疑似重複", "待審核", "同一寄件人的新需求", "陳小明"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_duplicates_page_in_ja_in_a_browser() {
+    duplicates_in_a_browser("ja", &["重複の疑い", "確認待ち", "同じ送信者の新しい依頼", "陳小明"]).await;
+}
