@@ -41,6 +41,15 @@ fn second_version() -> String {
 }
 
 /// `onceform reload` in the server's working directory (its pid file is there).
+/// Replaces the file whole (a new file renamed over it), as an editor saves: a reload still
+/// pending from an earlier signal never reads it half written (a prefix of the file can be
+/// a valid configuration with fewer forms).
+fn write(config: &Path, text: &str) {
+    let next = config.with_extension("toml.next");
+    std::fs::write(&next, text).unwrap();
+    std::fs::rename(&next, config).unwrap();
+}
+
 fn reload(dir: &Path, config: &Path, db: &TestDb) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_onceform"))
         .args(["--config", config.to_str().unwrap(), "reload"])
@@ -123,7 +132,7 @@ async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(back
     let mut reloads = 0;
     while Instant::now() < until {
         let text = if reloads % 2 == 0 { second_version() } else { CONTACT.to_string() };
-        std::fs::write(&config, text).unwrap();
+        write(&config, &text);
         let out = reload(&dir, &config, &db);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         reloads += 1;
@@ -136,7 +145,7 @@ async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(back
     assert!(reloads >= 8 && answered > 50, "{reloads} reloads, {answered} answers");
 
     // The last good file is in force: the second version, with its new form.
-    std::fs::write(&config, second_version()).unwrap();
+    write(&config, &second_version());
     assert!(reload(&dir, &config, &db).status.success());
     let quote = || client.get(format!("{base}/f/quote")).send();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -146,7 +155,7 @@ async fn forms_reload_under_load_with_no_failed_request_and_no_wrong_answer(back
     }
 
     // A bad file: `onceform reload` refuses it and signals nothing; a bare SIGHUP is counted.
-    std::fs::write(&config, format!("{}\n[forms.contact.nonsense]\nx = 1\n", second_version())).unwrap();
+    write(&config, &format!("{}\n[forms.contact.nonsense]\nx = 1\n", second_version()));
     let out = reload(&dir, &config, &db);
     assert!(!out.status.success(), "a bad file is refused before the server is told");
     assert!(
