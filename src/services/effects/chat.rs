@@ -216,22 +216,18 @@ pub fn clip_bytes(s: &str, max: usize) -> String {
 /// The message as plain text of at most `max` bytes (the fields are cut first): what the
 /// robots that take text alone (WeCom, DingTalk, Feishu) post.
 pub fn plain_text(m: &Message, max: usize) -> String {
-    let head = m.head();
-    let foot = match &m.link {
-        Some((label, url)) => format!("\n{}", m.field_line(label, url)),
-        None => String::new(),
-    };
-    let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
-    if fields.is_empty() {
-        return clip_bytes(&format!("{head}{foot}"), max);
-    }
-    let room = max.saturating_sub(head.len() + foot.len() + 1);
-    clip_bytes(&format!("{head}\n{}{foot}", clip_bytes(&fields.join("\n"), room)), max)
+    plain_text_in(m, max, str::len, clip_bytes)
 }
 
 /// The message as plain text of at most `max` UTF-16 code units (the fields are cut
 /// first): what Telegram and LINE post, both counting text in UTF-16 code units.
 pub fn plain_text_utf16(m: &Message, max: usize) -> String {
+    plain_text_in(m, max, |s| s.encode_utf16().count(), clip_utf16)
+}
+
+/// The message as plain text of at most `max` units as `len` counts them, `clip` cutting
+/// a text to that many (the fields are cut first, so the head and the link remain).
+fn plain_text_in(m: &Message, max: usize, len: fn(&str) -> usize, clip: fn(&str, usize) -> String) -> String {
     let head = m.head();
     let foot = match &m.link {
         Some((label, url)) => format!("\n{}", m.field_line(label, url)),
@@ -239,10 +235,10 @@ pub fn plain_text_utf16(m: &Message, max: usize) -> String {
     };
     let fields: Vec<String> = m.fields.iter().map(|(l, v)| m.field_line(l, v)).collect();
     if fields.is_empty() {
-        return clip_utf16(&format!("{head}{foot}"), max);
+        return clip(&format!("{head}{foot}"), max);
     }
-    let room = max.saturating_sub(head.encode_utf16().count() + foot.encode_utf16().count() + 1);
-    clip_utf16(&format!("{head}\n{}{foot}", clip_utf16(&fields.join("\n"), room)), max)
+    let room = max.saturating_sub(len(&head) + len(&foot) + 1);
+    clip(&format!("{head}\n{}{foot}", clip(&fields.join("\n"), room)), max)
 }
 
 /// How a robot that answers 200 with a code in its body (WeCom, DingTalk, Feishu) says what
