@@ -20,39 +20,25 @@ use std::sync::Arc;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
 
-use super::chat::{
-    admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
-};
+use super::chat::{admin_base, no_wait, plain_text, refused, Message, RobotCodes};
+use super::chat_hook::{Hook, Target};
 use super::http::{client, read_head, Client, Reach};
-use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 
 const DINGTALK: EffectKind = EffectKind::named("dingtalk");
 
+const HOOK: Hook = Hook { kind: DINGTALK, signed: true };
+
 /// A text message's content at most, in UTF-8 bytes (kept well under DingTalk's body limit).
 const TEXT_MAX: usize = 4000;
 
 /// DingTalk's errcode for a robot sending too fast (over 20 messages a minute).
 const CODES: RobotCodes = RobotCodes { code: "errcode", message: "errmsg", rate_limited: 130101 };
-
-/// `[forms.F.dingtalk]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DingtalkSettings {
-    /// The environment variable holding the robot's webhook URL.
-    url_env: String,
-    /// The environment variable holding the robot's signing secret (`SEC…`).
-    secret_env: String,
-    /// The fields whose values the message shows (none by default).
-    #[serde(default)]
-    fields: Vec<String>,
-}
 
 pub struct DingtalkKind;
 
@@ -62,47 +48,16 @@ impl Kind for DingtalkKind {
     }
 
     fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
-        Some(settings_of::<DingtalkSettings>(table))
+        HOOK.settings(table)
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
-        let listed = form.effects.contains(&DINGTALK);
-        match form.settings.get::<DingtalkSettings>(DINGTALK) {
-            None if listed => {
-                vec![format!("{at}.dingtalk: the dingtalk effect needs url_env and secret_env")]
-            }
-            Some(_) if !listed => vec![format!("{at}.dingtalk: set, but `dingtalk` is not in {at}.effects")],
-            Some(s) => {
-                let mut out = Vec::new();
-                if s.url_env.is_empty() {
-                    out.push(format!("{at}.dingtalk.url_env: names no variable"));
-                }
-                if s.secret_env.is_empty() {
-                    out.push(format!("{at}.dingtalk.secret_env: names no variable"));
-                }
-                out.extend(field_problems(&format!("{at}.dingtalk"), form, &s.fields));
-                out
-            }
-            None => Vec::new(),
-        }
+        HOOK.check(at, form)
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-        let mut targets = BTreeMap::new();
+        let targets = HOOK.targets(deps.config)?;
         let admin = admin_base(deps.config);
-        for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<DingtalkSettings>(DINGTALK).filter(|_| form.lists(DINGTALK))
-            else {
-                continue;
-            };
-            let at = format!("forms.{name}.dingtalk.url_env");
-            let url = secret_var(&at, &s.url_env)?;
-            let secret = secret_var(&format!("forms.{name}.dingtalk.secret_env"), &s.secret_env)?;
-            super::http::url_policy::check(&at, &url, false).map_err(|_| {
-                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
-            })?;
-            targets.insert(name.clone(), Target { url, secret, fields: s.fields.clone() });
-        }
         Ok(Arc::new(DingtalkRobot {
             client: client(deps.timeout, Reach::Public)?,
             targets,
@@ -110,14 +65,6 @@ impl Kind for DingtalkKind {
             config: deps.config.clone(),
         }))
     }
-}
-
-/// Where one form's messages go and what they show.
-struct Target {
-    url: String,
-    /// The signing secret.
-    secret: String,
-    fields: Vec<String>,
 }
 
 /// No `Debug`: the URLs hold the robots' tokens, and the secrets are secrets.

@@ -21,20 +21,19 @@ use std::sync::Arc;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
 
-use super::chat::{
-    admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
-};
+use super::chat::{admin_base, no_wait, plain_text, refused, Message, RobotCodes};
+use super::chat_hook::{Hook, Target};
 use super::http::{client, read_head, Client, Reach};
-use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 
 const FEISHU: EffectKind = EffectKind::named("feishu");
+
+const HOOK: Hook = Hook { kind: FEISHU, signed: true };
 
 /// A text's content at most, in UTF-8 bytes: well under Feishu's 20 KB request body, escapes
 /// included.
@@ -42,19 +41,6 @@ const TEXT_MAX: usize = 8000;
 
 /// Feishu's code for a bot over its rate (100 messages a minute, 5 a second).
 const CODES: RobotCodes = RobotCodes { code: "code", message: "msg", rate_limited: 11232 };
-
-/// `[forms.F.feishu]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FeishuSettings {
-    /// The environment variable holding the bot's webhook URL.
-    url_env: String,
-    /// The environment variable holding the bot's signing secret.
-    secret_env: String,
-    /// The fields whose values the message shows (none by default).
-    #[serde(default)]
-    fields: Vec<String>,
-}
 
 pub struct FeishuKind;
 
@@ -64,46 +50,16 @@ impl Kind for FeishuKind {
     }
 
     fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
-        Some(settings_of::<FeishuSettings>(table))
+        HOOK.settings(table)
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
-        let listed = form.effects.contains(&FEISHU);
-        match form.settings.get::<FeishuSettings>(FEISHU) {
-            None if listed => {
-                vec![format!("{at}.feishu: the feishu effect needs url_env and secret_env")]
-            }
-            Some(_) if !listed => vec![format!("{at}.feishu: set, but `feishu` is not in {at}.effects")],
-            Some(s) => {
-                let mut out = Vec::new();
-                if s.url_env.is_empty() {
-                    out.push(format!("{at}.feishu.url_env: names no variable"));
-                }
-                if s.secret_env.is_empty() {
-                    out.push(format!("{at}.feishu.secret_env: names no variable"));
-                }
-                out.extend(field_problems(&format!("{at}.feishu"), form, &s.fields));
-                out
-            }
-            None => Vec::new(),
-        }
+        HOOK.check(at, form)
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-        let mut targets = BTreeMap::new();
+        let targets = HOOK.targets(deps.config)?;
         let admin = admin_base(deps.config);
-        for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<FeishuSettings>(FEISHU).filter(|_| form.lists(FEISHU)) else {
-                continue;
-            };
-            let at = format!("forms.{name}.feishu.url_env");
-            let url = secret_var(&at, &s.url_env)?;
-            let secret = secret_var(&format!("forms.{name}.feishu.secret_env"), &s.secret_env)?;
-            super::http::url_policy::check(&at, &url, false).map_err(|_| {
-                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
-            })?;
-            targets.insert(name.clone(), Target { url, secret, fields: s.fields.clone() });
-        }
         Ok(Arc::new(FeishuBot {
             client: client(deps.timeout, Reach::Public)?,
             targets,
@@ -111,14 +67,6 @@ impl Kind for FeishuKind {
             config: deps.config.clone(),
         }))
     }
-}
-
-/// Where one form's messages go and what they show.
-struct Target {
-    url: String,
-    /// The signing secret.
-    secret: String,
-    fields: Vec<String>,
 }
 
 /// No `Debug`: the URLs hold the bots' tokens, and the secrets are secrets.

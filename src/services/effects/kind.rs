@@ -75,8 +75,12 @@ pub trait Kind: Sync {
 pub fn settings_of<T: DeserializeOwned + Send + Sync + 'static>(
     table: toml::Value,
 ) -> Result<Settings, String> {
-    let parsed: T = table.try_into().map_err(|e| e.to_string().trim().replace('\n', " "))?;
-    Ok(Arc::new(parsed))
+    Ok(Arc::new(parse_table::<T>(table)?))
+}
+
+/// A kind's table as `T`; the error on one line.
+pub fn parse_table<T: DeserializeOwned>(table: toml::Value) -> Result<T, String> {
+    table.try_into().map_err(|e| e.to_string().trim().replace('\n', " "))
 }
 
 /// The registered kind named `name`.

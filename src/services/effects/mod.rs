@@ -8,6 +8,7 @@
 //! kind of its own with one line (`crm_form.rs`).
 
 mod chat;
+mod chat_hook;
 mod confirmation_email;
 pub mod crm;
 mod crm_form;

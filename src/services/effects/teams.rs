@@ -16,31 +16,21 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::chat::{admin_base, field_problems, refused, secret_var, Message, Refusal};
+use super::chat::{admin_base, refused, Message, Refusal};
+use super::chat_hook::{Hook, Target};
 use super::http::{client, read_head, Client, Reach};
-use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 
 const TEAMS: EffectKind = EffectKind::named("teams");
 
+const HOOK: Hook = Hook { kind: TEAMS, signed: false };
+
 /// What an old Office 365 connector writes in a 2xx body when it throttled the request.
 const THROTTLED_IN_BODY: &str = "HTTP error 429";
-
-/// `[forms.F.teams]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TeamsSettings {
-    /// The environment variable holding the webhook URL.
-    url_env: String,
-    /// The fields whose values the card shows (none by default).
-    #[serde(default)]
-    fields: Vec<String>,
-}
 
 pub struct TeamsKind;
 
@@ -50,34 +40,16 @@ impl Kind for TeamsKind {
     }
 
     fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
-        Some(settings_of::<TeamsSettings>(table))
+        HOOK.settings(table)
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
-        let listed = form.effects.contains(&TEAMS);
-        match form.settings.get::<TeamsSettings>(TEAMS) {
-            None if listed => vec![format!("{at}.teams: the teams effect needs url_env")],
-            Some(_) if !listed => vec![format!("{at}.teams: set, but `teams` is not in {at}.effects")],
-            Some(s) if s.url_env.is_empty() => vec![format!("{at}.teams.url_env: names no variable")],
-            Some(s) => field_problems(&format!("{at}.teams"), form, &s.fields),
-            None => Vec::new(),
-        }
+        HOOK.check(at, form)
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-        let mut targets = BTreeMap::new();
+        let targets = HOOK.targets(deps.config)?;
         let admin = admin_base(deps.config);
-        for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<TeamsSettings>(TEAMS).filter(|_| form.lists(TEAMS)) else {
-                continue;
-            };
-            let at = format!("forms.{name}.teams.url_env");
-            let url = secret_var(&at, &s.url_env)?;
-            super::http::url_policy::check(&at, &url, false).map_err(|_| {
-                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
-            })?;
-            targets.insert(name.clone(), Target { url, fields: s.fields.clone() });
-        }
         Ok(Arc::new(Teams {
             client: client(deps.timeout, Reach::Public)?,
             targets,
@@ -85,12 +57,6 @@ impl Kind for TeamsKind {
             config: deps.config.clone(),
         }))
     }
-}
-
-/// Where one form's cards go and what they show.
-struct Target {
-    url: String,
-    fields: Vec<String>,
 }
 
 /// No `Debug`: the URLs are secrets.

@@ -14,36 +14,24 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::json;
 
-use super::chat::{
-    admin_base, field_problems, no_wait, plain_text, refused, secret_var, Message, RobotCodes,
-};
+use super::chat::{admin_base, no_wait, plain_text, refused, Message, RobotCodes};
+use super::chat_hook::{Hook, Target};
 use super::http::{client, read_head, Client, Reach};
-use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
 
 const WECOM: EffectKind = EffectKind::named("wecom");
 
+const HOOK: Hook = Hook { kind: WECOM, signed: false };
+
 /// A text message's content at most, in UTF-8 bytes.
 const TEXT_MAX: usize = 2048;
 
 /// WeCom's errcode for a robot over its rate (20 messages a minute).
 const CODES: RobotCodes = RobotCodes { code: "errcode", message: "errmsg", rate_limited: 45009 };
-
-/// `[forms.F.wecom]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WecomSettings {
-    /// The environment variable holding the robot's webhook URL.
-    url_env: String,
-    /// The fields whose values the message shows (none by default).
-    #[serde(default)]
-    fields: Vec<String>,
-}
 
 pub struct WecomKind;
 
@@ -53,34 +41,16 @@ impl Kind for WecomKind {
     }
 
     fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
-        Some(settings_of::<WecomSettings>(table))
+        HOOK.settings(table)
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
-        let listed = form.effects.contains(&WECOM);
-        match form.settings.get::<WecomSettings>(WECOM) {
-            None if listed => vec![format!("{at}.wecom: the wecom effect needs url_env")],
-            Some(_) if !listed => vec![format!("{at}.wecom: set, but `wecom` is not in {at}.effects")],
-            Some(s) if s.url_env.is_empty() => vec![format!("{at}.wecom.url_env: names no variable")],
-            Some(s) => field_problems(&format!("{at}.wecom"), form, &s.fields),
-            None => Vec::new(),
-        }
+        HOOK.check(at, form)
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-        let mut targets = BTreeMap::new();
+        let targets = HOOK.targets(deps.config)?;
         let admin = admin_base(deps.config);
-        for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<WecomSettings>(WECOM).filter(|_| form.lists(WECOM)) else {
-                continue;
-            };
-            let at = format!("forms.{name}.wecom.url_env");
-            let url = secret_var(&at, &s.url_env)?;
-            super::http::url_policy::check(&at, &url, false).map_err(|_| {
-                anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
-            })?;
-            targets.insert(name.clone(), Target { url, fields: s.fields.clone() });
-        }
         Ok(Arc::new(WecomRobot {
             client: client(deps.timeout, Reach::Public)?,
             targets,
@@ -88,12 +58,6 @@ impl Kind for WecomKind {
             config: deps.config.clone(),
         }))
     }
-}
-
-/// Where one form's messages go and what they show.
-struct Target {
-    url: String,
-    fields: Vec<String>,
 }
 
 /// No `Debug`: the URLs hold the robots' keys.
