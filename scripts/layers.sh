@@ -17,7 +17,7 @@ LAYERS=(
   "domain"
   "config"
   "db"
-  "audit request_log spam duplicates scan files oidc form_versions"
+  "accounts audit request_log spam duplicates scan files oidc form_versions"
   "changes"
   "accept status effects worker lifecycle alert_rules check_config reload healthcheck read_api"
   "state render"

@@ -7,7 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::base::clock::now;
 use crate::db::hooks::HookStore;
 use crate::db::{DbError, Queue, Store};
-use crate::web::admin::accounts::LoginThrottle;
+use crate::services::accounts::LoginThrottle;
 use crate::web::hooks::Hooks;
 use crate::web::http::problem::{Problem, ProblemKind};
 use crate::web::http::{db_problem, MetricsCache};

@@ -14,8 +14,8 @@ use crate::base::traffic::Traffic;
 use crate::config::{Config, ScanMode};
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
+use crate::services::accounts;
 use crate::services::worker::Worker;
-use crate::web::admin::accounts;
 
 /// What `serve`, `worker` and the data commands do first: load the keyring (the server
 /// secret from `ONCEFORM_SECRET`, else `server.secret_file`), connect and migrate, and key

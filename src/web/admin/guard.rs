@@ -10,7 +10,6 @@ use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
 use serde::de::DeserializeOwned;
 
 use super::account_changes::idle_since;
-use super::accounts::Role;
 use super::cookies::CookiePolicy;
 use crate::base::clock::now;
 use crate::base::i18n::{Locale, TimeZone};
@@ -18,6 +17,7 @@ use crate::base::secret::constant_time_eq;
 use crate::db::admin::sessions::{LiveSession, SessionStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::digest;
+use crate::services::accounts::Role;
 use crate::web::state::AppState;
 use crate::with_conn;
 

@@ -5,7 +5,6 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::accounts::{login, random_token, LoginThrottle};
 use super::cookies::CookiePolicy;
 use super::guard::{AuthError, CsrfForm, SessionUser};
 use super::oidc::{Oidc, OidcPage};
@@ -14,6 +13,7 @@ use crate::base::secret::constant_time_eq;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::admin::oidc::OidcStore;
 use crate::db::DbError;
+use crate::services::accounts::{login, random_token, LoginThrottle};
 use crate::web::http::TrustedProxies;
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -110,7 +110,7 @@ async fn submit(
     let attempt = match throttle.begin(client, &form.email) {
         Ok(attempt) => attempt,
         Err(seconds) => {
-            let email_digest = super::throttle::short_digest(&form.email);
+            let email_digest = crate::services::accounts::throttle::short_digest(&form.email);
             tracing::warn!(client = %who, %email_digest, retry_after = seconds, "admin sign-in delayed");
             let msg = format!("Too many failed sign-ins; try again in {seconds} s.");
             return wait(&state, &form.email, seconds, &msg);

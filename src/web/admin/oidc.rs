@@ -9,7 +9,6 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::accounts::random_token;
 use super::cookies::CookiePolicy;
 use super::oidc_users::{sign_in, OidcSignedIn};
 use super::{blocking, db_failure};
@@ -18,6 +17,7 @@ use crate::base::secret::constant_time_eq;
 use crate::db::admin::oidc::{OidcAttempt, OidcStore};
 use crate::db::{DbError, Store};
 use crate::domain::digest;
+use crate::services::accounts::random_token;
 use crate::services::oidc::{OidcError, OidcSignIn};
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -212,7 +212,7 @@ async fn returned(
         }
     };
     let Some(role) = identity.role else {
-        let subject_digest = super::throttle::short_digest(&identity.subject);
+        let subject_digest = crate::services::accounts::throttle::short_digest(&identity.subject);
         tracing::warn!(%subject_digest, "admin oidc sign-in refused: no role in the role claim");
         return refused(
             StatusCode::FORBIDDEN,
@@ -227,7 +227,7 @@ async fn returned(
     let who = identity.clone();
     match blocking(move || sign_in(&pool, &who, role)).await {
         Ok(OidcSignedIn::Session(token)) => {
-            let subject_digest = super::throttle::short_digest(&identity.subject);
+            let subject_digest = crate::services::accounts::throttle::short_digest(&identity.subject);
             tracing::info!(%subject_digest, role = role.as_str(), "admin oidc sign-in succeeded");
             // A page that goes on to /admin by itself: a redirect would still belong to the
             // provider's cross-site navigation, and the SameSite=Strict session cookie would

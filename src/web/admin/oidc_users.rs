@@ -5,12 +5,12 @@
 
 use uuid::Uuid;
 
-use super::accounts::{new_session, normalise_email, random_token, DUMMY_HASH};
 use crate::base::clock::now;
 use crate::db::admin::accounts::{AccountStore, AuditEntry, NewUser};
 use crate::db::admin::oidc::{NewIdentity, OidcStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::Role;
+use crate::services::accounts::{new_session, normalise_email, random_token, DUMMY_HASH};
 use crate::services::oidc::Identity;
 use crate::with_conn;
 

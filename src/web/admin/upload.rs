@@ -4,8 +4,8 @@
 
 use actix_web::{web, HttpRequest};
 
-use super::accounts::Role;
 use super::guard::{authorize, AuthError, SessionUser};
+use crate::services::accounts::Role;
 use crate::web::http::body::{media_type, parse_parts, read_limited, Part};
 use crate::web::http::problem::ProblemKind;
 

@@ -8,7 +8,6 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::account_changes::{self, Actor, ChangeError, Changed, Target};
-use super::accounts::{start_session, LoginThrottle};
 use super::cookies::CookiePolicy;
 use super::flash::Flash;
 use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
@@ -18,6 +17,7 @@ use crate::base::secret::constant_time_eq;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::admin::sessions::{SessionStore, UserRow};
 use crate::db::{DbError, Store};
+use crate::services::accounts::{start_session, LoginThrottle};
 use crate::web::http::TrustedProxies;
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -40,7 +40,7 @@ struct UsersPage {
 }
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
-    if user.role != super::accounts::Role::Admin {
+    if user.role != crate::services::accounts::Role::Admin {
         return actix_web::ResponseError::error_response(&AuthError::Forbidden);
     }
     let pool = state.pool.clone();

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
-use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
@@ -22,6 +21,7 @@ use crate::db::hooks::{Delivery, HookStore, Quarantined};
 use crate::db::{DbError, Writes};
 use crate::domain::{InboundOutcome, QuarantineStatus};
 use crate::web::hooks::Hooks;
+use crate::web::http::declared_length;
 use crate::web::http::problem::{Problem, ProblemKind};
 use crate::web::state::AppState;
 
@@ -84,7 +84,7 @@ async fn receive(
         return Problem::new(ProblemKind::NotFound, "there is no webhook source with this name").response();
     };
     let limit = source.config.max_body_bytes;
-    let declared = declared_length(&req);
+    let declared = declared_length(req.headers()).map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     if declared.is_some_and(|n| n > limit) {
         return BodyError::TooLarge.response();
     }
@@ -128,11 +128,6 @@ async fn receive(
     };
     source.count_ingest(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
     resp
-}
-
-/// The body's length as its `Content-Length` declares it (`None`: chunked, or unreadable).
-fn declared_length(req: &HttpRequest) -> Option<usize> {
-    req.headers().get(CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
 }
 
 /// 503 with Retry-After: the unverified bodies being received hold the client's budget, or

@@ -1,13 +1,14 @@
 //! Reading request bodies under a size limit and turning them into field pairs.
 
 use actix_web::error::PayloadError;
-use actix_web::http::header::{HeaderMap, CONTENT_LENGTH, CONTENT_TYPE};
+use actix_web::http::header::{HeaderMap, CONTENT_TYPE};
 use actix_web::web::{Bytes, BytesMut, Payload};
 use actix_web::HttpRequest;
 use futures_util::StreamExt;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
+use super::connections::declared_length;
 use super::problem::{Problem, ProblemKind};
 use crate::config::FormConfig;
 use crate::domain::{FieldType, RawFields};
@@ -50,10 +51,6 @@ pub async fn read_limited(req: &HttpRequest, mut payload: Payload, limit: usize)
         return Err(too_large(limit));
     }
     Ok(buf.freeze())
-}
-
-pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers.get(CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
 }
 
 pub fn too_large(limit: usize) -> Problem {

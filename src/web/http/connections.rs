@@ -26,7 +26,6 @@ use actix_web::{HttpMessage, HttpResponse};
 use futures_util::Stream;
 use tokio::time::{sleep, Sleep};
 
-use super::body::declared_length;
 use super::read_credit::ReadCredit;
 use crate::config::ServerConfig;
 
@@ -100,6 +99,11 @@ pub fn form_config() -> actix_web::web::FormConfig {
         }
         _ => err.into(),
     })
+}
+
+/// The body length a request declares (`Content-Length`), if it declares one.
+pub fn declared_length(headers: &actix_web::http::header::HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
 }
 
 /// True when a body read failed because its deadline passed.

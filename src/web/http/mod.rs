@@ -48,6 +48,7 @@ use crate::base::traffic::Traffic;
 use crate::config::{Config, Form};
 use crate::web::state::AppState;
 pub use client_ip::{client_bucket, TrustedProxies};
+pub use connections::declared_length;
 use connections::{with_body_deadline, ConnectionLimits};
 pub use metrics_access::{admits_bearer, MetricsCache};
 pub use ops::render as database_metrics;

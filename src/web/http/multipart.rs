@@ -14,7 +14,8 @@ use futures_util::{Stream, StreamExt};
 
 use super::upload_pace::Paced;
 
-use super::body::{clip, declared_length, late, malformed, too_large};
+use super::body::{clip, late, malformed, too_large};
+use super::connections::declared_length;
 use super::problem::{Problem, ProblemKind};
 use crate::config::FormConfig;
 use crate::domain::{

@@ -7,7 +7,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use super::body::{declared_length, late, malformed, too_large, unreadable};
+use super::body::{late, malformed, too_large, unreadable};
+use super::connections::declared_length;
 use super::multipart::not_stored;
 use super::problem::{Problem, ProblemKind};
 use super::submit::{check_rate, db_problem, record_refusal, Gate, Refusal};

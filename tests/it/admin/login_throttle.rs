@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use onceform::services::accounts::throttle::EMAIL;
 use onceform::web::admin::accounts::Role;
-use onceform::web::admin::throttle::EMAIL;
 
 use crate::on_both_backends;
 use crate::support::admin::csrf_of;

@@ -5,7 +5,7 @@
 //! - Per email (normalised as sign-in does): the first [`EMAIL.free`] failures cost nothing,
 //!   then each further attempt must wait a delay that doubles up to [`EMAIL.cap`]. No hard
 //!   lockout that anyone could trigger against an admin: the owner waits a minute at most.
-//! - Per client (IPv6 by /64, see [`crate::web::http::client_bucket`]): more failures are free,
+//! - Per client (IPv6 by /64, see [`crate::config::proxies::client_bucket`]): more failures are free,
 //!   and the delay grows up to 15 minutes.
 //! - The maps are bounded ([`MAX_ENTRIES`]) and forget a key [`FORGET`] after its last failure.
 //! - argon2 verifications (about 19 MiB each) run at most about one per core at once; others
@@ -113,8 +113,10 @@ impl LoginThrottle {
     /// Counts an attempt for the client and the (normalised) email, or `Err(seconds)` to wait.
     pub fn begin(&self, client: Option<IpAddr>, email: &str) -> Result<Attempt, u64> {
         let email_digest = short_digest(email);
-        let keys =
-            [Key::Client(client.map(crate::web::http::client_bucket)), Key::Email(email_digest.clone())];
+        let keys = [
+            Key::Client(client.map(crate::config::proxies::client_bucket)),
+            Key::Email(email_digest.clone()),
+        ];
         let now = Instant::now();
         let Ok(mut map) = self.entries.lock() else { return Err(1) };
         if map.len() >= MAX_ENTRIES {
@@ -178,7 +180,7 @@ impl LoginThrottle {
         self.verifications.fetch_add(1, Ordering::Relaxed);
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(now, Ordering::SeqCst);
-        let ok = super::accounts::verify_password(password, hash);
+        let ok = super::credentials::verify_password(password, hash);
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         ok
     }
@@ -226,7 +228,7 @@ fn refund(map: &mut HashMap<Key, Entry>, key: Key) {
 
 /// The email as logs and the throttle name it: a digest of its normalised form, never the email.
 pub fn short_digest(email: &str) -> String {
-    digest(&super::accounts::normalise_email(email)).chars().take(16).collect()
+    digest(&super::credentials::normalise_email(email)).chars().take(16).collect()
 }
 
 #[cfg(test)]
