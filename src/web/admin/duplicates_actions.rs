@@ -94,7 +94,7 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
         return e.error_response();
     }
     let Some(decision) = Decision::parse(field("decision")) else {
-        return HttpResponse::BadRequest().body("Pick a decision: not-duplicate or duplicate.");
+        return crate::web::admin::plain(StatusCode::BAD_REQUEST, user.locale.text("admin-pick-decision"));
     };
     let mut ids: Vec<String> = fields.iter().filter(|(n, _)| n == "ids").map(|(_, v)| v.clone()).collect();
     ids.sort();
@@ -103,7 +103,11 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
         return done("/admin/duplicates?status=open", Flash::new("select_pairs"));
     }
     if ids.len() > BATCH_MAX {
-        return HttpResponse::BadRequest().body(format!("At most {BATCH_MAX} pairs at once."));
+        let max = [("n", crate::base::i18n::Arg::Num(BATCH_MAX as i64))];
+        return crate::web::admin::plain(
+            StatusCode::BAD_REQUEST,
+            user.locale.format("admin-too-many-pairs", &max),
+        );
     }
     let note = field("note").to_string();
     let (pool, forms) = (state.pool.clone(), state.forms());

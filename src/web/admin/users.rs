@@ -104,7 +104,7 @@ async fn disable(
 ) -> HttpResponse {
     let user = action.user;
     if *id == user.id {
-        return super::refused("You cannot disable your own account; ask another admin.");
+        return super::refused(&user.locale.text("admin-user-cannot-disable-self"));
     }
     let pool = state.pool.clone();
     let changed =
@@ -176,7 +176,7 @@ async fn language(
         "" => None,
         tag => match Locale::parse(tag) {
             Some(l) => Some(l.tag()),
-            None => return Ok(super::refused("Choose one of the languages listed.")),
+            None => return Ok(super::refused(&user.locale.text("admin-language-unknown"))),
         },
     };
     let pool = state.pool.clone();
