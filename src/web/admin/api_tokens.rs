@@ -71,7 +71,7 @@ async fn page(
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
     if !user.role.is_admin() {
-        return AuthError::Forbidden.error_response();
+        return AuthError::Forbidden.said_in(user.locale).error_response();
     }
     page(&state, &user, q.flash.as_deref(), StatusCode::OK, None, None).await
 }

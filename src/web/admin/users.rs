@@ -41,7 +41,7 @@ struct UsersPage {
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
     if user.role != super::accounts::Role::Admin {
-        return actix_web::ResponseError::error_response(&AuthError::Forbidden);
+        return actix_web::ResponseError::error_response(&AuthError::Forbidden.said_in(user.locale));
     }
     let pool = state.pool.clone();
     match blocking(move || with_conn!(&pool, |c| c.list_users().map_err(DbError::from))).await {

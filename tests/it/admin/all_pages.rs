@@ -189,7 +189,7 @@ async fn deliver(app: &HookApp, id: &str, body: &str) {
 }
 
 /// Everything each page needs; the URLs of every admin page, by route.
-async fn world(h: &HookApp, admin: &AdminSession) -> BTreeMap<&'static str, Vec<String>> {
+async fn world(h: &HookApp, admin: &AdminSession) -> (BTreeMap<&'static str, Vec<String>>, String) {
     let app = &h.app;
     let keys: Vec<String> = (0..3).map(|_| new_key()).collect();
     for (i, k) in keys.iter().enumerate() {
@@ -204,7 +204,6 @@ async fn world(h: &HookApp, admin: &AdminSession) -> BTreeMap<&'static str, Vec<
     let worker = h.worker();
     worker.run_once().await;
     let submission = super::review::submission_id(app, &keys[0]).await;
-    let _ = pair;
 
     // A spam submission with a file (the honeypot filled in).
     let drawing = pdf("spam drawing");
@@ -290,7 +289,7 @@ async fn world(h: &HookApp, admin: &AdminSession) -> BTreeMap<&'static str, Vec<
         &[&format!("/admin/submissions/{spam}/files/{}", sha256(&drawing))],
     );
     add("/admin/users", &["/admin/users?flash=user_disabled~1"]);
-    urls
+    (urls, pair)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -308,7 +307,8 @@ async fn every_admin_page_is_in_each_language_with_no_key_and_no_english() {
     })
     .await;
     let admin = h.app.sign_in(Role::Admin).await;
-    let urls = world(&h, &admin).await;
+    let (urls, pair) = world(&h, &admin).await;
+    let undo = format!("/admin/duplicates/{pair}/undo");
 
     let routes = admin_get_routes();
     let excepted: BTreeSet<String> = EXCEPTIONS.iter().map(|(r, _)| r.to_string()).collect();
@@ -345,6 +345,17 @@ async fn every_admin_page_is_in_each_language_with_no_key_and_no_english() {
             .await;
         assert_eq!(erased.status(), 200);
         check(locale, "POST /admin/erase", &erased.text().await.unwrap(), &english);
+        // Refusals, in the words of who asked.
+        let refusals = [
+            ("/admin/erase", Some(admin.csrf.as_str()), "admin-erase-give-one", 409),
+            ("/admin/erase", Some("forged"), "admin-csrf-refused", 403),
+            (undo.as_str(), Some(admin.csrf.as_str()), "admin-refused-nothing-to-undo", 409),
+        ];
+        for (path, csrf, key, status) in refusals {
+            let resp = h.app.admin_post(Some(&admin), path, csrf, &[]).await;
+            assert_eq!(resp.status(), status, "{locale} {path}");
+            assert_eq!(resp.text().await.unwrap(), locale.text(key), "{locale} {path}");
+        }
         let login = login_page(locale).await;
         check(locale, "/admin/login", &login, &english);
     }
