@@ -1,7 +1,8 @@
 //! The admin pages in the admin's language: `[admin] locale`, each user's own choice (a
 //! CSRF-checked POST, stored on the user), words for stored states instead of identifiers,
-//! and dates in `[admin] time_zone`. In Chromium: the duplicates page in zh-TW and in ja
-//! (screenshots in target/test-artifacts/admin-i18n-*.png).
+//! and dates in `[admin] time_zone`. In Chromium: the duplicates page and a submission in
+//! zh-TW and in ja at 1,280 px and 390 px, nothing wider than a phone's screen (screenshots in
+//! target/test-artifacts/admin-i18n-*.png). Every page in every language: `all_pages`.
 
 use diesel::prelude::*;
 use onceform::base::i18n::{Locale, TimeZone};
