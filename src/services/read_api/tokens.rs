@@ -54,7 +54,7 @@ pub struct Created {
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     #[error("{0}")]
-    Invalid(String),
+    Invalid(TokenRule),
     #[error("there is no token {0}")]
     NotFound(String),
     #[error("token {0} is revoked already")]
@@ -83,20 +83,29 @@ fn well_formed(text: &str) -> bool {
     })
 }
 
+/// Which rule of a token request was broken (the admin page says it in the reader's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenRule {
+    #[error("give the token a name of 1 to {max} characters (what uses it)")]
+    Name { max: usize },
+    #[error("there is no form `{0}`")]
+    NoForm(String),
+    #[error("expiry of {days} days: give 1 to {max}")]
+    Expiry { days: i64, max: i64 },
+}
+
 impl TokenRequest {
     /// The request's own rules; `is_form` says whether a form of that name is configured.
     fn check(&self, is_form: impl Fn(&str) -> bool) -> Result<(), TokenError> {
         let name = self.name.trim();
         if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-            return Err(TokenError::Invalid(format!(
-                "give the token a name of 1 to {MAX_NAME_CHARS} characters (what uses it)"
-            )));
+            return Err(TokenError::Invalid(TokenRule::Name { max: MAX_NAME_CHARS }));
         }
         if let Some(form) = self.form.as_deref().filter(|f| !is_form(f)) {
-            return Err(TokenError::Invalid(format!("there is no form `{form}`")));
+            return Err(TokenError::Invalid(TokenRule::NoForm(form.to_string())));
         }
         if let Some(days) = self.expires_days.filter(|d| !(1..=MAX_EXPIRES_DAYS).contains(d)) {
-            return Err(TokenError::Invalid(format!("expiry of {days} days: give 1 to {MAX_EXPIRES_DAYS}")));
+            return Err(TokenError::Invalid(TokenRule::Expiry { days, max: MAX_EXPIRES_DAYS }));
         }
         Ok(())
     }

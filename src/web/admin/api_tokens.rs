@@ -10,12 +10,13 @@ use serde::Deserialize;
 
 use super::flash::Flash;
 use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
-use super::{db_failure, done, Chrome, FlashQuery};
+use super::{db_failure_in, done, plain, Chrome, FlashQuery};
+use crate::base::i18n::{Arg, Locale};
 use crate::db::api_tokens::ApiTokenRow;
 use crate::db::DbError;
 use crate::domain::{ApiScope, Scopes};
 use crate::services::audit::Actor;
-use crate::services::read_api::tokens::{self, Created, TokenError, TokenRequest};
+use crate::services::read_api::tokens::{self, Created, TokenError, TokenRequest, TokenRule};
 use crate::web::render::html;
 use crate::web::state::AppState;
 
@@ -54,8 +55,8 @@ async fn page(
     let pool = state.pool.clone();
     let listed = match web::block(move || tokens::list(&pool)).await {
         Ok(Ok(t)) => t,
-        Ok(Err(e)) => return db_failure(e),
-        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+        Ok(Err(e)) => return db_failure_in(user.locale, e),
+        Err(_) => return db_failure_in(user.locale, DbError::Unavailable("blocking pool".into())),
     };
     let page = TokensPage {
         chrome: Chrome::new(user, "api-tokens", flash),
@@ -70,7 +71,7 @@ async fn page(
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
     if !user.role.is_admin() {
-        return AuthError::Forbidden.error_response();
+        return AuthError::Forbidden.said_in(user.locale).error_response();
     }
     page(&state, &user, q.flash.as_deref(), StatusCode::OK, None, None).await
 }
@@ -101,18 +102,29 @@ impl CsrfForm for CreateForm {
     }
 }
 
+/// A broken rule of the request in `locale`'s words.
+fn rule_text(locale: Locale, rule: &TokenRule) -> String {
+    match rule {
+        TokenRule::Name { max } => locale.format("admin-token-bad-name", &[("max", Arg::Num(*max as i64))]),
+        TokenRule::NoForm(form) => locale.format("admin-token-bad-form", &[("form", Arg::Str(form))]),
+        TokenRule::Expiry { days, max } => {
+            locale.format("admin-token-bad-expiry", &[("n", Arg::Num(*days)), ("max", Arg::Num(*max))])
+        }
+    }
+}
+
 impl CreateForm {
-    fn request(&self) -> Result<TokenRequest, String> {
+    fn request(&self, locale: Locale) -> Result<TokenRequest, String> {
         let ticked = [
             (ApiScope::ReadSubmissions, &self.read_submissions),
             (ApiScope::ReadEffects, &self.read_effects),
             (ApiScope::WriteDecisions, &self.write_decisions),
         ];
         let scopes = Scopes::of(ticked.into_iter().filter(|(_, v)| v.is_some()).map(|(s, _)| s))
-            .ok_or_else(|| "tick at least one scope".to_string())?;
+            .ok_or_else(|| locale.text("admin-token-no-scope"))?;
         let expires_days = match self.expires_days.trim() {
             "" => None,
-            days => Some(days.parse::<i64>().map_err(|_| "give the expiry as a number of days".to_string())?),
+            days => Some(days.parse::<i64>().map_err(|_| locale.text("admin-token-bad-days"))?),
         };
         let form = Some(self.form.trim()).filter(|f| !f.is_empty()).map(String::from);
         Ok(TokenRequest { name: self.name.clone(), scopes, form, expires_days })
@@ -121,7 +133,8 @@ impl CreateForm {
 
 async fn create(state: web::Data<AppState>, action: AdminAction<CreateForm>) -> HttpResponse {
     let AdminAction { user, form } = action;
-    let request = match form.request() {
+    let locale = user.locale;
+    let request = match form.request(locale) {
         Ok(r) => r,
         Err(e) => return page(&state, &user, None, StatusCode::UNPROCESSABLE_ENTITY, None, Some(e)).await,
     };
@@ -133,11 +146,12 @@ async fn create(state: web::Data<AppState>, action: AdminAction<CreateForm>) -> 
     .await;
     match made {
         Ok(Ok(created)) => page(&state, &user, None, StatusCode::CREATED, Some(created), None).await,
-        Ok(Err(TokenError::Invalid(e))) => {
+        Ok(Err(TokenError::Invalid(rule))) => {
+            let e = rule_text(locale, &rule);
             page(&state, &user, None, StatusCode::UNPROCESSABLE_ENTITY, None, Some(e)).await
         }
-        Ok(Err(e)) => db_failure(e),
-        Err(_) => db_failure(DbError::Unavailable("blocking pool".into())),
+        Ok(Err(e)) => db_failure_in(locale, e),
+        Err(_) => db_failure_in(locale, DbError::Unavailable("blocking pool".into())),
     }
 }
 
@@ -158,12 +172,14 @@ async fn revoke(
     id: web::Path<String>,
     action: AdminAction<PlainForm>,
 ) -> HttpResponse {
-    let (pool, who) = (state.pool.clone(), actor(&action.user));
+    let (pool, who, locale) = (state.pool.clone(), actor(&action.user), action.user.locale);
     match web::block(move || tokens::revoke(&pool, &id, &who)).await {
         Ok(Ok(_)) => done("/admin/api-tokens", Flash::new("api_token_revoked")),
         Ok(Err(TokenError::NotFound(_))) => HttpResponse::NotFound().finish(),
-        Ok(Err(e @ TokenError::AlreadyRevoked(_))) => super::refused(&e.to_string()),
-        Ok(Err(e)) => db_failure(e),
-        Err(_) => db_failure(DbError::Unavailable("blocking pool".into())),
+        Ok(Err(TokenError::AlreadyRevoked(_))) => {
+            plain(StatusCode::CONFLICT, locale.text("admin-token-already-revoked"))
+        }
+        Ok(Err(e)) => db_failure_in(locale, e),
+        Err(_) => db_failure_in(locale, DbError::Unavailable("blocking pool".into())),
     }
 }

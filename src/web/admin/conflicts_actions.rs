@@ -1,6 +1,7 @@
 //! What an admin does with an open conflict: dismiss it, or accept the conflicting content as
 //! a new inquiry (its own submission, operation ID and side-effect records).
 
+use crate::base::i18n::{Arg, Locale};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -16,7 +17,7 @@ use crate::services::request_log::Channel;
 use crate::web::admin::audit;
 use crate::web::admin::flash::Flash;
 use crate::web::admin::guard::{AdminAction, CsrfForm, SessionUser};
-use crate::web::admin::{blocking, db_failure, done, refused};
+use crate::web::admin::{blocking, done};
 use crate::web::state::AppState;
 use crate::with_conn;
 
@@ -68,8 +69,8 @@ impl From<AcceptAsNewError> for ConflictActionError {
     }
 }
 
-impl actix_web::ResponseError for ConflictActionError {
-    fn status_code(&self) -> StatusCode {
+impl crate::web::admin::Refusal for ConflictActionError {
+    fn status(&self) -> StatusCode {
         match self {
             ConflictActionError::NotFound => StatusCode::NOT_FOUND,
             ConflictActionError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -77,16 +78,34 @@ impl actix_web::ResponseError for ConflictActionError {
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
+    fn text(&self, locale: Locale) -> String {
         match self {
-            ConflictActionError::NotFound => HttpResponse::NotFound().body(self.to_string()),
-            ConflictActionError::Db(e) => db_failure(e),
-            refusal => refused(&refusal.to_string()),
+            ConflictActionError::NotFound => locale.text("admin-refused-no-such-conflict"),
+            ConflictActionError::NotOpen => locale.text("admin-refused-conflict-not-open"),
+            ConflictActionError::Purged => locale.text("admin-refused-conflict-purged"),
+            ConflictActionError::FormGone(form) => {
+                locale.format("admin-refused-form-gone", &[("form", Arg::Str(form))])
+            }
+            // The accept rules' own sentence (a field the form no longer takes, …).
+            ConflictActionError::Unacceptable(e) => e.to_string(),
+            ConflictActionError::DecidedMeanwhile(r) => {
+                locale.format("admin-refused-decided-meanwhile", &[("reference", Arg::Str(r))])
+            }
+            ConflictActionError::Db(_) => locale.text("admin-db-unavailable"),
         }
     }
 }
 
 pub async fn act(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    action: AdminAction<ConflictForm>,
+) -> Result<HttpResponse, crate::web::admin::Said<ConflictActionError>> {
+    let locale = action.user.locale;
+    crate::web::admin::said(locale, act_on(state, path, action).await)
+}
+
+async fn act_on(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     action: AdminAction<ConflictForm>,

@@ -7,7 +7,8 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{blocking, db_failure, Chrome};
+use super::{blocking, db_failure_in, plain, Chrome};
+use crate::base::i18n::Arg;
 use crate::services::lifecycle::erase::{self, Actor, Person};
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -53,7 +54,7 @@ async fn erase_now(state: web::Data<AppState>, action: AdminAction<EraseForm>) -
     let person = match (given(&form.email), given(&form.phone)) {
         (Some(e), None) => Person::Email(e),
         (None, Some(p)) => Person::Phone(p),
-        _ => return super::refused("Give either an email address or a phone number."),
+        _ => return plain(StatusCode::CONFLICT, user.locale.text("admin-erase-give-one")),
     };
     let dry_run = form.dry_run.is_some();
     let (pool, keyring) = (state.pool.clone(), state.keyring.clone());
@@ -74,7 +75,7 @@ async fn erase_now(state: web::Data<AppState>, action: AdminAction<EraseForm>) -
                 },
             )
         }
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(user.locale, e),
     }
 }
 
@@ -101,21 +102,22 @@ struct RetentionPage {
     last_pass: Option<String>,
 }
 
-fn or_dash(w: Option<crate::config::Window>, unset: &str) -> String {
-    w.map(|w| w.to_string()).unwrap_or_else(|| unset.to_string())
+fn or_dash(w: Option<crate::config::Window>, unset: String) -> String {
+    w.map(|w| w.to_string()).unwrap_or(unset)
 }
 
 async fn retention_page(state: web::Data<AppState>, user: SessionUser) -> HttpResponse {
-    let pool = state.pool.clone();
+    let (pool, locale, zone) = (state.pool.clone(), user.locale, user.zone);
     let stats =
         match blocking(move || crate::services::lifecycle::metrics::read(&pool, crate::base::clock::now()))
             .await
         {
             Ok(s) => s,
-            Err(e) => return db_failure(e),
+            Err(e) => return db_failure_in(locale, e),
         };
     let config = &state.config;
-    let fmt = |t: chrono::NaiveDateTime| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let fmt = |t: chrono::NaiveDateTime| super::when(zone, t);
+    let t = |key: &str| locale.text(key);
     let next =
         stats.last_pass.map(|(t, _)| t + chrono::Duration::seconds(config.purge.interval_seconds as i64));
     let forms = config
@@ -134,19 +136,23 @@ async fn retention_page(state: web::Data<AppState>, user: SessionUser) -> HttpRe
             let scheduled = config.purge.enabled && (r.content.is_some() || r.keys.is_some());
             FormRow {
                 name: name.clone(),
-                content: or_dash(r.content, "kept for good"),
-                keys: or_dash(r.keys, "kept for good"),
-                max_retry_age: or_dash(r.max_retry_age, "not declared"),
+                content: or_dash(r.content, t("admin-kept-for-good")),
+                keys: or_dash(r.keys, t("admin-kept-for-good")),
+                max_retry_age: or_dash(r.max_retry_age, t("admin-retention-not-declared")),
                 p99: stats
                     .spread_p99(name)
-                    .map(|s| format!("{s:.1} s"))
-                    .unwrap_or_else(|| "no redeliveries".into()),
-                oldest: stats.oldest_content.get(name).map(|t| fmt(*t)).unwrap_or_else(|| "none".into()),
+                    .map(|s| locale.format("admin-seconds", &[("value", Arg::Str(&format!("{s:.1}")))]))
+                    .unwrap_or_else(|| t("admin-retention-no-redeliveries")),
+                oldest: stats
+                    .oldest_content
+                    .get(name)
+                    .map(|at| fmt(*at))
+                    .unwrap_or_else(|| t("admin-retention-none")),
                 purged: format!("{} / {} / {}", count("content"), count("keys"), count("erasure")),
                 next: match (scheduled, next) {
-                    (false, _) => "not scheduled (onceform purge)".into(),
-                    (true, Some(t)) => fmt(t),
-                    (true, None) => "at the next start of serve".into(),
+                    (false, _) => t("admin-retention-not-scheduled"),
+                    (true, Some(at)) => fmt(at),
+                    (true, None) => t("admin-retention-at-next-start"),
                 },
             }
         })

@@ -5,12 +5,13 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse, ResponseError};
 use serde::Deserialize;
 
+use crate::base::i18n::Locale;
 use crate::db::DbError;
 use crate::domain::PairStatus;
 use crate::services::duplicates::decide::{self, Decision, Outcome, PairAction, PairError, BATCH_MAX};
 use crate::web::admin::flash::Flash;
 use crate::web::admin::guard::{authorize, AdminAction, AuthError, CsrfForm, SessionUser};
-use crate::web::admin::{blocking, db_failure, done, refused};
+use crate::web::admin::{blocking, done, Refusal, Said};
 use crate::web::state::AppState;
 
 #[derive(Deserialize)]
@@ -27,8 +28,8 @@ impl CsrfForm for PairForm {
     }
 }
 
-impl ResponseError for PairError {
-    fn status_code(&self) -> StatusCode {
+impl Refusal for PairError {
+    fn status(&self) -> StatusCode {
         match self {
             PairError::NotFound => StatusCode::NOT_FOUND,
             PairError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -36,20 +37,22 @@ impl ResponseError for PairError {
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
-        match self {
-            PairError::NotFound => HttpResponse::NotFound().body(self.to_string()),
-            PairError::Db(e) => db_failure(e),
-            refusal => refused(&refusal.to_string()),
-        }
+    fn text(&self, locale: Locale) -> String {
+        locale.text(match self {
+            PairError::NotFound => "admin-refused-no-such-pair",
+            PairError::AlreadyDecided => "admin-refused-pair-decided",
+            PairError::NothingToUndo => "admin-refused-nothing-to-undo",
+            PairError::NoneOpen => "admin-refused-none-open",
+            PairError::Db(_) => "admin-db-unavailable",
+        })
     }
 }
 
-/// Back to the list (`back`) with `flash`, or the refusal.
-fn respond(result: Result<Result<(PairStatus, Flash), PairError>, DbError>) -> HttpResponse {
+/// Back to the list (`back`) with `flash`, or the refusal in `locale`.
+fn respond(locale: Locale, result: Result<Result<(PairStatus, Flash), PairError>, DbError>) -> HttpResponse {
     match result.map_err(PairError::from).and_then(|r| r) {
         Ok((back, flash)) => done(&format!("/admin/duplicates?status={back}"), flash),
-        Err(e) => e.error_response(),
+        Err(error) => Said { locale, error }.error_response(),
     }
 }
 
@@ -67,6 +70,7 @@ pub async fn act(
         },
     };
     let AdminAction { user, form } = action;
+    let locale = user.locale;
     let (pool, forms) = (state.pool.clone(), state.forms());
     let run = move || {
         let notes = |name: &str| forms.notes_duplicates(name);
@@ -81,20 +85,21 @@ pub async fn act(
             Outcome::Undone { was, restored } => (was, Flash::new("pair_undone").arg(restored)),
         }))
     };
-    respond(blocking(run).await)
+    respond(locale, blocking(run).await)
 }
 
 /// `ids` repeated (the ticked pairs), `decision`, `note` and `csrf`.
 pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Bytes) -> HttpResponse {
     let Ok(fields) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&body) else {
-        return AuthError::BadForm.error_response();
+        return AuthError::BadForm.said_in(user.locale).error_response();
     };
     let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim()).unwrap_or("");
     if let Err(e) = authorize(&user, field("csrf")) {
-        return e.error_response();
+        return e.said_in(user.locale).error_response();
     }
+    let locale = user.locale;
     let Some(decision) = Decision::parse(field("decision")) else {
-        return HttpResponse::BadRequest().body("Pick a decision: not-duplicate or duplicate.");
+        return crate::web::admin::plain(StatusCode::BAD_REQUEST, user.locale.text("admin-pick-decision"));
     };
     let mut ids: Vec<String> = fields.iter().filter(|(n, _)| n == "ids").map(|(_, v)| v.clone()).collect();
     ids.sort();
@@ -103,7 +108,11 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
         return done("/admin/duplicates?status=open", Flash::new("select_pairs"));
     }
     if ids.len() > BATCH_MAX {
-        return HttpResponse::BadRequest().body(format!("At most {BATCH_MAX} pairs at once."));
+        let max = [("n", crate::base::i18n::Arg::Num(BATCH_MAX as i64))];
+        return crate::web::admin::plain(
+            StatusCode::BAD_REQUEST,
+            user.locale.format("admin-too-many-pairs", &max),
+        );
     }
     let note = field("note").to_string();
     let (pool, forms) = (state.pool.clone(), state.forms());
@@ -119,5 +128,5 @@ pub async fn batch(state: web::Data<AppState>, user: SessionUser, body: web::Byt
             },
         ))
     };
-    respond(blocking(run).await)
+    respond(locale, blocking(run).await)
 }

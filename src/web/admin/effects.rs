@@ -9,10 +9,10 @@ use serde::Deserialize;
 use super::audit;
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{blocking, db_failure, done, refused, Chrome};
+use super::{blocking, db_failure, done, Chrome};
 use crate::base::clock::now;
 use crate::base::format::reference;
-use crate::base::i18n::TimeZone;
+use crate::base::i18n::{Locale, TimeZone};
 use crate::db::admin::effects::{EffectAdminStore, EffectChange, EffectRow};
 use crate::db::{DbError, Store};
 use crate::domain::{EffectId, EffectState, RecordKind};
@@ -148,23 +148,35 @@ impl From<diesel::result::Error> for EffectActionError {
     }
 }
 
-impl actix_web::ResponseError for EffectActionError {
-    fn status_code(&self) -> StatusCode {
+impl super::Refusal for EffectActionError {
+    fn status(&self) -> StatusCode {
         match self {
             EffectActionError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::CONFLICT,
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
-        match self {
-            EffectActionError::Db(e) => db_failure(e),
-            refusal => refused(&refusal.to_string()),
-        }
+    fn text(&self, locale: Locale) -> String {
+        locale.text(match self {
+            EffectActionError::NoProviderRef => "admin-refused-no-provider-ref",
+            EffectActionError::NoSuchEffect => "admin-refused-no-such-effect",
+            EffectActionError::NotReplayable => "admin-refused-not-replayable",
+            EffectActionError::StateChanged => "admin-refused-state-changed",
+            EffectActionError::Db(_) => "admin-db-unavailable",
+        })
     }
 }
 
 async fn act(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    action: AdminAction<EffectForm>,
+) -> Result<HttpResponse, super::Said<EffectActionError>> {
+    let locale = action.user.locale;
+    super::said(locale, act_on(state, path, action).await)
+}
+
+async fn act_on(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     action: AdminAction<EffectForm>,

@@ -10,7 +10,8 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{audit, blocking, db_failure, Chrome};
+use super::{audit, blocking, db_failure_in, plain, words, Chrome};
+use crate::base::i18n::Locale;
 use crate::config::Config;
 use crate::db::admin::browse::{BrowseStore, SubmissionRow};
 use crate::db::DbError;
@@ -68,7 +69,7 @@ struct DownloadQuery {
 struct WarningPage {
     chrome: Chrome,
     reference: String,
-    why: &'static str,
+    why: String,
     name: String,
     href: String,
 }
@@ -80,6 +81,7 @@ async fn download(
     q: web::Query<DownloadQuery>,
 ) -> HttpResponse {
     let (id, sha256) = path.into_inner();
+    let locale = user.locale;
     let (pool, wanted) = (state.pool.clone(), id.clone());
     let page = match blocking(move || {
         with_conn!(&pool, |c| c.submission_page(&wanted).map_err(DbError::from))
@@ -87,25 +89,23 @@ async fn download(
     .await
     {
         Ok(Some(page)) => page,
-        Ok(None) => return not_found(),
-        Err(e) => return db_failure(e),
+        Ok(None) => return not_found(locale),
+        Err(e) => return db_failure_in(locale, e),
     };
     let row = page.submission;
     // Only a file this submission names: a digest alone opens nothing.
     let Some((_, file)) = files_of(&state.config, &row).into_iter().find(|(_, f)| f.sha256 == sha256) else {
-        return not_found();
+        return not_found(locale);
     };
     if row.spam {
         if !user.role.is_admin() {
-            return HttpResponse::Forbidden()
-                .content_type("text/plain; charset=utf-8")
-                .body("This submission was set aside as spam: only an admin may download its files.");
+            return plain(StatusCode::FORBIDDEN, locale.text("admin-file-spam-admins-only"));
         }
         if q.confirm.as_deref() != Some("1") {
             let warning = WarningPage {
                 chrome: Chrome::new(&user, "submissions", None),
                 reference: crate::base::format::reference(&row.id),
-                why: row.spam_why(),
+                why: words(locale, "spam", row.spam_reason.as_deref().unwrap_or("honeypot")),
                 name: file.name.clone(),
                 href: format!("/admin/submissions/{}/files/{}?confirm=1", row.id, file.sha256),
             };
@@ -120,7 +120,7 @@ async fn download(
     });
     let (size, reader) = match opened.await {
         Ok(Some(opened)) => opened,
-        _ => return gone(),
+        _ => return plain(StatusCode::GONE, locale.text("admin-file-gone")),
     };
     let (pool, who, target) = (state.pool.clone(), user, row.id.to_string());
     let note = format!("file {} ({} bytes)", &file.sha256[..16], file.size);
@@ -136,17 +136,11 @@ async fn download(
     })
     .await;
     if let Err(e) = audited {
-        return db_failure(e); // no download goes unrecorded
+        return db_failure_in(locale, e); // no download goes unrecorded
     }
     crate::web::render::download_stream(&file.name, size, reader)
 }
 
-fn not_found() -> HttpResponse {
-    HttpResponse::NotFound()
-        .content_type("text/plain; charset=utf-8")
-        .body("No such file of this submission.")
-}
-
-fn gone() -> HttpResponse {
-    HttpResponse::Gone().content_type("text/plain; charset=utf-8").body("This file is no longer stored.")
+fn not_found(locale: Locale) -> HttpResponse {
+    plain(StatusCode::NOT_FOUND, locale.text("admin-no-such-file"))
 }

@@ -90,6 +90,49 @@ impl ResponseError for AuthError {
     }
 }
 
+impl AuthError {
+    /// The text of this refusal in the admin's words (`admin-…`).
+    fn key(&self) -> &'static str {
+        match self {
+            AuthError::SignIn | AuthError::NewPassword => "admin-sign-in-title",
+            AuthError::Forbidden => "admin-forbidden",
+            AuthError::Csrf => "admin-csrf-refused",
+            AuthError::BadForm => "admin-bad-form",
+            AuthError::Timeout => "admin-form-timeout",
+            AuthError::Unavailable => "admin-db-unavailable",
+        }
+    }
+
+    /// This refusal, said in `locale` (the signed-in user's language).
+    pub fn said_in(self, locale: Locale) -> Refusal {
+        Refusal { locale, error: self }
+    }
+}
+
+/// A refusal of a signed-in user's request, in their language.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct Refusal {
+    pub locale: Locale,
+    pub error: AuthError,
+}
+
+impl ResponseError for Refusal {
+    fn status_code(&self) -> StatusCode {
+        self.error.status_code()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self.error {
+            AuthError::SignIn | AuthError::NewPassword => self.error.error_response(),
+            _ => HttpResponse::build(self.status_code())
+                .content_type("text/plain; charset=utf-8")
+                .insert_header(("Cache-Control", "no-store"))
+                .body(self.locale.text(self.error.key())),
+        }
+    }
+}
+
 impl FromRequest for SessionUser {
     type Error = AuthError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, AuthError>>>>;
@@ -157,22 +200,23 @@ pub struct AdminAction<T> {
 }
 
 impl<T: DeserializeOwned + CsrfForm + 'static> FromRequest for AdminAction<T> {
-    type Error = AuthError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, AuthError>>>>;
+    type Error = actix_web::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, actix_web::Error>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let user = SessionUser::from_request(req, &mut Payload::None);
         let form = web::Form::<T>::from_request(req, payload);
         Box::pin(async move {
             let user = user.await?;
+            let locale = user.locale;
             let form = form
                 .await
                 .map_err(|e| match e.as_response_error().status_code() {
-                    StatusCode::REQUEST_TIMEOUT => AuthError::Timeout,
-                    _ => AuthError::BadForm,
+                    StatusCode::REQUEST_TIMEOUT => AuthError::Timeout.said_in(locale),
+                    _ => AuthError::BadForm.said_in(locale),
                 })?
                 .into_inner();
-            authorize(&user, form.csrf())?;
+            authorize(&user, form.csrf()).map_err(|e| e.said_in(locale))?;
             Ok(AdminAction { user, form })
         })
     }

@@ -9,7 +9,8 @@ use askama::Template;
 
 use super::guard::SessionUser;
 use super::upload::{Upload, UploadError};
-use super::{audit, blocking, db_failure, Chrome};
+use super::{audit, blocking, db_failure_in, Chrome};
+use crate::base::i18n::{Arg, Locale};
 use crate::config::Config;
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
@@ -67,21 +68,22 @@ struct ImportRequest {
 }
 
 impl ImportRequest {
-    fn of(upload: &Upload) -> Result<ImportRequest, String> {
+    fn of(upload: &Upload, locale: Locale) -> Result<ImportRequest, String> {
         let source = upload.field("source").map(str::trim).filter(|s| !s.is_empty()).unwrap_or("import");
         if source.chars().count() > SOURCE_MAX {
-            return Err(format!("The source name is at most {SOURCE_MAX} characters: nothing was imported."));
+            let max = Arg::Num(SOURCE_MAX as i64);
+            return Err(locale.format("admin-import-source-too-long", &[("max", max)]));
         }
-        let file = upload.file("csv").ok_or("Choose a CSV file: nothing was imported.")?;
+        let file = upload.file("csv").ok_or_else(|| locale.text("admin-import-no-file"))?;
         let declared = match upload.field("encoding").unwrap_or("auto") {
             "auto" | "" => None,
             name => Some(
                 crate::services::lifecycle::csv::encoding_named(name)
-                    .map_err(|e| format!("{e}: nothing was imported."))?,
+                    .map_err(|e| nothing_imported(locale, &e.to_string()))?,
             ),
         };
         let text = crate::services::lifecycle::csv::decode(file, declared)
-            .map_err(|e| format!("{}: nothing was imported.", capitalised(&e)))?;
+            .map_err(|e| nothing_imported(locale, &capitalised(&e)))?;
         Ok(ImportRequest {
             form: upload.field("form").unwrap_or("").to_string(),
             source: source.to_string(),
@@ -90,6 +92,11 @@ impl ImportRequest {
             text,
         })
     }
+}
+
+/// `why` (the decoder's own words), then "nothing was imported" in `locale`.
+fn nothing_imported(locale: Locale, why: &str) -> String {
+    locale.format("admin-import-refused", &[("value", Arg::Str(why))])
 }
 
 fn capitalised(s: &str) -> String {
@@ -106,15 +113,20 @@ async fn upload(
     payload: web::Payload,
 ) -> HttpResponse {
     let refused = |status, error: String| ImportPage::refused(&state, &user, status, error);
+    let locale = user.locale;
     let request = match Upload::read(&req, &user, payload, IMPORT_LIMIT).await {
-        Ok(upload) => ImportRequest::of(&upload),
+        Ok(upload) => ImportRequest::of(&upload, locale),
         Err(UploadError::Auth(e)) => return e.error_response(),
-        Err(e @ UploadError::TooLarge(_)) => {
-            let error =
-                format!("{e}: nothing was imported. Split the file, or run `onceform import` on the server.");
-            return refused(StatusCode::PAYLOAD_TOO_LARGE, error);
+        Err(UploadError::TooLarge(limit)) => {
+            let mib = Arg::Num((limit / (1024 * 1024)) as i64);
+            return refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                locale.format("admin-import-too-large", &[("n", mib)]),
+            );
         }
-        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("{e}: nothing was imported.")),
+        Err(e) => {
+            return refused(StatusCode::BAD_REQUEST, nothing_imported(locale, &capitalised(&e.to_string())))
+        }
     };
     let request = match request {
         Ok(r) => r,
@@ -126,7 +138,7 @@ async fn upload(
         Ok(lines) => {
             html(StatusCode::OK, &ImportPage { report: Some(lines), ..ImportPage::new(&state, &user) })
         }
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(locale, e),
     }
 }
 

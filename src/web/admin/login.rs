@@ -101,7 +101,7 @@ async fn submit(
             &state,
             StatusCode::FORBIDDEN,
             &form.email,
-            Some("The form expired; please sign in again."),
+            Some(&state.config.admin.locale.text("admin-login-expired")),
         );
     }
     let client = proxies.client_of(&req);
@@ -112,14 +112,15 @@ async fn submit(
         Err(seconds) => {
             let email_digest = crate::services::accounts::throttle::short_digest(&form.email);
             tracing::warn!(client = %who, %email_digest, retry_after = seconds, "admin sign-in delayed");
-            let msg = format!("Too many failed sign-ins; try again in {seconds} s.");
+            let seconds_arg = [("seconds", crate::base::i18n::Arg::Num(seconds as i64))];
+            let msg = state.config.admin.locale.format("admin-login-throttled", &seconds_arg);
             return wait(&state, &form.email, seconds, &msg);
         }
     };
     let Some(slot) = throttle.slot().await else {
         throttle.release(attempt);
         tracing::warn!(client = %who, "admin sign-in refused: every verification slot busy");
-        return wait(&state, &form.email, 1, "The server is busy; try again in a moment.");
+        return wait(&state, &form.email, 1, &state.config.admin.locale.text("admin-login-busy"));
     };
     let (email, password, pool, verifier) =
         (form.email.clone(), form.password, state.pool.clone(), throttle.clone());
@@ -139,11 +140,13 @@ async fn submit(
         }
         Ok(Ok(None)) => {
             tracing::warn!(client = %who, %email_digest, "admin sign-in failed");
-            page(&state, StatusCode::UNAUTHORIZED, &form.email, Some("Wrong email or password."))
+            let wrong = state.config.admin.locale.text("admin-login-wrong");
+            page(&state, StatusCode::UNAUTHORIZED, &form.email, Some(&wrong))
         }
         _ => {
             throttle.release(attempt);
-            page(&state, StatusCode::SERVICE_UNAVAILABLE, &form.email, Some("The database is unavailable."))
+            let down = state.config.admin.locale.text("admin-login-db");
+            page(&state, StatusCode::SERVICE_UNAVAILABLE, &form.email, Some(&down))
         }
     }
 }
@@ -177,11 +180,12 @@ async fn logout(
         Some(url) => html(
             StatusCode::OK,
             &OidcPage {
-                title: "Signed out",
-                message: "You are signed out of this admin.",
+                locale: user.locale,
+                title: user.locale.text("admin-signed-out-title"),
+                message: user.locale.text("admin-signed-out"),
                 alert: false,
                 next: Some(url),
-                link: "Sign out at the identity provider too",
+                link: user.locale.text("admin-signed-out-provider"),
             },
         ),
         None => HttpResponse::SeeOther().insert_header(("Location", "/admin/login")).finish(),

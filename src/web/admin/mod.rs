@@ -142,6 +142,12 @@ impl Chrome {
         self.locale.format(key, &[(n1, Arg::Str(&v1)), (n2, Arg::Str(&v2))])
     }
 
+    /// The text `key` with any number of placeables.
+    pub fn tn(&self, key: &str, args: &[(&str, String)]) -> String {
+        let args: Vec<(&str, Arg<'_>)> = args.iter().map(|(n, v)| (*n, Arg::Str(v))).collect();
+        self.locale.format(key, &args)
+    }
+
     /// A stored state, status or label in words (`admin-KIND-VALUE`, e.g. `admin-pair-same_sender`);
     /// the value itself where no locale has words for it.
     pub fn word(&self, kind: &str, value: impl std::fmt::Display) -> String {
@@ -189,15 +195,62 @@ pub async fn blocking<T: Send + 'static>(
     web::block(f).await.map_err(|_| DbError::Unavailable("blocking pool".into()))?
 }
 
-/// A database failure on an admin page.
+/// A database failure on an admin page, in English (`db_failure_in` where the handler knows
+/// who asked).
 pub fn db_failure(e: impl std::fmt::Display) -> HttpResponse {
+    db_failure_in(Locale::default(), e)
+}
+
+/// A database failure on an admin page, said in `locale`.
+pub fn db_failure_in(locale: Locale, e: impl std::fmt::Display) -> HttpResponse {
     tracing::warn!(error = %e, "admin page: database error");
-    HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE)
-        .content_type("text/plain; charset=utf-8")
-        .body("The database is unavailable; try again in a moment.")
+    plain(StatusCode::SERVICE_UNAVAILABLE, locale.text("admin-db-unavailable"))
 }
 
 /// A refused action: the record is not in a state that allows it.
 pub fn refused(message: &str) -> HttpResponse {
-    HttpResponse::Conflict().content_type("text/plain; charset=utf-8").body(message.to_string())
+    plain(StatusCode::CONFLICT, message.to_string())
+}
+
+/// An action's refusal: its status and its text in the reader's words.
+pub trait Refusal: std::fmt::Debug + std::fmt::Display {
+    fn status(&self) -> StatusCode;
+    /// The text in `locale` (`admin-db-unavailable` for a database failure).
+    fn text(&self, locale: Locale) -> String;
+}
+
+/// A refusal said in the language of the user who asked.
+#[derive(Debug)]
+pub struct Said<E> {
+    pub locale: Locale,
+    pub error: E,
+}
+
+impl<E: Refusal> std::fmt::Display for Said<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<E: Refusal> actix_web::ResponseError for Said<E> {
+    fn status_code(&self) -> StatusCode {
+        self.error.status()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if self.error.status() == StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(error = %self.error, "admin action: database error");
+        }
+        plain(self.error.status(), self.error.text(self.locale))
+    }
+}
+
+/// `result`'s refusal, said in `locale`.
+pub fn said<T, E>(locale: Locale, result: Result<T, E>) -> Result<T, Said<E>> {
+    result.map_err(|error| Said { locale, error })
+}
+
+/// A plain-text answer (a refusal, a missing record), already in the reader's language.
+pub fn plain(status: StatusCode, message: String) -> HttpResponse {
+    HttpResponse::build(status).content_type("text/plain; charset=utf-8").body(message)
 }

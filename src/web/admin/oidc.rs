@@ -13,6 +13,7 @@ use super::cookies::CookiePolicy;
 use super::oidc_users::{sign_in, OidcSignedIn};
 use super::{blocking, db_failure};
 use crate::base::clock::now;
+use crate::base::i18n::{Arg, Locale};
 use crate::base::secret::constant_time_eq;
 use crate::db::admin::oidc::{OidcAttempt, OidcStore};
 use crate::db::{DbError, Store};
@@ -53,17 +54,27 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 #[derive(Template)]
 #[template(path = "admin/oidc_page.html")]
 pub struct OidcPage<'a> {
-    pub title: &'a str,
-    pub message: &'a str,
+    pub locale: Locale,
+    pub title: String,
+    pub message: String,
     pub alert: bool,
     /// Where the page goes on by itself (a `refresh`), else back to the login page.
     pub next: Option<&'a str>,
-    pub link: &'a str,
+    pub link: String,
 }
 
-/// A page saying why the sign-in did not happen, with the way back to the login page.
-fn refused(status: StatusCode, message: &str) -> HttpResponse {
-    let page = OidcPage { title: "Not signed in", message, alert: true, next: None, link: "Back to sign-in" };
+/// A page saying why the sign-in did not happen (the text `key` with `args`), with the way
+/// back to the login page, in `[admin] locale` (nobody is signed in).
+fn refused(state: &AppState, status: StatusCode, key: &str, args: &[(&str, Arg<'_>)]) -> HttpResponse {
+    let locale = state.config.admin.locale;
+    let page = OidcPage {
+        locale,
+        title: locale.text("admin-oidc-not-signed-in"),
+        message: locale.format(key, args),
+        alert: true,
+        next: None,
+        link: locale.text("admin-oidc-back"),
+    };
     html(status, &page)
 }
 
@@ -73,10 +84,7 @@ async fn start(state: web::Data<AppState>, oidc: web::Data<Oidc>) -> HttpRespons
         Ok(a) => a,
         Err(e) => {
             tracing::warn!(error = %e, "admin oidc sign-in: cannot begin");
-            return refused(
-                StatusCode::BAD_GATEWAY,
-                "The identity provider cannot be reached; try again later.",
-            );
+            return refused(&state, StatusCode::BAD_GATEWAY, "admin-oidc-unreachable", &[]);
         }
     };
     let browser = random_token();
@@ -109,10 +117,7 @@ async fn start(state: web::Data<AppState>, oidc: web::Data<Oidc>) -> HttpRespons
         }
         Ok(false) => {
             tracing::warn!("admin oidc sign-in: too many attempts pending");
-            refused(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Too many sign-ins are in progress; try again in a few minutes.",
-            )
+            refused(&state, StatusCode::SERVICE_UNAVAILABLE, "admin-oidc-busy", &[])
         }
         Err(e) => db_failure(e),
     }
@@ -146,12 +151,8 @@ async fn returned(
     req: &HttpRequest,
     q: CallbackQuery,
 ) -> HttpResponse {
-    let again = "Start the sign-in again.";
     let Some(st) = q.state.filter(|s| !s.is_empty()) else {
-        return refused(
-            StatusCode::BAD_REQUEST,
-            &format!("The sign-in came back without its state. {again}"),
-        );
+        return refused(state, StatusCode::BAD_REQUEST, "admin-oidc-no-state", &[]);
     };
     let pool = state.pool.clone();
     let hash = digest(&st);
@@ -162,10 +163,7 @@ async fn returned(
         Ok(Some(a)) => a,
         Ok(None) => {
             tracing::warn!("admin oidc sign-in refused: unknown or used state");
-            return refused(
-                StatusCode::BAD_REQUEST,
-                &format!("This sign-in was used already or has expired. {again}"),
-            );
+            return refused(state, StatusCode::BAD_REQUEST, "admin-oidc-used", &[]);
         }
         Err(e) => return db_failure(e),
     };
@@ -173,28 +171,26 @@ async fn returned(
     let browser = req.cookie(policy.oidc_name()).map(|c| digest(c.value())).unwrap_or_default();
     if !constant_time_eq(browser.as_bytes(), attempt.browser_hash.as_bytes()) {
         tracing::warn!("admin oidc sign-in refused: begun in another browser");
-        return refused(
-            StatusCode::BAD_REQUEST,
-            &format!("This sign-in was begun in another browser. {again}"),
-        );
+        return refused(state, StatusCode::BAD_REQUEST, "admin-oidc-other-browser", &[]);
     }
     if (now() - attempt.created_at).num_seconds() > ATTEMPT_SECONDS {
-        return refused(StatusCode::BAD_REQUEST, &format!("This sign-in has expired. {again}"));
+        return refused(state, StatusCode::BAD_REQUEST, "admin-oidc-expired", &[]);
     }
     let label = &signin.config.label;
     if let Some(error) = q.error {
         let error: String =
             error.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(64).collect();
         tracing::info!(%error, "admin oidc sign-in: the provider answered an error");
-        return refused(StatusCode::UNAUTHORIZED, &format!("{label} did not sign you in ({error})."));
+        let args = [("name", Arg::Str(label)), ("value", Arg::Str(&error))];
+        return refused(state, StatusCode::UNAUTHORIZED, "admin-oidc-provider-error", &args);
     }
     // RFC 9207: a provider that names itself must be the configured one (mix-up defence).
     if q.iss.as_ref().is_some_and(|iss| *iss != signin.config.issuer) {
         tracing::warn!("admin oidc sign-in refused: the answer names another issuer");
-        return refused(StatusCode::BAD_REQUEST, &format!("The answer came from another provider. {again}"));
+        return refused(state, StatusCode::BAD_REQUEST, "admin-oidc-other-issuer", &[]);
     }
     let Some(code) = q.code.filter(|c| !c.is_empty()) else {
-        return refused(StatusCode::BAD_REQUEST, &format!("The sign-in came back without a code. {again}"));
+        return refused(state, StatusCode::BAD_REQUEST, "admin-oidc-no-code", &[]);
     };
     let identity = match signin.finish(&code, &attempt.code_verifier, &attempt.nonce).await {
         Ok(identity) => identity,
@@ -205,23 +201,14 @@ async fn returned(
                 OidcError::Unreachable(_) | OidcError::Provider(_) => StatusCode::BAD_GATEWAY,
             };
             tracing::warn!(error = %e, "admin oidc sign-in refused");
-            return refused(
-                status,
-                &format!("{label}'s answer could not be verified; you are not signed in."),
-            );
+            return refused(state, status, "admin-oidc-unverified", &[("name", Arg::Str(label))]);
         }
     };
     let Some(role) = identity.role else {
         let subject_digest = crate::services::accounts::throttle::short_digest(&identity.subject);
         tracing::warn!(%subject_digest, "admin oidc sign-in refused: no role in the role claim");
-        return refused(
-            StatusCode::FORBIDDEN,
-            &format!(
-                "You are signed in at {label} as {}, but your account there has no role in this \
-                 admin. Ask an administrator to add you to the admin or viewer group.",
-                identity.display
-            ),
-        );
+        let args = [("name", Arg::Str(label)), ("who", Arg::Str(&identity.display))];
+        return refused(state, StatusCode::FORBIDDEN, "admin-oidc-no-role", &args);
     };
     let pool = state.pool.clone();
     let who = identity.clone();
@@ -232,12 +219,14 @@ async fn returned(
             // A page that goes on to /admin by itself: a redirect would still belong to the
             // provider's cross-site navigation, and the SameSite=Strict session cookie would
             // not join it.
+            let locale = state.config.admin.locale;
             let page = OidcPage {
-                title: "Signed in",
-                message: "You are signed in.",
+                locale,
+                title: locale.text("admin-oidc-signed-in-title"),
+                message: locale.text("admin-oidc-signed-in"),
                 alert: false,
                 next: Some("/admin"),
-                link: "Continue to the admin",
+                link: locale.text("admin-oidc-continue"),
             };
             let mut resp = html(StatusCode::OK, &page);
             let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
@@ -245,18 +234,12 @@ async fn returned(
         }
         Ok(OidcSignedIn::Disabled) => {
             tracing::warn!("admin oidc sign-in refused: the user is disabled");
-            refused(StatusCode::FORBIDDEN, "Your account in this admin is disabled.")
+            refused(state, StatusCode::FORBIDDEN, "admin-oidc-disabled", &[])
         }
         Ok(OidcSignedIn::EmailTaken(email)) => {
             tracing::warn!("admin oidc sign-in refused: a local account has the email");
-            refused(
-                StatusCode::CONFLICT,
-                &format!(
-                    "Another account of this admin has the email {email}; a sign-in at {label} \
-                     never takes it over. Sign in with that account's password, or ask an \
-                     administrator."
-                ),
-            )
+            let args = [("value", Arg::Str(&email)), ("name", Arg::Str(label))];
+            refused(state, StatusCode::CONFLICT, "admin-oidc-email-taken", &args)
         }
         Err(e) => db_failure(e),
     }

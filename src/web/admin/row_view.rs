@@ -9,8 +9,6 @@ use crate::db::admin::browse::{RelatedPair, SubmissionRow};
 pub trait SubmissionView {
     /// The spam badge: `unverified` when the captcha could not be checked, else `spam`.
     fn spam_badge(&self) -> &'static str;
-    /// Why it was set aside, in words.
-    fn spam_why(&self) -> &'static str;
     /// Set aside because a file of it is malware: never released.
     fn is_malware(&self) -> bool;
     /// The stored fields (a JSON object of strings); once purged, only the consent answers
@@ -24,10 +22,6 @@ impl SubmissionView for SubmissionRow {
             Some("captcha-unverified") => "unverified",
             _ => "spam",
         }
-    }
-
-    fn spam_why(&self) -> &'static str {
-        crate::services::spam::describe(self.spam_reason.as_deref().unwrap_or("honeypot"))
     }
 
     fn is_malware(&self) -> bool {

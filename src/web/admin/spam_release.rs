@@ -1,6 +1,7 @@
 //! Reviewing spam: an admin releases a submission set aside (honeypot, fill time, captcha,
 //! an unverified captcha above all) as a real inquiry; it then gets its side-effect records.
 
+use crate::base::i18n::Locale;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -14,7 +15,7 @@ use crate::db::{DbError, Store};
 use crate::domain::{EffectId, EffectState};
 use crate::web::admin::audit;
 use crate::web::admin::guard::{AdminAction, CsrfForm};
-use crate::web::admin::{blocking, db_failure, done, refused};
+use crate::web::admin::{blocking, done};
 use crate::web::state::AppState;
 use crate::with_conn;
 
@@ -55,8 +56,8 @@ impl From<diesel::result::Error> for ReleaseError {
     }
 }
 
-impl actix_web::ResponseError for ReleaseError {
-    fn status_code(&self) -> StatusCode {
+impl crate::web::admin::Refusal for ReleaseError {
+    fn status(&self) -> StatusCode {
         match self {
             ReleaseError::NotFound => StatusCode::NOT_FOUND,
             ReleaseError::NotSpam | ReleaseError::Malware => StatusCode::CONFLICT,
@@ -64,17 +65,27 @@ impl actix_web::ResponseError for ReleaseError {
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
-        match self {
-            ReleaseError::NotFound => HttpResponse::NotFound().body(self.to_string()),
-            ReleaseError::NotSpam | ReleaseError::Malware => refused(&self.to_string()),
-            ReleaseError::Db(e) => db_failure(e),
-        }
+    fn text(&self, locale: Locale) -> String {
+        locale.text(match self {
+            ReleaseError::NotFound => "admin-no-such-submission-body",
+            ReleaseError::NotSpam => "admin-refused-not-spam",
+            ReleaseError::Malware => "admin-no-release",
+            ReleaseError::Db(_) => "admin-db-unavailable",
+        })
     }
 }
 
 /// `POST /admin/submissions/{id}/release`: not spam after all; its effects are created.
 async fn release(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    action: AdminAction<ReleaseForm>,
+) -> Result<HttpResponse, crate::web::admin::Said<ReleaseError>> {
+    let locale = action.user.locale;
+    crate::web::admin::said(locale, release_now(state, id, action).await)
+}
+
+async fn release_now(
     state: web::Data<AppState>,
     id: web::Path<String>,
     action: AdminAction<ReleaseForm>,

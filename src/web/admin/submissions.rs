@@ -256,7 +256,7 @@ struct SearchForm {
 /// Any signed-in user may search; the term comes in the body and the results in the response.
 async fn search(state: web::Data<AppState>, user: SessionUser, form: web::Form<SearchForm>) -> HttpResponse {
     if !constant_time_eq(form.csrf.as_bytes(), user.csrf.as_bytes()) {
-        return AuthError::Csrf.error_response();
+        return AuthError::Csrf.said_in(user.locale).error_response();
     }
     let term: String = form.q.trim().chars().take(200).collect();
     let mut p = ListPage::new(&state, &user, &FilterParams::default(), None);

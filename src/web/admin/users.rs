@@ -41,7 +41,7 @@ struct UsersPage {
 
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<FlashQuery>) -> HttpResponse {
     if user.role != crate::services::accounts::Role::Admin {
-        return actix_web::ResponseError::error_response(&AuthError::Forbidden);
+        return actix_web::ResponseError::error_response(&AuthError::Forbidden.said_in(user.locale));
     }
     let pool = state.pool.clone();
     match blocking(move || with_conn!(&pool, |c| c.list_users().map_err(DbError::from))).await {
@@ -104,7 +104,7 @@ async fn disable(
 ) -> HttpResponse {
     let user = action.user;
     if *id == user.id {
-        return super::refused("You cannot disable your own account; ask another admin.");
+        return super::refused(&user.locale.text("admin-user-cannot-disable-self"));
     }
     let pool = state.pool.clone();
     let changed =
@@ -168,15 +168,15 @@ async fn language(
     state: web::Data<AppState>,
     user: SessionUser,
     form: web::Form<LanguageForm>,
-) -> Result<HttpResponse, AuthError> {
+) -> Result<HttpResponse, actix_web::Error> {
     if !constant_time_eq(form.csrf.as_bytes(), user.csrf.as_bytes()) {
-        return Err(AuthError::Csrf);
+        return Err(AuthError::Csrf.said_in(user.locale).into());
     }
     let chosen = match form.locale.trim() {
         "" => None,
         tag => match Locale::parse(tag) {
             Some(l) => Some(l.tag()),
-            None => return Ok(super::refused("Choose one of the languages listed.")),
+            None => return Ok(super::refused(&user.locale.text("admin-language-unknown"))),
         },
     };
     let pool = state.pool.clone();
@@ -210,16 +210,16 @@ async fn own_change(
     req: HttpRequest,
     user: SessionUser,
     form: web::Form<OwnPasswordForm>,
-) -> Result<HttpResponse, AuthError> {
+) -> Result<HttpResponse, actix_web::Error> {
     let form = form.into_inner();
     if !constant_time_eq(form.csrf.as_bytes(), user.csrf.as_bytes()) {
-        return Err(AuthError::Csrf);
+        return Err(AuthError::Csrf.said_in(user.locale).into());
     }
     if form.password != form.repeat {
         return Ok(own_page(
             &user,
             StatusCode::UNPROCESSABLE_ENTITY,
-            Some("The two new passwords differ."),
+            Some(&user.locale.text("admin-password-differ")),
             None,
         ));
     }
@@ -227,14 +227,15 @@ async fn own_change(
         return Ok(own_page(
             &user,
             StatusCode::UNPROCESSABLE_ENTITY,
-            Some("Choose a password you have not used."),
+            Some(&user.locale.text("admin-password-reused")),
             None,
         ));
     }
     let attempt = match throttle.begin(proxies.client_of(&req), &user.email) {
         Ok(a) => a,
         Err(s) => {
-            let msg = format!("Too many wrong passwords; try again in {s} s.");
+            let seconds = [("seconds", crate::base::i18n::Arg::Num(s as i64))];
+            let msg = user.locale.format("admin-password-throttled", &seconds);
             return Ok(own_page(&user, StatusCode::TOO_MANY_REQUESTS, Some(&msg), None));
         }
     };
@@ -243,7 +244,7 @@ async fn own_change(
         return Ok(own_page(
             &user,
             StatusCode::TOO_MANY_REQUESTS,
-            Some("The server is busy; try again."),
+            Some(&user.locale.text("admin-password-busy")),
             None,
         ));
     };
@@ -272,9 +273,14 @@ async fn own_change(
             let _ = resp.add_cookie(&policy.build(policy.session_name(), token));
             Ok(resp)
         }
-        Err(OwnPasswordError::Db(e)) => Ok(db_failure(e)),
+        Err(OwnPasswordError::Db(e)) => Ok(super::db_failure_in(user.locale, e)),
         Err(refusal) => {
-            Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(&refusal.to_string()), None))
+            let text = user.locale.text(match refusal {
+                OwnPasswordError::NoAccount => "admin-password-no-account",
+                OwnPasswordError::WrongCurrent => "admin-password-wrong-current",
+                _ => "admin-password-too-short",
+            });
+            Ok(own_page(&user, StatusCode::UNPROCESSABLE_ENTITY, Some(&text), None))
         }
     }
 }

@@ -6,12 +6,13 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use askama::Template;
 
+use crate::base::i18n::Locale;
 use crate::db::admin::effects::{AttemptRow, EffectAdminStore};
 use crate::db::hooks::{Conflict, Delivery, Event, HookStore, Quarantined};
 use crate::db::models::Effect;
 use crate::db::DbError;
 use crate::web::admin::guard::SessionUser;
-use crate::web::admin::{blocking, db_failure, Chrome, FlashQuery};
+use crate::web::admin::{blocking, db_failure_in, plain, Chrome, FlashQuery};
 use crate::web::hooks::Hooks;
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -79,12 +80,20 @@ async fn source_page(
     q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let source = path.into_inner();
+    let locale = user.locale;
     let Some(config) = hooks.source(&source).map(|s| &s.config) else {
-        return HttpResponse::NotFound().body("No such source.");
+        return not_found(locale, "admin-no-such-source");
     };
-    let provider_span =
-        config.verify.redelivery_span().map_or_else(|| "unknown".to_string(), |(_, why)| why.to_string());
-    let keys_window = config.retention.keys.map_or_else(|| "kept for good".to_string(), |k| k.to_string());
+    // The provider's documented span, in words of the reader's language (the verifier's own
+    // English sentence where no locale has words for it).
+    let provider_span = config.verify.redelivery_span().map_or_else(
+        || locale.text("admin-span-unknown"),
+        |(_, why)| {
+            locale.lookup(&format!("admin-span-{}", config.verify.as_str()), &[]).unwrap_or(why.into())
+        },
+    );
+    let keys_window =
+        config.retention.keys.map_or_else(|| locale.text("admin-kept-for-good"), |k| k.to_string());
     let (pool, name) = (state.pool.clone(), source.clone());
     let loaded = blocking(move || {
         with_conn!(&pool, |c| {
@@ -114,8 +123,12 @@ async fn source_page(
             };
             html(StatusCode::OK, &page)
         }
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(locale, e),
     }
+}
+
+fn not_found(locale: Locale, key: &str) -> HttpResponse {
+    plain(StatusCode::NOT_FOUND, locale.text(key))
 }
 
 #[derive(Template)]
@@ -139,8 +152,9 @@ async fn event_page(
     q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let (source, id) = path.into_inner();
+    let locale = user.locale;
     let Some(src) = hooks.source(&source) else {
-        return HttpResponse::NotFound().body("No such source.");
+        return not_found(locale, "admin-no-such-source");
     };
     let names = src.config.handlers.iter().map(|h| h.name.clone()).collect();
     let pool = state.pool.clone();
@@ -161,7 +175,7 @@ async fn event_page(
             let chrome = Chrome::new(&user, "inbound", q.flash.as_deref());
             html(StatusCode::OK, &EventPage { chrome, source, event, deliveries, handlers, names })
         }
-        Ok(_) => HttpResponse::NotFound().body("No such event."),
-        Err(e) => db_failure(e),
+        Ok(_) => not_found(locale, "admin-no-such-event"),
+        Err(e) => db_failure_in(locale, e),
     }
 }

@@ -8,13 +8,14 @@ use actix_web::{web, HttpResponse, ResponseError};
 use serde::Deserialize;
 
 use crate::base::clock::now;
+use crate::base::i18n::Locale;
 use crate::db::admin::effects::EffectAdminStore;
 use crate::db::hooks::HookStore;
 use crate::db::{DbError, Store};
 use crate::domain::{QuarantineStatus, RecordKind};
 use crate::web::admin::audit;
 use crate::web::admin::guard::{AdminAction, CsrfForm};
-use crate::web::admin::{blocking, db_failure, done, refused, REPLAYABLE};
+use crate::web::admin::{blocking, done, Refusal, Said, REPLAYABLE};
 use crate::web::hooks::ingest::{handler_effect, ingest, Ingested, NewInbound};
 use crate::web::hooks::Hooks;
 use crate::web::state::AppState;
@@ -61,8 +62,8 @@ impl From<diesel::result::Error> for InboundActionError {
     }
 }
 
-impl ResponseError for InboundActionError {
-    fn status_code(&self) -> StatusCode {
+impl Refusal for InboundActionError {
+    fn status(&self) -> StatusCode {
         match self {
             InboundActionError::NotFound => StatusCode::NOT_FOUND,
             InboundActionError::Db(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -70,23 +71,30 @@ impl ResponseError for InboundActionError {
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
-        match self {
-            InboundActionError::NotFound => HttpResponse::NotFound().body(self.to_string()),
-            InboundActionError::Db(e) => db_failure(e),
-            refusal => refused(&refusal.to_string()),
-        }
+    fn text(&self, locale: Locale) -> String {
+        locale.text(match self {
+            InboundActionError::NotFound => "admin-refused-not-found",
+            InboundActionError::BadEventId => "admin-refused-bad-event-id",
+            InboundActionError::AlreadyDecided => "admin-refused-delivery-decided",
+            InboundActionError::NoSuchHandler => "admin-refused-no-such-handler",
+            InboundActionError::NotReplayable => "admin-refused-not-replayable",
+            InboundActionError::Db(_) => "admin-db-unavailable",
+        })
     }
 }
 
-fn finish(step: Result<Result<Flash, InboundActionError>, DbError>, back: &str) -> HttpResponse {
+/// `back` with `flash`, or the refusal in `locale`.
+fn finish(
+    locale: Locale,
+    step: Result<Result<Flash, InboundActionError>, DbError>,
+    back: &str,
+) -> HttpResponse {
     match step.map_err(InboundActionError::from).and_then(|r| r) {
         Ok(flash) => done(back, flash),
-        Err(e) => e.error_response(),
+        Err(error) => Said { locale, error }.error_response(),
     }
 }
 
-/// `assign` (with `event_id`) or `discard` an open quarantined delivery.
 pub async fn quarantine(
     state: web::Data<AppState>,
     hooks: web::Data<Hooks>,
@@ -96,11 +104,12 @@ pub async fn quarantine(
     let (source, id, name) = path.into_inner();
     let Some(src) = hooks.source(&source) else { return HttpResponse::NotFound().finish() };
     let AdminAction { user, form } = action;
+    let locale = user.locale;
     let event_id = form.event_id.trim().to_string();
     if name == "assign"
         && (event_id.is_empty() || event_id.len() > 255 || event_id.chars().any(char::is_control))
     {
-        return InboundActionError::BadEventId.error_response();
+        return Said { locale, error: InboundActionError::BadEventId }.error_response();
     }
     if name != "assign" && name != "discard" {
         return HttpResponse::NotFound().finish();
@@ -148,7 +157,7 @@ pub async fn quarantine(
         })))
     })
     .await;
-    finish(step, &format!("/admin/inbound/{source}"))
+    finish(locale, step, &format!("/admin/inbound/{source}"))
 }
 
 /// A new batch of one handler on one event.
@@ -161,8 +170,9 @@ pub async fn replay(
     let (source, id) = path.into_inner();
     let Some(src) = hooks.source(&source) else { return HttpResponse::NotFound().finish() };
     let AdminAction { user, form } = action;
+    let locale = user.locale;
     if src.config.handler(&form.handler).is_none() {
-        return InboundActionError::NoSuchHandler.error_response();
+        return Said { locale, error: InboundActionError::NoSuchHandler }.error_response();
     }
     let (pool, config, src_name, back) = (
         state.pool.clone(),
@@ -216,5 +226,5 @@ pub async fn replay(
         })))
     })
     .await;
-    finish(step, &back)
+    finish(locale, step, &back)
 }

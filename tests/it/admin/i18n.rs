@@ -1,7 +1,8 @@
 //! The admin pages in the admin's language: `[admin] locale`, each user's own choice (a
 //! CSRF-checked POST, stored on the user), words for stored states instead of identifiers,
-//! and dates in `[admin] time_zone`. In Chromium: the duplicates page in zh-TW and in ja
-//! (screenshots in target/test-artifacts/admin-i18n-*.png).
+//! and dates in `[admin] time_zone`. In Chromium: the duplicates page and a submission in
+//! zh-TW and in ja at 1,280 px and 390 px, nothing wider than a phone's screen (screenshots in
+//! target/test-artifacts/admin-i18n-*.png). Every page in every language: `all_pages`.
 
 use diesel::prelude::*;
 use onceform::base::i18n::{Locale, TimeZone};
@@ -225,9 +226,47 @@ async fn the_language_post_needs_a_session_and_its_csrf_token(backend: Backend) 
     assert_eq!(users_with_a_locale(&app).await, 0, "nothing stored");
 }
 
-/// Signs in through the login form in the browser, with `locale` chosen for that user.
+/// What overflows the viewport sideways: the document's width against the viewport's, and
+/// each element sticking out (content of a box that scrolls by itself, a wide table, is fine).
+const OVERFLOW: &str = r#"
+const vw = document.documentElement.clientWidth;
+const out = [];
+for (const el of document.querySelectorAll('body *')) {
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) continue;
+  let p = el.parentElement, scrolls = false;
+  while (p && p !== document.body) {
+    const o = getComputedStyle(p).overflowX;
+    if (o === 'auto' || o === 'scroll' || o === 'hidden') { scrolls = true; break; }
+    p = p.parentElement;
+  }
+  if (!scrolls && (r.right > vw + 2 || r.left < -2)) {
+    out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + el.className : '') + ' ' + Math.round(r.left) + '..' + Math.round(r.right));
+  }
+}
+return { viewport: vw, inner: window.innerWidth, scroll: document.documentElement.scrollWidth, out: out.slice(0, 20) };
+"#;
+
+/// The page at `width`: a screenshot, and at a phone's width nothing wider than the screen.
+async fn at_width(browser: &Browser, name: &str, width: u32) {
+    browser.resize(width, if width < 500 { 844 } else { 1000 }).await;
+    let m = browser.execute(OVERFLOW).await;
+    let (viewport, scroll) = (m["viewport"].as_i64().unwrap(), m["scroll"].as_i64().unwrap());
+    if width < 500 {
+        assert!(m["inner"].as_i64().unwrap() <= i64::from(width) + 16, "a phone's width: {m}");
+        assert!(scroll <= viewport + 2, "{name}: the page is wider than a phone's screen: {m}");
+        assert!(m["out"].as_array().unwrap().is_empty(), "{name}: elements stick out: {m}");
+    }
+    browser.screenshot(&format!("admin-i18n-{name}-{width}")).await;
+}
+
+/// Signs in through the login form in the browser, with `locale` chosen for that user; the
+/// duplicates page and a submission's page at 1,280 px and at 390 px (a phone), one browser.
 async fn duplicates_in_a_browser(locale: &str, words: &[&str]) {
-    let app = spawn_app_with(Backend::Sqlite, |_| {}).await;
+    let app = spawn_app_with(Backend::Sqlite, |c| {
+        c.admin.time_zone = "Asia/Taipei".parse::<TimeZone>().unwrap();
+    })
+    .await;
     three_pairs(&app).await;
     let email = format!("reviewer-{}@example.com", locale.to_lowercase());
     app.create_user(&email, Role::Admin).await;
@@ -257,7 +296,20 @@ async fn duplicates_in_a_browser(locale: &str, words: &[&str]) {
     for id in ["same_sender", "not_duplicate", "PENDING"] {
         assert!(!text.contains(id), "{id} shown: {text}");
     }
-    browser.screenshot(&format!("admin-i18n-duplicates-{locale}")).await;
+    let submission = source
+        .split(r#"href="/admin/submissions/"#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no link to a submission: {source}"))
+        .to_string();
+    for width in [1280, 390] {
+        at_width(&browser, &format!("duplicates-{locale}"), width).await;
+    }
+    browser.goto(&app.url(&format!("/admin/submissions/{submission}"))).await;
+    assert!(visible(&browser.source().await).contains("陳小明"));
+    for width in [1280, 390] {
+        at_width(&browser, &format!("submission-{locale}"), width).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! The admin: effects, pages, review, sessions, sign-in.
 
+pub mod all_pages;
 pub mod effects;
 pub mod forms;
 pub mod i18n;

@@ -118,7 +118,7 @@ async fn the_inbound_page_shows_events_handlers_conflicts_and_replays_a_handler_
 
     let admin = app.app.sign_in(Role::Admin).await;
     let page = app.app.admin_get(Some(&admin), "/admin/inbound/helpdesk").await.text().await.unwrap();
-    assert!(page.contains("E-1") && page.contains("to-crm #0: <strong>SENT</strong>"));
+    assert!(page.contains("E-1") && page.contains("to-crm #0: <strong>Sent</strong>"));
     assert!(page.contains("changed"), "the conflicting content is listed beside the original");
     assert!(page.contains("&#60;script&#62;") && !page.contains("<script>alert"));
     let submissions = app.app.admin_get(Some(&admin), "/admin/submissions").await.text().await.unwrap();
@@ -136,8 +136,8 @@ async fn the_inbound_page_shows_events_handlers_conflicts_and_replays_a_handler_
     let detail =
         app.app.admin_get(Some(&admin), &format!("/admin/inbound/helpdesk/events/{event_row}")).await;
     let detail = detail.text().await.unwrap();
-    assert_eq!(detail.matches("<td>replayed</td>").count(), 1);
-    assert_eq!(detail.matches("<td>conflict</td>").count(), 1);
+    assert_eq!(detail.matches("<td>repeat (same content)</td>").count(), 1);
+    assert_eq!(detail.matches("<td>conflict (other content)</td>").count(), 1);
     let effects = app.app.admin_get(Some(&admin), "/admin/effects?state=SENT").await.text().await.unwrap();
     let link = format!(r#"<a href="/admin/inbound/helpdesk/events/{event_row}">"#);
     assert!(effects.contains(&link), "a handler's record links to its event: {effects}");

@@ -120,7 +120,7 @@ async fn replay_is_refused_unless_the_outcome_is_known(backend: Backend) {
         let before = app.audit_count().await;
         let resp = replay().await;
         assert_eq!(resp.status(), 409, "{state}");
-        assert!(resp.text().await.unwrap().contains("SENT, FAILED_FINAL or CANCELLED"));
+        assert!(resp.text().await.unwrap().contains("Only a sent, failed or cancelled effect"));
         assert_eq!(app.audit_count().await, before, "{state}: nothing audited");
     }
     assert_eq!(d.effects(Some(&key)).await.iter().filter(|e| e.kind == "crm_lead").count(), 1);

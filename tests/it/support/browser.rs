@@ -133,6 +133,17 @@ impl Browser {
         self.call(reqwest::Method::POST, &format!("/element/{id}/click"), Some(json!({}))).await;
     }
 
+    /// Resizes the window to `width` × `height` CSS pixels.
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.call(reqwest::Method::POST, "/window/rect", Some(json!({"width": width, "height": height})))
+            .await;
+    }
+
+    /// Runs `script` (a function body) in the page and gives back what it returns.
+    pub async fn execute(&self, script: &str) -> Value {
+        self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []}))).await
+    }
+
     /// Saves a PNG of the viewport under `target/test-artifacts/NAME.png`.
     pub async fn screenshot(&self, name: &str) -> std::path::PathBuf {
         let data = self.call(reqwest::Method::GET, "/screenshot", None).await;
