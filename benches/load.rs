@@ -163,7 +163,13 @@ fn main() {
     if opts.only_serve {
         targets::header();
         for backend in opts.backends.iter().map(String::as_str) {
-            for r in default_serve::measure(&rt_for_targets(), backend, opts.seconds, &[], &[]) {
+            for r in default_serve::measure(
+                &rt_for_targets(),
+                backend,
+                opts.seconds,
+                &default_serve::Ceiling::none(),
+                &[],
+            ) {
                 targets::print(backend, &r);
             }
         }
