@@ -12,7 +12,9 @@
 //! rows (default 100 k, 0 skips; `load/purge.rs`), and a burst of `--burst N` seconds of accepts
 //! (default 20, 0 skips) into one `serve` with the default configuration, timed until every
 //! effect is delivered, and on each backend a burst with repeated visitors, timed until every
-//! duplicate pair is scored (`load/burst.rs`); `--only-targets` stops there. `--baseline PATH`
+//! duplicate pair is scored (`load/burst.rs`); `--only-targets` stops there. Issue 44's table in one
+//! run: `--only-targets --purge 0 --burst 0 --traffic accept,email-flood,name-flood` (the
+//! targets and the default `serve`'s rows, each ratio to a ceiling of the same run). `--baseline PATH`
 //! runs another build's `serve` beside this one's fresh-database accepts (`load/targets.rs`).
 //! After the targets, issue 23's accepts with a 1 MiB attachment per request against the
 //! limit of the idea, and the server's peak RSS at 1 and 64 uploads at once, and at 64 with
@@ -163,7 +165,13 @@ fn main() {
     if opts.only_serve {
         targets::header();
         for backend in opts.backends.iter().map(String::as_str) {
-            for r in default_serve::measure(&rt_for_targets(), backend, opts.seconds, &[], &[]) {
+            for r in default_serve::measure(
+                &rt_for_targets(),
+                backend,
+                opts.seconds,
+                &default_serve::Ceiling::none(),
+                &[],
+            ) {
                 targets::print(backend, &r);
             }
         }

@@ -2,10 +2,14 @@
 //! the one-statement pgbench ceiling, PostgreSQL accept on a fresh and then an analysed
 //! database, one identity's floods (one email; one name and company) against new visitors
 //! (with the pair rows they left),
-//! SQLite accept against a transaction per accept, and replay latency at 32 clients (Rust
+//! SQLite accept against the full ceiling (the accept transaction in-process, with its group
+//! commit) and a transaction per accept, and replay latency at 32 clients (Rust
 //! client and wrk). Each row names its target and whether this run met it. With the hooks'
 //! traffic (issue 13), inbound deliveries at 16 clients beside accept at 16. Then the
-//! default `serve` (workers inside) on a database of its own (`default_serve`, issue 25).
+//! default `serve` (workers inside) on a database of its own (`default_serve`, issues 25 and
+//! 44): new persons, one-email and one-name floods at 16 and 64 clients from wrk, new-person
+//! accept as a ratio to this run's ceiling (PostgreSQL: the one-statement pgbench; SQLite:
+//! the full ceiling).
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
@@ -146,6 +150,10 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     let replay32 = http(Scenario::Replay, 32);
     let wrk32 = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs, wrk::WARM_KEYS));
     let cold32 = rt.block_on(wrk::replay(&addrs[0], &db.dir, 32, secs, wrk::COLD_KEYS));
+    for w in [&wrk32, &cold32].into_iter().flatten() {
+        // Every replay answered 200: a body other than the accepted one would time 409s.
+        assert_eq!(w.unexpected, 0, "{backend} replay (wrk): unexpected answers");
+    }
     let mut hooks_sent = hooks::Sent::default();
     let mut base_hooks = Vec::new();
     baseline = start_baseline().filter(|_| opts.hooks);
@@ -197,19 +205,23 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         let text = format!("{r:.2} × fresh (target within 10 %)");
         rows.push(row(label, 16, &unique16, text, Some(r <= 1.1)));
     } else {
-        let baseline_acceptor = Acceptor::one_transaction_each(
-            config.clone().into(),
-            pool.clone(),
-            crate::common::keyring(&config),
-        )
-        .unwrap();
+        let keyring = crate::common::keyring(&config);
+        let acceptor = Acceptor::start(config.clone().into(), pool.clone(), keyring.clone()).unwrap();
+        let baseline_acceptor =
+            Acceptor::one_transaction_each(config.clone().into(), pool.clone(), keyring).unwrap();
         for (clients, fresh) in [(16, &fresh16), (64, &fresh64)] {
+            // The full ceiling (issue 44): the accept transaction with its group commit,
+            // in-process, at the same concurrency.
+            let (n, full) = in_process(&config, clients, secs, |i| acceptor.accept(i).is_ok());
+            accepted += n;
+            ceilings.push((clients, full.rate));
+            rows.push(row("ceiling (in-process, group commit)", clients, &full, String::new(), None));
             let (n, baseline) = in_process(&config, clients, secs, |i| baseline_acceptor.accept(i).is_ok());
             accepted += n;
             rows.push(row("baseline: a transaction per accept", clients, &baseline, String::new(), None));
-            let r = fresh.rate / baseline.rate;
-            let text = format!("{r:.2} × a transaction per accept (target ≥ 0.8)");
-            rows.push(row("accept (group commit)", clients, fresh, text, Some(r >= 0.8)));
+            let (r, b) = (fresh.rate / full.rate, fresh.rate / baseline.rate);
+            let text = format!("{r:.2} × the ceiling (target ≥ 0.75); {b:.2} × a transaction per accept");
+            rows.push(row("accept (group commit)", clients, fresh, text, Some(r >= 0.75)));
         }
     }
     for (clients, fresh, base) in [(16, &fresh16, &base16), (64, &fresh64, &base64)] {
@@ -270,7 +282,11 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     }
     // The default `serve` on a database of its own, once the web tier's server has stopped.
     let web_tier = [(16, fresh16.rate), (64, fresh64.rate)];
-    for r in default_serve::measure(rt, backend, secs, &ceilings, &web_tier) {
+    let ceiling = match db.is_pg() {
+        true => default_serve::Ceiling { name: "one statement", target: 0.6, rates: ceilings },
+        false => default_serve::Ceiling { name: "the ceiling", target: 0.75, rates: ceilings },
+    };
+    for r in default_serve::measure(rt, backend, secs, &ceiling, &web_tier) {
         print(backend, &r);
     }
 }

@@ -15,27 +15,31 @@ pub const WARM_KEYS: usize = 64;
 /// round robin, each has left the memory before its turn comes again (a cold replay).
 pub const COLD_KEYS: usize = 30_000;
 
-/// Replays round robin over `{KEYS}` (each answered 200).
+/// Replays round robin over `{KEYS}` (each answered 200): the body `traffic::body` accepted
+/// each key with, byte for byte in its fields.
 const REPLAY: &str = r#"
 local keys = {KEYS}
 local n = 0
 function request()
   n = n % #keys + 1
   local k = keys[n]
-  local body = string.format('{"name":"Load Test","email":"%s@example.com","topic":"Sales","message":"Load %s"}', k, k)
+  local body = string.format('{"name":"Load Test %s","email":"%s@example.com","company":"Company %s","topic":"Sales","message":"Load %s"}',
+    k, k, k, k)
   return wrk.format("POST", "/api/forms/contact/submissions",
     {["Content-Type"] = "application/json", ["Idempotency-Key"] = k}, body)
 end
 "#;
 
 /// A new operation on every request (each answered 201), its key made of the run, the
-/// thread and a counter; `{EMAIL}` is the Lua expression of its email address.
+/// thread and a counter; `{NAME}`, `{EMAIL}` and `{COMPANY}` are the Lua expressions of its
+/// visitor's name, email address and company.
 const ACCEPT: &str = r#"
 local n = 0
 function request()
   n = n + 1
   local k = string.format("wrk-{RUN}-%d-%d", id, n)
-  local body = string.format('{"name":"Load Test","email":"%s","topic":"Sales","message":"Load %s"}', {EMAIL}, k)
+  local body = string.format('{"name":"%s","email":"%s","company":"%s","topic":"Sales","message":"Load %s"}',
+    {NAME}, {EMAIL}, {COMPANY}, k)
   return wrk.format("POST", "/api/forms/contact/submissions",
     {["Content-Type"] = "application/json", ["Idempotency-Key"] = k}, body)
 end
@@ -106,13 +110,26 @@ async fn accept_key(client: &reqwest::Client, addr: &str, key: &str) -> Option<b
     None
 }
 
-/// Whose email address each new operation carries.
+/// Who sends each new operation (issue 44's traffic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Email {
-    /// Its own (made of its key).
-    Unique,
-    /// One for all (a bot): each a repeat for the duplicate detector.
-    Same,
+pub enum Visitor {
+    /// A new person each time: their own email, name and company (made of the key).
+    New,
+    /// One email address for all (a bot): each a repeat for the duplicate detector.
+    SameEmail,
+    /// One name and company for all, a new email each: each linked by its name.
+    SameName,
+}
+
+impl Visitor {
+    /// The row's name, as the Rust client's scenarios name them.
+    pub fn name(self) -> &'static str {
+        match self {
+            Visitor::New => "accept (a new person each)",
+            Visitor::SameEmail => "one-email flood",
+            Visitor::SameName => "one-name flood",
+        }
+    }
 }
 
 /// New operations from `clients` wrk connections for `seconds`; `created` counts the 201s
@@ -123,14 +140,19 @@ pub async fn accept(
     dir: &std::path::Path,
     clients: usize,
     seconds: u64,
-    email: Email,
+    visitor: Visitor,
 ) -> Option<Tally> {
     let run_id = uuid::Uuid::new_v4().simple().to_string();
-    let email = match email {
-        Email::Unique => "k .. \"@example.com\"",
-        Email::Same => "\"one.bot@example.com\"",
+    let (name, email, company) = match visitor {
+        Visitor::New => ("\"Load Test \" .. k", "k .. \"@example.com\"", "\"Company \" .. k"),
+        Visitor::SameEmail => ("\"Load Test \" .. k", "\"one.bot@example.com\"", "\"Company \" .. k"),
+        Visitor::SameName => ("\"One Bot\"", "k .. \"@example.com\"", "\"Bot Company\""),
     };
-    let script = ACCEPT.replace("{RUN}", &run_id[..8]).replace("{EMAIL}", email);
+    let script = ACCEPT
+        .replace("{RUN}", &run_id[..8])
+        .replace("{NAME}", name)
+        .replace("{EMAIL}", email)
+        .replace("{COMPANY}", company);
     run(addr, dir, clients, seconds, &script, 201)
 }
 
