@@ -21,7 +21,7 @@ use diesel::prelude::*;
 use onceform::config::{FileStoreKind, Form};
 use onceform::db::schema::submission_files;
 use onceform::db::{DbError, Pool, Store};
-use onceform::domain::{normalise, FileRef, OperationId};
+use onceform::domain::{normalise_with, FileRef, OperationId};
 use onceform::services::accept::{Acceptor, Intake, Outcome};
 use onceform::services::request_log::Channel;
 use onceform::with_conn;
@@ -269,15 +269,13 @@ fn store_and_accept(acceptor: &Acceptor, form: &Form, dir: &Path, filler: &[u8])
         content_type: "application/pdf".into(),
         name: "drawing.pdf".into(),
     };
-    let raw = vec![
-        ("email".to_string(), format!("{}@example.com", uuid::Uuid::new_v4().simple())),
-        ("drawing".to_string(), file.to_value()),
-    ];
+    let raw = vec![("email".to_string(), format!("{}@example.com", uuid::Uuid::new_v4().simple()))];
+    let files = [("drawing".to_string(), file)];
     let intake = Intake {
         form: form.clone(),
         operation_id: Some(OperationId::generate()),
         channel: Channel::Html,
-        fields: normalise(&**form, &raw).unwrap(),
+        fields: normalise_with(&**form, &raw, &files).unwrap(),
         scans: Default::default(),
         received: None,
         test: false,
