@@ -312,7 +312,10 @@ fn attachments(opts: &Options) {
     );
     attach::header();
     for backend in opts.backends.iter().map(String::as_str) {
-        attach::measure(&rt_for_targets(), backend, opts);
+        attach::measure(&rt_for_targets(), backend, "folder", opts);
+        if backend == "postgres" {
+            attach::measure(&rt_for_targets(), backend, "database", opts);
+        }
     }
 }
 

@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
-use onceform::config::Form;
+use onceform::config::{FileStoreKind, Form};
 use onceform::db::schema::submission_files;
 use onceform::db::{DbError, Pool, Store};
-use onceform::domain::{normalise, FileRef, OperationId};
+use onceform::domain::{normalise_with, FileRef, OperationId};
 use onceform::services::accept::{Acceptor, Intake, Outcome};
 use onceform::services::request_log::Channel;
 use onceform::with_conn;
@@ -31,16 +31,18 @@ use crate::traffic::{drive, Stop, Tally};
 use crate::Options;
 
 /// Each row's clients and the size of each post's file, in MiB.
-pub const ROWS: [(usize, usize); 4] = [(1, 1), (16, 1), (64, 1), (64, 4)];
+pub const ROWS: [(usize, usize); 5] = [(1, 1), (16, 1), (64, 1), (64, 4), (16, 16)];
+/// The largest file, in MiB.
+const LARGEST: usize = 16;
 const MIB: usize = 1 << 20;
 
-/// A quote form: an email and a required PDF of up to 8 MiB, the contact form's three effects.
+/// A quote form: an email and a required PDF of up to 32 MiB, the contact form's three effects.
 const QUOTE: &str = r#"
 [forms.quote]
 title = "Request a quote"
 honeypot = ""
 min_fill_seconds = 0
-max_files_bytes = 8388608
+max_files_bytes = 33554432
 effects = ["crm_lead", "confirmation_email", "owner_notification"]
 notify = ["sales@example.com"]
 crm_fields = { email = "email" }
@@ -53,21 +55,28 @@ name = "drawing"
 type = "file"
 required = true
 accept = ["application/pdf"]
-max_bytes = 8388608
+max_bytes = 33554432
 "#;
 
 pub fn header() {
     println!(
-        "| backend | clients | file MiB | req/s | p50 ms | p99 ms | server RSS before MiB | server peak RSS MiB | \
+        "| backend | files | clients | file MiB | req/s | p50 ms | p99 ms | server RSS before MiB | server peak RSS MiB | \
          limit req/s | limit p50 ms | limit p99 ms | × limit | unexpected |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
-/// Measures and prints `backend`'s rows, the memory line and the consistency check.
-pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
+/// Measures and prints `backend`'s rows with the files kept in `store` (`folder` or
+/// `database`), the memory line and the consistency check.
+pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, store: &str, opts: &Options) {
     let db = Db::new(backend);
-    let (path, config) = db.config(&format!("[worker]\nenabled = false\n\n{QUOTE}"));
+    let (path, _) = db.config(&format!("[worker]\nenabled = false\n\n{QUOTE}"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("[server]\n", &format!("[server]\nfiles = \"{store}\"\n"), 1))
+        .unwrap();
+    let config = onceform::services::check_config::load(Some(&path), |_| None).unwrap();
+    let in_database = config.server.file_store(&config.database.url) == FileStoreKind::Database;
+    assert_eq!(in_database, store == "database", "{store}");
     let pool = Pool::connect(&config.database).unwrap();
     let acceptor = Acceptor::start(Arc::new(config.clone()), pool.clone(), common::keyring(&config)).unwrap();
     let form = Form::new("quote", config.form("quote").unwrap().clone());
@@ -90,7 +99,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         (posted, unexpected) = (posted + t.created, unexpected + t.unexpected);
         peaks.push(peak);
         println!(
-            "| {backend} | {clients} | {mib} | {:.0} | {:.2} | {:.2} | {before:.0} | {peak:.0} | {:.0} | {:.2} | {:.2} | \
+            "| {backend} | {store} | {clients} | {mib} | {:.0} | {:.2} | {:.2} | {before:.0} | {peak:.0} | {:.0} | {:.2} | {:.2} | \
              {:.2} | {} |",
             t.rate,
             t.p50_ms,
@@ -102,16 +111,22 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
             t.unexpected + ceiling.unexpected
         );
     }
-    if let [one, _, small, large] = peaks[..] {
+    if let [one, sixteen, small, large, huge] = peaks[..] {
         println!(
-            "\nmemory ({backend}): server peak RSS {one:.0} MiB at 1 client, {small:.0} MiB ({:+.0}) at 64 clients \
-             with 1 MiB files, {large:.0} MiB ({:+.0}) at 64 clients with 4 MiB files",
+            "\nmemory ({backend}, files in the {store}): server peak RSS {one:.0} MiB at 1 client, {small:.0} MiB \
+             ({:+.0}) at 64 clients with 1 MiB files, {large:.0} MiB ({:+.0}) at 64 clients with 4 MiB files; \
+             {sixteen:.0} MiB at 16 clients with 1 MiB files, {huge:.0} MiB ({:+.0}) with 16 MiB files",
             small - one,
-            large - one
+            large - one,
+            huge - sixteen
         );
     }
     acceptor.deliveries().flush_blocking();
-    check(backend, &pool, Path::new(&config.server.files_dir), &limit_dir, posted, limited, unexpected);
+    let stored = match in_database {
+        true => database_blobs(&db.url),
+        false => blobs(Path::new(&config.server.files_dir)),
+    };
+    check(&format!("{backend}, {store}"), &pool, stored, &limit_dir, posted, limited, unexpected);
 }
 
 /// `clients` browsers posting the quote form until `seconds` are up, each post a new
@@ -159,7 +174,7 @@ async fn posts(address: &str, clients: usize, mib: usize, seconds: u64) -> Tally
 
 /// The bytes of the largest file (the first line of each file differs).
 fn filler() -> Vec<u8> {
-    (0..4 * MIB).map(|i| b"0123456789abcdef\n"[i % 17]).collect()
+    (0..LARGEST * MIB).map(|i| b"0123456789abcdef\n"[i % 17]).collect()
 }
 
 /// The first line of a PDF, naming `tag`.
@@ -254,15 +269,13 @@ fn store_and_accept(acceptor: &Acceptor, form: &Form, dir: &Path, filler: &[u8])
         content_type: "application/pdf".into(),
         name: "drawing.pdf".into(),
     };
-    let raw = vec![
-        ("email".to_string(), format!("{}@example.com", uuid::Uuid::new_v4().simple())),
-        ("drawing".to_string(), file.to_value()),
-    ];
+    let raw = vec![("email".to_string(), format!("{}@example.com", uuid::Uuid::new_v4().simple()))];
+    let files = [("drawing".to_string(), file)];
     let intake = Intake {
         form: form.clone(),
         operation_id: Some(OperationId::generate()),
         channel: Channel::Html,
-        fields: normalise(&**form, &raw).unwrap(),
+        fields: normalise_with(&**form, &raw, &files).unwrap(),
         scans: Default::default(),
         received: None,
         test: false,
@@ -278,13 +291,23 @@ fn blobs(dir: &Path) -> (usize, usize) {
     (blobs, count(&dir.join("tmp")))
 }
 
+/// Blobs in the database's `blobs` table: (complete, not complete: an upload's chunks under
+/// its temporary key).
+fn database_blobs(url: &str) -> (usize, usize) {
+    use onceform::db::schema::blobs;
+    let mut c = onceform::db::establish_pg(url).unwrap();
+    let rows: Vec<bool> = blobs::table.select(blobs::complete).load(&mut c).unwrap();
+    let complete = rows.iter().filter(|c| **c).count();
+    (complete, rows.len() - complete)
+}
+
 /// Submissions = operations accepted (posts and the limit's), one file row and three effect
-/// records each, a blob per post in `files_dir` and per limit accept in `limit_dir`, no
-/// temporary file left, every status 303; loud if not.
+/// records each, a blob per post in the file store (`stored`: blobs, temporary ones) and per
+/// limit accept in `limit_dir`, no temporary file left, every status 303; loud if not.
 fn check(
     backend: &str,
     pool: &Pool,
-    files_dir: &Path,
+    stored: (usize, usize),
     limit_dir: &Path,
     posted: usize,
     limited: usize,
@@ -294,7 +317,7 @@ fn check(
     let file_rows: i64 =
         with_conn!(pool, |c| submission_files::table.count().get_result(c).map_err(DbError::from)).unwrap();
     let effects = common::form_effects(&stats);
-    let ((blobs, tmp), (limit_blobs, limit_tmp)) = (blobs(files_dir), blobs(limit_dir));
+    let ((blobs, tmp), (limit_blobs, limit_tmp)) = (stored, blobs(limit_dir));
     let accepted = (posted + limited) as i64;
     let ok = stats.submissions == accepted
         && file_rows == accepted
@@ -305,7 +328,7 @@ fn check(
         && unexpected == 0;
     println!(
         "\nattachments' consistency ({backend}): {} submissions for {posted} posts accepted (303) and \
-         {limited} limit accepts, {file_rows} file rows, {effects} effect records, {blobs} blobs in files_dir \
+         {limited} limit accepts, {file_rows} file rows, {effects} effect records, {blobs} blobs in the file store \
          and {limit_blobs} in the limit's folder, {} temporary files left, {unexpected} unexpected answers: {}\n",
         stats.submissions,
         tmp + limit_tmp,

@@ -6,7 +6,9 @@
 //! copies the database in with SQLite's backup API (the server must be stopped: a running
 //! one would keep answering from what it holds in memory) and the blobs into the file store
 //! (each written as the store writes one: a temporary file renamed under its digest). On
-//! PostgreSQL it restores the blobs and prints the `pg_restore` command to run.
+//! PostgreSQL it restores the blobs and prints the `pg_restore` command to run; with
+//! `files = "database"` the files are in the dump (a folder backup's blobs still go to
+//! `files_dir`, and the report says to move them in with `files migrate`).
 //!
 //! The secret is not in a backup: restore tells whether the one in place is the one the
 //! backup's digests were keyed with. Another one still works (the next start re-keys each
@@ -18,7 +20,7 @@ use std::path::Path;
 use super::backup::{secret_name, shell_quote, without_password};
 use super::manifest::{Manifest, CONFIG, DATABASE, PG_DUMP};
 use crate::base::secret::Secret;
-use crate::config::{Config, DatabaseUrl};
+use crate::config::{Config, DatabaseUrl, FileStoreKind};
 use crate::db::backup as db;
 use crate::services::files::{BlobStore, LocalStore};
 
@@ -78,7 +80,16 @@ pub fn restore(
         DatabaseUrl::Postgres(url) => report.extend(pg_restore(&manifest, url, from, force)),
     }
     let restored = restore_blobs(&manifest, from, &config.server.files_dir)?;
-    report.push(format!("files: {restored} blob(s) into {}", config.server.files_dir));
+    let in_database = config.server.file_store(&config.database.url) == FileStoreKind::Database;
+    report.push(match (in_database, restored) {
+        (true, 0) => "files: kept in the database (its dump holds them)".into(),
+        (true, n) => format!(
+            "files: {n} blob(s) into {}; this configuration keeps files in the database: once the dump is \
+             restored, run `onceform files migrate --to database`",
+            config.server.files_dir
+        ),
+        (false, n) => format!("files: {n} blob(s) into {}", config.server.files_dir),
+    });
     report.push(secret_check(&manifest, &config.server.secret_file)?);
     if manifest.entry(CONFIG).is_some() {
         let same = config_file.is_some_and(|f| same_content(f, &from.join(CONFIG)));

@@ -1,6 +1,8 @@
 //! Attached files kept in PostgreSQL (`[server] files = "database"`, the default there): a
 //! file uploaded to one `serve` process is attached by a worker process with another, empty,
-//! files folder (they share only the database); a large upload streams through with flat
+//! files folder (they share only the database); two `serve` nodes and a `worker`, each in an
+//! empty folder of its own, deliver every file posted to either node to the owner's email and
+//! to HubSpot, byte for byte; a large upload streams through with flat
 //! memory; an upload cut short by a crash leaves no complete blob and the sweep deletes its
 //! chunks; `files migrate` copies every file both ways, checked by SHA-256. (Retention and
 //! erasure on this store: `kept::postgres::*`, which run on it.)
@@ -15,7 +17,11 @@ use serde_json::{json, Value};
 use super::attach::{with_quote, QUOTE};
 use crate::lifecycle::{onceform_with, stdout};
 use crate::support::files::{kept_blobs, pdf, read_stored, sha256};
+use crate::support::files::{multipart, Part};
+use crate::support::hubspot::FakeHubspot;
 use crate::support::serve_process::ServeProcess;
+use crate::support::smtp::SmtpSink;
+use crate::support::vendor::{set_token, TOKEN_ENV};
 use crate::support::worker_process::WorkerProcess;
 use crate::support::{new_key, spawn_app_with, Backend, TestDb};
 use onceform::config::{Config, FileStoreKind};
@@ -97,6 +103,114 @@ async fn a_file_uploaded_to_one_node_is_attached_by_a_worker_with_another_folder
         message.attachments().map(|a| (a.attachment_name().unwrap_or(""), a.contents())).collect();
     assert_eq!(attached, [("drawing.pdf", drawing.as_slice())], "the worker read the web node's file");
     assert!(!worker_dir.join("data/files").exists(), "the worker's folder was never used");
+}
+
+/// The quote form sending each submission to HubSpot (`crm_lead`, its files with it) and the
+/// owner notification (its files attached) through `smtp`; `worker` lines.
+fn delivering(worker: &str, hubspot: &FakeHubspot, smtp: &SmtpSink) -> String {
+    format!(
+        "[worker]\npoll_ms = 50\n{worker}\n\n[crm]\nadapter = \"hubspot\"\nurl = \"{}\"\ntoken_env = \"{TOKEN_ENV}\"\n\n\
+         [smtp]\nurl = \"{}\"\nfrom = \"onceform <noreply@localhost>\"\n{}",
+        hubspot.url,
+        smtp.url,
+        QUOTE.replace(
+            "effects = []",
+            "effects = [\"crm_lead\", \"owner_notification\"]\nnotify = [\"sales@example.com\"]\n\
+             crm_fields = { email = \"email\" }"
+        )
+    )
+}
+
+/// `POST /f/quote` as a browser sends it to `server`: its status.
+async fn post_form(client: &reqwest::Client, server: &ServeProcess, email: &str, drawing: &[u8]) -> u16 {
+    let key = new_key();
+    let (content_type, body) = multipart(&[
+        Part::Text("operation_id", &key),
+        Part::Text("email", email),
+        Part::File("drawing", "drawing.pdf", drawing),
+    ]);
+    let url = format!("{}/f/quote", server.address);
+    let resp = client.post(url).header("Content-Type", content_type).body(body).send().await.unwrap();
+    resp.status().as_u16()
+}
+
+/// Names the upload `upload_id` in a submission to `server`: its status.
+async fn submit_upload(
+    client: &reqwest::Client,
+    server: &ServeProcess,
+    email: &str,
+    upload_id: &Value,
+) -> u16 {
+    let resp = client
+        .post(format!("{}/api/forms/quote/submissions", server.address))
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"email": email, "drawing": [upload_id]}))
+        .send()
+        .await
+        .unwrap();
+    resp.status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_web_nodes_and_a_worker_in_empty_folders_deliver_every_file_to_the_owner_and_the_crm() {
+    set_token(); // the processes started below inherit it
+    let db = TestDb::new(Backend::Postgres);
+    let (hubspot, smtp) = (FakeHubspot::start().await, SmtpSink::start().await);
+    let web = delivering("enabled = false", &hubspot, &smtp);
+    let (a_dir, a_config) = node(&web);
+    let (b_dir, b_config) = node(&web);
+    let (worker_dir, worker_config) =
+        node(&format!("[database]\nurl = \"{}\"\n\n{}", db.url, delivering("", &hubspot, &smtp)));
+    let (a, b) = (serve(&db, &a_dir, &a_config), serve(&db, &b_dir, &b_config));
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+
+    // A browser's post to each node, an upload and submission on each, and an upload to one
+    // node named in a submission to the other.
+    let files: Vec<(String, Vec<u8>)> =
+        (0..5).map(|i| (format!("visitor{i}@example.com"), pdf(&format!("drawing {i}")))).collect();
+    assert_eq!(post_form(&client, &a, &files[0].0, &files[0].1).await, 303);
+    assert_eq!(post_form(&client, &b, &files[1].0, &files[1].1).await, 303);
+    for (i, (upload_to, submit_to)) in [(&a, &a), (&b, &b), (&a, &b)].into_iter().enumerate() {
+        let (email, drawing) = &files[i + 2];
+        let up = upload(&client, upload_to, drawing.clone().into()).await;
+        assert_eq!(submit_upload(&client, submit_to, email, &up["upload_id"]).await, 201);
+    }
+
+    let _worker = WorkerProcess::start(&worker_config);
+    let to_owner = || -> Vec<String> {
+        smtp.messages().into_iter().filter(|m| m.contains("sales@example.com")).collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while to_owner().len() < files.len() || hubspot.notes().len() < files.len() {
+        assert!(
+            Instant::now() < deadline,
+            "{} owner emails, {} notes: {:?}",
+            to_owner().len(),
+            hubspot.notes().len(),
+            hubspot.refused()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let mut want: Vec<Vec<u8>> = files.iter().map(|(_, f)| f.clone()).collect();
+    want.sort();
+    let mut mailed: Vec<Vec<u8>> = Vec::new();
+    for raw in to_owner() {
+        let message = MessageParser::default().parse(raw.as_bytes()).unwrap();
+        let attached: Vec<Vec<u8>> = message.attachments().map(|a| a.contents().to_vec()).collect();
+        assert_eq!(attached.len(), 1, "one file per owner email");
+        mailed.extend(attached);
+    }
+    mailed.sort();
+    assert_eq!(mailed, want, "each file reached the owner, byte for byte");
+    let mut crm: Vec<Vec<u8>> = hubspot.files().into_iter().map(|f| f.bytes).collect();
+    crm.sort();
+    assert_eq!(crm, want, "each file reached HubSpot once, byte for byte");
+    assert!(hubspot.refused().is_empty(), "{:?}", hubspot.refused());
+    assert_eq!(hubspot.notes().len(), files.len(), "one note per lead");
+    for dir in [&a_dir, &b_dir, &worker_dir] {
+        assert!(!dir.join("data/files").exists(), "{} kept no file", dir.display());
+    }
 }
 
 /// The server's peak resident memory (`VmHWM`), in kB.

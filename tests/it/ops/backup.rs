@@ -2,7 +2,8 @@
 //! server): every submission acknowledged before the backup started replays from the restored
 //! copy (same key, same body: 200, `Idempotent-Replayed`, the same submission ID), with its
 //! attached files; a backup whose files do not match its manifest is refused before anything
-//! is restored.
+//! is restored; on PostgreSQL with the files in the database, the runbook's drill restores
+//! them with the dump.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -44,8 +45,10 @@ fn text(bytes: &[u8]) -> String {
 /// server's), for the `onceform` beside it.
 fn config_file(config: &Config) -> PathBuf {
     let server = format!(
-        "[server]\nfiles = \"folder\"\nfiles_dir = {:?}\nsecret_file = {:?}\n",
-        config.server.files_dir, config.server.secret_file
+        "[server]\nfiles = \"{}\"\nfiles_dir = {:?}\nsecret_file = {:?}\n",
+        config.server.file_store(&config.database.url).as_str(),
+        config.server.files_dir,
+        config.server.secret_file
     );
     let path = own_dir().join("onceform.toml");
     std::fs::write(&path, onceform::config::DEFAULT_CONFIG.replacen("[server]\n", &server, 1)).unwrap();
@@ -343,4 +346,130 @@ async fn a_postgres_backup_prints_the_dump_without_the_password() {
     let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
     assert!(!password.is_empty() && !report.contains(&password) && !manifest.contains(&password), "{report}");
     assert!(report.contains("PGPASSWORD"), "{report}");
+}
+
+/// An acknowledged operation and the file it named.
+type WithFile = (Acked, Vec<u8>);
+
+/// `POST /api/forms/quote/uploads` of `bytes` then a submission naming it, to the server at
+/// `base`: the acknowledged operation, or `None` if either was not answered 201.
+async fn submit_file(client: &reqwest::Client, base: &str, bytes: &[u8]) -> Option<Acked> {
+    let resp = client
+        .post(format!("{base}/api/forms/quote/uploads"))
+        .header("Content-Type", "application/octet-stream")
+        .header("Onceform-File-Name", "drawing.pdf")
+        .body(bytes.to_vec())
+        .send()
+        .await
+        .ok()?;
+    if resp.status() != 201 {
+        return None;
+    }
+    let up: Value = resp.json().await.ok()?;
+    submit(client, base, "quote", json!({"email": "mei@example.com", "drawing": [up["upload_id"]]})).await
+}
+
+/// The PostgreSQL drill of docs/RUNBOOK.md with the files in the database (`files =
+/// "database"`, the default there), step by step, while clients attach files: the dump
+/// `backup` prints, run into a new folder; `backup` into it (the dump checksummed); a fresh
+/// database; `restore` and the `pg_restore` it prints; a server on the restored database,
+/// with an empty files folder: every operation acknowledged before the dump began replays,
+/// and every file it named downloads byte for byte from the admin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_drill_restores_the_files_kept_in_the_database_with_its_dump() {
+    let app = spawn_app_with(Backend::Postgres, with_quote).await;
+    let in_database = onceform::config::FileStoreKind::Database;
+    assert_eq!(app.config.server.file_store(&app.config.database.url), in_database);
+    let database = app.config.database.url.to_string();
+    let acked: Arc<Mutex<Vec<WithFile>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2)
+        .map(|c| {
+            let (client, base, acked, stop) =
+                (app.client.clone(), app.address.clone(), acked.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    n += 1;
+                    let drawing = pdf(&format!("drawing {c}-{n}"));
+                    if let Some(done) = submit_file(&client, &base, &drawing).await {
+                        acked.lock().unwrap().push((done, drawing));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while acked.lock().unwrap().len() < 10 {
+        assert!(Instant::now() < deadline, "the load is not being acknowledged");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // 1. The dump first, into the new backup folder: the line `backup` prints (into an empty
+    //    folder) for that folder, then `backup` into it.
+    let config = config_file(&app.config);
+    let config_arg = config.to_string_lossy().into_owned();
+    let (probe, dir) = (new_dir("probe"), new_dir("backup"));
+    let out = onceform(&["backup", "--to", &probe.to_string_lossy(), "--config", &config_arg], &database);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(printed.contains("files: kept in the database (its dump holds them)"), "{printed}");
+    std::fs::create_dir_all(&dir).unwrap();
+    let for_dir = printed.replace(&*probe.to_string_lossy(), &dir.to_string_lossy());
+    let started = Instant::now();
+    let (line, url) = (for_dir.clone(), database.clone());
+    tokio::task::spawn_blocking(move || run_printed(&line, "pg_dump ", &url)).await.unwrap();
+    let ended = Instant::now();
+    let out = onceform(&["backup", "--to", &dir.to_string_lossy(), "--config", &config_arg], &database);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("the dump already in the folder, checksummed"), "{report}");
+    assert!(report.contains("files: kept in the database"), "{report}");
+    assert!(!dir.join("files").exists(), "no file copied beside the dump");
+    stop.store(true, Ordering::SeqCst);
+    for c in clients {
+        c.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    let before: Vec<&WithFile> = acked.iter().filter(|(a, _)| a.at < started).collect();
+    let during = acked.iter().filter(|(a, _)| a.at >= started && a.at < ended).count();
+    assert!(before.len() >= 10, "{} before the dump, {during} while it ran", before.len());
+
+    // 2. A fresh database, a scratch configuration (its files folder empty), the same secret.
+    let db = TestDb::new(Backend::Postgres);
+    let mut restored = test_config(&db.url);
+    with_quote(&mut restored);
+    assert_eq!(restored.server.file_store(&restored.database.url), in_database);
+    let restored_file = config_file(&restored);
+    // 3. `restore` checks the dump and prints the `pg_restore`; run it.
+    let args = ["restore", "--from", &dir.to_string_lossy(), "--config", &restored_file.to_string_lossy()];
+    let out = onceform(&args, &db.url);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("onceform.pgdump checked"), "{report}");
+    assert!(report.contains("files: kept in the database (its dump holds them)"), "{report}");
+    assert!(report.contains("secret: ONCEFORM_SECRET is the backup's"), "{report}");
+    let (line, url) = (report.clone(), db.url.clone());
+    tokio::task::spawn_blocking(move || run_printed(&line, "pg_restore ", &url)).await.unwrap();
+
+    // 4–5. A server on it: every operation acknowledged before the dump replays, and its file
+    //      downloads from the submission's page, byte for byte.
+    let files_dir = restored.server.files_dir.clone();
+    let server = spawn_on(db, restored).await;
+    let admin = server.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    for (a, drawing) in &before {
+        let url = server.url("/api/forms/quote/submissions");
+        let resp =
+            server.client.post(url).header("Idempotency-Key", &a.key).json(&a.body).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{}: {}", a.key, resp.text().await.unwrap());
+        assert_eq!(resp.headers().get("idempotent-replayed").unwrap(), "true");
+        let receipt: Value = resp.json().await.unwrap();
+        assert_eq!(receipt["submission_id"], a.id.as_str(), "{}", a.key);
+        let href = format!("/admin/submissions/{}/files/{}", a.id, sha256(drawing));
+        let resp = server.admin_get(Some(&admin), &href).await;
+        assert_eq!(resp.status(), 200, "{href}");
+        assert!(resp.bytes().await.unwrap() == drawing.as_slice(), "{href} byte for byte");
+    }
+    assert!(blobs(&files_dir).is_empty(), "the files came from the database, not a folder");
 }
