@@ -71,7 +71,7 @@ pub fn run(submissions: usize, kills: usize) {
             break copy;
         }
         assert!(started.elapsed().as_secs_f64() < settled + 300.0, "the consumer never caught up");
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(250));
     };
     let caught_up = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::SeqCst);

@@ -47,6 +47,55 @@ pub fn run(rows: usize) {
         );
     }
     println!();
+    plans(&pool, rows);
+}
+
+/// The page query near the end of the walk (the cursor at the `rows - 600`th newest row),
+/// `EXPLAIN ANALYZE`d with the keyset predicate as it was (the `OR` alone) and as it is (with
+/// `received_at <=` the cursor's time, which the index on (received_at, id) starts from).
+fn plans(pool: &Pool, rows: usize) {
+    #[derive(diesel::QueryableByName)]
+    struct Line {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        #[diesel(column_name = "QUERY PLAN")]
+        line: String,
+    }
+    #[derive(diesel::QueryableByName)]
+    struct Key {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        at: String,
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        id: String,
+    }
+    let depth = rows.saturating_sub(600);
+    let key: Key = with_conn!(pool, |c| diesel::RunQueryDsl::get_result(
+        diesel::sql_query(format!(
+            "SELECT received_at::text AS at, id FROM submissions ORDER BY received_at DESC, id DESC \
+             OFFSET {depth} LIMIT 1"
+        )),
+        c
+    )
+    .map_err(DbError::from))
+    .unwrap();
+    let (at, id) = (format!("'{}'::timestamp", key.at), format!("'{}'", key.id));
+    for (label, extra) in [
+        ("before: the OR alone", String::new()),
+        ("after: with received_at <=", format!("received_at <= {at} AND ")),
+    ] {
+        let sql = format!(
+            "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM submissions \
+             WHERE {extra}(received_at < {at} OR (received_at = {at} AND id < {id})) \
+             ORDER BY received_at DESC, id DESC LIMIT 501"
+        );
+        let lines: Vec<Line> = with_conn!(pool, |c| diesel::RunQueryDsl::load(diesel::sql_query(sql), c)
+            .map_err(DbError::from))
+        .unwrap();
+        println!("Page query at the {depth}th row, keyset predicate {label}:\n");
+        for l in lines {
+            println!("    {}", l.line);
+        }
+        println!();
+    }
 }
 
 struct Walk {
