@@ -248,6 +248,10 @@ fn count(pool: &Pool, sql: &'static str) -> i64 {
     with_conn!(pool, |c| diesel::sql_query(sql).get_result::<Count>(c).map_err(DbError::from)).unwrap().n
 }
 
+/// What the `changes` table holds of one submission: its changes, its acceptances, and the
+/// (effect record, state) of each effect change in feed order.
+type Recorded = (u64, u64, Vec<(String, String)>);
+
 #[derive(diesel::QueryableByName)]
 struct ChangeRow {
     #[diesel(sql_type = Text)]
@@ -304,7 +308,7 @@ fn check(pool: &Pool, copy: &Copy, sent: &Sent, submissions: usize) -> Vec<Strin
     })())
     .unwrap();
     // The database's record of each submission: its changes and, per effect, its states.
-    let mut recorded: BTreeMap<&str, (u64, u64, Vec<(String, String)>)> = BTreeMap::new();
+    let mut recorded: BTreeMap<&str, Recorded> = BTreeMap::new();
     for row in &changes {
         let entry = recorded.entry(&row.submission_id).or_default();
         entry.0 += 1;

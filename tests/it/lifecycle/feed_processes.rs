@@ -22,6 +22,10 @@ use crate::web::changes_consumer::consumer::{self, Consumer};
 
 const SUBMISSIONS: usize = 1000;
 
+/// What the `changes` table holds of one submission: its changes, its acceptances, and the
+/// (effect record, state) of each effect change in feed order.
+type Recorded = (u64, u64, Vec<(String, String)>);
+
 #[derive(QueryableByName)]
 struct ChangeRow {
     #[diesel(sql_type = Text)]
@@ -173,7 +177,7 @@ async fn four_processes_and_a_consumer_stopped_twice_end_with_every_change_once_
         sent,
         "exactly the submissions answered"
     );
-    let mut db_record: BTreeMap<&str, (u64, u64, Vec<(String, String)>)> = BTreeMap::new();
+    let mut db_record: BTreeMap<&str, Recorded> = BTreeMap::new();
     for row in &changes {
         let entry = db_record.entry(&row.submission_id).or_default();
         entry.0 += 1;
