@@ -1,5 +1,5 @@
 //! Issue 42's change feed, small (`cargo bench --bench feed` runs it at 20,000): four `serve`
-//! processes on one PostgreSQL database accept 1,000 submissions (every tenth sent again to
+//! processes on one PostgreSQL database accept 500 submissions (every tenth sent again to
 //! another process) while the example consumer follows `/api/v1/changes` from a different
 //! process each run and is stopped dead twice mid-way. Once every effect is delivered, its
 //! copy holds exactly the submissions the clients were answered, every change once, and each
@@ -20,7 +20,7 @@ use crate::support::serve_process::ServeProcess;
 use crate::support::{test_config, Backend, TestDb};
 use crate::web::changes_consumer::consumer::{self, Consumer};
 
-const SUBMISSIONS: usize = 1000;
+const SUBMISSIONS: usize = 500;
 
 /// What the `changes` table holds of one submission: its changes, its acceptances, and the
 /// (effect record, state) of each effect change in feed order.
