@@ -1,6 +1,7 @@
 //! An example consumer of the change feed (`GET /api/v1/changes`, docs/changes.md): it keeps a
 //! local copy of every submission's state (a JSON file: submission ID → its form, whether its
-//! content is still there, each effect record's kind and state, the last duplicate decision)
+//! content is still there, each effect record's kind and state and the states it moved
+//! through, the last duplicate decision)
 //! and resumes after a restart without missing or repeating a change.
 //!
 //! ```text
@@ -36,6 +37,9 @@ pub struct Submission {
     pub status: String,
     /// Effect record ID → (kind, state).
     pub effects: BTreeMap<String, (String, String)>,
+    /// Each state an effect record moved to, (effect record ID, state), in the order applied.
+    #[serde(default)]
+    pub history: Vec<(String, String)>,
     /// The last decision on a pair naming it as the later submission.
     pub decision: Option<String>,
     /// Retries refused with other content (409).
@@ -63,6 +67,7 @@ impl Copy {
             }
             "effect_state" => {
                 entry.effects.insert(text("effect_id"), (text("kind"), text("state")));
+                entry.history.push((text("effect_id"), text("state")));
                 format!(" {} {}", text("kind"), text("state"))
             }
             "decision" => {

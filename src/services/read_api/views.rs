@@ -27,7 +27,11 @@ pub struct SubmissionView {
     /// The text fields as stored; `null` for a tombstone.
     pub fields: Option<BTreeMap<String, String>>,
     pub files: Vec<FileView>,
+    /// The route it took (`[[forms.F.routes]]`: its name, or `#INDEX`); `null` for none.
     pub route: Option<String>,
+    /// The version of its form it was accepted under (`form_versions`); `null` when it was
+    /// accepted before versions were kept.
+    pub version: Option<String>,
     pub journey_id: Option<String>,
     pub duplicate_of: Option<String>,
 }
@@ -93,6 +97,7 @@ impl SubmissionView {
             fields: (!purged).then_some(fields),
             files,
             route: row.route,
+            version: row.form_version,
             journey_id: row.journey_id,
             duplicate_of: row.duplicate_of.map(String::from),
         }

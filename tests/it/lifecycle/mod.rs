@@ -5,6 +5,7 @@ pub mod caps;
 pub mod changes;
 pub mod digests;
 pub mod erase;
+pub mod feed_processes;
 pub mod import;
 pub mod journey;
 pub mod pages;

@@ -27,6 +27,7 @@ on_both_backends!(
     revoked_expired_and_unknown_tokens_are_401,
     pages_walk_every_submission_exactly_once_while_new_ones_arrive,
     erased_submissions_are_served_as_tombstones_only,
+    a_submission_names_its_route_and_the_form_version_it_was_accepted_under,
     decisions_follow_the_admin_rules_and_are_audited_as_the_token,
     a_token_opens_no_admin_page_and_a_session_no_api,
     every_use_is_recorded_and_last_use_shown,
@@ -370,6 +371,47 @@ async fn erased_submissions_are_served_as_tombstones_only(backend: Backend) {
     assert_eq!(after["files"], json!([]));
     assert_eq!(after["id"], id.as_str(), "the tombstone stays, with its effects");
     assert!(!after["effects"].as_array().unwrap().is_empty());
+}
+
+async fn a_submission_names_its_route_and_the_form_version_it_was_accepted_under(backend: Backend) {
+    let routes = "[forms.contact]\ntitle = 'x'\nfields = [{ name = 'topic', type = 'select', \
+                  options = ['Sales', 'Support', 'Partnership', 'Other'] }]\n\
+                  [[forms.contact.routes]]\nname = 'support'\nwhen = { topic = 'Support' }\n";
+    let routes = Config::parse(routes).unwrap().forms["contact"].routes.clone();
+    let app = spawn_app_with(backend, |c| c.forms.get_mut("contact").unwrap().routes = routes).await;
+    let version = app.forms.now().get("contact").unwrap().version().unwrap().to_string();
+    let ask = |topic: &str| {
+        let mut body = inquiry(&format!("A {topic} question"));
+        body["topic"] = topic.into();
+        body
+    };
+    let mut ids = Vec::new();
+    for topic in ["Support", "Sales", "Other"] {
+        let resp = app.submit(&new_key(), &ask(topic)).await;
+        assert_eq!(resp.status(), 201);
+        ids.push(resp.json::<Value>().await.unwrap()["submission_id"].as_str().unwrap().to_string());
+    }
+    // The third as if accepted before versions were kept.
+    let old = ids[2].clone();
+    app.query(move |pool| {
+        use onceform::db::schema::submissions;
+        with_conn!(pool, |c| diesel::update(submissions::table.filter(submissions::id.eq(&old)))
+            .set(submissions::form_version.eq(None::<String>))
+            .execute(c)
+            .map_err(DbError::from))
+    })
+    .await;
+    let reader = token(&app, "read:submissions", None).await;
+    let list = get_json(&app, &reader, "/api/v1/submissions").await;
+    let listed = |id: &str| list["items"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap().clone();
+    let expected =
+        [(json!("support"), json!(version)), (Value::Null, json!(version)), (Value::Null, Value::Null)];
+    for (id, (route, version)) in ids.iter().zip(expected) {
+        let detail = get_json(&app, &reader, &format!("/api/v1/submissions/{id}")).await;
+        for shown in [&detail, &listed(id)] {
+            assert_eq!((&shown["route"], &shown["version"]), (&route, &version), "{id}: {shown}");
+        }
+    }
 }
 
 /// An open pair (contact, `original` ← `duplicate`), as the screener leaves one (in place

@@ -121,7 +121,10 @@ pub(super) fn submissions_page(
 ) -> QueryResult<Vec<SubmissionRow>> {
     let mut q = filtered(filter);
     if let Some((at, id)) = after {
-        q = q.filter(
+        // `received_at <= at` says nothing the second condition does not, but it is the one an
+        // index on (received_at, id) can start from: without it the scan starts at the newest
+        // row and filters out every row before the cursor, so each page costs its depth.
+        q = q.filter(submissions::received_at.le(at)).filter(
             submissions::received_at.lt(at).or(submissions::received_at.eq(at).and(submissions::id.lt(id))),
         );
     }

@@ -125,7 +125,7 @@ pub fn paths(paths: &mut Map<String, Value>) {
         "/api/v1/submissions/{id}".into(),
         json!({"get": operation(
             "read_submission",
-            "One submission: fields, files as signed links, effects with their attempts, duplicate pairs, conflicts, route",
+            "One submission: fields, files as signed links, effects with their attempts, duplicate pairs, conflicts, route, form version",
             ApiScope::ReadSubmissions,
             vec![id],
             responses(detail, &[("404", problem("not-found: no submission with this ID"))]),
@@ -273,7 +273,11 @@ pub fn schemas(schemas: &mut Map<String, Value>) {
         "fields": {"type": ["object", "null"], "additionalProperties": {"type": "string"},
                    "description": "The text fields as stored; null for a tombstone"},
         "files": {"type": "array", "items": {"$ref": "#/components/schemas/ReadFile"}},
-        "route": maybe, "journey_id": maybe, "duplicate_of": maybe,
+        "route": {"type": ["string", "null"],
+                  "description": "The route it took (its name, or #INDEX); null when none matched"},
+        "version": {"type": ["string", "null"], "pattern": "^[0-9a-f]{16}$",
+                    "description": "The version of its form it was accepted under; null when accepted before versions were kept"},
+        "journey_id": maybe, "duplicate_of": maybe,
     });
     let with = |extra: Value| {
         let mut properties = submission.clone();
