@@ -3,6 +3,7 @@
 //! rules, check-config, the health check a container runs.
 
 pub mod accept;
+pub mod admin_forms;
 pub mod alert_rules;
 pub mod audit;
 pub mod changes;
