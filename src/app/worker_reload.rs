@@ -47,14 +47,16 @@ impl Reload {
         keyring: Arc<Keyring>,
         current: Arc<Config>,
     ) -> Reload {
-        Reload {
-            source,
-            worker,
-            pool,
-            keyring,
-            refused: Arc::default(),
-            current: Arc::new(Mutex::new(current)),
-        }
+        let current = Arc::new(Mutex::new(current));
+        let reload = Reload { source, worker, pool, keyring, refused: Arc::default(), current };
+        // A record of a form saved since the last look is not delivered without its settings.
+        let again = reload.clone();
+        reload.worker.refresh_with(Arc::new(move || {
+            if let Err(error) = again.refresh() {
+                tracing::warn!(%error, "admin-defined forms not merged: the workers' effects are unchanged");
+            }
+        }));
+        reload
     }
 
     /// Reads, checks and puts in force the configuration (blocking work: call it off the

@@ -74,8 +74,8 @@ pub fn at_line(text: &str, name: &str, problem: &str) -> String {
     let header = |line: &str, path: &str| {
         let t = line.trim();
         let inner = t.trim_start_matches('[').split(']').next().unwrap_or("");
-        t.starts_with('[')
-            && inner.split('.').map(|s| s.trim().trim_matches('"')).collect::<Vec<_>>().join(".") == path
+        let named = inner.split('.').map(|s| s.trim().trim_matches('"')).collect::<Vec<_>>().join(".");
+        t.starts_with('[') && (named == path || named.starts_with(&format!("{path}.")))
     };
     let own = format!("forms.{name}");
     let found = match rest.strip_prefix('.') {

@@ -43,6 +43,8 @@ const STARTER: &str = r#"[forms.quote]
 title = "Ask for a quote"
 effects = ["owner_notification"]
 notify = ["sales@example.com"]
+locale = "auto"
+locales = ["en", "zh-TW"]
 
 [[forms.quote.fields]]
 name = "email"

@@ -1,6 +1,7 @@
 //! The admin: effects, pages, review, sessions, sign-in.
 
 pub mod effects;
+pub mod form_editor;
 pub mod forms;
 pub mod i18n;
 pub mod login_throttle;
