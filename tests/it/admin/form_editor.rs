@@ -27,6 +27,7 @@ on_both_backends!(
     a_bad_edit_changes_nothing_and_says_why_at_its_line,
     a_form_the_file_defines_is_read_only_in_the_admin,
     another_serve_process_and_a_worker_process_take_an_admin_edit_without_restart,
+    a_reload_of_the_file_keeps_the_admin_forms_and_the_file_wins_a_name,
 );
 
 /// The form an admin makes: an owner notification to sales@example.com.
@@ -363,4 +364,37 @@ async fn another_serve_process_and_a_worker_process_take_an_admin_edit_without_r
     let changed = json!({"email": "grace@example.com", "message": "changed"});
     assert_eq!(submit(&b.address, &b.client, &key, &changed).await.status(), 409);
     drop(worker);
+}
+
+async fn a_reload_of_the_file_keeps_the_admin_forms_and_the_file_wins_a_name(backend: Backend) {
+    use onceform::config::Config;
+    let db = TestDb::new(backend);
+    let mut config = test_config(&db.url);
+    let path = std::env::temp_dir().join(format!("onceform-formedit-{}.toml", uuid::Uuid::new_v4().simple()));
+    let contact = &onceform::config::DEFAULT_CONFIG
+        [onceform::config::DEFAULT_CONFIG.find("[forms.contact]").unwrap()..];
+    std::fs::write(&path, contact).unwrap();
+    config.forms = Config::parse(contact).unwrap().forms;
+    let source = onceform::services::reload::ConfigSource::File(path.clone());
+    let app = crate::support::spawn_from(db, config, source).await;
+    let admin = app.sign_in(Role::Admin).await;
+    saved(&app, &admin, "/admin/forms/new", QUOTE, "").await;
+    let v1 = version(&app, "quote").unwrap();
+
+    // The reload button re-reads the file and merges the stored forms again.
+    let reloaded = app.admin_post(Some(&admin), "/admin/forms/reload", Some(&admin.csrf), &[]).await;
+    assert_eq!(reloaded.headers()["location"], "/admin/forms?flash=config_reloaded%7E2");
+    assert_eq!(version(&app, "quote").as_deref(), Some(v1.as_str()), "the admin's form stays in force");
+
+    // The file now names `quote` too: the file's form is in force, the admin's ignored.
+    let file_quote = "[forms.quote]\ntitle = \"From the file\"\n[[forms.quote.fields]]\nname = \"email\"\ntype = \"email\"\n";
+    std::fs::write(&path, format!("{contact}\n{file_quote}")).unwrap();
+    let reloaded = app.admin_post(Some(&admin), "/admin/forms/reload", Some(&admin.csrf), &[]).await;
+    assert_eq!(reloaded.headers()["location"], "/admin/forms?flash=config_reloaded%7E2");
+    let quote = app.forms.now().get("quote").cloned().unwrap();
+    assert_eq!((quote.title.as_str(), quote.origin.is_file()), ("From the file", true));
+    let list = app.admin_get(Some(&admin), "/admin/forms").await.text().await.unwrap();
+    assert!(list.contains("id=\"ignored\"") && list.contains("the file is authoritative"), "{list}");
+    assert_eq!(save(&app, &admin, "/admin/forms/quote/edit", QUOTE, &v1).await.status(), 409);
+    let _ = std::fs::remove_file(&path);
 }
