@@ -28,6 +28,7 @@ on_both_backends!(
     a_form_the_file_defines_is_read_only_in_the_admin,
     another_serve_process_and_a_worker_process_take_an_admin_edit_without_restart,
     a_reload_of_the_file_keeps_the_admin_forms_and_the_file_wins_a_name,
+    the_forms_pages_speak_the_admins_language,
 );
 
 /// The form an admin makes: an owner notification to sales@example.com.
@@ -397,4 +398,41 @@ async fn a_reload_of_the_file_keeps_the_admin_forms_and_the_file_wins_a_name(bac
     assert!(list.contains("id=\"ignored\"") && list.contains("the file is authoritative"), "{list}");
     assert_eq!(save(&app, &admin, "/admin/forms/quote/edit", QUOTE, &v1).await.status(), 409);
     let _ = std::fs::remove_file(&path);
+}
+
+async fn the_forms_pages_speak_the_admins_language(backend: Backend) {
+    use onceform::base::i18n::Locale;
+    let english = [
+        "Defined in the configuration file",
+        "Reload configuration",
+        "New form",
+        "Definition (TOML)",
+        "Test submission",
+        "Send a test submission",
+        "Retention:",
+    ];
+    for (locale, words) in [
+        (Locale::ZhTw, ["由設定檔定義", "重新載入設定", "新增表單", "定義（TOML）", "送出測試提交"]),
+        (Locale::ZhCn, ["由配置文件定义", "重新加载配置", "新建表单", "定义（TOML）", "发送测试提交"]),
+        (
+            Locale::Ja,
+            ["設定ファイルで定義", "設定を再読み込み", "新しいフォーム", "定義（TOML）", "テスト送信する"],
+        ),
+    ] {
+        let app = crate::support::spawn_app_with(backend, |c| c.admin.locale = locale).await;
+        let admin = app.sign_in(Role::Admin).await;
+        let mut text = String::new();
+        for path in ["/admin/forms", "/admin/forms/new", "/admin/forms/contact/preview"] {
+            let resp = app.admin_get(Some(&admin), path).await;
+            assert_eq!(resp.status(), 200, "{path}");
+            text.push_str(&resp.text().await.unwrap());
+        }
+        for word in words {
+            assert!(text.contains(word), "{locale:?}: missing {word:?}");
+        }
+        for word in english {
+            assert!(!text.contains(word), "{locale:?}: English {word:?} left");
+        }
+        assert!(!text.contains("admin-form"), "{locale:?}: a key shown as such");
+    }
 }
