@@ -76,12 +76,18 @@ impl LiveForms {
 
     /// Puts `config`'s forms in force (a checked configuration), and forgets a failed reload.
     pub fn put(&self, config: Config) {
+        self.put_merged(config);
+        self.set_error(None);
+    }
+
+    /// Puts `config`'s forms in force without reading the file again (the admin-defined forms
+    /// changed): an error of a failed reload stays shown, since the file is still the same.
+    pub fn put_merged(&self, config: Config) {
         let forms = Arc::new(Forms::new(Arc::new(config)));
         match self.current.write() {
             Ok(mut current) => *current = forms,
             Err(poisoned) => *poisoned.into_inner() = forms,
         }
-        self.set_error(None);
     }
 
     /// A reload that failed: nothing changes, and `error` is shown until a good one loads.

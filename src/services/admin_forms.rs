@@ -112,7 +112,7 @@ pub fn refresh(live: &LiveForms, pool: &Pool) -> Result<bool, DbError> {
         forms = config.forms.len(),
         "admin-defined forms changed: the forms in force are merged again"
     );
-    live.put(config);
+    live.put_merged(config);
     Ok(true)
 }
 
@@ -222,7 +222,7 @@ pub fn save(
     let saved = written.map_err(SaveError::Invalid)?;
     if saved != Saved::Unchanged {
         let config = merge_stored(pool, (*now.config).clone())?;
-        live.put(config);
+        live.put_merged(config);
     }
     Ok(saved)
 }
