@@ -19,7 +19,7 @@ LAYERS=(
   "db"
   "accounts audit request_log spam duplicates scan files oidc form_versions"
   "changes"
-  "accept status effects worker lifecycle alert_rules check_config reload healthcheck read_api"
+  "accept status effects worker lifecycle alert_rules check_config admin_forms reload healthcheck read_api"
   "state render"
   "http"
   "admin"

@@ -68,9 +68,12 @@ impl Application {
         let listener = TcpListener::bind(config.server.bind)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
         let port = listener.local_addr()?.port();
-        // Before any submission is accepted under them.
-        crate::services::form_versions::record(&pool, &config)
-            .map_err(|e| anyhow::anyhow!("storing the forms' versions: {e}"))?;
+        // The forms defined in the admin join the file's, and every version is stored before
+        // any submission is accepted under it.
+        let config =
+            Arc::new(crate::services::admin_forms::merge_stored(&pool, (*config).clone()).map_err(|e| {
+                anyhow::anyhow!("merging the admin-defined forms, storing the forms' versions: {e}")
+            })?);
         let acceptor = Acceptor::start(config.clone(), pool.clone(), keyring)?;
         SpamGuard::warn_missing_secrets(&config);
         let deliveries = acceptor.deliveries().clone();
@@ -130,9 +133,13 @@ impl Application {
             self.hooks.clone(),
             self.writes.clone(),
         ));
+        // Forms saved in the admin by another process are put in force here too.
+        let following =
+            tokio::spawn(crate::services::admin_forms::follow(self.forms.clone(), self.pool.clone()));
         let served = self.server.await;
         sweeper.abort();
         spool.abort();
+        following.abort();
         self.deliveries.flush().await;
         served
     }

@@ -40,7 +40,7 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
         tracing::warn!("{warning}");
     }
     let (pool, keyring) = open_store(&config)?;
-    let config = Arc::new(config);
+    let config = Arc::new(with_admin_forms(&pool, config)?);
     let (stop, stopped) = watch::channel(false);
     let traffic = Traffic::default();
     let workers = match config.worker.enabled {
@@ -120,20 +120,21 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
 pub fn worker(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     // The keyring re-keys stored rows at start, and signs the file links a CRM gets.
     let (pool, keyring) = open_store(&config)?;
-    // Its forms' versions, as `serve` stores them (`Application::build`).
-    record_form_versions(&pool, &config)?;
-    let config = Arc::new(config);
+    // The admin-defined forms, and its forms' versions, as `serve` stores them
+    // (`Application::build`).
+    let config = Arc::new(with_admin_forms(&pool, config)?);
     let (rt, worker) = worker_runtime(&config, &pool, &keyring, None)?;
     let worker = Arc::new(worker);
     let pid_file = config.worker.pid_file.clone();
-    let reload = Reload::new(source, worker.clone(), pool, keyring);
+    let reload = Reload::new(source, worker.clone(), pool, keyring, config.clone());
     let ran = rt.block_on(async {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
             shutdown_signal().await;
             let _ = stop.send(true);
         });
-        tokio::spawn(worker_reload::on_hangup(worker_reload::catch_hangups()?, reload, say_reloaded));
+        tokio::spawn(worker_reload::on_hangup(worker_reload::catch_hangups()?, reload.clone(), say_reloaded));
+        tokio::spawn(worker_reload::follow_admin_forms(reload));
         write_pid_file(&pid_file);
         let mut out = std::io::stdout();
         let _ = writeln!(out, "onceform worker {} running", worker.owner());
@@ -188,12 +189,11 @@ fn worker_runtime(
     ))
 }
 
-/// Stores the versions of the forms in force (`services::form_versions`) before any
-/// submission is accepted or delivered under them.
-fn record_form_versions(pool: &Pool, config: &Config) -> anyhow::Result<()> {
-    crate::services::form_versions::record(pool, config)
-        .map(|_| ())
-        .map_err(|e| anyhow::anyhow!("storing the forms' versions: {e}"))
+/// `config` with the admin-defined forms merged in (`services::admin_forms`), the versions
+/// of the forms in force stored before any submission is accepted or delivered under them.
+fn with_admin_forms(pool: &Pool, config: Config) -> anyhow::Result<Config> {
+    crate::services::admin_forms::merge_stored(pool, config)
+        .map_err(|e| anyhow::anyhow!("merging the admin-defined forms, storing the forms' versions: {e}"))
 }
 
 /// The workers of `serve` run on their own thread and runtime, apart from the HTTP workers.
@@ -207,7 +207,7 @@ fn spawn_worker(
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     let (rt, worker) = worker_runtime(config, &pool, &keyring, Some(traffic))?;
     let worker = Arc::new(worker);
-    let reload = Reload::new(source, worker.clone(), pool, keyring);
+    let reload = Reload::new(source, worker.clone(), pool, keyring, config.clone());
     let hangups = {
         let _entered = rt.enter();
         worker_reload::catch_hangups()?
@@ -215,7 +215,8 @@ fn spawn_worker(
     let thread = std::thread::Builder::new().name(WORKER_THREAD.into());
     Ok(thread.spawn(move || {
         yield_to_requests();
-        rt.spawn(worker_reload::on_hangup(hangups, reload, |_| {}));
+        rt.spawn(worker_reload::on_hangup(hangups, reload.clone(), |_| {}));
+        rt.spawn(worker_reload::follow_admin_forms(reload));
         rt.block_on(worker.run(stopped))
     })?)
 }

@@ -8,10 +8,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::signal::unix::Signal;
 
+use crate::config::Config;
 use crate::db::Pool;
 use crate::domain::keyring::Keyring;
 use crate::services::effects::Registry;
@@ -33,28 +34,71 @@ pub struct Reload {
     pub pool: Pool,
     pub keyring: Arc<Keyring>,
     refused: Arc<AtomicU64>,
+    /// The configuration in force (its forms merged with the admin-defined ones); held while
+    /// the next is made from it, so that a reload and a merge never undo each other.
+    current: Arc<Mutex<Arc<Config>>>,
 }
 
 impl Reload {
-    pub fn new(source: Option<PathBuf>, worker: Arc<Worker>, pool: Pool, keyring: Arc<Keyring>) -> Reload {
-        Reload { source, worker, pool, keyring, refused: Arc::default() }
+    pub fn new(
+        source: Option<PathBuf>,
+        worker: Arc<Worker>,
+        pool: Pool,
+        keyring: Arc<Keyring>,
+        current: Arc<Config>,
+    ) -> Reload {
+        let current = Arc::new(Mutex::new(current));
+        let reload = Reload { source, worker, pool, keyring, refused: Arc::default(), current };
+        // A record of a form saved since the last look is not delivered without its settings.
+        let again = reload.clone();
+        reload.worker.refresh_with(Arc::new(move || {
+            if let Err(error) = again.refresh() {
+                tracing::warn!(%error, "admin-defined forms not merged: the workers' effects are unchanged");
+            }
+        }));
+        reload
     }
 
     /// Reads, checks and puts in force the configuration (blocking work: call it off the
     /// async threads, inside the workers' runtime, which the SMTP pool needs).
     pub fn run(&self) -> Reloaded {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         let built = crate::services::reload::load(self.source.as_deref(), &self.pool).and_then(|config| {
-            super::registry(Arc::new(config), self.keyring.clone())
+            let config = Arc::new(config);
+            super::registry(config.clone(), self.keyring.clone())
+                .map(|registry| (config, registry))
                 .map_err(|e| format!("the effects could not be built: {e}"))
         });
         match built {
-            Ok(registry) => self.put(registry),
+            Ok((config, registry)) => {
+                *current = config;
+                self.put(registry)
+            }
             Err(error) => {
                 let refused = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
                 tracing::error!(%error, refused, "worker settings not reloaded: the effects in force are unchanged");
                 Reloaded::Refused(error, refused)
             }
         }
+    }
+
+    /// Merges the admin-defined forms again if they changed since the last merge, and puts
+    /// the effects built from the result in force (blocking work, as `run`); whether they
+    /// changed. Effects that cannot be built change nothing (the next look tries again).
+    pub fn refresh(&self) -> Result<bool, String> {
+        use crate::services::admin_forms;
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if !admin_forms::changed(&self.pool, &current).map_err(|e| e.to_string())? {
+            return Ok(false);
+        }
+        let config =
+            Arc::new(admin_forms::merge_stored(&self.pool, (**current).clone()).map_err(|e| e.to_string())?);
+        let registry = super::registry(config.clone(), self.keyring.clone())
+            .map_err(|e| format!("the effects could not be built: {e}"))?;
+        *current = config;
+        self.worker.put_registry(registry);
+        tracing::info!("admin-defined forms changed: the workers' effects are built again");
+        Ok(true)
     }
 
     fn put(&self, registry: Registry) -> Reloaded {
@@ -71,6 +115,20 @@ pub async fn on_hangup(mut hangups: Signal, reload: Reload, said: fn(&Reloaded))
         // The blocking pool's threads are inside this runtime (the SMTP pool needs one).
         if let Ok(reloaded) = tokio::task::spawn_blocking(move || reload.run()).await {
             said(&reloaded);
+        }
+    }
+}
+
+/// Follows the admin-defined forms for as long as the runtime runs: every
+/// `admin_forms::POLL`, the workers' effects are built again if they changed.
+pub async fn follow_admin_forms(reload: Reload) {
+    let mut tick = tokio::time::interval(crate::services::admin_forms::POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let reload = reload.clone();
+        if let Ok(Err(error)) = tokio::task::spawn_blocking(move || reload.refresh()).await {
+            tracing::warn!(%error, "admin-defined forms not merged: the workers' effects are unchanged");
         }
     }
 }

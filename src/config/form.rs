@@ -140,6 +140,9 @@ pub struct FormConfig {
     /// The form's table as read, and its version (set by `Config::parse`).
     #[serde(skip)]
     pub definition: Definition,
+    /// Where the form was defined: the configuration file, or the admin.
+    #[serde(skip)]
+    pub origin: super::FormOrigin,
 }
 
 impl FormConfig {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::{Config, Form};
 
@@ -46,6 +46,9 @@ pub struct LiveForms {
     current: RwLock<Arc<Forms>>,
     failures: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// Held while a new set is made from the one in force and put (a reload, a merge of the
+    /// admin-defined forms), so that one never undoes another.
+    updating: Mutex<()>,
 }
 
 impl LiveForms {
@@ -54,7 +57,13 @@ impl LiveForms {
             current: RwLock::new(Arc::new(Forms::new(config))),
             failures: AtomicU64::new(0),
             last_error: Mutex::default(),
+            updating: Mutex::default(),
         }
+    }
+
+    /// One update at a time: held from reading the set in force to putting the next.
+    pub fn updating(&self) -> MutexGuard<'_, ()> {
+        self.updating.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The set in force now (a request keeps it to its end).
@@ -67,12 +76,18 @@ impl LiveForms {
 
     /// Puts `config`'s forms in force (a checked configuration), and forgets a failed reload.
     pub fn put(&self, config: Config) {
+        self.put_merged(config);
+        self.set_error(None);
+    }
+
+    /// Puts `config`'s forms in force without reading the file again (the admin-defined forms
+    /// changed): an error of a failed reload stays shown, since the file is still the same.
+    pub fn put_merged(&self, config: Config) {
         let forms = Arc::new(Forms::new(Arc::new(config)));
         match self.current.write() {
             Ok(mut current) => *current = forms,
             Err(poisoned) => *poisoned.into_inner() = forms,
         }
-        self.set_error(None);
     }
 
     /// A reload that failed: nothing changes, and `error` is shown until a good one loads.

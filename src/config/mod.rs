@@ -1,6 +1,7 @@
 //! Configuration: the TOML file (or the built-in default) plus environment overrides.
 
 pub mod admin;
+pub mod admin_forms;
 mod alerts;
 pub mod crm;
 mod database;
@@ -38,6 +39,7 @@ use serde::Deserialize;
 use crate::domain::FieldType;
 
 pub use admin::AdminConfig;
+pub use admin_forms::{AdminMerge, FormOrigin};
 pub use alerts::AlertsConfig;
 pub use crm::CrmConfig;
 pub use database::DatabaseConfig;
@@ -93,6 +95,9 @@ pub struct Config {
     /// Sign-in to the admin (`[admin.oidc]`).
     #[serde(default)]
     pub admin: AdminConfig,
+    /// What the forms in force took from the admin-defined forms (`services::admin_forms`).
+    #[serde(skip)]
+    pub admin_forms: AdminMerge,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -150,12 +155,17 @@ impl Config {
     /// Parses TOML text; the message names each problem's line (every unknown key, with
     /// the valid key it resembles, then the first other problem), `; `-separated.
     pub fn parse(text: &str) -> Result<Config, String> {
+        Config::parse_problems(text).map_err(|p| p.join("; "))
+    }
+
+    /// `parse`, each problem apart.
+    pub fn parse_problems(text: &str) -> Result<Config, Vec<String>> {
         let keys_of = |table: &str| match table.split('.').collect::<Vec<_>>()[..] {
             ["forms", _] => FormConfig::KEYS,
             ["forms", _, "routes"] => RouteConfig::KEYS,
             _ => &[],
         };
-        let mut config: Config = file_errors::from_toml(text, keys_of).map_err(|p| p.join("; "))?;
+        let mut config: Config = file_errors::from_toml(text, keys_of)?;
         config.define_forms(text);
         config.link_duplicate_groups();
         Ok(config)

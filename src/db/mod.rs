@@ -7,6 +7,7 @@
 //! (migrations/README.md). `with_conn!` runs a block on a pooled connection.
 
 pub mod admin;
+pub mod admin_forms;
 pub mod api_tokens;
 pub mod backup;
 pub mod blobs;

@@ -1,6 +1,16 @@
 // @generated automatically by Diesel CLI.
 
 diesel::table! {
+    admin_forms (name) {
+        name -> Text,
+        source -> Text,
+        version -> Text,
+        saved_by -> Text,
+        saved_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     api_token_uses (id) {
         id -> Text,
         token_id -> Text,
@@ -344,6 +354,7 @@ diesel::joinable!(side_effects -> submissions (submission_id));
 diesel::joinable!(submission_files -> submissions (submission_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
+    admin_forms,
     api_token_uses,
     api_tokens,
     audit_log,

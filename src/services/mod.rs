@@ -4,6 +4,7 @@
 
 pub mod accept;
 pub mod accounts;
+pub mod admin_forms;
 pub mod alert_rules;
 pub mod audit;
 pub mod changes;

@@ -3,6 +3,7 @@
 //! (`form_versions`); a good one puts its forms in force at once (a
 //! request in flight finishes under the forms it started with), a bad one changes nothing
 //! and is logged, counted and shown on the admin dashboard until a good one loads. The
+//! forms defined in the admin are merged in at each reload (`admin_forms`). The
 //! workers reload their effect settings from the same file (`load`; `app::worker_reload`);
 //! the other settings (server, database, hooks, worker timings) take effect at the next
 //! restart.
@@ -53,6 +54,7 @@ pub fn reload_from(source: &ConfigSource, live: &LiveForms, pool: &Pool) -> Resu
 /// Reloads the configuration at `path` (`None`: the built-in demo) into `live`; how many
 /// forms are in force, or why nothing changed. Their versions are stored in `pool` first.
 pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usize, String> {
+    let _one_at_a_time = live.updating();
     match load(path, pool) {
         Ok(config) => {
             let forms = config.forms.len();
@@ -68,14 +70,14 @@ pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usiz
     }
 }
 
-/// Reads and checks the configuration at `path` (`None`: the built-in demo) and stores its
-/// forms' versions in `pool`; why not, if it cannot be put in force.
+/// Reads and checks the configuration at `path` (`None`: the built-in demo), merges the
+/// admin-defined forms into it (`admin_forms`) and stores its forms' versions in `pool`;
+/// why not, if it cannot be put in force.
 pub fn load(path: Option<&Path>, pool: &Pool) -> Result<Config, String> {
     let config = super::check_config::load(path, |k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
-    match super::form_versions::record(pool, &config) {
-        Ok(_) => Ok(config),
-        Err(e) => Err(format!("the forms' versions could not be stored: {e}")),
-    }
+    super::admin_forms::merge_stored(pool, config).map_err(|e| {
+        format!("the admin-defined forms could not be merged, or the forms' versions stored: {e}")
+    })
 }
 
 /// Catches `SIGHUP` from now on (its default would end the process); `on_hangup` then

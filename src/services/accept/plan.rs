@@ -31,6 +31,10 @@ pub struct ResultBody<'a> {
     /// none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<&'a str>,
+    /// The version of the form the submission was accepted under (`config::definition`);
+    /// absent for a form not read from TOML text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -161,6 +165,7 @@ impl Plan {
                 operation_expires_at: rfc3339(expires),
                 effects: kinds.iter().map(|k| EffectSummary { kind: k.as_str(), state: state(k) }).collect(),
                 route: route.as_deref(),
+                version: intake.form.version(),
             };
             serde_json::to_string(&body).unwrap_or_default()
         };

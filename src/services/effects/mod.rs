@@ -209,6 +209,8 @@ pub trait Effect: Send + Sync {
 #[derive(Default, Clone)]
 pub struct Registry {
     effects: BTreeMap<RecordKind, Arc<dyn Effect>>,
+    /// The forms whose settings it was built with.
+    forms: std::collections::BTreeSet<String>,
 }
 
 impl Registry {
@@ -225,7 +227,7 @@ impl Registry {
         let crm = crm::adapter(&config.crm, timeout)?;
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         mail::template::warn_stale_overrides(config.forms.keys());
-        let mut registry = Registry::default();
+        let mut registry = Registry { forms: config.forms.keys().cloned().collect(), ..Registry::default() };
         let mut files = crate::services::files::Files::stored(&config.server, &config.database);
         if let Some(url) = &config.server.public_url {
             files = files.with_links(crate::services::files::FileLinks::new(keyring, url));
@@ -241,6 +243,12 @@ impl Registry {
     /// Registers `effect` for records of kind `kind` (inbound webhook handlers).
     pub fn register_as(&mut self, kind: RecordKind, effect: Arc<dyn Effect>) {
         self.effects.insert(kind, effect);
+    }
+
+    /// Whether it was built with the settings of the form `form` (a form saved in the admin
+    /// since may not be among them yet).
+    pub fn knows_form(&self, form: &str) -> bool {
+        self.forms.contains(form)
     }
 
     pub fn get(&self, kind: &RecordKind) -> Option<Arc<dyn Effect>> {

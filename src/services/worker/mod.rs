@@ -3,7 +3,7 @@
 
 mod decide;
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use chrono::NaiveDateTime;
@@ -37,7 +37,14 @@ pub struct Worker {
     /// Inside `serve`: its requests in flight; while any is, the worker delivers one batch
     /// per `poll_ms` (`beside`).
     traffic: Option<Traffic>,
+    /// Merges the forms saved in the admin again and puts the effects built from them in
+    /// force (`put_registry`), when a claimed record's form is not among the registry's
+    /// (`app` sets it; blocking work).
+    refresher: OnceLock<Refresher>,
 }
+
+/// What `Worker::refresh_with` calls.
+pub type Refresher = Arc<dyn Fn() + Send + Sync>;
 
 /// The worker's transactions (`Writes`), run off the async threads.
 #[derive(Clone)]
@@ -66,7 +73,22 @@ impl Worker {
     pub fn new(writes: Writes, registry: Registry, config: WorkerConfig) -> Worker {
         let owner = format!("w{}-{}", std::process::id(), &Uuid::new_v4().simple().to_string()[..8]);
         let registry = RwLock::new(Arc::new(registry));
-        Worker { db: Db(writes), registry, config, owner, housekeeping: Mutex::new(None), traffic: None }
+        Worker {
+            db: Db(writes),
+            registry,
+            config,
+            owner,
+            housekeeping: Mutex::new(None),
+            traffic: None,
+            refresher: OnceLock::new(),
+        }
+    }
+
+    /// Sets what is called (once per batch) when a claimed record's form is not among the
+    /// registry's: a form another process saved since the registry was built (its records
+    /// are delivered with its settings, never refused as a removed form's).
+    pub fn refresh_with(&self, refresher: Refresher) {
+        let _ = self.refresher.set(refresher);
     }
 
     /// A worker beside the HTTP server whose requests `traffic` counts: while any is being
@@ -167,7 +189,14 @@ impl Worker {
     async fn work(&self, due: Vec<JobRow>) -> (usize, Vec<Finished>) {
         let t = now();
         let limit = self.config.concurrency as i64;
-        let registry = self.registry();
+        let mut registry = self.registry();
+        if let Some(refresh) = self.refresher.get() {
+            if due.iter().any(|r| r.submission.as_ref().is_some_and(|s| !registry.knows_form(&s.form))) {
+                let refresh = refresh.clone();
+                let _ = tokio::task::spawn_blocking(move || refresh()).await;
+                registry = self.registry();
+            }
+        }
         let results = join_all(due.iter().cloned().map(|row| self.deliver(&registry, row))).await;
         if due.len() as i64 == limit && !self.housekeeping_due() {
             return (due.len(), results);

@@ -32,6 +32,9 @@ const MESSAGES: &[(&str, usize)] = &[
     ("test_submitted", 0),
     ("config_reloaded", 1),
     ("config_not_reloaded", 0),
+    ("form_created", 0),
+    ("form_saved", 0),
+    ("form_unchanged", 0),
 ];
 
 use crate::base::i18n::{Arg, Locale};

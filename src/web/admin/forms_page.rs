@@ -1,5 +1,7 @@
 //! `/admin/forms` (admin or viewer): each form in force with its fields, routes, effects,
-//! retention, current version (linked to its versions page), where it is defined, and the
+//! retention, current version (linked to its versions page), where it is defined (the
+//! configuration file, or the admin: then linked to its editor, `form_editor`), the
+//! admin-defined forms left out and why, and the
 //! `embed.js` snippet to paste into a page; and the "Reload configuration" button (admin
 //! only, CSRF-checked, audited), which re-reads the configuration as `SIGHUP` does
 //! (`services::reload`).
@@ -12,7 +14,7 @@ use serde::Deserialize;
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, Chrome, FlashQuery};
-use crate::config::{Form, RetentionConfig};
+use crate::config::{Form, FormOrigin, RetentionConfig};
 use crate::db::{DbError, Store};
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -35,7 +37,8 @@ struct FieldView {
 struct RouteView {
     label: String,
     when: String,
-    effects: String,
+    /// `None`: the form's own.
+    effects: Option<String>,
     notify: String,
 }
 
@@ -43,14 +46,15 @@ struct RouteView {
 struct FormView {
     name: String,
     title: String,
-    /// Where it is defined (`configuration file`).
-    defined_in: &'static str,
+    /// Who saved it in the admin and when (`None`: the configuration file defines it).
+    saved: Option<(String, String)>,
     version: Option<String>,
     versions_href: String,
     fields: Vec<FieldView>,
     routes: Vec<RouteView>,
     effects: String,
-    retention: String,
+    /// How long content and keys are kept (a window, or empty: kept).
+    retention: (String, String),
     /// The HTML to paste into a page (shown escaped).
     snippet: String,
 }
@@ -62,6 +66,8 @@ struct FormsPage {
     forms: Vec<FormView>,
     /// Why the last reload failed, while no good one has loaded since.
     reload_error: Option<String>,
+    /// Forms saved in the admin that are not in force, each with why.
+    ignored: Vec<(String, String)>,
 }
 
 /// The `embed.js` snippet of one form (its values escaped by the template).
@@ -94,12 +100,20 @@ async fn list(
     q: web::Query<FlashQuery>,
 ) -> HttpResponse {
     let base = public_base(&state, &req);
-    let forms = state.forms().iter().map(|f| view(f, &base)).collect();
-    let page = FormsPage {
-        chrome: Chrome::new(&user, "forms", q.flash.as_deref()),
-        forms,
-        reload_error: state.forms.last_error(),
-    };
+    let chrome = Chrome::new(&user, "forms", q.flash.as_deref());
+    let in_force = state.forms();
+    let forms = in_force.iter().map(|f| view(f, &base, &chrome)).collect();
+    let ignored = in_force
+        .config
+        .admin_forms
+        .ignored
+        .iter()
+        .map(|(name, why)| match in_force.get(name).is_some_and(|f| f.origin.is_file()) {
+            true => (name.clone(), chrome.t("admin-forms-ignored-file")),
+            false => (name.clone(), why.clone()),
+        })
+        .collect();
+    let page = FormsPage { chrome, forms, reload_error: state.forms.last_error(), ignored };
     html(StatusCode::OK, &page)
 }
 
@@ -114,12 +128,15 @@ fn public_base(state: &AppState, req: &HttpRequest) -> String {
     }
 }
 
-fn view(form: &Form, base: &str) -> FormView {
+fn view(form: &Form, base: &str, chrome: &Chrome) -> FormView {
     let list = |items: &mut dyn Iterator<Item = String>| items.collect::<Vec<_>>().join(", ");
     FormView {
         name: form.name().to_string(),
         title: form.title.clone(),
-        defined_in: "configuration file",
+        saved: match &form.origin {
+            FormOrigin::File => None,
+            FormOrigin::Admin { saved_by, saved_at } => Some((saved_by.clone(), chrome.when(*saved_at))),
+        },
         version: form.version().map(String::from),
         versions_href: super::form_versions::href(form.name()),
         fields: form
@@ -140,22 +157,19 @@ fn view(form: &Form, base: &str) -> FormView {
             .map(|(i, r)| RouteView {
                 label: r.label(i),
                 when: list(&mut r.when.iter().map(|(k, v)| format!("{k} = {}", v.accepted().join(" | ")))),
-                effects: r
-                    .effects
-                    .as_ref()
-                    .map_or("the form's".into(), |e| list(&mut e.iter().map(|k| k.as_str().to_string()))),
+                effects: r.effects.as_ref().map(|e| list(&mut e.iter().map(|k| k.as_str().to_string()))),
                 notify: r.notify.as_ref().map_or(String::new(), |n| n.join(", ")),
             })
             .collect(),
         effects: list(&mut form.effects.iter().map(|k| k.as_str().to_string())),
-        retention: retention(&form.retention),
+        retention: retention(&form.retention, chrome),
         snippet: snippet(form, base),
     }
 }
 
-fn retention(r: &RetentionConfig) -> String {
-    let window = |w: Option<crate::config::Window>| w.map_or("kept".to_string(), |w| w.to_string());
-    format!("content {}, keys {}", window(r.content), window(r.keys))
+fn retention(r: &RetentionConfig, chrome: &Chrome) -> (String, String) {
+    let window = |w: Option<crate::config::Window>| w.map_or(chrome.t("admin-forms-kept"), |w| w.to_string());
+    (window(r.content), window(r.keys))
 }
 
 fn snippet(form: &Form, base: &str) -> String {

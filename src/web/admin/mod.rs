@@ -16,6 +16,7 @@ mod effects;
 mod files;
 mod filters;
 pub mod flash;
+mod form_editor;
 mod form_preview;
 pub mod form_versions;
 mod forms_page;
@@ -76,6 +77,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     dashboard::routes(cfg);
     submissions::routes(cfg);
     form_versions::routes(cfg);
+    form_editor::routes(cfg);
     forms_page::routes(cfg);
     form_preview::routes(cfg);
     files::routes(cfg);

@@ -2,6 +2,7 @@
 
 pub mod all_pages;
 pub mod effects;
+pub mod form_editor;
 pub mod forms;
 pub mod i18n;
 pub mod login_throttle;

@@ -283,7 +283,8 @@ fn accepted_body(effect: Value) -> Value {
             "received_at": {"type": "string", "format": "date-time"},
             "operation_expires_at": {"type": "string", "format": "date-time"},
             "effects": {"type": "array", "items": effect},
-            "route": {"type": "string", "description": "the form's route that applied (its name, or `#INDEX`); absent when none did"}
+            "route": {"type": "string", "description": "the form's route that applied (its name, or `#INDEX`); absent when none did"},
+            "version": {"type": "string", "description": "the version of the form the submission was accepted under (a digest of its definition); absent for a form not read from TOML"}
         }
     })
 }
