@@ -3,7 +3,8 @@
 //! token, a spam submission's file), then every page the router serves by GET is read in en,
 //! zh-TW, zh-CN and ja: 200, no Fluent key or missing-message marker, no stored state shown as
 //! its identifier, and in zh-TW, zh-CN and ja none of the English texts of `admin.ftl`.
-//! The pages are those of the router's `route("/admin…", web::get()…)` calls in `src/web`:
+//! The pages are those of the router's `route("/admin…", web::get()…)` calls and GET
+//! resources in `src/web`:
 //! a new page without a URL here fails the test.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,11 +25,6 @@ use onceform::web::hooks::verify::standard_webhooks;
 /// Admin GET routes this test does not read, each with why. Remove an entry once its page is
 /// translated and listed in `urls`.
 const EXCEPTIONS: &[(&str, &str)] = &[
-    // The /admin/forms pages are being translated by another engineer right now (issue 43);
-    // take them out of here when that work lands.
-    ("/admin/forms", "forms pages: translated separately"),
-    ("/admin/forms/{form}/preview", "forms pages: translated separately"),
-    ("/admin/forms/{form}/versions", "forms pages: translated separately"),
     // Not pages.
     ("/admin/submissions.csv", "a CSV export (column names are for spreadsheets)"),
     ("/admin/submissions/search", "GET only redirects to the list (the search is a POST)"),
@@ -36,7 +32,8 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("/admin/oidc/callback", "needs [admin.oidc]; its pages are in tests/it/admin/oidc.rs"),
 ];
 
-/// Every `route("/admin…", web::get()…)` in `src/web` (the router's admin pages).
+/// Every `route("/admin…", web::get()…)` and `resource("/admin…")` with a GET route in
+/// `src/web` (the router's admin pages).
 fn admin_get_routes() -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/web")];
@@ -53,6 +50,15 @@ fn admin_get_routes() -> BTreeSet<String> {
                     let Some((path, after)) = rest.split_once('"') else { continue };
                     let after = after.trim_start().trim_start_matches(',').trim_start();
                     if path.starts_with("/admin") && after.starts_with("web::get()") {
+                        found.insert(path.to_string());
+                    }
+                }
+                // `web::resource("/admin…")` with a `.route(web::get()…)` of its own.
+                for (i, _) in text.match_indices("resource(\"") {
+                    let rest = &text[i + "resource(\"".len()..];
+                    let Some((path, after)) = rest.split_once('"') else { continue };
+                    let own = after.split(".service(").next().unwrap_or(after);
+                    if path.starts_with("/admin") && own.contains("route(web::get()") {
                         found.insert(path.to_string());
                     }
                 }
@@ -272,6 +278,11 @@ async fn world(h: &HookApp, admin: &AdminSession) -> (BTreeMap<&'static str, Vec
         ],
     );
     add("/admin/erase", &["/admin/erase"]);
+    add("/admin/forms", &["/admin/forms", "/admin/forms?flash=config_reloaded~2"]);
+    add("/admin/forms/new", &["/admin/forms/new"]);
+    add("/admin/forms/{form}/edit", &["/admin/forms/quote/edit"]);
+    add("/admin/forms/{form}/preview", &["/admin/forms/quote/preview"]);
+    add("/admin/forms/{form}/versions", &["/admin/forms/quote/versions"]);
     add("/admin/import", &["/admin/import"]);
     add("/admin/inbound", &["/admin/inbound"]);
     add("/admin/inbound/{source}", &["/admin/inbound/helpdesk?flash=inbound_discarded"]);
