@@ -1,8 +1,6 @@
 //! The admin pages under `/admin`: every page needs a session, every state-changing
 //! request an admin and the session's CSRF token, and every action writes an audit row.
 
-/// The accounts moved to `services::accounts`; this path stays until the tests use the new one.
-pub use crate::services::accounts;
 pub mod account_changes;
 mod api_tokens;
 pub mod audit;

@@ -9,7 +9,7 @@ use crate::on_both_backends;
 use crate::support::delivery::spawn_delivery_app;
 use crate::support::{new_key, spawn_app_with, test_keyring, Backend, TestApp};
 use onceform::config::Config;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 on_both_backends!(
     every_type_renders_accessibly,

@@ -19,7 +19,7 @@ use crate::support::hooks::{hook, secret_var, spawn_hook_app_with, HookApp};
 use crate::support::receiver::Receiver;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 use onceform::base::i18n::Locale;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::web::hooks::verify::standard_webhooks;
 
 /// Admin GET routes this test does not read, each with why. Remove an entry once its page is
@@ -70,19 +70,7 @@ fn admin_get_routes() -> BTreeSet<String> {
 
 /// The text a reader sees: the page without its tags, entities decoded.
 fn visible(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for ch in html.chars() {
-        match ch {
-            '<' => in_tag = true,
-            '>' => {
-                in_tag = false;
-                out.push(' ');
-            }
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
+    let mut out = super::i18n::visible(html);
     for (entity, ch) in [
         ("&#39;", "'"),
         ("&#34;", "\""),

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use diesel::prelude::*;
 use onceform::db::schema::{audit_log, form_versions, side_effects};
 use onceform::db::DbError;
+use onceform::services::accounts::Role;
 use onceform::services::worker::Worker;
-use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
 use serde_json::{json, Value};
 

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use onceform::config::Config;
+use onceform::services::accounts::Role;
 use onceform::services::reload::ConfigSource;
-use onceform::web::admin::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::admin::assert_guarded;

@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use onceform::base::i18n::{Locale, TimeZone};
 use onceform::db::schema::{duplicate_pairs, users};
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::with_conn;
 
 use super::review::{make_pair, person};
@@ -24,7 +24,7 @@ on_both_backends!(
 );
 
 /// The text a reader sees: the page without its tags (attributes, hrefs and IDs left out).
-fn visible(html: &str) -> String {
+pub(super) fn visible(html: &str) -> String {
     let mut out = String::new();
     let mut in_tag = false;
     for ch in html.chars() {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use onceform::services::accounts::throttle::EMAIL;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::admin::csrf_of;

@@ -9,7 +9,7 @@
 use diesel::prelude::*;
 use onceform::db::schema::{audit_log, sessions, users};
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::with_conn;
 
 use crate::on_both_backends;

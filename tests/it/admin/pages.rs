@@ -4,7 +4,7 @@
 use diesel::prelude::*;
 use onceform::db::schema::{duplicate_pairs, submissions};
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::with_conn;
 use serde_json::{json, Value};
 

@@ -8,7 +8,7 @@ use chrono::{Duration, Utc};
 use diesel::prelude::*;
 use onceform::db::schema::{sessions, users};
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::with_conn;
 
 use crate::on_both_backends;
@@ -202,11 +202,9 @@ async fn the_first_sign_in_with_the_generated_password_must_choose_a_new_one(bac
     let dir = std::env::temp_dir().join(format!("onceform-first-{}", uuid::Uuid::new_v4().simple()));
     let file = dir.join("initial-admin-password");
     let (pool, f) = (app.pool.clone(), file.clone());
-    tokio::task::spawn_blocking(move || {
-        onceform::web::admin::accounts::bootstrap(&pool, &f).unwrap().unwrap()
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || onceform::services::accounts::bootstrap(&pool, &f).unwrap().unwrap())
+        .await
+        .unwrap();
     let generated = std::fs::read_to_string(&file).unwrap().lines().nth(1).unwrap().to_string();
     let _ = std::fs::remove_dir_all(&dir);
     let first = session_of(&app, "admin@localhost", &generated).await;

@@ -2,7 +2,7 @@
 //! escaped, a confirmation carries no message text, and one address gets at most one
 //! confirmation per window and form (the rest CANCELLED, reason `recipient_cap`).
 
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;

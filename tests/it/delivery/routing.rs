@@ -3,7 +3,7 @@
 //! it after the routes change.
 
 use onceform::config::{Config, RouteConfig};
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;

@@ -13,7 +13,7 @@ use crate::support::vendor::{
     crm_only, force_lead_state, inquiry_from, lead_ref, submission_id, wire_vendor,
 };
 use crate::support::{new_key, Backend};
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 on_both_backends!(
     three_submissions_make_three_leads_each_carrying_its_reference,

@@ -199,7 +199,7 @@ async fn a_refused_webhook_shows_the_receivers_answer_on_the_admin_page(backend:
     assert_eq!(d.app.submit(&key, &inquiry("Hello")).await.status(), 201);
     d.settle(&d.worker()).await;
     assert_eq!(d.effect(&key, "webhook").await.state, "FAILED_FINAL");
-    let admin = d.app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    let admin = d.app.sign_in(onceform::services::accounts::Role::Viewer).await;
     let id = crate::support::vendor::submission_id(&d.app, &key).await;
     let html = d.app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
     assert!(html.contains("HTTP 422") && html.contains("http_422"), "{html}");

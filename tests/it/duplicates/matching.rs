@@ -163,7 +163,7 @@ async fn one_person_with_two_phone_formats_and_two_addresses_gives_one_pair_with
     assert!(!reasons.iter().any(|r| r.contains("912")), "no personal data in stored reasons: {reasons:?}");
 
     // The review page shows the canonical phone both matched on, and what differs.
-    let viewer = app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    let viewer = app.sign_in(onceform::services::accounts::Role::Viewer).await;
     let page = app.admin_get(Some(&viewer), "/admin/duplicates").await.text().await.unwrap();
     assert!(page.contains("+886 912 345 678"), "the canonical phone: {page}");
     assert!(page.contains(r#"<mark class="diff">"#), "what differs is highlighted");
@@ -205,7 +205,7 @@ async fn the_same_persons_other_product_gives_no_duplicate_item(backend: Backend
     assert_eq!(all.len(), 1, "listed apart as the same sender's new request: {all:?}");
     assert_eq!((all[0].1.as_str(), all[0].4.as_str()), (other.as_str(), "same_sender"));
     assert!(all[0].3.contains(&"different product code".to_string()), "{:?}", all[0].3);
-    let viewer = app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    let viewer = app.sign_in(onceform::services::accounts::Role::Viewer).await;
     let page = app.admin_get(Some(&viewer), "/admin/duplicates").await.text().await.unwrap();
     assert!(page.contains("Same sender, new request"), "listed apart: {page}");
 }

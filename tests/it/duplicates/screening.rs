@@ -145,7 +145,7 @@ async fn a_flood_from_one_address_is_one_cluster_with_one_pair_per_repeat(backen
     assert_eq!(app.stats().await.submissions, 12, "pairs never merge inquiries");
 
     // The review shows the cluster as one item with its members.
-    let viewer = app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    let viewer = app.sign_in(onceform::services::accounts::Role::Viewer).await;
     let resp = app.admin_get(Some(&viewer), "/admin/duplicates").await;
     assert_eq!(resp.status(), 200);
     let page = resp.text().await.unwrap();

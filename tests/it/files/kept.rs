@@ -10,7 +10,7 @@ use crate::on_both_backends;
 use crate::support::files::{age_stored, kept_blobs, pdf, sha256};
 use crate::support::{new_key, spawn_app_with, test_keyring, Backend, TestApp};
 use onceform::config::Config;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 on_both_backends!(
     files_are_downloaded_by_signed_in_users_as_audited_attachments,

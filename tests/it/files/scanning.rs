@@ -12,8 +12,8 @@ use crate::support::files::pdf;
 use crate::support::vendor::submission_id;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 use onceform::config::Config;
+use onceform::services::accounts::Role;
 use onceform::services::files::{rescan, Files};
-use onceform::web::admin::accounts::Role;
 
 on_both_backends!(
     eicar_is_stored_as_malware_with_no_effects,

@@ -17,8 +17,8 @@ use crate::support::vendor::submission_id;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
 use onceform::config::{ScanMode, ScannerDown};
 use onceform::domain::EffectKind;
+use onceform::services::accounts::Role;
 use onceform::services::files::{rescan, Files};
-use onceform::web::admin::accounts::Role;
 
 on_both_backends!(
     an_over_limit_malware_file_is_never_delivered_by_a_deliver_form,

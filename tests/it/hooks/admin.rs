@@ -6,7 +6,7 @@
 use diesel::prelude::*;
 use onceform::db::schema::inbound_quarantine;
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::web::hooks::verify::standard_webhooks;
 use onceform::with_conn;
 

@@ -1,7 +1,7 @@
 //! A source's redelivery window on its admin page: the spread of one event ID's redeliveries
 //! beside the provider's documented span and the source's `retention.keys`.
 
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 use crate::support::hooks::{hook, secret_var, spawn_hook_app};
 use crate::support::Backend;

@@ -1,7 +1,7 @@
 //! Erasure of one person: nothing left of them but tombstones; the references that left are
 //! listed; a dry run changes nothing.
 
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use serde_json::Value;
 
 use crate::lifecycle::{onceform, stdout, text_columns_containing};

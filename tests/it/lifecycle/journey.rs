@@ -1,6 +1,6 @@
 //! Journey IDs: one visitor's inquiries tied together, apart from key and fingerprint.
 
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::delivery::spawn_delivery_app;

@@ -1,7 +1,7 @@
 //! The lifecycle on `/metrics` and in the admin: purges, the redelivery spread, the windows,
 //! the import upload.
 
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 use crate::lifecycle::config_with;
 use crate::on_both_backends;

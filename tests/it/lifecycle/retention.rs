@@ -63,7 +63,7 @@ async fn a_submission_is_purged_to_a_tombstone_then_deleted_and_a_late_retry_is_
         let found = text_columns_containing(&app, backend, needle).await;
         assert!(found.is_empty(), "`{needle}` is still in {found:?}");
     }
-    let admin = app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    let admin = app.sign_in(onceform::services::accounts::Role::Viewer).await;
     let id = stored["submission_id"].as_str().unwrap();
     let page = app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
     assert!(page.contains("The content was purged on"), "{page}");

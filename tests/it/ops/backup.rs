@@ -457,7 +457,7 @@ async fn the_postgres_drill_restores_the_files_kept_in_the_database_with_its_dum
     //      downloads from the submission's page, byte for byte.
     let files_dir = restored.server.files_dir.clone();
     let server = spawn_on(db, restored).await;
-    let admin = server.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    let admin = server.sign_in(onceform::services::accounts::Role::Viewer).await;
     for (a, drawing) in &before {
         let url = server.url("/api/forms/quote/submissions");
         let resp =

@@ -187,21 +187,21 @@ fn the_first_start_creates_one_admin_with_a_one_time_password() {
     let dir = std::env::temp_dir().join(format!("onceform-pw-{}", uuid::Uuid::new_v4().simple()));
     let file = dir.join("initial-admin-password");
     let written =
-        onceform::web::admin::accounts::bootstrap(&pool, &file).unwrap().expect("a file the first time");
+        onceform::services::accounts::bootstrap(&pool, &file).unwrap().expect("a file the first time");
     assert_eq!(written, file);
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "readable by the owner only");
     let text = std::fs::read_to_string(&file).unwrap();
     let password = text.lines().nth(1).unwrap().to_string();
     assert!(password.len() >= 12);
-    let throttle = onceform::web::admin::accounts::LoginThrottle::default();
+    let throttle = onceform::services::accounts::LoginThrottle::default();
     let login =
-        |pw: &str| onceform::web::admin::accounts::login(&pool, &throttle, "admin@localhost", pw).unwrap();
+        |pw: &str| onceform::services::accounts::login(&pool, &throttle, "admin@localhost", pw).unwrap();
     let (_, user) = login(&password).expect("the written password signs in");
     assert!(user.must_change_password, "the first sign-in must choose a new password");
     assert!(login("wrong password!").is_none());
     assert_eq!(
-        onceform::web::admin::accounts::bootstrap(&pool, &file).unwrap(),
+        onceform::services::accounts::bootstrap(&pool, &file).unwrap(),
         None,
         "only when there is no account"
     );

@@ -13,7 +13,7 @@ use diesel::prelude::*;
 use onceform::config::Config;
 use onceform::db::schema::{deliveries, effect_attempts, side_effects};
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::with_conn;
 use serde_json::json;
 

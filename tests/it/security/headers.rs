@@ -2,7 +2,7 @@
 //! operations endpoints: the metrics token and the metrics cache.
 
 use onceform::config::MetricsToken;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::{inquiry, new_key, spawn_app, spawn_app_with, Backend, TestApp};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 use onceform::db::schema::{audit_log, side_effects};
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::with_conn;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -3,7 +3,7 @@
 //! the client read differently, colliding `.eml` names, forged WeCom padding, and a CRLF
 //! name folded into the confirmation.
 
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 
 use crate::on_both_backends;
 use crate::support::hooks::{hook, secret_var, spawn_hook_app};

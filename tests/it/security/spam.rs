@@ -3,7 +3,7 @@
 //! shown in the admin; nothing is lost.
 
 use onceform::config::{CaptchaConfig, Config};
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use serde_json::{json, Value};
 
 use crate::on_both_backends;

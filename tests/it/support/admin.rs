@@ -1,7 +1,7 @@
 //! Signing in to the admin as a real browser would: the login form's CSRF cookie and field,
 //! then the session cookie and the session's CSRF token from a page.
 
-use onceform::web::admin::accounts::{create_user, Role};
+use onceform::services::accounts::{create_user, Role};
 
 use super::TestApp;
 

@@ -112,7 +112,7 @@ pub async fn submission_id(d: &DeliveryApp, key: &str) -> String {
 /// The submission's admin page as an admin sees it.
 pub async fn admin_page(d: &DeliveryApp, key: &str) -> String {
     let id = submission_id(d, key).await;
-    let session = d.app.sign_in(onceform::web::admin::accounts::Role::Admin).await;
+    let session = d.app.sign_in(onceform::services::accounts::Role::Admin).await;
     let page = d.app.admin_get(Some(&session), &format!("/admin/submissions/{id}")).await;
     assert_eq!(page.status(), 200);
     page.text().await.unwrap()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 use onceform::db::schema::duplicate_pairs;
 use onceform::db::DbError;
-use onceform::web::admin::accounts::Role;
+use onceform::services::accounts::Role;
 use onceform::with_conn;
 
 use crate::support::browser::Browser;

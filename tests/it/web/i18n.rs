@@ -251,7 +251,7 @@ async fn big5_and_utf16_files_import_and_an_export_with_a_bom_reads_back(backend
     std::fs::write(&utf16_file, &utf16).unwrap();
     assert!(import(&app, &utf16_file, &[]).starts_with("imported 1, already present 0, rejected 0"));
 
-    let viewer = app.sign_in(onceform::web::admin::accounts::Role::Viewer).await;
+    let viewer = app.sign_in(onceform::services::accounts::Role::Viewer).await;
     let export =
         app.admin_get(Some(&viewer), "/admin/submissions.csv?form=contact").await.bytes().await.unwrap();
     assert!(export.starts_with("\u{feff}".as_bytes()), "UTF-8 with a BOM");
@@ -271,7 +271,7 @@ async fn big5_and_utf16_files_import_and_an_export_with_a_bom_reads_back(backend
     );
     let mut again = other
         .admin_get(
-            Some(&other.sign_in(onceform::web::admin::accounts::Role::Viewer).await),
+            Some(&other.sign_in(onceform::services::accounts::Role::Viewer).await),
             "/admin/submissions.csv?form=contact",
         )
         .await

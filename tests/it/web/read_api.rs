@@ -9,9 +9,9 @@ use onceform::config::Config;
 use onceform::db::schema::{api_token_uses, api_tokens, audit_log, duplicate_pairs};
 use onceform::db::DbError;
 use onceform::domain::{digest, Scopes};
+use onceform::services::accounts::Role;
 use onceform::services::audit::Actor;
 use onceform::services::read_api::tokens::{self, TokenRequest};
-use onceform::web::admin::accounts::Role;
 use onceform::with_conn;
 use serde_json::{json, Value};
 
