@@ -5,8 +5,9 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use super::schema::admin_forms;
+use super::schema::{admin_forms, side_effects, submissions};
 use super::DbConnection;
+use crate::domain::EffectState;
 
 /// One form as an admin saved it.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable, AsChangeset)]
@@ -30,6 +31,11 @@ pub trait AdminForms {
     fn admin_form(&mut self, name: &str) -> QueryResult<Option<AdminFormRow>>;
     /// Saves `row` (a new form, or a new version of one).
     fn put_admin_form(&mut self, row: &AdminFormRow) -> QueryResult<()>;
+    /// Deletes the admin-defined form `name` (its versions stay in `form_versions`).
+    fn delete_admin_form(&mut self, name: &str) -> QueryResult<()>;
+    /// How many effect records of `form`'s submissions are not finished (waiting, being
+    /// sent, or of unknown outcome).
+    fn unfinished_effects_of(&mut self, form: &str) -> QueryResult<i64>;
 }
 
 impl AdminForms for DbConnection {
@@ -60,5 +66,19 @@ impl AdminForms for DbConnection {
             diesel::insert_into(admin_forms::table).values(row).execute(self)?;
         }
         Ok(())
+    }
+
+    fn delete_admin_form(&mut self, name: &str) -> QueryResult<()> {
+        diesel::delete(admin_forms::table.filter(admin_forms::name.eq(name))).execute(self).map(|_| ())
+    }
+
+    fn unfinished_effects_of(&mut self, form: &str) -> QueryResult<i64> {
+        let unfinished = [EffectState::Pending, EffectState::Sending, EffectState::Unknown];
+        side_effects::table
+            .inner_join(submissions::table)
+            .filter(submissions::form.eq(form))
+            .filter(side_effects::state.eq_any(unfinished.map(|s| s.as_str())))
+            .count()
+            .get_result(self)
     }
 }

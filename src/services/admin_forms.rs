@@ -227,6 +227,68 @@ pub fn save(
     Ok(saved)
 }
 
+/// Why a delete changed nothing.
+#[derive(Debug)]
+pub enum DeleteError {
+    /// The configuration file defines the form: it cannot be deleted here.
+    FileForm,
+    /// No form of this name is stored.
+    NotFound,
+    /// The form was saved since the editor was opened: (who saved it, its version).
+    Stale(String, String),
+    /// This many effect records of its submissions are not finished: deleting the form now
+    /// would leave them without its settings.
+    Unfinished(i64),
+    Db(DbError),
+}
+
+impl From<DbError> for DeleteError {
+    fn from(e: DbError) -> DeleteError {
+        DeleteError::Db(e)
+    }
+}
+
+/// Deletes the stored form `name` for `actor`, as opened in the editor at version `base`:
+/// its row and an audit row in one transaction, then out of force in this process (every
+/// other one drops it at its next poll). Its submissions and versions stay; a form whose
+/// submissions still have effects to deliver is not deleted.
+pub fn delete(
+    live: &LiveForms,
+    pool: &Pool,
+    actor: &Actor,
+    name: &str,
+    base: &str,
+) -> Result<(), DeleteError> {
+    let _one_at_a_time = live.updating();
+    let now = live.now();
+    if now.get(name).is_some_and(|f| f.origin.is_file()) {
+        return Err(DeleteError::FileForm);
+    }
+    let refused = with_conn!(pool, |c| {
+        c.write_tx(|c| {
+            let Some(stored) = c.admin_form(name)? else {
+                return Ok(Some(DeleteError::NotFound));
+            };
+            if stored.version != base {
+                return Ok(Some(DeleteError::Stale(stored.saved_by, stored.version)));
+            }
+            match c.unfinished_effects_of(name)? {
+                0 => {}
+                unfinished => return Ok(Some(DeleteError::Unfinished(unfinished))),
+            }
+            c.delete_admin_form(name)?;
+            let detail = format!("version {}", stored.version);
+            super::audit::record(c, actor, "form.delete", ("form", name), Some(&detail))?;
+            Ok::<_, DbError>(None)
+        })
+    })?;
+    if let Some(refused) = refused {
+        return Err(refused);
+    }
+    live.put_merged(merge_stored(pool, (*now.config).clone())?);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,7 @@ const MESSAGES: &[(&str, usize)] = &[
     ("form_created", 0),
     ("form_saved", 0),
     ("form_unchanged", 0),
+    ("form_deleted", 0),
 ];
 
 use crate::base::i18n::{Arg, Locale};

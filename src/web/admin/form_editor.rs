@@ -3,7 +3,9 @@
 //! (`services::admin_forms::save`: checked by the `check-config` rules, stored as a new
 //! version, audited, in force at once). A viewer sees the text read-only; a form the
 //! configuration file defines is shown read-only and its save is refused (409), because the
-//! file is authoritative for the forms it names.
+//! file is authoritative for the forms it names. `/admin/forms/{form}/delete` deletes an
+//! admin-defined form (`services::admin_forms::delete`: audited; refused while its
+//! submissions have effects to deliver).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -16,7 +18,7 @@ use super::{blocking, db_failure, done, Chrome};
 use crate::config::admin_forms::MAX_SECTION_BYTES;
 use crate::db::admin_forms::AdminForms;
 use crate::db::DbError;
-use crate::services::admin_forms::{SaveError, Saved};
+use crate::services::admin_forms::{DeleteError, SaveError, Saved};
 use crate::web::render::html;
 use crate::web::state::AppState;
 use crate::with_conn;
@@ -35,7 +37,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .app_data(body())
             .route(web::get().to(edit))
             .route(web::post().to(update)),
-    );
+    )
+    .route("/admin/forms/{form}/delete", web::post().to(delete));
 }
 
 /// What a new form's editor starts with.
@@ -75,6 +78,8 @@ struct EditorPage {
     in_file: bool,
     /// Why the last save changed nothing (each at its line where it has one).
     problems: Vec<String>,
+    /// Why the delete just asked for changed nothing (in the admin's language).
+    not_deleted: Option<String>,
 }
 
 impl EditorPage {
@@ -91,6 +96,7 @@ impl EditorPage {
             base: String::new(),
             in_file: false,
             problems: Vec::new(),
+            not_deleted: None,
         }
     }
 }
@@ -111,6 +117,24 @@ struct EditForm {
     base: String,
 }
 
+/// The delete button's form: the CSRF token, the version the editor showed, and the
+/// ticked confirmation.
+#[derive(Deserialize)]
+struct DeleteForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    base: String,
+    #[serde(default)]
+    confirm: String,
+}
+
+impl CsrfForm for DeleteForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 impl CsrfForm for EditForm {
     fn csrf(&self) -> &str {
         &self.csrf
@@ -124,18 +148,23 @@ async fn new(user: SessionUser) -> HttpResponse {
 }
 
 async fn edit(state: web::Data<AppState>, user: SessionUser, path: web::Path<String>) -> HttpResponse {
-    let name = path.into_inner();
-    let mut page = EditorPage::new(&user, Some(&name));
+    let page = EditorPage::new(&user, Some(&path.into_inner()));
+    stored_page(&state, page, StatusCode::OK).await
+}
+
+/// `page` (of a named form) with the form as stored, answered with `status`.
+async fn stored_page(state: &AppState, mut page: EditorPage, status: StatusCode) -> HttpResponse {
+    let name = page.form.clone().unwrap_or_default();
     if state.form(&name).is_some_and(|f| f.origin.is_file()) {
         page.in_file = true;
-        return html(StatusCode::OK, &page);
+        return html(status, &page);
     }
-    let (pool, key) = (state.pool.clone(), name.clone());
-    match blocking(move || with_conn!(&pool, |c| c.admin_form(&key).map_err(DbError::from))).await {
+    let pool = state.pool.clone();
+    match blocking(move || with_conn!(&pool, |c| c.admin_form(&name).map_err(DbError::from))).await {
         Ok(Some(row)) => {
             page.source = row.source;
             page.base = row.version;
-            html(StatusCode::OK, &page)
+            html(status, &page)
         }
         Ok(None) => HttpResponse::NotFound()
             .content_type("text/plain; charset=utf-8")
@@ -187,4 +216,37 @@ async fn save(
         Ok(Err(SaveError::Db(e))) => db_failure(e),
         Err(e) => db_failure(e),
     }
+}
+
+async fn delete(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    action: AdminAction<DeleteForm>,
+) -> HttpResponse {
+    let (user, form, name) = (action.user, action.form, path.into_inner());
+    let mut page = EditorPage::new(&user, Some(&name));
+    if form.confirm != "yes" {
+        page.not_deleted = Some(page.chrome.t("admin-form-editor-delete-unconfirmed"));
+        return stored_page(&state, page, StatusCode::UNPROCESSABLE_ENTITY).await;
+    }
+    let (live, pool, actor, key) = (state.forms.clone(), state.pool.clone(), user.actor(), name.clone());
+    let deleted =
+        web::block(move || crate::services::admin_forms::delete(&live, &pool, &actor, &key, &form.base))
+            .await;
+    let (status, text) = match deleted {
+        Ok(Ok(())) => return done("/admin/forms", Flash::new("form_deleted")),
+        Ok(Err(DeleteError::Db(e))) => return db_failure(e),
+        Err(e) => return db_failure(e),
+        Ok(Err(DeleteError::FileForm)) => (StatusCode::CONFLICT, None),
+        Ok(Err(DeleteError::NotFound)) => (StatusCode::NOT_FOUND, None),
+        Ok(Err(DeleteError::Stale(by, version))) => (
+            StatusCode::CONFLICT,
+            Some(page.chrome.t2("admin-form-editor-delete-stale", &("who", by), &("version", version))),
+        ),
+        Ok(Err(DeleteError::Unfinished(n))) => {
+            (StatusCode::CONFLICT, Some(page.chrome.t1("admin-form-editor-delete-unfinished", "count", n)))
+        }
+    };
+    page.not_deleted = text;
+    stored_page(&state, page, status).await
 }

@@ -3,7 +3,8 @@
 //! new version (audited) under which a retry of an earlier operation still replays and a
 //! changed retry is a conflict; a bad edit changes nothing and says why at its line; a form
 //! the configuration file defines is read-only; every other process (`serve`, `worker`)
-//! puts an edit in force without a restart.
+//! puts an edit in force without a restart. A form made in the admin is deleted there
+//! (audited, its submissions kept), but not while its submissions have effects to deliver.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,7 @@ on_both_backends!(
     another_serve_process_and_a_worker_process_take_an_admin_edit_without_restart,
     a_reload_of_the_file_keeps_the_admin_forms_and_the_file_wins_a_name,
     the_forms_pages_speak_the_admins_language,
+    a_form_made_in_the_admin_is_deleted_once_its_effects_are_finished,
 );
 
 /// The form an admin makes: an owner notification to sales@example.com.
@@ -435,4 +437,73 @@ async fn the_forms_pages_speak_the_admins_language(backend: Backend) {
         }
         assert!(!text.contains("admin-form"), "{locale:?}: a key shown as such");
     }
+}
+
+async fn a_form_made_in_the_admin_is_deleted_once_its_effects_are_finished(backend: Backend) {
+    let d = spawn_delivery_app(backend, |_| {}).await;
+    let app = &d.app;
+    let (admin, viewer) = (app.sign_in(Role::Admin).await, app.sign_in(Role::Viewer).await);
+    saved(app, &admin, "/admin/forms/new", QUOTE, "").await;
+    let v1 = version(app, "quote").unwrap();
+    let key = new_key();
+    let body = json!({"email": "ada@example.com", "message": "Ten of them"});
+    assert_eq!(submit(&app.address, &app.client, &key, &body).await.status(), 201);
+    let path = "/admin/forms/quote/delete";
+    let editor = app.admin_get(Some(&admin), "/admin/forms/quote/edit").await.text().await.unwrap();
+    assert!(
+        editor.contains("action=\"/admin/forms/quote/delete\"") && editor.contains("id=\"delete-button\"")
+    );
+    let viewers = app.admin_get(Some(&viewer), "/admin/forms/quote/edit").await.text().await.unwrap();
+    assert!(!viewers.contains("id=\"delete-button\""), "a viewer is offered no delete");
+
+    // Refused, each saying why, with nothing changed: without the confirmation; opened on a
+    // version since replaced; while its owner notification waits for the worker.
+    let audited = app.audit_count().await;
+    let refusals = [
+        (vec![("base", v1.as_str())], 422, "Tick the confirmation"),
+        (vec![("base", "0123456789abcdef"), ("confirm", "yes")], 409, "since this editor was opened"),
+        (
+            vec![("base", v1.as_str()), ("confirm", "yes")],
+            409,
+            "1 effects of its submissions are not finished",
+        ),
+    ];
+    for (form, status, why) in refusals {
+        let refused = app.admin_post(Some(&admin), path, Some(&admin.csrf), &form).await;
+        assert_eq!(refused.status(), status, "{why}");
+        let page = refused.text().await.unwrap();
+        assert!(page.contains("id=\"not-deleted\"") && page.contains(why), "{why}:\n{page}");
+    }
+    assert_eq!((version(app, "quote"), app.audit_count().await), (Some(v1.clone()), audited));
+
+    // Once the worker delivered it, the delete is guarded and audited once; the form is
+    // out of force at once, its submission and versions stay.
+    let registry =
+        onceform::app::registry(app.forms.now().config.clone(), crate::support::test_keyring()).unwrap();
+    let worker =
+        Worker::new(onceform::db::Writes::pooled(app.pool.clone()), registry, app.config.worker.clone());
+    d.settle(&worker).await;
+    assert_eq!(d.effect(&key, "owner_notification").await.state, "SENT");
+    let ok = assert_guarded(app, &admin, &viewer, path, &[("base", &v1), ("confirm", "yes")]).await;
+    assert_eq!(ok.headers()["location"], "/admin/forms?flash=form_deleted");
+    assert_eq!(version(app, "quote"), None);
+    assert_eq!(stored(app, "quote", "form.delete").await, (1, 1), "its version kept, one audit row");
+    assert_eq!(app.client.get(app.url("/f/quote")).send().await.unwrap().status(), 404);
+    assert_eq!(submit(&app.address, &app.client, &new_key(), &body).await.status(), 404);
+    let list = app.admin_get(Some(&admin), "/admin/forms?flash=form_deleted").await.text().await.unwrap();
+    assert!(list.contains("Form deleted") && !list.contains("/admin/forms/quote/edit"), "{list}");
+    assert_eq!(app.admin_get(Some(&admin), "/admin/forms/quote/edit").await.status(), 404);
+    assert_eq!(d.effects(Some(&key)).await.len(), 1, "the submission and its record stay");
+
+    // Deleting it again finds nothing; a form the file defines is not deleted.
+    let again =
+        app.admin_post(Some(&admin), path, Some(&admin.csrf), &[("base", &v1), ("confirm", "yes")]).await;
+    assert_eq!(again.status(), 404);
+    let contact = version(app, "contact");
+    let file_form = app
+        .admin_post(Some(&admin), "/admin/forms/contact/delete", Some(&admin.csrf), &[("confirm", "yes")])
+        .await;
+    assert_eq!(file_form.status(), 409);
+    assert!(file_form.text().await.unwrap().contains("id=\"in-file\""));
+    assert!(contact.is_some() && version(app, "contact") == contact, "the file's form stays in force");
 }
