@@ -43,7 +43,7 @@ impl FileRefs for DbConnection {
         diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
             .set((submissions::spam.eq(true), submissions::spam_reason.eq(Some(ScanState::Malware.as_str()))))
             .execute(self)?;
-        super::purge::cancel_pending(self, &[submission_id.to_string()], now, ScanState::Malware.as_str())?;
+        super::queue::cancel_pending(self, &[submission_id.to_string()], now, ScanState::Malware.as_str())?;
         Ok(())
     }
 
