@@ -19,7 +19,7 @@ use diesel::PgConnection;
 use super::duplicates::{candidates_sql, LinkKeys, CANDIDATE_SEPARATOR};
 use super::models::{NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
 use super::prepared::{placeholders, Prepared};
-use crate::domain::{EffectKind, EffectState, PairStatus};
+use crate::domain::{EffectKind, EffectState, PairStatus, SpamReason};
 
 /// Everything one acceptance writes.
 pub struct Claim<'a> {
@@ -221,7 +221,7 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Nullable<Text>, _>(s.phone_digest.as_deref())
         .bind::<Timestamp, _>(s.received_at)
         .bind::<Timestamp, _>(s.operation_expires_at)
-        .bind::<Nullable<Text>, _>(s.spam_reason.as_deref())
+        .bind::<Nullable<Text>, _>(s.spam_reason.map(SpamReason::as_str))
         .bind::<Nullable<Text>, _>(s.journey_id.as_deref());
     // The cap: $27 … $29.
     let (window_start, capped_body) = claim.cap.unwrap_or((s.received_at, ""));

@@ -186,7 +186,7 @@ impl Plan {
             channel: intake.channel,
             keyless,
             spam,
-            spam_reason: spam_reason.map(String::from),
+            spam_reason,
             email_digest: contact.email,
             phone_digest: contact.phone,
             name_digest: contact.name,
