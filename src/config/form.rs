@@ -200,9 +200,9 @@ impl FormConfig {
 
     /// Whether the form, or one of its routes, lists the effect kind `kind`: a worker
     /// delivering it needs the form's settings even when only a route sends to it.
-    pub fn lists(&self, kind: EffectKind) -> bool {
-        self.effects.contains(&kind)
-            || self.routes.iter().any(|r| r.effects.as_ref().is_some_and(|e| e.contains(&kind)))
+    pub fn lists(&self, kind: &EffectKind) -> bool {
+        self.effects.contains(kind)
+            || self.routes.iter().any(|r| r.effects.as_ref().is_some_and(|e| e.contains(kind)))
     }
 
     pub fn has_file_field(&self) -> bool {

@@ -17,13 +17,13 @@ pub struct KindSettings(pub(crate) BTreeMap<EffectKind, Settings>);
 
 impl KindSettings {
     /// `kind`'s table, parsed.
-    pub fn get<T: Any>(&self, kind: EffectKind) -> Option<&T> {
-        self.0.get(&kind)?.downcast_ref()
+    pub fn get<T: Any>(&self, kind: &EffectKind) -> Option<&T> {
+        self.0.get(kind)?.downcast_ref()
     }
 
     /// `kind`'s table as its kind parsed it.
-    pub fn raw(&self, kind: EffectKind) -> Option<&Settings> {
-        self.0.get(&kind)
+    pub fn raw(&self, kind: &EffectKind) -> Option<&Settings> {
+        self.0.get(kind)
     }
 
     /// Sets `kind`'s table (a route's laid over the form's).
@@ -31,13 +31,13 @@ impl KindSettings {
         self.0.insert(kind, settings);
     }
 
-    pub fn contains(&self, kind: EffectKind) -> bool {
-        self.0.contains_key(&kind)
+    pub fn contains(&self, kind: &EffectKind) -> bool {
+        self.0.contains_key(kind)
     }
 
     /// The kinds that have a table here.
-    pub fn kinds(&self) -> impl Iterator<Item = EffectKind> + '_ {
-        self.0.keys().copied()
+    pub fn kinds(&self) -> impl Iterator<Item = &EffectKind> {
+        self.0.keys()
     }
 }
 

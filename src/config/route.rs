@@ -105,7 +105,7 @@ pub(super) fn form_problems(out: &mut Vec<String>, at: &str, form: &FormConfig) 
         }
         let mut kinds = std::collections::HashSet::new();
         for kind in route.effects.iter().flatten() {
-            if !kinds.insert(*kind) {
+            if !kinds.insert(kind) {
                 out.push(format!("{here}.effects: `{}` listed twice", kind.as_str()));
             }
         }

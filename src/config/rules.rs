@@ -117,7 +117,7 @@ fn form_problems(out: &mut Vec<String>, name: &str, form: &FormConfig) {
     }
     let mut kinds = HashSet::new();
     for kind in &form.effects {
-        if !kinds.insert(*kind) {
+        if !kinds.insert(kind) {
             out.push(format!("{at}.effects: `{}` listed twice", kind.as_str()));
         }
     }

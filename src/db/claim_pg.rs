@@ -16,10 +16,10 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
 use diesel::PgConnection;
 
-use super::duplicates::{LinkKeys, CANDIDATES, FLOOD};
+use super::duplicates::{candidates_sql, LinkKeys, CANDIDATE_SEPARATOR};
 use super::models::{NewDelivery, NewEffect, NewSubmission, Submission, SubmissionFile};
-use super::prepared::Prepared;
-use crate::domain::{EffectKind, EffectState, PairStatus};
+use super::prepared::{placeholders, Prepared};
+use crate::domain::{EffectKind, EffectState, PairStatus, SpamReason};
 
 /// Everything one acceptance writes.
 pub struct Claim<'a> {
@@ -49,52 +49,6 @@ pub struct Link<'a> {
     pub forms: &'a [String],
     pub since: NaiveDateTime,
     pub until: NaiveDateTime,
-}
-
-/// The candidate look-up (PostgreSQL): each key's most recent matches in each form of the
-/// group through the key's own index (form, key, `received_at`: with the form and the key
-/// fixed, already in time order, so LIMIT stops early), then the `CANDIDATES` most recent of
-/// them; none of a key with `FLOOD` matches in the group's window. `forms`: one placeholder
-/// per form (`form = ANY(array)` would lose that order, and a generic plan then took any
-/// index of the form). The others: since, until, excluded id, email, phone, name digests and
-/// fingerprint. Only the keys `keys` has are looked up (an arm per absent key would still
-/// scan its index).
-pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> String {
-    let [since, until, exclude, email, phone, name, content] = p;
-    let window =
-        format!(
-        "received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false AND test = false"
-    );
-    let group = forms.join(", ");
-    // A key with `FLOOD` matches in the group's window links nothing more (see `FLOOD`).
-    let arm = |form: &str, condition: &str| {
-        format!(
-            "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} AND {window} \
-             AND (SELECT count(*) FROM (SELECT 1 FROM submissions WHERE form IN ({group}) \
-             AND {condition} AND {window} LIMIT {FLOOD}) f) < {FLOOD} \
-             ORDER BY received_at DESC LIMIT {CANDIDATES})"
-        )
-    };
-    let conditions: Vec<String> = [
-        (keys.email.is_some(), format!("email_digest = {email}")),
-        (keys.phone.is_some(), format!("phone_digest = {phone}")),
-        (keys.name.is_some(), format!("name_digest = {name}")),
-        (keys.content.is_some(), format!("keyless AND fingerprint = {content}")),
-    ]
-    .into_iter()
-    .filter_map(|(present, c)| present.then_some(c))
-    .collect();
-    let arms: Vec<String> = forms.iter().flat_map(|f| conditions.iter().map(move |c| arm(f, c))).collect();
-    format!(
-        "SELECT id, max(received_at) AS received_at FROM ({}) u GROUP BY id \
-         ORDER BY max(received_at) DESC LIMIT {CANDIDATES}",
-        arms.join(" UNION ALL ")
-    )
-}
-
-/// `n` placeholders from `$first` on.
-pub fn placeholders(first: usize, n: usize) -> Vec<String> {
-    (first..first + n).map(|i| format!("${i}")).collect()
 }
 
 /// The placeholder of the change feed's `seq` of the `accepted` row.
@@ -195,8 +149,9 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
     };
     let (screening, cancelled, pending) =
         (PairStatus::Screening.as_str(), EffectState::Cancelled.as_str(), EffectState::Pending.as_str());
-    let confirmation = EffectKind::CONFIRMATION_EMAIL.as_str();
-    let sep = super::duplicates::CANDIDATE_SEPARATOR;
+    let confirmation = EffectKind::CONFIRMATION_EMAIL;
+    let confirmation = confirmation.as_str();
+    let sep = CANDIDATE_SEPARATOR;
     let change = super::changes::pg_accepted_cte(CHANGE_SEQ);
     let files = if files {
         "sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
@@ -266,7 +221,7 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
         .bind::<Nullable<Text>, _>(s.phone_digest.as_deref())
         .bind::<Timestamp, _>(s.received_at)
         .bind::<Timestamp, _>(s.operation_expires_at)
-        .bind::<Nullable<Text>, _>(s.spam_reason.as_deref())
+        .bind::<Nullable<Text>, _>(s.spam_reason.map(SpamReason::as_str))
         .bind::<Nullable<Text>, _>(s.journey_id.as_deref());
     // The cap: $27 … $29.
     let (window_start, capped_body) = claim.cap.unwrap_or((s.received_at, ""));

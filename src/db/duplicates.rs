@@ -155,6 +155,47 @@ fn sqlite_arm(column: &str, index: Option<&str>, forms: usize, first: usize) -> 
     )
 }
 
+/// The candidate look-up (PostgreSQL): each key's most recent matches in each form of the
+/// group through the key's own index (form, key, `received_at`: with the form and the key
+/// fixed, already in time order, so LIMIT stops early), then the `CANDIDATES` most recent of
+/// them; none of a key with `FLOOD` matches in the group's window. `forms`: one placeholder
+/// per form (`form = ANY(array)` would lose that order, and a generic plan then took any
+/// index of the form). The others: since, until, excluded id, email, phone, name digests and
+/// fingerprint. Only the keys `keys` has are looked up (an arm per absent key would still
+/// scan its index).
+pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> String {
+    let [since, until, exclude, email, phone, name, content] = p;
+    let window =
+        format!(
+        "received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false AND test = false"
+    );
+    let group = forms.join(", ");
+    // A key with `FLOOD` matches in the group's window links nothing more (see `FLOOD`).
+    let arm = |form: &str, condition: &str| {
+        format!(
+            "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} AND {window} \
+             AND (SELECT count(*) FROM (SELECT 1 FROM submissions WHERE form IN ({group}) \
+             AND {condition} AND {window} LIMIT {FLOOD}) f) < {FLOOD} \
+             ORDER BY received_at DESC LIMIT {CANDIDATES})"
+        )
+    };
+    let conditions: Vec<String> = [
+        (keys.email.is_some(), format!("email_digest = {email}")),
+        (keys.phone.is_some(), format!("phone_digest = {phone}")),
+        (keys.name.is_some(), format!("name_digest = {name}")),
+        (keys.content.is_some(), format!("keyless AND fingerprint = {content}")),
+    ]
+    .into_iter()
+    .filter_map(|(present, c)| present.then_some(c))
+    .collect();
+    let arms: Vec<String> = forms.iter().flat_map(|f| conditions.iter().map(move |c| arm(f, c))).collect();
+    format!(
+        "SELECT id, max(received_at) AS received_at FROM ({}) u GROUP BY id \
+         ORDER BY max(received_at) DESC LIMIT {CANDIDATES}",
+        arms.join(" UNION ALL ")
+    )
+}
+
 impl DuplicateStore for DbConnection {
     fn candidates(&mut self, l: &Lookup<'_>) -> QueryResult<Vec<String>> {
         use diesel::sql_types::{Nullable, Text, Timestamp};
@@ -188,7 +229,7 @@ impl DuplicateStore for DbConnection {
                 q.load(c)?
             }
             DbConnection::Pg(c) => {
-                use super::claim_pg::{candidates_sql, placeholders};
+                use super::prepared::placeholders;
                 let sql = candidates_sql(
                     &placeholders(8, l.forms.len()),
                     l.keys,

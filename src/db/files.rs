@@ -9,7 +9,7 @@ use super::admin::effects::EffectAdminStore;
 use super::models::{SubmissionFile, Upload};
 use super::schema::{duplicate_pairs, submission_files, submissions, uploads};
 use super::DbConnection;
-use crate::domain::{PairStatus, ScanState};
+use crate::domain::{PairStatus, ScanState, SpamReason};
 
 pub trait FileRefs {
     fn insert_submission_files(&mut self, rows: &[SubmissionFile]) -> QueryResult<()>;
@@ -41,9 +41,9 @@ pub trait FileRefs {
 impl FileRefs for DbConnection {
     fn set_aside_as_malware(&mut self, submission_id: &str, now: NaiveDateTime) -> QueryResult<()> {
         diesel::update(submissions::table.filter(submissions::id.eq(submission_id)))
-            .set((submissions::spam.eq(true), submissions::spam_reason.eq(Some(ScanState::Malware.as_str()))))
+            .set((submissions::spam.eq(true), submissions::spam_reason.eq(Some(SpamReason::Malware))))
             .execute(self)?;
-        super::purge::cancel_pending(self, &[submission_id.to_string()], now, ScanState::Malware.as_str())?;
+        super::queue::cancel_pending(self, &[submission_id.to_string()], now, SpamReason::Malware.as_str())?;
         Ok(())
     }
 

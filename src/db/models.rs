@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use super::schema::{conflicts, deliveries, side_effects, submission_files, submissions, uploads};
 use crate::domain::{
     AttemptOutcome, Channel, ConflictStatus, DeliveryOutcome, EffectId, EffectState, RecordKind, ScanState,
-    SubmissionId,
+    SpamReason, SubmissionId,
 };
 
 #[derive(Debug, Clone, Insertable)]
@@ -21,8 +21,8 @@ pub struct NewSubmission {
     pub channel: Channel,
     pub keyless: bool,
     pub spam: bool,
-    /// Why it is spam: `honeypot`, `too-fast`, `forged-stamp`, `captcha-…`.
-    pub spam_reason: Option<String>,
+    /// Why it is spam.
+    pub spam_reason: Option<SpamReason>,
     pub email_digest: Option<String>,
     pub phone_digest: Option<String>,
     /// Keyed digest of the canonical name plus company (duplicate matching).

@@ -18,6 +18,11 @@ use diesel::serialize::ToSql;
 use diesel::sql_types::{HasSqlType, Untyped};
 use diesel::{QueryResult, RunQueryDsl};
 
+/// `n` placeholders from `$first` on.
+pub fn placeholders(first: usize, n: usize) -> Vec<String> {
+    (first..first + n).map(|i| format!("${i}")).collect()
+}
+
 /// SQL text with `$n` placeholders (each may appear any number of times) and the values
 /// of `$1`, `$2`, … in order; sent with the backend's own placeholders.
 pub struct Prepared<'a, DB: Backend = Pg> {

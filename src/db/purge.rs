@@ -12,12 +12,12 @@ use uuid::Uuid;
 use super::changes::{self, Noted};
 use super::files::FileRefs;
 use super::hooks::HookStore;
+use super::queue::cancel_pending;
 use super::schema::{
     confirmation_caps, conflicts, deliveries, duplicate_pairs, effect_attempts, inbound_events,
     inbound_quarantine, purge_passes, purge_totals, side_effects, submissions,
 };
-use super::{owned_by, DbConnection};
-use crate::domain::transitions::Move;
+use super::DbConnection;
 use crate::domain::ChangeKind;
 
 /// The submissions of `form` received before `before`, oldest first.
@@ -191,35 +191,6 @@ pub fn tombstone_events(c: &mut DbConnection, ids: &[String], now: NaiveDateTime
     let n = c.forget_bodies(ids)?;
     cancel_pending(c, ids, now, "content purged before delivery")?;
     Ok(n)
-}
-
-/// Nothing is left to send: the effects of these submissions or events still waiting are
-/// cancelled (`why`), their records kept.
-pub fn cancel_pending(
-    c: &mut DbConnection,
-    ids: &[String],
-    now: NaiveDateTime,
-    why: &str,
-) -> QueryResult<usize> {
-    let mv = Move::CANCEL_PENDING;
-    let from: Vec<&str> = mv.from().iter().map(|s| s.as_str()).collect();
-    // The state is compared as `state || ''`, which no index serves: the batch's ids pick the
-    // rows (unique index by submission). With `state = 'PENDING'`, statistics taken before a
-    // backlog built up (workers stopped, a CRM down) made PostgreSQL walk every PENDING
-    // record through `side_effects_due` instead: 340 ms a batch at 900,000 of them.
-    changes::atomically(c, |c| {
-        let moved = diesel::update(
-            side_effects::table.filter(owned_by(ids)).filter(side_effects::state.concat("").eq_any(from)),
-        )
-        .set((
-            side_effects::state.eq(mv.to()),
-            side_effects::last_error.eq(Some(why)),
-            side_effects::updated_at.eq(now),
-        ))
-        .returning(changes::MOVED)
-        .get_results(c)?;
-        changes::record_moved(c, &moved, now)
-    })
 }
 
 /// Deletes the submissions `ids` and everything naming them: effect records and their

@@ -10,7 +10,7 @@ use diesel::sql_types::{Array, Nullable, Text, Timestamp};
 
 use super::models::{JobRow, NewAttempt, Transition};
 use super::schema::{effect_attempts, inbound_events, side_effects, submissions};
-use super::{changes, DbConnection, Store};
+use super::{changes, owned_by, DbConnection, Store};
 use crate::domain::transitions::{IllegalMove, Move};
 use crate::domain::{AttemptOutcome, ChangeKind, EffectState, RecordKind};
 
@@ -25,6 +25,35 @@ pub(crate) fn refused(e: IllegalMove) -> diesel::result::Error {
 /// The move recording `t` from `from`, if the state machine allows it.
 fn checked(from: &'static [EffectState], t: &Transition) -> QueryResult<Move> {
     Move::new(from, t.state).map_err(refused)
+}
+
+/// Nothing is left to send: the effects of these submissions or events still waiting are
+/// cancelled (`why`), their records kept.
+pub fn cancel_pending(
+    c: &mut DbConnection,
+    ids: &[String],
+    now: NaiveDateTime,
+    why: &str,
+) -> QueryResult<usize> {
+    let mv = Move::CANCEL_PENDING;
+    let from: Vec<&str> = mv.from().iter().map(|s| s.as_str()).collect();
+    // The state is compared as `state || ''`, which no index serves: the batch's ids pick the
+    // rows (unique index by submission). With `state = 'PENDING'`, statistics taken before a
+    // backlog built up (workers stopped, a CRM down) made PostgreSQL walk every PENDING
+    // record through `side_effects_due` instead: 340 ms a batch at 900,000 of them.
+    changes::atomically(c, |c| {
+        let moved = diesel::update(
+            side_effects::table.filter(owned_by(ids)).filter(side_effects::state.concat("").eq_any(from)),
+        )
+        .set((
+            side_effects::state.eq(mv.to()),
+            side_effects::last_error.eq(Some(why)),
+            side_effects::updated_at.eq(now),
+        ))
+        .returning(changes::MOVED)
+        .get_results(c)?;
+        changes::record_moved(c, &moved, now)
+    })
 }
 
 /// Figures for `/metrics` about the queue.

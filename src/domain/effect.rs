@@ -1,51 +1,37 @@
 //! Side-effect kinds (their records' states are in `states`, what a record is in `record`).
 
-use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::borrow::Cow;
 
 use serde::Serialize;
 
 /// A side-effect kind's name (`crm_lead`, `slack`, …). Each kind is one file under
 /// `src/effects/`, listed once in `effects::KINDS`; a configured name becomes an `EffectKind`
-/// there (its `Deserialize`), and the constants name the kinds other modules refer to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct EffectKind(&'static str);
-
-/// Kind names read from records, each kept once (a release knows a handful of kinds; a
-/// database naming more than this many is refused rather than grown without bound).
-static STORED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-const STORED_MAX: usize = 256;
+/// there (its `Deserialize`), and the constants name the kinds other modules refer to. A
+/// kind read from a record owns its name (a kind since removed is still shown and counted).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct EffectKind(Cow<'static, str>);
 
 impl EffectKind {
-    pub const CRM_LEAD: EffectKind = EffectKind("crm_lead");
-    pub const CONFIRMATION_EMAIL: EffectKind = EffectKind("confirmation_email");
-    pub const OWNER_NOTIFICATION: EffectKind = EffectKind("owner_notification");
+    pub const CRM_LEAD: EffectKind = EffectKind::named("crm_lead");
+    pub const CONFIRMATION_EMAIL: EffectKind = EffectKind::named("confirmation_email");
+    pub const OWNER_NOTIFICATION: EffectKind = EffectKind::named("owner_notification");
     /// A note in the CRM linking a decided duplicate's lead to its original's
     /// (`[forms.F.crm] on_duplicate = "note"`); made by the decision, never listed in `effects`.
-    pub const CRM_NOTE: EffectKind = EffectKind("crm_note");
+    pub const CRM_NOTE: EffectKind = EffectKind::named("crm_note");
 
     /// The kind called `name` (in `effects = [...]`, result bodies and records).
     pub const fn named(name: &'static str) -> EffectKind {
-        EffectKind(name)
+        EffectKind(Cow::Borrowed(name))
     }
 
-    /// The kind a stored record names (`side_effects.kind`), known to this release or not
-    /// (a record of a kind since removed is still shown and counted).
-    pub fn stored(name: &str) -> Result<EffectKind, String> {
-        let mut known = STORED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(k) = known.get(name) {
-            return Ok(EffectKind(k));
-        }
-        if known.len() >= STORED_MAX {
-            return Err(format!("more than {STORED_MAX} effect kinds stored; `{name}` refused"));
-        }
-        let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
-        known.insert(name);
-        Ok(EffectKind(name))
+    /// The kind a stored record names (`side_effects.kind`), known to this release or not.
+    pub fn stored(name: &str) -> EffectKind {
+        EffectKind(Cow::Owned(name.to_owned()))
     }
 
-    pub fn as_str(self) -> &'static str {
-        self.0
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -71,6 +57,15 @@ pub fn first_lead_ref(submission: &str) -> String {
 #[cfg(test)]
 mod note_key_tests {
     use super::*;
+
+    #[test]
+    fn a_stored_kind_is_the_kind_of_that_name_and_keeps_its_own() {
+        assert_eq!(EffectKind::stored("crm_lead"), EffectKind::CRM_LEAD);
+        let removed = EffectKind::stored("fax");
+        assert_eq!(removed.as_str(), "fax");
+        assert_ne!(removed, EffectKind::CRM_LEAD);
+        assert_eq!(serde_json::to_string(&removed).unwrap(), "\"fax\"");
+    }
 
     #[test]
     fn a_note_key_names_its_pair_and_gives_back_the_original() {

@@ -9,6 +9,7 @@ use validator::ValidateEmail;
 use super::field_error::FieldError;
 use super::file_ref::FileRef;
 use super::form::{Bound, FieldConfig, FieldType, FormSchema, Undeclared};
+use super::states::SpamReason;
 
 /// Name/value pairs as received (JSON object members or form pairs), in order.
 pub type RawFields = Vec<(String, String)>;
@@ -22,7 +23,7 @@ pub struct NormalisedFields {
     pub honeypot_hit: bool,
     /// Set by the spam screening (fill time, captcha) before the accept transaction.
     #[serde(skip)]
-    pub spam_reason: Option<&'static str>,
+    pub spam_reason: Option<SpamReason>,
     /// `journey_id` (field or `Onceform-Journey-Id` header): stored, never fingerprinted.
     #[serde(skip)]
     pub journey_id: Option<String>,
@@ -42,9 +43,9 @@ impl NormalisedFields {
     }
 
     /// Why these fields are to be stored as spam, if they are.
-    pub fn spam_reason(&self) -> Option<&'static str> {
+    pub fn spam_reason(&self) -> Option<SpamReason> {
         if self.honeypot_hit {
-            Some("honeypot")
+            Some(SpamReason::Honeypot)
         } else {
             self.spam_reason
         }

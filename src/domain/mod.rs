@@ -43,5 +43,5 @@ pub use operation_id::{OperationId, OperationIdError};
 pub use record::{HookHandler, RecordKind};
 pub use states::{
     ApiScope, AttemptOutcome, ChangeKind, Channel, ConflictStatus, DeliveryOutcome, EffectState,
-    InboundOutcome, PairStatus, QuarantineStatus, Role, ScanState,
+    InboundOutcome, PairStatus, QuarantineStatus, Role, ScanState, SpamReason,
 };

@@ -70,7 +70,7 @@ impl RecordKind {
                 _ => Err(format!("a hook record kind names no source and handler: `{s}`")),
             },
             None if s.is_empty() => Err("an empty record kind".into()),
-            None => EffectKind::stored(s).map(RecordKind::Form),
+            None => Ok(RecordKind::Form(EffectKind::stored(s))),
         }
     }
 
@@ -84,7 +84,7 @@ impl RecordKind {
     /// The form effect kind, or for a handler `None`.
     pub fn form_kind(&self) -> Option<EffectKind> {
         match self {
-            RecordKind::Form(k) => Some(*k),
+            RecordKind::Form(k) => Some(k.clone()),
             RecordKind::Hook(_) => None,
         }
     }
@@ -117,7 +117,7 @@ impl From<EffectKind> for RecordKind {
 
 impl PartialEq<EffectKind> for RecordKind {
     fn eq(&self, other: &EffectKind) -> bool {
-        *self == RecordKind::Form(*other)
+        matches!(self, RecordKind::Form(k) if k == other)
     }
 }
 

@@ -46,6 +46,36 @@ macro_rules! text_enum {
 }
 
 text_enum! {
+    /// Why a submission is stored as spam (`submissions.spam_reason`); a spam row stored
+    /// without one is a honeypot hit from before the column (`SpamReason::of_spam`).
+    SpamReason {
+        /// The hidden field bots fill in was filled in.
+        Honeypot = "honeypot",
+        /// Posted sooner than the form's `min_fill_seconds` after it was rendered.
+        TooFast = "too-fast",
+        /// A fill-time stamp that onceform did not sign.
+        ForgedStamp = "forged-stamp",
+        /// The form requires a captcha and none was sent.
+        CaptchaMissing = "captcha-missing",
+        /// The provider (or our own check) said no.
+        CaptchaInvalid = "captcha-invalid",
+        /// An answer that was already used for another submission.
+        CaptchaReplayed = "captcha-replayed",
+        /// The provider could not be asked (down, too slow, no secret): held for review.
+        CaptchaUnverified = "captcha-unverified",
+        /// A file of it is malware (the scan's own word): never released.
+        Malware = "malware",
+    }
+}
+
+impl SpamReason {
+    /// The reason of a spam row as stored (`None`: a honeypot hit stored before the column).
+    pub fn of_spam(stored: Option<SpamReason>) -> SpamReason {
+        stored.unwrap_or(SpamReason::Honeypot)
+    }
+}
+
+text_enum! {
     /// The state of a side-effect record (`side_effects.state`).
     #[derive(Serialize, Deserialize)]
     #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -97,12 +127,6 @@ impl ScanState {
             ScanState::Malware => "malware",
             ScanState::Unscannable => "could not scan: held",
         }
-    }
-
-    /// Whether a submission's `spam_reason` says a file of it is malware: the scan's own word
-    /// is the reason (the accept path and the rescan store it).
-    pub fn is_malware_reason(spam_reason: Option<&str>) -> bool {
-        spam_reason == Some(ScanState::Malware.as_str())
     }
 }
 

@@ -33,7 +33,7 @@ fn kind_problems(at: &str, form: &FormConfig) -> Vec<String> {
     let mut everywhere = bare.effects.clone();
     for kind in form.routes.iter().flat_map(|r| r.effects.iter().flatten()) {
         if !everywhere.contains(kind) {
-            everywhere.push(*kind);
+            everywhere.push(kind.clone());
         }
     }
     let out = listed_problems(at, &bare, &everywhere);

@@ -4,7 +4,7 @@ use diesel::prelude::*;
 
 use crate::db::schema::submissions;
 use crate::db::DbConnection;
-use crate::domain::ScanState;
+use crate::domain::SpamReason;
 
 /// What a release needs of a submission.
 #[derive(Debug, Clone, Queryable)]
@@ -12,13 +12,13 @@ pub struct SpamCandidate {
     pub form: String,
     pub spam: bool,
     pub fields_json: Option<String>,
-    pub spam_reason: Option<String>,
+    pub spam_reason: Option<SpamReason>,
 }
 
 impl SpamCandidate {
     /// A file of it is malware.
     pub fn is_malware(&self) -> bool {
-        ScanState::is_malware_reason(self.spam_reason.as_deref())
+        self.spam_reason == Some(SpamReason::Malware)
     }
 }
 
@@ -48,12 +48,8 @@ impl SpamStore for DbConnection {
     fn release_spam(&mut self, id: &str) -> QueryResult<bool> {
         diesel::update(submissions::table)
             .filter(submissions::id.eq(id).and(submissions::spam.eq(true)))
-            .filter(
-                submissions::spam_reason
-                    .is_null()
-                    .or(submissions::spam_reason.ne(ScanState::Malware.as_str())),
-            )
-            .set((submissions::spam.eq(false), submissions::spam_reason.eq(None::<String>)))
+            .filter(submissions::spam_reason.is_null().or(submissions::spam_reason.ne(SpamReason::Malware)))
+            .set((submissions::spam.eq(false), submissions::spam_reason.eq(None::<SpamReason>)))
             .execute(self)
             .map(|n| n > 0)
     }

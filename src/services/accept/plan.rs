@@ -26,7 +26,7 @@ pub struct ResultBody<'a> {
     pub status: &'a str,
     pub received_at: String,
     pub operation_expires_at: String,
-    pub effects: Vec<EffectSummary>,
+    pub effects: Vec<EffectSummary<'a>>,
     /// The route that applied (`[[forms.F.routes]]`: its name, or `#INDEX`); absent when
     /// none did.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,8 +38,8 @@ pub struct ResultBody<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct EffectSummary {
-    pub kind: &'static str,
+pub struct EffectSummary<'a> {
+    pub kind: &'a str,
     pub state: EffectState,
 }
 
@@ -114,10 +114,9 @@ impl Plan {
         let routed = super::route::first(form, &super::route::Facts::of(form, &intake.fields));
         let route = routed.map(|(i, r)| r.label(i));
         let listed = routed.and_then(|(_, r)| r.effects.as_ref()).unwrap_or(&form.effects);
-        let kinds: Vec<EffectKind> = listed
+        let kinds: Vec<&EffectKind> = listed
             .iter()
-            .copied()
-            .filter(|k| effects::applies(*k, form, &|name| intake.fields.get(name).is_some()))
+            .filter(|k| effects::applies(k, form, &|name| intake.fields.get(name).is_some()))
             // A test submission takes no effect (nor lists one in its answer).
             .filter(|_| !intake.test)
             .collect();
@@ -140,7 +139,7 @@ impl Plan {
             .map(|kind| NewEffect {
                 id: EffectId::generate(),
                 submission_id: id.clone(),
-                kind: (*kind).into(),
+                kind: (*kind).clone().into(),
                 batch: 0,
                 effect_key: format!("{id}:{}:0", kind.as_str()),
                 state: EffectState::Pending,
@@ -171,7 +170,8 @@ impl Plan {
         };
         let response_body = body_with(false);
         // The body to store instead when the recipient cap cancels the confirmation.
-        let capped_body = (!spam && kinds.contains(&EffectKind::CONFIRMATION_EMAIL)).then(|| body_with(true));
+        let capped_body =
+            (!spam && kinds.contains(&&EffectKind::CONFIRMATION_EMAIL)).then(|| body_with(true));
         // Matched by their canonical forms (E.164, folded email without +tag, …), keyed.
         let contact =
             crate::services::duplicates::canonical::Contact::of(form, |name| intake.fields.get(name))
@@ -186,7 +186,7 @@ impl Plan {
             channel: intake.channel,
             keyless,
             spam,
-            spam_reason: spam_reason.map(String::from),
+            spam_reason,
             email_digest: contact.email,
             phone_digest: contact.phone,
             name_digest: contact.name,

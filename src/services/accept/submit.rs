@@ -10,7 +10,7 @@ use super::{Acceptor, AsReceived, Intake, Outcome};
 use crate::config::Form;
 use crate::db::DbError;
 use crate::domain::{
-    normalise_with, raw_digest, Attached, FieldErrors, OperationId, RawFields, ScanState, Scans,
+    normalise_with, raw_digest, Attached, FieldErrors, OperationId, RawFields, ScanState, Scans, SpamReason,
 };
 use crate::services::request_log::Channel;
 use crate::services::spam::{Screening, SpamGuard};
@@ -75,11 +75,11 @@ impl Acceptor {
             }
         }
         if scans.values().any(|s| *s == ScanState::Malware) {
-            fields.spam_reason = Some(ScanState::Malware.as_str());
+            fields.spam_reason = Some(SpamReason::Malware);
         }
         if fields.spam_reason().is_none() {
             let verdict = spam.screen(form, screening, operation_id.as_ref()).await;
-            fields.spam_reason = verdict.map(|r| r.as_str());
+            fields.spam_reason = verdict;
         }
         let received = operation_id.as_ref().map(|_| received());
         let intake =

@@ -45,7 +45,7 @@ struct SignedTable {
 }
 
 /// A webhook robot kind: its name, and whether it signs its requests (needs `secret_env`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Hook {
     pub kind: EffectKind,
     pub signed: bool,
@@ -83,7 +83,7 @@ impl Hook {
         let k = self.kind.as_str();
         let listed = form.effects.contains(&self.kind);
         let needs = if self.signed { "url_env and secret_env" } else { "url_env" };
-        match form.settings.get::<HookSettings>(self.kind) {
+        match form.settings.get::<HookSettings>(&self.kind) {
             None if listed => vec![format!("{at}.{k}: the {k} effect needs {needs}")],
             Some(_) if !listed => vec![format!("{at}.{k}: set, but `{k}` is not in {at}.effects")],
             Some(s) => {
@@ -114,7 +114,7 @@ impl Hook {
         let k = self.kind.as_str();
         let mut targets = BTreeMap::new();
         for (name, form) in &config.forms {
-            let Some(s) = form.settings.get::<HookSettings>(self.kind).filter(|_| form.lists(self.kind))
+            let Some(s) = form.settings.get::<HookSettings>(&self.kind).filter(|_| form.lists(&self.kind))
             else {
                 continue;
             };

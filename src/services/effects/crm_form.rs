@@ -31,8 +31,8 @@ impl Kind for CrmFormKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let (kind, name) = (self.name(), self.adapter);
-        let listed = form.lists(kind);
-        match form.settings.get::<FormCrm>(kind) {
+        let listed = form.lists(&kind);
+        match form.settings.get::<FormCrm>(&kind) {
             None if listed => vec![format!("{at}.{name}: the {name} effect needs its table [{at}.{name}]")],
             None => Vec::new(),
             Some(FormCrm(crm)) => {
@@ -51,7 +51,7 @@ impl Kind for CrmFormKind {
         form: &FormConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Vec<String> {
-        match form.settings.get::<FormCrm>(self.name()).filter(|_| form.lists(self.name())) {
+        match form.settings.get::<FormCrm>(&self.name()).filter(|_| form.lists(&self.name())) {
             Some(FormCrm(crm)) => crm::secret_problems(&format!("{at}.{}", self.adapter), crm, env),
             None => Vec::new(),
         }
@@ -61,7 +61,7 @@ impl Kind for CrmFormKind {
         let kind = self.name();
         let mut forms = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(FormCrm(crm)) = form.settings.get::<FormCrm>(kind).filter(|_| form.lists(kind)) else {
+            let Some(FormCrm(crm)) = form.settings.get::<FormCrm>(&kind).filter(|_| form.lists(&kind)) else {
                 continue;
             };
             let at = format!("forms.{name}.{}", self.adapter);

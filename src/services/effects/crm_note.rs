@@ -28,12 +28,12 @@ impl Kind for CrmNoteKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let mut out = Vec::new();
-        if form.lists(EffectKind::CRM_NOTE) {
+        if form.lists(&EffectKind::CRM_NOTE) {
             out.push(format!(
                 "{at}.effects: `crm_note` is not listed; set [{at}.crm] on_duplicate = \"note\" instead"
             ));
         }
-        if form.crm.on_duplicate == OnDuplicate::Note && !form.lists(EffectKind::CRM_LEAD) {
+        if form.crm.on_duplicate == OnDuplicate::Note && !form.lists(&EffectKind::CRM_LEAD) {
             out.push(format!("{at}.crm.on_duplicate: \"note\" needs `crm_lead` in {at}.effects"));
         }
         out

@@ -61,7 +61,7 @@ impl Kind for DiscordKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let listed = form.effects.contains(&DISCORD);
-        match form.settings.get::<DiscordSettings>(DISCORD) {
+        match form.settings.get::<DiscordSettings>(&DISCORD) {
             None if listed => vec![format!("{at}.discord: the discord effect needs url_env")],
             Some(_) if !listed => vec![format!("{at}.discord: set, but `discord` is not in {at}.effects")],
             Some(s) if s.url_env.is_empty() => vec![format!("{at}.discord.url_env: names no variable")],
@@ -73,7 +73,7 @@ impl Kind for DiscordKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<DiscordSettings>(DISCORD).filter(|_| form.lists(DISCORD))
+            let Some(s) = form.settings.get::<DiscordSettings>(&DISCORD).filter(|_| form.lists(&DISCORD))
             else {
                 continue;
             };

@@ -171,7 +171,7 @@ impl Kind for LineKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let listed = form.effects.contains(&LINE);
-        match form.settings.get::<LineSettings>(LINE) {
+        match form.settings.get::<LineSettings>(&LINE) {
             None if listed => vec![format!("{at}.line: the line effect needs token_env and to (or to_env)")],
             Some(_) if !listed => vec![format!("{at}.line: set, but `line` is not in {at}.effects")],
             Some(s) => s.problems(&format!("{at}.line"), form),
@@ -218,14 +218,14 @@ impl Kind for LineKind {
 /// The settings `form` sends with: the form's own (`None`) where the form, or a route without
 /// a table of its own, lists `line`; each route's (by its label) that lists it and has one.
 fn targeted(form: &FormConfig) -> Vec<(Option<String>, LineSettings)> {
-    let own = form.settings.get::<LineSettings>(LINE);
+    let own = form.settings.get::<LineSettings>(&LINE);
     let mut out = Vec::new();
     let mut form_needed = form.effects.contains(&LINE);
     for (i, route) in form.routes.iter().enumerate() {
         if !route.effects.as_ref().unwrap_or(&form.effects).contains(&LINE) {
             continue;
         }
-        match route.settings.get::<LineSettings>(LINE) {
+        match route.settings.get::<LineSettings>(&LINE) {
             Some(r) => out.push((Some(route.label(i)), own.cloned().unwrap_or_default().under(r))),
             None => form_needed = true,
         }

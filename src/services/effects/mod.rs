@@ -67,8 +67,8 @@ static KINDS: &[&dyn Kind] = &[
 ];
 
 /// The names of every kind, in registration order.
-pub fn kind_names() -> Vec<&'static str> {
-    KINDS.iter().map(|k| k.name().as_str()).collect()
+pub fn kind_names() -> Vec<String> {
+    KINDS.iter().map(|k| k.name().as_str().to_owned()).collect()
 }
 
 /// Every kind's problems with `form` (called `at`, i.e. `forms.NAME`).
@@ -93,15 +93,15 @@ pub fn route_settings(form: &FormConfig, route: &RouteConfig) -> (KindSettings, 
             .raw(kind)
             .and_then(|own| kind::find(kind.as_str())?.on_route(form.settings.raw(kind), own));
         match laid {
-            Some(s) => settings.set(kind, s),
-            None => refused.push(kind),
+            Some(s) => settings.set(kind.clone(), s),
+            None => refused.push(kind.clone()),
         }
     }
     (settings, refused)
 }
 
 /// Whether a submission of `form` gets a record of `kind` (`filled`: it has a value for that field).
-pub fn applies(kind: EffectKind, form: &FormConfig, filled: &dyn Fn(&str) -> bool) -> bool {
+pub fn applies(kind: &EffectKind, form: &FormConfig, filled: &dyn Fn(&str) -> bool) -> bool {
     kind::find(kind.as_str()).is_none_or(|k| k.applies(form, filled))
 }
 

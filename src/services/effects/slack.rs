@@ -47,7 +47,7 @@ impl Kind for SlackKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let listed = form.effects.contains(&SLACK);
-        match form.settings.get::<SlackSettings>(SLACK) {
+        match form.settings.get::<SlackSettings>(&SLACK) {
             None if listed => vec![format!("{at}.slack: the slack effect needs url_env and admin_url")],
             Some(_) if !listed => vec![format!("{at}.slack: set, but `slack` is not in {at}.effects")],
             Some(s) if s.url_env.is_empty() => vec![format!("{at}.slack.url_env: names no variable")],
@@ -58,7 +58,7 @@ impl Kind for SlackKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<SlackSettings>(SLACK).filter(|_| form.lists(SLACK)) else {
+            let Some(s) = form.settings.get::<SlackSettings>(&SLACK).filter(|_| form.lists(&SLACK)) else {
                 continue;
             };
             let at = format!("forms.{name}.slack.url_env");

@@ -86,7 +86,7 @@ impl Kind for TelegramKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let listed = form.effects.contains(&TELEGRAM);
-        let Some(s) = form.settings.get::<TelegramSettings>(TELEGRAM) else {
+        let Some(s) = form.settings.get::<TelegramSettings>(&TELEGRAM) else {
             return match listed {
                 true => vec![format!("{at}.telegram: the telegram effect needs token_env and chat_id")],
                 false => Vec::new(),
@@ -110,7 +110,7 @@ impl Kind for TelegramKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<TelegramSettings>(TELEGRAM).filter(|_| form.lists(TELEGRAM))
+            let Some(s) = form.settings.get::<TelegramSettings>(&TELEGRAM).filter(|_| form.lists(&TELEGRAM))
             else {
                 continue;
             };

@@ -115,7 +115,7 @@ impl Kind for WebhookKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let listed = form.effects.contains(&WEBHOOK);
-        let Some(s) = form.settings.get::<WebhookSettings>(WEBHOOK) else {
+        let Some(s) = form.settings.get::<WebhookSettings>(&WEBHOOK) else {
             return if listed {
                 vec![format!("{at}.webhook: the webhook effect needs url and secret_env")]
             } else {
@@ -140,7 +140,7 @@ impl Kind for WebhookKind {
         form: &FormConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Vec<String> {
-        let Some(s) = form.settings.get::<WebhookSettings>(WEBHOOK).filter(|s| !s.secret_env.is_empty())
+        let Some(s) = form.settings.get::<WebhookSettings>(&WEBHOOK).filter(|s| !s.secret_env.is_empty())
         else {
             return Vec::new();
         };
@@ -151,7 +151,7 @@ impl Kind for WebhookKind {
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<WebhookSettings>(WEBHOOK).filter(|_| form.lists(WEBHOOK))
+            let Some(s) = form.settings.get::<WebhookSettings>(&WEBHOOK).filter(|_| form.lists(&WEBHOOK))
             else {
                 continue;
             };

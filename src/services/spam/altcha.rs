@@ -16,9 +16,10 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{hex, SpamReason};
+use super::hex;
 use crate::base::secret::Secret;
 use crate::config::CaptchaConfig;
+use crate::domain::SpamReason;
 
 const PURPOSE: &str = "altcha-v2";
 const ALGORITHM: &str = "SHA-256";

@@ -16,37 +16,7 @@ use used::{Claim, UsedAnswers};
 use crate::base::secret::Secret;
 use crate::config::proxies::client_bucket;
 use crate::config::{CaptchaProvider, Form, FormConfig};
-use crate::domain::{OperationId, RawFields};
-
-/// Why a submission is stored as spam (the `spam_reason` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpamReason {
-    /// Posted sooner than the form's `min_fill_seconds` after it was rendered.
-    TooFast,
-    /// A fill-time stamp that onceform did not sign.
-    ForgedStamp,
-    /// The form requires a captcha and none was sent.
-    CaptchaMissing,
-    /// The provider (or our own check) said no.
-    CaptchaInvalid,
-    /// An answer that was already used for another submission.
-    CaptchaReplayed,
-    /// The provider could not be asked (down, too slow, no secret): held for review.
-    CaptchaUnverified,
-}
-
-impl SpamReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SpamReason::TooFast => "too-fast",
-            SpamReason::ForgedStamp => "forged-stamp",
-            SpamReason::CaptchaMissing => "captcha-missing",
-            SpamReason::CaptchaInvalid => "captcha-invalid",
-            SpamReason::CaptchaReplayed => "captcha-replayed",
-            SpamReason::CaptchaUnverified => "captcha-unverified",
-        }
-    }
-}
+use crate::domain::{OperationId, RawFields, SpamReason};
 
 /// A stored `spam_reason` in words, for the admin.
 pub fn describe(reason: &str) -> &'static str {

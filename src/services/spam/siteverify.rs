@@ -5,8 +5,8 @@ use std::net::IpAddr;
 
 use serde::Deserialize;
 
-use super::SpamReason;
 use crate::config::CaptchaConfig;
+use crate::domain::SpamReason;
 
 #[derive(Deserialize)]
 struct Answer {

@@ -4,8 +4,8 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
-use super::SpamReason;
 use crate::base::secret::Secret;
+use crate::domain::SpamReason;
 
 /// The hidden field's name (not a valid field name, so it cannot clash with one).
 pub const FIELD: &str = "_stamp";

@@ -105,7 +105,7 @@ async fn download(
             let warning = WarningPage {
                 chrome: Chrome::new(&user, "submissions", None),
                 reference: crate::base::format::reference(&row.id),
-                why: words(locale, "spam", row.spam_reason.as_deref().unwrap_or("honeypot")),
+                why: words(locale, "spam", row.spam_reason().as_str()),
                 name: file.name.clone(),
                 href: format!("/admin/submissions/{}/files/{}?confirm=1", row.id, file.sha256),
             };

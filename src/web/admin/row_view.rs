@@ -5,8 +5,11 @@
 use std::collections::BTreeMap;
 
 use crate::db::admin::browse::{RelatedPair, SubmissionRow};
+use crate::domain::SpamReason;
 
 pub trait SubmissionView {
+    /// Why it is spam (a spam row's; see `SpamReason::of_spam`).
+    fn spam_reason(&self) -> SpamReason;
     /// The spam badge: `unverified` when the captcha could not be checked, else `spam`.
     fn spam_badge(&self) -> &'static str;
     /// Set aside because a file of it is malware: never released.
@@ -17,15 +20,19 @@ pub trait SubmissionView {
 }
 
 impl SubmissionView for SubmissionRow {
+    fn spam_reason(&self) -> SpamReason {
+        SpamReason::of_spam(self.spam_reason)
+    }
+
     fn spam_badge(&self) -> &'static str {
-        match self.spam_reason.as_deref() {
-            Some("captcha-unverified") => "unverified",
+        match self.spam_reason {
+            Some(SpamReason::CaptchaUnverified) => "unverified",
             _ => "spam",
         }
     }
 
     fn is_malware(&self) -> bool {
-        crate::domain::ScanState::is_malware_reason(self.spam_reason.as_deref())
+        self.spam_reason == Some(SpamReason::Malware)
     }
 
     fn fields(&self) -> BTreeMap<String, String> {

@@ -128,11 +128,11 @@ fn effects_for(
     let at = now();
     form.effects
         .iter()
-        .filter(|k| crate::services::effects::applies(**k, form, &|name| fields.contains_key(name)))
+        .filter(|k| crate::services::effects::applies(k, form, &|name| fields.contains_key(name)))
         .map(|kind| NewEffect {
             id: EffectId::generate(),
             submission_id: submission_id.into(),
-            kind: (*kind).into(),
+            kind: kind.clone().into(),
             batch: 0,
             effect_key: format!("{submission_id}:{}:0", kind.as_str()),
             state: EffectState::Pending,

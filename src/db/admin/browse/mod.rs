@@ -18,7 +18,7 @@ use crate::db::schema::{
 };
 use crate::db::DbConnection;
 use crate::domain::{
-    Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus, ScanState, SubmissionId,
+    Channel, ConflictStatus, DeliveryOutcome, EffectState, PairStatus, ScanState, SpamReason, SubmissionId,
 };
 pub use dashboard::{Dashboard, DayCount};
 pub use list::{like_pattern, SubmissionFilter};
@@ -39,7 +39,7 @@ pub struct SubmissionRow {
     pub duplicate_of: Option<SubmissionId>,
     /// Why it is spam (a `SpamReason`'s text); `None` for a honeypot hit stored before
     /// reasons were kept.
-    pub spam_reason: Option<String>,
+    pub spam_reason: Option<SpamReason>,
     pub journey_id: Option<String>,
     /// What a tombstone keeps of the content: the consent answers (`db::purge::tombstone`).
     pub consent_json: Option<String>,

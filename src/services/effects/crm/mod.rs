@@ -275,7 +275,7 @@ pub fn warnings<'a>(
     let in_use = find(crm.adapter_name());
     for (name, form) in forms {
         let at = format!("forms.{name}");
-        if let Some(kind) = in_use.filter(|_| form.lists(crate::domain::EffectKind::CRM_LEAD)) {
+        if let Some(kind) = in_use.filter(|_| form.lists(&crate::domain::EffectKind::CRM_LEAD)) {
             out.extend(kind.mapping_warnings(&at, form));
         }
         // A form's own CRM kinds (`effects = ["zoho"]`), each against its vendor.

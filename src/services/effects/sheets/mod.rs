@@ -96,7 +96,7 @@ impl Kind for SheetsKind {
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let listed = form.effects.contains(&SHEETS);
-        let Some(s) = form.settings.get::<SheetsSettings>(SHEETS) else {
+        let Some(s) = form.settings.get::<SheetsSettings>(&SHEETS) else {
             return match listed {
                 true => {
                     vec![format!("{at}.sheets: the sheets effect needs spreadsheet_id and credentials_env")]
@@ -131,7 +131,7 @@ impl Kind for SheetsKind {
         form: &FormConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Vec<String> {
-        let Some(s) = form.settings.get::<SheetsSettings>(SHEETS).filter(|s| !s.credentials_env.is_empty())
+        let Some(s) = form.settings.get::<SheetsSettings>(&SHEETS).filter(|s| !s.credentials_env.is_empty())
         else {
             return Vec::new();
         };
@@ -146,7 +146,7 @@ impl Kind for SheetsKind {
         // One account (and one token) per key file, whichever forms use it.
         let mut accounts: BTreeMap<String, Arc<Account>> = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(s) = form.settings.get::<SheetsSettings>(SHEETS).filter(|_| form.lists(SHEETS)) else {
+            let Some(s) = form.settings.get::<SheetsSettings>(&SHEETS).filter(|_| form.lists(&SHEETS)) else {
                 continue;
             };
             let at = format!("forms.{name}.sheets");
