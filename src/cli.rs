@@ -5,12 +5,13 @@
 //! `worker` are wired in `app::startup`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::NaiveDateTime;
 use clap::{Parser, Subcommand};
 
 use crate::app::startup;
-use crate::config::{Config, FileStoreKind, ENVIRONMENT};
+use crate::config::{Config, FileStoreKind, Secrets, ENVIRONMENT};
 use crate::db::probe::Probe;
 use crate::db::Pool;
 use crate::domain::Scopes;
@@ -328,9 +329,11 @@ fn read_password(password_env: Option<&str>) -> Result<String, Exit> {
 
 /// Runs a parsed command to completion.
 pub fn run(args: Args) -> Result<(), Exit> {
-    let config = load(&args)?;
+    // The environment, read once: the configuration's overrides and every secret come from it.
+    let secrets = Arc::new(Secrets::from_env());
+    let config = load(&args, &secrets)?;
     match args.command {
-        Command::CheckConfig { connect } => check_config(&config, connect),
+        Command::CheckConfig { connect } => check_config(&config, &secrets, connect),
         Command::AlertRules => {
             print!("{}", crate::services::alert_rules::render(&config.alerts));
             Ok(())
@@ -341,16 +344,16 @@ pub fn run(args: Args) -> Result<(), Exit> {
             Ok(())
         }
         Command::Admin(admin) => run_admin(admin, &config),
-        Command::Purge => run_lifecycle(LifecycleCommand::Purge, &config),
+        Command::Purge => run_lifecycle(LifecycleCommand::Purge, &config, &secrets),
         Command::Erase { email, phone, dry_run } => {
-            run_lifecycle(LifecycleCommand::Erase { email, phone, dry_run }, &config)
+            run_lifecycle(LifecycleCommand::Erase { email, phone, dry_run }, &config, &secrets)
         }
         Command::Import { form, file, source, encoding, dry_run, with_effects } => {
             let import = LifecycleCommand::Import { form, file, source, dry_run, with_effects, encoding };
-            run_lifecycle(import, &config)
+            run_lifecycle(import, &config, &secrets)
         }
         Command::Duplicates(DuplicatesCommand::Rescreen { form, since }) => {
-            let (pool, keyring) = startup::open_store(&config).map_err(Exit::failure)?;
+            let (pool, keyring) = startup::open_store(&config, &secrets).map_err(Exit::failure)?;
             let report = crate::services::duplicates::rescreen::rescreen(
                 &config,
                 &pool,
@@ -367,16 +370,22 @@ pub fn run(args: Args) -> Result<(), Exit> {
         Command::Reload => reload(&config),
         Command::Healthcheck { ready, url } => healthcheck(&config, ready, url.as_deref()),
         Command::Backup { to } => {
-            let report = crate::services::lifecycle::backup::backup(&config, args.config.as_deref(), &to);
+            let report =
+                crate::services::lifecycle::backup::backup(&config, args.config.as_deref(), &to, &secrets);
             print_report(report.map_err(Exit::failure)?)
         }
         Command::Restore { from, force } => {
-            let report =
-                crate::services::lifecycle::restore::restore(&config, args.config.as_deref(), &from, force);
+            let report = crate::services::lifecycle::restore::restore(
+                &config,
+                args.config.as_deref(),
+                &from,
+                force,
+                &secrets,
+            );
             print_report(report.map_err(Exit::failure)?)
         }
-        Command::Serve => startup::serve(config, args.config.clone()).map_err(Exit::failure),
-        Command::Worker => startup::worker(config, args.config.clone()).map_err(Exit::failure),
+        Command::Serve => startup::serve(config, args.config.clone(), secrets).map_err(Exit::failure),
+        Command::Worker => startup::worker(config, args.config.clone(), secrets).map_err(Exit::failure),
     }
 }
 
@@ -399,8 +408,8 @@ fn healthcheck(config: &Config, ready: bool, url: Option<&str>) -> Result<(), Ex
     Ok(())
 }
 
-fn run_lifecycle(command: LifecycleCommand, config: &Config) -> Result<(), Exit> {
-    let (pool, keyring) = startup::open_store(config).map_err(Exit::failure)?;
+fn run_lifecycle(command: LifecycleCommand, config: &Config, secrets: &Secrets) -> Result<(), Exit> {
+    let (pool, keyring) = startup::open_store(config, secrets).map_err(Exit::failure)?;
     crate::services::lifecycle::commands::run(&command, config, &pool, &keyring).map_err(Exit::failure)
 }
 
@@ -478,11 +487,11 @@ fn api_token(command: ApiTokenCommand, config: &Config) -> Result<(), Exit> {
 /// `check-config [--connect]`: the problems refuse the configuration (in `load`), and so do
 /// the secrets it names when they are unset or not what their provider documents; the
 /// warnings are printed; the database is tried only when asked, within `CONNECT_DEADLINE`.
-fn check_config(config: &Config, connect: bool) -> Result<(), Exit> {
+fn check_config(config: &Config, env: &Secrets, connect: bool) -> Result<(), Exit> {
     for warning in crate::services::check_config::warnings(config) {
         eprintln!("warning: {warning}");
     }
-    let secrets = crate::services::check_config::secret_problems(config, &|k| std::env::var(k).ok());
+    let secrets = crate::services::check_config::secret_problems(config, &|k| env.var(k));
     if !secrets.is_empty() {
         return Err(Exit::failure(format!("{} secret problem(s): {}", secrets.len(), secrets.join("; "))));
     }
@@ -545,9 +554,8 @@ fn reload(config: &Config) -> Result<(), Exit> {
 /// How long `check-config --connect` waits for the database.
 const CONNECT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
-fn load(args: &Args) -> Result<Config, Exit> {
-    crate::services::check_config::load(args.config.as_deref(), |k| std::env::var(k).ok())
-        .map_err(Exit::failure)
+fn load(args: &Args, secrets: &Secrets) -> Result<Config, Exit> {
+    crate::services::check_config::load(args.config.as_deref(), |k| secrets.var(k)).map_err(Exit::failure)
 }
 
 #[cfg(test)]

@@ -9,13 +9,15 @@ pub mod startup;
 mod worker_reload;
 
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::Arc;
 
 use actix_web::dev::Server;
 use actix_web::web;
 
+use crate::base::secret::{self, SECRET_ENV};
 use crate::base::traffic::Traffic;
-use crate::config::{Config, LiveForms};
+use crate::config::{Config, LiveForms, Secrets};
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
@@ -57,7 +59,7 @@ impl Application {
     }
 
     /// `build`, with where the configuration was read from (`source`: the admin's reload
-    /// button reads it again).
+    /// button reads it again); the secrets are those of the environment now.
     pub fn build_from(
         config: Arc<Config>,
         source: ConfigSource,
@@ -65,17 +67,36 @@ impl Application {
         keyring: Arc<Keyring>,
         traffic: Traffic,
     ) -> anyhow::Result<Application> {
+        let secrets = Arc::new(Secrets::from_env());
+        Application::build_with(config, source, pool, (keyring, secrets), traffic)
+    }
+
+    /// `build_from`, with the keyring and the environment's snapshot `startup` took
+    /// (`open_store`), which every part of the server reads its secrets from.
+    pub fn build_with(
+        config: Arc<Config>,
+        source: ConfigSource,
+        pool: Pool,
+        (keyring, secrets): (Arc<Keyring>, Arc<Secrets>),
+        traffic: Traffic,
+    ) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(config.server.bind)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.server.bind))?;
         let port = listener.local_addr()?.port();
         // The forms defined in the admin join the file's, and every version is stored before
         // any submission is accepted under it.
-        let config =
-            Arc::new(crate::services::admin_forms::merge_stored(&pool, (*config).clone()).map_err(|e| {
+        let config = Arc::new(
+            crate::services::admin_forms::merge_stored(&pool, (*config).clone(), &secrets).map_err(|e| {
                 anyhow::anyhow!("merging the admin-defined forms, storing the forms' versions: {e}")
-            })?);
+            })?,
+        );
         let acceptor = Acceptor::start(config.clone(), pool.clone(), keyring)?;
-        SpamGuard::warn_missing_secrets(&config);
+        // Stamps and challenges are signed with the server secret as `ONCEFORM_SECRET` (else
+        // the secret file) gives it.
+        let server_secret =
+            secret::load_from(secrets.var(SECRET_ENV), Path::new(&config.server.secret_file))?;
+        let spam = SpamGuard::new(server_secret, secrets.clone())?;
+        spam.warn_missing_secrets(&config);
         let deliveries = acceptor.deliveries().clone();
         let writes = acceptor.writes().clone();
         // `/metrics`' database figures, refreshed at most every few seconds.
@@ -85,11 +106,10 @@ impl Application {
         // Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
         let proxies = web::Data::new(config.server.trusted_proxies.clone());
         let throttle = web::Data::new(LoginThrottle::default());
-        let oidc = web::Data::new(Oidc::of(&config)?);
-        let hooks = web::Data::new(Hooks::load(&config, |k| std::env::var(k).ok())?);
+        let oidc = web::Data::new(Oidc::of(&config, &secrets)?);
+        let hooks = web::Data::new(Hooks::load(&config, |k| secrets.var(k))?);
         let spool = hooks.get_ref().clone();
-        let spam = SpamGuard::new(crate::base::secret::load(&config.server.secret_file)?)?;
-        let mut state = AppState::new(config.clone(), pool.clone(), acceptor, spam);
+        let mut state = AppState::new(config.clone(), secrets, pool.clone(), acceptor, spam);
         state.source = source;
         let state = web::Data::new(state);
         let forms = state.forms.clone();
@@ -147,6 +167,16 @@ impl Application {
 
 /// The record kinds this process's workers deliver: the form effect kinds and each inbound
 /// webhook handler (`hook:SOURCE:HANDLER`), sharing one CRM adapter and one mailer.
+/// Their secrets are read from the environment now.
 pub fn registry(config: Arc<Config>, keyring: Arc<Keyring>) -> anyhow::Result<Registry> {
-    Registry::from_config(config, keyring, crate::web::hooks::handlers::register)
+    registry_with(config, keyring, &Secrets::from_env())
+}
+
+/// `registry`, the secrets read from `secrets` (the snapshot of the start, or of a reload).
+pub fn registry_with(
+    config: Arc<Config>,
+    keyring: Arc<Keyring>,
+    secrets: &Secrets,
+) -> anyhow::Result<Registry> {
+    Registry::from_config(config, keyring, secrets, crate::web::hooks::handlers::register)
 }

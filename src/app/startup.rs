@@ -10,19 +10,26 @@ use tokio::sync::watch;
 
 use super::worker_reload::{self, Reload, Reloaded};
 use super::Application;
+use crate::base::secret::{PREVIOUS_SECRET_ENV, SECRET_ENV};
 use crate::base::traffic::Traffic;
-use crate::config::{Config, ScanMode};
+use crate::config::{Config, ScanMode, Secrets};
 use crate::db::{Pool, Writes};
 use crate::domain::keyring::Keyring;
 use crate::services::accounts;
 use crate::services::worker::Worker;
 
 /// What `serve`, `worker` and the data commands do first: load the keyring (the server
-/// secret from `ONCEFORM_SECRET`, else `server.secret_file`), connect and migrate, and key
-/// any stored digests that are not keyed with the current secret yet. The keyring goes to
-/// whatever digests personal data (the acceptor, the app state, the lifecycle commands).
-pub fn open_store(config: &Config) -> anyhow::Result<(Pool, Arc<Keyring>)> {
-    let keyring = Arc::new(Keyring::from_env(&config.server.secret_file)?);
+/// secret from `ONCEFORM_SECRET` in `secrets`, the environment `cli` read at start, else
+/// `server.secret_file`), connect and migrate, and key any stored digests that are not keyed
+/// with the current secret yet. The keyring goes to whatever digests personal data (the
+/// acceptor, the app state, the lifecycle commands), the secrets beside it to whatever
+/// reads one (the effects, the captcha check, the OIDC sign-in, the hooks).
+pub fn open_store(config: &Config, secrets: &Secrets) -> anyhow::Result<(Pool, Arc<Keyring>)> {
+    let keyring = Arc::new(Keyring::load(
+        &config.server.secret_file,
+        secrets.get(SECRET_ENV),
+        secrets.get(PREVIOUS_SECRET_ENV),
+    )?);
     let pool = Pool::connect(&config.database)?;
     let (submissions, conflicts) = crate::services::lifecycle::rekey::rekey(&pool, config, &keyring)
         .map_err(|e| anyhow::anyhow!("keying stored digests: {e}"))?;
@@ -35,17 +42,21 @@ pub fn open_store(config: &Config) -> anyhow::Result<(Pool, Arc<Keyring>)> {
 /// `onceform serve`: the HTTP server, with the workers (unless `worker.enabled = false`)
 /// and the retention schedule beside it, until SIGINT or SIGTERM. SIGHUP re-reads `source`
 /// (the configuration file; `None`: the built-in demo) and puts its forms in force.
-pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+pub fn serve(
+    config: Config,
+    source: Option<std::path::PathBuf>,
+    secrets: Arc<Secrets>,
+) -> anyhow::Result<()> {
     if let Some(warning) = crate::config::open_metrics_warning(&config) {
         tracing::warn!("{warning}");
     }
-    let (pool, keyring) = open_store(&config)?;
-    let config = Arc::new(with_admin_forms(&pool, config)?);
+    let (pool, keyring) = open_store(&config, &secrets)?;
+    let config = Arc::new(with_admin_forms(&pool, config, &secrets)?);
     let (stop, stopped) = watch::channel(false);
     let traffic = Traffic::default();
     let workers = match config.worker.enabled {
         true => {
-            let reloads = (source.clone(), pool.clone(), keyring.clone());
+            let reloads = (source.clone(), pool.clone(), keyring.clone(), secrets.clone());
             Some(spawn_worker(&config, reloads, traffic.clone(), stopped)?)
         }
         false => None,
@@ -64,7 +75,7 @@ pub fn serve(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Resu
         }
         let hangups = crate::services::reload::catch_hangups()?;
         let from = crate::services::reload::ConfigSource::of(source.clone());
-        let app = Application::build_from(config.clone(), from, pool.clone(), keyring, traffic)?;
+        let app = Application::build_with(config.clone(), from, pool.clone(), (keyring, secrets), traffic)?;
         actix_web::rt::spawn(crate::services::reload::on_hangup(hangups, source, app.forms(), pool));
         write_pid_file(&config.server.pid_file);
         let base = format!("http://{}", std::net::SocketAddr::new(config.server.bind.ip(), app.port()));
@@ -117,16 +128,20 @@ fn announce(config: &Config, base: &str, first_admin: Option<&std::path::Path>) 
 
 /// `onceform worker`: the workers alone, until SIGINT or SIGTERM. SIGHUP re-reads `source`
 /// (`None`: the built-in demo) and puts its effect settings in force (`worker_reload`).
-pub fn worker(config: Config, source: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+pub fn worker(
+    config: Config,
+    source: Option<std::path::PathBuf>,
+    secrets: Arc<Secrets>,
+) -> anyhow::Result<()> {
     // The keyring re-keys stored rows at start, and signs the file links a CRM gets.
-    let (pool, keyring) = open_store(&config)?;
+    let (pool, keyring) = open_store(&config, &secrets)?;
     // The admin-defined forms, and its forms' versions, as `serve` stores them
     // (`Application::build`).
-    let config = Arc::new(with_admin_forms(&pool, config)?);
-    let (rt, worker) = worker_runtime(&config, &pool, &keyring, None)?;
+    let config = Arc::new(with_admin_forms(&pool, config, &secrets)?);
+    let (rt, worker) = worker_runtime(&config, &pool, (&keyring, &secrets), None)?;
     let worker = Arc::new(worker);
     let pid_file = config.worker.pid_file.clone();
-    let reload = Reload::new(source, worker.clone(), pool, keyring, config.clone());
+    let reload = Reload::new(source, worker.clone(), pool, keyring, (config.clone(), secrets));
     let ran = rt.block_on(async {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
@@ -164,7 +179,7 @@ fn say_reloaded(reloaded: &Reloaded) {
 fn worker_runtime(
     config: &Arc<Config>,
     pool: &Pool,
-    keyring: &Arc<Keyring>,
+    (keyring, secrets): (&Arc<Keyring>, &Secrets),
     traffic: Option<Traffic>,
 ) -> anyhow::Result<(tokio::runtime::Runtime, Worker)> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -174,7 +189,7 @@ fn worker_runtime(
     let rt = builder.thread_name(WORKER_THREAD).worker_threads(2).enable_all().build()?;
     let registry = {
         let _entered = rt.enter();
-        super::registry(config.clone(), keyring.clone())?
+        super::registry_with(config.clone(), keyring.clone(), secrets)?
     };
     // SQLite: the transactions go through this process's group-commit writer, shared with
     // `serve`'s acceptor, so that a burst of accepts does not starve the workers.
@@ -191,8 +206,8 @@ fn worker_runtime(
 
 /// `config` with the admin-defined forms merged in (`services::admin_forms`), the versions
 /// of the forms in force stored before any submission is accepted or delivered under them.
-fn with_admin_forms(pool: &Pool, config: Config) -> anyhow::Result<Config> {
-    crate::services::admin_forms::merge_stored(pool, config)
+fn with_admin_forms(pool: &Pool, config: Config, secrets: &Secrets) -> anyhow::Result<Config> {
+    crate::services::admin_forms::merge_stored(pool, config, secrets)
         .map_err(|e| anyhow::anyhow!("merging the admin-defined forms, storing the forms' versions: {e}"))
 }
 
@@ -201,13 +216,13 @@ fn with_admin_forms(pool: &Pool, config: Config) -> anyhow::Result<Config> {
 /// `onceform worker` (`worker_reload`).
 fn spawn_worker(
     config: &Arc<Config>,
-    (source, pool, keyring): (Option<std::path::PathBuf>, Pool, Arc<Keyring>),
+    (source, pool, keyring, secrets): (Option<std::path::PathBuf>, Pool, Arc<Keyring>, Arc<Secrets>),
     traffic: Traffic,
     stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    let (rt, worker) = worker_runtime(config, &pool, &keyring, Some(traffic))?;
+    let (rt, worker) = worker_runtime(config, &pool, (&keyring, &secrets), Some(traffic))?;
     let worker = Arc::new(worker);
-    let reload = Reload::new(source, worker.clone(), pool, keyring, config.clone());
+    let reload = Reload::new(source, worker.clone(), pool, keyring, (config.clone(), secrets));
     let hangups = {
         let _entered = rt.enter();
         worker_reload::catch_hangups()?

@@ -1,7 +1,7 @@
 //! The workers' side of a reload (`SIGHUP`, `onceform reload`): the configuration is read
 //! and checked again (`services::reload::load`) and the effects are built anew from it (the
 //! `Kind::effect(deps)` objects: endpoints, credentials, templates, the forms' effect
-//! settings), then swapped whole (`Worker::put_registry`). The calls in flight finish with
+//! settings, with the secrets of a fresh snapshot of the environment), then swapped whole (`Worker::put_registry`). The calls in flight finish with
 //! the previous settings; the records claimed from then on go out with the new ones. A bad
 //! file changes nothing; it is logged with the count of refused reloads. The `[worker]`
 //! timings and `[database]` take effect at the next restart.
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::signal::unix::Signal;
 
-use crate::config::Config;
+use crate::config::{Config, Secrets};
 use crate::db::Pool;
 use crate::domain::keyring::Keyring;
 use crate::services::effects::Registry;
@@ -34,9 +34,10 @@ pub struct Reload {
     pub pool: Pool,
     pub keyring: Arc<Keyring>,
     refused: Arc<AtomicU64>,
-    /// The configuration in force (its forms merged with the admin-defined ones); held while
-    /// the next is made from it, so that a reload and a merge never undo each other.
-    current: Arc<Mutex<Arc<Config>>>,
+    /// The configuration in force (its forms merged with the admin-defined ones) and the
+    /// snapshot of the environment its effects were built with; held while the next is made
+    /// from it, so that a reload and a merge never undo each other.
+    current: Arc<Mutex<(Arc<Config>, Arc<Secrets>)>>,
 }
 
 impl Reload {
@@ -45,7 +46,7 @@ impl Reload {
         worker: Arc<Worker>,
         pool: Pool,
         keyring: Arc<Keyring>,
-        current: Arc<Config>,
+        current: (Arc<Config>, Arc<Secrets>),
     ) -> Reload {
         let current = Arc::new(Mutex::new(current));
         let reload = Reload { source, worker, pool, keyring, refused: Arc::default(), current };
@@ -63,15 +64,18 @@ impl Reload {
     /// async threads, inside the workers' runtime, which the SMTP pool needs).
     pub fn run(&self) -> Reloaded {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        let built = crate::services::reload::load(self.source.as_deref(), &self.pool).and_then(|config| {
-            let config = Arc::new(config);
-            super::registry(config.clone(), self.keyring.clone())
-                .map(|registry| (config, registry))
-                .map_err(|e| format!("the effects could not be built: {e}"))
-        });
+        // Operators rotate a secret by setting it and reloading: the environment is read again.
+        let secrets = Arc::new(Secrets::from_env());
+        let built =
+            crate::services::reload::load(self.source.as_deref(), &self.pool, &secrets).and_then(|config| {
+                let config = Arc::new(config);
+                super::registry_with(config.clone(), self.keyring.clone(), &secrets)
+                    .map(|registry| (config, registry))
+                    .map_err(|e| format!("the effects could not be built: {e}"))
+            });
         match built {
             Ok((config, registry)) => {
-                *current = config;
+                *current = (config, secrets);
                 self.put(registry)
             }
             Err(error) => {
@@ -88,14 +92,16 @@ impl Reload {
     pub fn refresh(&self) -> Result<bool, String> {
         use crate::services::admin_forms;
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        if !admin_forms::changed(&self.pool, &current).map_err(|e| e.to_string())? {
+        let (config, secrets) = &*current;
+        if !admin_forms::changed(&self.pool, config).map_err(|e| e.to_string())? {
             return Ok(false);
         }
-        let config =
-            Arc::new(admin_forms::merge_stored(&self.pool, (**current).clone()).map_err(|e| e.to_string())?);
-        let registry = super::registry(config.clone(), self.keyring.clone())
+        let config = Arc::new(
+            admin_forms::merge_stored(&self.pool, (**config).clone(), secrets).map_err(|e| e.to_string())?,
+        );
+        let registry = super::registry_with(config.clone(), self.keyring.clone(), secrets)
             .map_err(|e| format!("the effects could not be built: {e}"))?;
-        *current = config;
+        current.0 = config;
         self.worker.put_registry(registry);
         tracing::info!("admin-defined forms changed: the workers' effects are built again");
         Ok(true)

@@ -20,13 +20,17 @@ impl std::fmt::Debug for Secret {
 /// The environment variable that, when set, supplies the secret.
 pub const SECRET_ENV: &str = "ONCEFORM_SECRET";
 
-/// The server secret: `ONCEFORM_SECRET` when set (at least 16 characters), else the file
-/// `secret_file` (`server.secret_file`), created with a random secret the first time.
+/// The environment variable holding the secret before a rotation.
+pub const PREVIOUS_SECRET_ENV: &str = "ONCEFORM_SECRET_PREVIOUS";
+
+/// The server secret of the file `secret_file` (`server.secret_file`), created with a random
+/// secret the first time: the one the server keys with when `ONCEFORM_SECRET` is unset.
 pub fn load(secret_file: &str) -> anyhow::Result<Secret> {
-    load_from(std::env::var(SECRET_ENV).ok(), Path::new(secret_file))
+    load_from(None, Path::new(secret_file))
 }
 
-/// The secret from `env` (the value of `ONCEFORM_SECRET`), else from `file`.
+/// The server secret: `env` (the value of `ONCEFORM_SECRET`, at least 16 characters) when
+/// set, else the file `file`, created with a random secret the first time.
 pub fn load_from(env: Option<String>, file: &Path) -> anyhow::Result<Secret> {
     if let Some(value) = env.filter(|v| !v.is_empty()) {
         anyhow::ensure!(value.len() >= 16, "{SECRET_ENV} must be at least 16 characters");

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use super::{Config, Form};
+use super::{Config, Form, Secrets};
 
 /// One configuration's forms, each shared with the threads that accept its submissions.
 #[derive(Debug)]
@@ -40,10 +40,13 @@ impl Forms {
     }
 }
 
-/// The forms in force and how the last reload went.
+/// The forms in force, the environment they were read with, and how the last reload went.
 #[derive(Debug)]
 pub struct LiveForms {
     current: RwLock<Arc<Forms>>,
+    /// The snapshot of the environment the start (or the last good reload) took: the
+    /// secrets an admin-defined form's effects name are checked against it.
+    secrets: RwLock<Arc<Secrets>>,
     failures: AtomicU64,
     last_error: Mutex<Option<String>>,
     /// Held while a new set is made from the one in force and put (a reload, a merge of the
@@ -52,9 +55,10 @@ pub struct LiveForms {
 }
 
 impl LiveForms {
-    pub fn new(config: Arc<Config>) -> LiveForms {
+    pub fn new(config: Arc<Config>, secrets: Arc<Secrets>) -> LiveForms {
         LiveForms {
             current: RwLock::new(Arc::new(Forms::new(config))),
+            secrets: RwLock::new(secrets),
             failures: AtomicU64::new(0),
             last_error: Mutex::default(),
             updating: Mutex::default(),
@@ -71,6 +75,22 @@ impl LiveForms {
         match self.current.read() {
             Ok(forms) => forms.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The environment's snapshot in force.
+    pub fn secrets(&self) -> Arc<Secrets> {
+        match self.secrets.read() {
+            Ok(secrets) => secrets.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts a reload's fresh snapshot of the environment in force.
+    pub fn put_secrets(&self, secrets: Arc<Secrets>) {
+        match self.secrets.write() {
+            Ok(mut current) => *current = secrets,
+            Err(poisoned) => *poisoned.into_inner() = secrets,
         }
     }
 
@@ -119,7 +139,7 @@ mod tests {
 
     #[test]
     fn a_taken_set_outlives_a_reload_and_a_failure_changes_nothing() {
-        let live = LiveForms::new(Arc::new(Config::builtin().unwrap()));
+        let live = LiveForms::new(Arc::new(Config::builtin().unwrap()), Arc::default());
         let before = live.now();
         assert!(before.get("contact").is_some());
         live.failed("line 3: unknown key".into());

@@ -20,11 +20,12 @@ impl Keyring {
         Keyring { version: current.version(), current, previous }
     }
 
-    /// `ONCEFORM_SECRET` (else the file `server.secret_file`) and `ONCEFORM_SECRET_PREVIOUS`.
-    pub fn from_env(secret_file: &str) -> anyhow::Result<Keyring> {
-        let current = secret::load(secret_file)?;
-        let previous = std::env::var("ONCEFORM_SECRET_PREVIOUS").ok().filter(|v| !v.trim().is_empty());
-        Ok(Keyring::new(current, previous.map(|p| Secret::new(&p)).into_iter().collect()))
+    /// The values of `ONCEFORM_SECRET` (`secret`; unset: the file `secret_file`) and of
+    /// `ONCEFORM_SECRET_PREVIOUS` (`previous`), as the start-up's environment holds them.
+    pub fn load(secret_file: &str, secret: Option<&str>, previous: Option<&str>) -> anyhow::Result<Keyring> {
+        let current = secret::load_from(secret.map(str::to_string), std::path::Path::new(secret_file))?;
+        let previous = previous.filter(|v| !v.trim().is_empty());
+        Ok(Keyring::new(current, previous.map(Secret::new).into_iter().collect()))
     }
 
     /// The version stored beside digests made now.

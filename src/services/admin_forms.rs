@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::admin_forms::{at_line, parse_section};
-use crate::config::{AdminMerge, Config, FormConfig, FormOrigin, LiveForms};
+use crate::config::{AdminMerge, Config, FormConfig, FormOrigin, LiveForms, Secrets};
 use crate::db::admin_forms::{AdminFormRow, AdminForms};
 use crate::db::form_versions::{FormVersions, NewFormVersion};
 use crate::db::{DbError, Pool, Store};
@@ -25,21 +25,17 @@ use crate::with_conn;
 /// How often a process looks for forms another process saved.
 pub const POLL: Duration = Duration::from_secs(2);
 
-/// The environment the effect kinds read their secrets from.
-fn env(key: &str) -> Option<String> {
-    std::env::var(key).ok()
-}
-
 /// `config` with the stored forms `rows` merged in (any admin form it held before is
-/// dropped first, so merging again is the same as merging once).
-pub fn merge(mut config: Config, rows: &[AdminFormRow]) -> Config {
+/// dropped first, so merging again is the same as merging once); the secrets their effects
+/// name are looked for in `secrets`.
+pub fn merge(mut config: Config, rows: &[AdminFormRow], secrets: &Secrets) -> Config {
     config.forms.retain(|_, f| f.origin.is_file());
     let mut merged = AdminMerge {
         stamp: rows.iter().map(|r| (r.name.clone(), r.version.clone())).collect(),
         ..AdminMerge::default()
     };
     for row in rows {
-        match check(&config, Some(&row.name), &row.source, &env) {
+        match check(&config, Some(&row.name), &row.source, &|k| secrets.var(k)) {
             Ok(mut form) => {
                 form.origin = FormOrigin::Admin { saved_by: row.saved_by.clone(), saved_at: row.saved_at };
                 config.forms.insert(row.name.clone(), form);
@@ -86,9 +82,9 @@ pub fn check(
 
 /// `config` with the stored forms merged in, every form's version stored (before any
 /// submission is accepted under it).
-pub fn merge_stored(pool: &Pool, config: Config) -> Result<Config, DbError> {
+pub fn merge_stored(pool: &Pool, config: Config, secrets: &Secrets) -> Result<Config, DbError> {
     let rows = with_conn!(pool, |c| c.admin_forms().map_err(DbError::from))?;
-    let config = merge(config, &rows);
+    let config = merge(config, &rows, secrets);
     super::form_versions::record(pool, &config)?;
     Ok(config)
 }
@@ -107,7 +103,7 @@ pub fn refresh(live: &LiveForms, pool: &Pool) -> Result<bool, DbError> {
     if !changed(pool, &now.config)? {
         return Ok(false);
     }
-    let config = merge_stored(pool, (*now.config).clone())?;
+    let config = merge_stored(pool, (*now.config).clone(), &live.secrets())?;
     tracing::info!(
         forms = config.forms.len(),
         "admin-defined forms changed: the forms in force are merged again"
@@ -174,7 +170,8 @@ pub fn save(
     if editing.is_some_and(|name| now.get(name).is_some_and(|f| f.origin.is_file())) {
         return Err(SaveError::FileForm);
     }
-    let form = check(&now.config, editing, text, &env).map_err(SaveError::Invalid)?;
+    let secrets = live.secrets();
+    let form = check(&now.config, editing, text, &|k| secrets.var(k)).map_err(SaveError::Invalid)?;
     let name = match parse_section(text) {
         Ok((name, _)) => name,
         Err(problems) => return Err(SaveError::Invalid(problems)),
@@ -221,7 +218,7 @@ pub fn save(
     })?;
     let saved = written.map_err(SaveError::Invalid)?;
     if saved != Saved::Unchanged {
-        let config = merge_stored(pool, (*now.config).clone())?;
+        let config = merge_stored(pool, (*now.config).clone(), &secrets)?;
         live.put_merged(config);
     }
     Ok(saved)
@@ -314,7 +311,7 @@ mod tests {
             "[forms.contact]\ntitle = \"Mine\"\n[[forms.contact.fields]]\nname = \"x\"\ntype = \"text\"\n";
         let bad = "[forms.bad]\ntitle = \"Bad\"\neffects = [\"slack\"]\n[[forms.bad.fields]]\nname = \"x\"\ntype = \"text\"\n";
         let rows = [row("bad", bad), row("contact", contact), row("quote", QUOTE)];
-        let merged = merge(file.clone(), &rows);
+        let merged = merge(file.clone(), &rows, &Secrets::default());
         assert_eq!(merged.forms["contact"].title, file.forms["contact"].title, "the file's contact");
         assert!(merged.forms["contact"].origin.is_file());
         assert!(!merged.forms["quote"].origin.is_file());
@@ -326,9 +323,9 @@ mod tests {
             merged.admin_forms.ignored
         );
         assert_eq!(merged.admin_forms.stamp.len(), 3);
-        let again = merge(merged.clone(), &rows[2..]);
+        let again = merge(merged.clone(), &rows[2..], &Secrets::default());
         assert!(again.forms.contains_key("quote") && again.admin_forms.ignored.is_empty());
-        let without = merge(again, &[]);
+        let without = merge(again, &[], &Secrets::default());
         assert!(!without.forms.contains_key("quote"), "a form no longer stored is dropped");
     }
 }

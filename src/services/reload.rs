@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tokio::signal::unix::Signal;
 
-use crate::config::{Config, LiveForms};
+use crate::config::{Config, LiveForms, Secrets};
 use crate::db::Pool;
 
 /// Where a process's configuration came from, so that a reload reads it again.
@@ -51,13 +51,16 @@ pub fn reload_from(source: &ConfigSource, live: &LiveForms, pool: &Pool) -> Resu
     }
 }
 
-/// Reloads the configuration at `path` (`None`: the built-in demo) into `live`; how many
-/// forms are in force, or why nothing changed. Their versions are stored in `pool` first.
+/// Reloads the configuration at `path` (`None`: the built-in demo) into `live`, with a fresh
+/// snapshot of the environment; how many forms are in force, or why nothing changed. Their
+/// versions are stored in `pool` first.
 pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usize, String> {
     let _one_at_a_time = live.updating();
-    match load(path, pool) {
+    let secrets = Arc::new(Secrets::from_env());
+    match load(path, pool, &secrets) {
         Ok(config) => {
             let forms = config.forms.len();
+            live.put_secrets(secrets);
             live.put(config);
             tracing::info!(forms, "configuration reloaded: its forms are in force");
             Ok(forms)
@@ -70,12 +73,13 @@ pub fn reload(path: Option<&Path>, live: &LiveForms, pool: &Pool) -> Result<usiz
     }
 }
 
-/// Reads and checks the configuration at `path` (`None`: the built-in demo), merges the
-/// admin-defined forms into it (`admin_forms`) and stores its forms' versions in `pool`;
-/// why not, if it cannot be put in force.
-pub fn load(path: Option<&Path>, pool: &Pool) -> Result<Config, String> {
-    let config = super::check_config::load(path, |k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
-    super::admin_forms::merge_stored(pool, config).map_err(|e| {
+/// Reads and checks the configuration at `path` (`None`: the built-in demo) with the
+/// environment `secrets` (a reload's fresh snapshot), merges the admin-defined forms into it
+/// (`admin_forms`) and stores its forms' versions in `pool`; why not, if it cannot be put in
+/// force.
+pub fn load(path: Option<&Path>, pool: &Pool, secrets: &Secrets) -> Result<Config, String> {
+    let config = super::check_config::load(path, |k| secrets.var(k)).map_err(|e| e.to_string())?;
+    super::admin_forms::merge_stored(pool, config, secrets).map_err(|e| {
         format!("the admin-defined forms could not be merged, or the forms' versions stored: {e}")
     })
 }

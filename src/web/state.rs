@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::config::{Config, Form, Forms, LiveForms};
+use crate::config::{Config, Form, Forms, LiveForms, Secrets};
 use crate::db::Pool;
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
@@ -36,8 +36,15 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(config: Arc<Config>, pool: Pool, acceptor: Acceptor, spam: SpamGuard) -> AppState {
-        let forms = Arc::new(LiveForms::new(config.clone()));
+    /// The state of a server started with `config` and the environment `secrets`.
+    pub fn new(
+        config: Arc<Config>,
+        secrets: Arc<Secrets>,
+        pool: Pool,
+        acceptor: Acceptor,
+        spam: SpamGuard,
+    ) -> AppState {
+        let forms = Arc::new(LiveForms::new(config.clone(), secrets));
         let refused = RefusedCounts::new(config.forms.keys());
         let keyring = acceptor.keyring().clone();
         let files = Files::of(&config.server, &config.database);

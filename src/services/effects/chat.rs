@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::http::{excerpt, read_head, status_report, ServerErrors};
 use super::{Job, Outcome, Report};
 use crate::base::i18n::{Arg, Locale};
-use crate::config::{Config, FormConfig};
+use crate::config::{Config, FormConfig, Secrets};
 use crate::domain::{is_invisible, FieldType, FileRef};
 
 /// Characters of one field's value a message shows at most.
@@ -96,10 +96,11 @@ pub fn field_problems(at: &str, form: &FormConfig, fields: &[String]) -> Vec<Str
         .collect()
 }
 
-/// The value of the environment variable `var` that the setting `at` names, or why not.
-pub fn secret_var(at: &str, var: &str) -> anyhow::Result<String> {
-    std::env::var(var)
-        .ok()
+/// The value of the environment variable `var` that the setting `at` names (in `secrets`),
+/// or why not.
+pub fn secret_var(secrets: &Secrets, at: &str, var: &str) -> anyhow::Result<String> {
+    secrets
+        .get(var)
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
         .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {var} is not set"))

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::chat::{field_problems, secret_var};
 use super::kind::parse_table;
 use super::Settings;
-use crate::config::{Config, FormConfig};
+use crate::config::{Config, FormConfig, Secrets};
 use crate::domain::EffectKind;
 
 /// `[forms.F.KIND]` of a webhook robot, as its kind parsed it.
@@ -108,9 +108,9 @@ impl Hook {
         }
     }
 
-    /// Each form's target that lists the kind, read from the environment at start; an
-    /// error names the setting and the variable, never a value.
-    pub fn targets(self, config: &Config) -> anyhow::Result<BTreeMap<String, Target>> {
+    /// Each form's target that lists the kind, its variables read from `secrets` (the
+    /// environment at start); an error names the setting and the variable, never a value.
+    pub fn targets(self, config: &Config, secrets: &Secrets) -> anyhow::Result<BTreeMap<String, Target>> {
         let k = self.kind.as_str();
         let mut targets = BTreeMap::new();
         for (name, form) in &config.forms {
@@ -119,9 +119,9 @@ impl Hook {
                 continue;
             };
             let at = format!("forms.{name}.{k}.url_env");
-            let url = secret_var(&at, &s.url_env)?;
+            let url = secret_var(secrets, &at, &s.url_env)?;
             let secret = match &s.secret_env {
-                Some(var) => secret_var(&format!("forms.{name}.{k}.secret_env"), var)?,
+                Some(var) => secret_var(secrets, &format!("forms.{name}.{k}.secret_env"), var)?,
                 None => String::new(),
             };
             super::http::url_policy::check(&at, &url, false).map_err(|_| {

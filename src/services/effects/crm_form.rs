@@ -65,7 +65,8 @@ impl Kind for CrmFormKind {
                 continue;
             };
             let at = format!("forms.{name}.{}", self.adapter);
-            let adapter = crm::adapter(crm, deps.timeout).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+            let adapter =
+                crm::adapter(crm, deps.secrets, deps.timeout).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
             let lead = CrmLead::new(adapter, deps.config.clone()).with_files(deps.files.clone());
             forms.insert(name.clone(), lead);
         }

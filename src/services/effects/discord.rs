@@ -78,7 +78,7 @@ impl Kind for DiscordKind {
                 continue;
             };
             let at = format!("forms.{name}.discord.url_env");
-            let url = secret_var(&at, &s.url_env)?;
+            let url = secret_var(deps.secrets, &at, &s.url_env)?;
             super::http::url_policy::check(&at, &url, false).map_err(|_| {
                 anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
             })?;

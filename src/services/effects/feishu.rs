@@ -58,7 +58,7 @@ impl Kind for FeishuKind {
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-        let targets = HOOK.targets(deps.config)?;
+        let targets = HOOK.targets(deps.config, deps.secrets)?;
         let admin = admin_base(deps.config);
         Ok(Arc::new(FeishuBot {
             client: client(deps.timeout, Reach::Public)?,

@@ -13,7 +13,7 @@ use super::crm::CrmAdapter;
 use super::mail::Mailer;
 use super::{Effect, KINDS};
 pub use crate::config::kind_settings::{KindSettings, Settings};
-use crate::config::{Config, FormConfig};
+use crate::config::{Config, FormConfig, Secrets};
 use crate::domain::EffectKind;
 use crate::services::files::Files;
 
@@ -25,6 +25,9 @@ pub struct Deps<'a> {
     /// The attached files' store (`[server] files_dir`): the owner notification attaches
     /// them, the CRM lead uploads them.
     pub files: &'a Files,
+    /// The environment as it was at start (or at the reload that built this): where the
+    /// kinds read the secrets their settings name (`url_env`, `token_env`, …).
+    pub secrets: &'a Secrets,
     pub timeout: Duration,
 }
 

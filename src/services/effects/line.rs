@@ -198,7 +198,7 @@ impl Kind for LineKind {
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
         let mut targets = BTreeMap::new();
-        let env = |var: &str| std::env::var(var).ok();
+        let env = |var: &str| deps.secrets.var(var);
         for (name, form) in &deps.config.forms {
             for (route, s) in targeted(form) {
                 let at = format!("forms.{name}{}", uses_at(form, route.as_deref()));

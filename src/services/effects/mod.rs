@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 
-use crate::config::{Config, FormConfig, RouteConfig};
+use crate::config::{Config, FormConfig, RouteConfig, Secrets};
 use crate::db::models::JobRow;
 use crate::domain::keyring::Keyring;
 use crate::domain::{EffectId, EffectKind, RecordKind, SubmissionId};
@@ -217,14 +217,15 @@ impl Registry {
     /// The form effect kinds; `also` registers further record kinds with the same CRM
     /// adapter and mailer (the inbound webhook handlers, see `app::registry`).
     /// The effects of `config`'s kinds (and those `also` registers); `keyring` signs the file
-    /// links a CRM gets.
+    /// links a CRM gets; the kinds read their secrets from `secrets`.
     pub fn from_config(
         config: Arc<Config>,
         keyring: Arc<Keyring>,
+        secrets: &Secrets,
         also: impl FnOnce(&mut Registry, &Deps<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<Registry> {
         let timeout = Duration::from_millis(config.worker.call_timeout_ms);
-        let crm = crm::adapter(&config.crm, timeout)?;
+        let crm = crm::adapter(&config.crm, secrets, timeout)?;
         let mailer = Arc::new(mail::Mailer::new(&config.smtp, timeout)?);
         mail::template::warn_stale_overrides(config.forms.keys());
         let mut registry = Registry { forms: config.forms.keys().cloned().collect(), ..Registry::default() };
@@ -232,7 +233,7 @@ impl Registry {
         if let Some(url) = &config.server.public_url {
             files = files.with_links(crate::services::files::FileLinks::new(keyring, url));
         }
-        let deps = Deps { config: &config, crm: &crm, mailer: &mailer, files: &files, timeout };
+        let deps = Deps { config: &config, crm: &crm, mailer: &mailer, files: &files, secrets, timeout };
         also(&mut registry, &deps)?;
         for kind in KINDS {
             registry.register_as(kind.name().into(), kind.effect(&deps)?);

@@ -62,10 +62,10 @@ impl Kind for SlackKind {
                 continue;
             };
             let at = format!("forms.{name}.slack.url_env");
-            let url = std::env::var(&s.url_env)
-                .ok()
-                .filter(|u| !u.is_empty())
-                .ok_or_else(|| anyhow::anyhow!("{at}: the environment variable {} is not set", s.url_env))?;
+            let url =
+                deps.secrets.non_empty(&s.url_env).map(str::to_string).ok_or_else(|| {
+                    anyhow::anyhow!("{at}: the environment variable {} is not set", s.url_env)
+                })?;
             super::http::url_policy::check(&at, &url, false).map_err(|_| {
                 anyhow::anyhow!("{at}: the webhook URL must be https:// (http:// only to loopback)")
             })?;

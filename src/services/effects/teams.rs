@@ -48,7 +48,7 @@ impl Kind for TeamsKind {
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
-        let targets = HOOK.targets(deps.config)?;
+        let targets = HOOK.targets(deps.config, deps.secrets)?;
         let admin = admin_base(deps.config);
         Ok(Arc::new(Teams {
             client: client(deps.timeout, Reach::Public)?,

@@ -118,7 +118,7 @@ impl Kind for TelegramKind {
             if let Some(problem) = api_url_problem(&format!("{at}.api_url"), &s.api_url) {
                 anyhow::bail!(problem);
             }
-            let token = secret_var(&format!("{at}.token_env"), &s.token_env)?;
+            let token = secret_var(deps.secrets, &format!("{at}.token_env"), &s.token_env)?;
             if !is_token(&token) {
                 anyhow::bail!("{at}.token_env: the variable {} does not hold a bot token", s.token_env);
             }

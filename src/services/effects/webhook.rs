@@ -25,7 +25,7 @@ use sha2::Sha256;
 use super::http::{answered, client, reach, Client, Reach, ServerErrors};
 use super::kind::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
-use crate::config::FormConfig;
+use crate::config::{FormConfig, Secrets};
 use crate::domain::EffectKind;
 
 const WEBHOOK: EffectKind = EffectKind::named("webhook");
@@ -159,7 +159,7 @@ impl Kind for WebhookKind {
             let endpoint = Endpoint::new(
                 &at,
                 &s.url,
-                &s.secret_env,
+                (&s.secret_env, deps.secrets),
                 s.headers.clone(),
                 s.idempotency_key,
                 Reach::allowing_private(s.allow_private),
@@ -182,19 +182,19 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// `url` signed with the `whsec_` secrets in the variable `secret_env` (named `at`),
+    /// `url` signed with the `whsec_` secrets in the variable `secret_env` of `secrets` (named `at`),
     /// reached as `reach` allows.
     pub fn new(
         at: &str,
         url: &str,
-        secret_env: &str,
+        (secret_env, secrets): (&str, &Secrets),
         headers: BTreeMap<String, String>,
         idempotency_key: bool,
         reach: Reach,
         timeout: std::time::Duration,
     ) -> anyhow::Result<Endpoint> {
-        let keys = read_secrets(secret_env, std::env::var(secret_env).ok())
-            .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+        let keys =
+            read_secrets(secret_env, secrets.var(secret_env)).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
         Ok(Endpoint { client: client(timeout, reach)?, url: url.into(), keys, headers, idempotency_key })
     }
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::manifest::{self, Entry, Manifest, SecretName, CONFIG, DATABASE, FILES, PG_DUMP};
 use crate::base::secret::{self, SECRET_ENV};
-use crate::config::{Config, DatabaseUrl};
+use crate::config::{Config, DatabaseUrl, Secrets};
 use crate::db::backup as db;
 use crate::domain::is_sha256;
 
@@ -28,8 +28,14 @@ use crate::domain::is_sha256;
 pub type Report = Vec<String>;
 
 /// Backs up the deployment `config` describes (its configuration file: `config_file`) into
-/// `to`, a folder that must not exist or be empty (a dump taken first into it aside).
-pub fn backup(config: &Config, config_file: Option<&Path>, to: &Path) -> anyhow::Result<Report> {
+/// `to`, a folder that must not exist or be empty (a dump taken first into it aside); the
+/// server secret and the variables set are those of `secrets`, the environment at start.
+pub fn backup(
+    config: &Config,
+    config_file: Option<&Path>,
+    to: &Path,
+    secrets: &Secrets,
+) -> anyhow::Result<Report> {
     prepare(to, &config.database.url)?;
     let mut report = Vec::new();
     let (migration, mut files) = match &config.database.url {
@@ -88,8 +94,8 @@ pub fn backup(config: &Config, config_file: Option<&Path>, to: &Path) -> anyhow:
         report.push(format!("configuration: {} as {CONFIG}", file.display()));
     }
     let mut manifest = Manifest::new(config.database.url.backend(), migration, crate::base::clock::now());
-    manifest.secret = secret_name(&config.server.secret_file)?;
-    manifest.environment = environment_names();
+    manifest.secret = secret_name(&config.server.secret_file, secrets)?;
+    manifest.environment = environment_names(secrets);
     manifest.files = files;
     manifest.write(to)?;
     match &manifest.secret {
@@ -180,9 +186,9 @@ fn private(path: &Path) -> std::io::Result<()> {
 }
 
 /// The secret the process would key digests with, by name; `None` when none exists yet.
-/// Never creates the secret file (as starting would).
-pub fn secret_name(secret_file: &str) -> anyhow::Result<Option<SecretName>> {
-    let from_env = std::env::var(SECRET_ENV).ok().filter(|v| !v.is_empty());
+/// Never creates the secret file (as starting would). `secrets`: the environment.
+pub fn secret_name(secret_file: &str, secrets: &Secrets) -> anyhow::Result<Option<SecretName>> {
+    let from_env = secrets.non_empty(SECRET_ENV).map(str::to_string);
     let file = Path::new(secret_file);
     let from = match (&from_env, file.exists()) {
         (Some(_), _) => SECRET_ENV.to_string(),
@@ -194,13 +200,8 @@ pub fn secret_name(secret_file: &str) -> anyhow::Result<Option<SecretName>> {
 }
 
 /// The names of the `ONCEFORM_*` variables set, sorted.
-fn environment_names() -> Vec<String> {
-    let mut names: Vec<String> = std::env::vars_os()
-        .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| k.starts_with("ONCEFORM_"))
-        .collect();
-    names.sort();
-    names
+fn environment_names(secrets: &Secrets) -> Vec<String> {
+    secrets.names().filter(|k| k.starts_with("ONCEFORM_")).map(str::to_string).collect()
 }
 
 /// The commands that copy the PostgreSQL database at `url` into `to`, its password left out.

@@ -19,8 +19,8 @@ use std::path::Path;
 
 use super::backup::{secret_name, shell_quote, without_password};
 use super::manifest::{Manifest, CONFIG, DATABASE, PG_DUMP};
-use crate::base::secret::Secret;
-use crate::config::{Config, DatabaseUrl, FileStoreKind};
+use crate::base::secret::{Secret, PREVIOUS_SECRET_ENV};
+use crate::config::{Config, DatabaseUrl, FileStoreKind, Secrets};
 use crate::db::backup as db;
 use crate::services::files::{BlobStore, LocalStore};
 
@@ -28,12 +28,14 @@ use crate::services::files::{BlobStore, LocalStore};
 pub type Report = Vec<String>;
 
 /// Restores the backup in `from` into the deployment of `config` (its configuration file:
-/// `config_file`); `force` replaces a database that holds rows.
+/// `config_file`); `force` replaces a database that holds rows. The secret in place is read
+/// from `secrets`, the environment at start.
 pub fn restore(
     config: &Config,
     config_file: Option<&Path>,
     from: &Path,
     force: bool,
+    secrets: &Secrets,
 ) -> anyhow::Result<Report> {
     let manifest = Manifest::read(from)?;
     let latest = db::latest_known()?;
@@ -90,7 +92,7 @@ pub fn restore(
         ),
         (false, n) => format!("files: {n} blob(s) into {}", config.server.files_dir),
     });
-    report.push(secret_check(&manifest, &config.server.secret_file)?);
+    report.push(secret_check(&manifest, &config.server.secret_file, secrets)?);
     if manifest.entry(CONFIG).is_some() {
         let same = config_file.is_some_and(|f| same_content(f, &from.join(CONFIG)));
         if !same {
@@ -158,15 +160,13 @@ fn pg_restore(manifest: &Manifest, url: &str, from: &Path, force: bool) -> Vec<S
 }
 
 /// Whether the secret in place keyed the backup's digests (or is the one before a rotation).
-fn secret_check(manifest: &Manifest, secret_file: &str) -> anyhow::Result<String> {
+fn secret_check(manifest: &Manifest, secret_file: &str, secrets: &Secrets) -> anyhow::Result<String> {
     let Some(backup) = &manifest.secret else {
         return Ok("secret: the backup names none".into());
     };
-    let previous = std::env::var("ONCEFORM_SECRET_PREVIOUS")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .map(|p| Secret::new(&p).version());
-    let ours = secret_name(secret_file)?;
+    let previous =
+        secrets.get(PREVIOUS_SECRET_ENV).filter(|v| !v.trim().is_empty()).map(|p| Secret::new(p).version());
+    let ours = secret_name(secret_file, secrets)?;
     Ok(match ours {
         Some(s) if s.version == backup.version => format!("secret: {} is the backup's ({})", s.from, s.version),
         _ if previous.as_deref() == Some(backup.version.as_str()) => format!(

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 pub use discovery::{ClientAuth, Discovery};
 pub use http::{CALL_TIMEOUT, MAX_BODY_BYTES};
 
-use crate::config::OidcConfig;
+use crate::config::{OidcConfig, Secrets};
 use crate::domain::Role;
 use keys::KeyCache;
 
@@ -96,10 +96,11 @@ impl OidcSignIn {
         self.client_secret.is_some()
     }
 
-    /// The sign-in for `config` answering at `public_url` (`[server] public_url`).
-    pub fn new(config: OidcConfig, public_url: &str) -> Result<OidcSignIn, OidcError> {
+    /// The sign-in for `config` answering at `public_url` (`[server] public_url`), its client
+    /// secret read from `secrets`.
+    pub fn new(config: OidcConfig, public_url: &str, secrets: &Secrets) -> Result<OidcSignIn, OidcError> {
         let base = public_url.trim_end_matches('/');
-        let client_secret = std::env::var(&config.client_secret_env).ok().filter(|s| !s.is_empty());
+        let client_secret = secrets.non_empty(&config.client_secret_env).map(str::to_string);
         Ok(OidcSignIn {
             client_secret,
             redirect_uri: OidcConfig::redirect_uri(base),

@@ -8,6 +8,7 @@ pub mod stamp;
 mod used;
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -15,7 +16,7 @@ use used::{Claim, UsedAnswers};
 
 use crate::base::secret::Secret;
 use crate::config::proxies::client_bucket;
-use crate::config::{CaptchaProvider, Form, FormConfig};
+use crate::config::{CaptchaProvider, Form, FormConfig, Secrets};
 use crate::domain::{OperationId, RawFields, SpamReason};
 
 /// A stored `spam_reason` in words, for the admin.
@@ -76,25 +77,28 @@ const TOKEN_LIFETIME: Duration = Duration::from_secs(300);
 /// The checks and what they remember (used captcha answers); one per server.
 pub struct SpamGuard {
     secret: Secret,
+    /// The environment at start: the captcha providers' secret keys (`secret_env`).
+    secrets: Arc<Secrets>,
     used: UsedAnswers,
     http: reqwest::Client,
 }
 
 impl SpamGuard {
-    pub fn new(secret: Secret) -> anyhow::Result<SpamGuard> {
+    /// Stamps and challenges signed with `secret`; the captcha keys read from `secrets`.
+    pub fn new(secret: Secret, secrets: Arc<Secrets>) -> anyhow::Result<SpamGuard> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
-        Ok(SpamGuard { secret, used: UsedAnswers::new(CAPACITY), http })
+        Ok(SpamGuard { secret, secrets, used: UsedAnswers::new(CAPACITY), http })
     }
 
     /// Says at start which captcha secrets are missing: those forms' posts would all be held
     /// as unverified.
-    pub fn warn_missing_secrets(config: &crate::config::Config) {
+    pub fn warn_missing_secrets(&self, config: &crate::config::Config) {
         for (name, form) in &config.forms {
             let Some(env) = form.captcha.as_ref().and_then(|c| c.secret_env.as_deref()) else { continue };
-            if std::env::var(env).map_or(true, |v| v.is_empty()) {
+            if self.secrets.non_empty(env).is_none() {
                 tracing::warn!(form = %name, variable = env, "captcha secret variable is not set");
             }
         }
@@ -143,7 +147,7 @@ impl SpamGuard {
                     Claim::New | Claim::ClientFull | Claim::Full => {}
                 }
                 let timeout = Duration::from_millis(captcha.timeout_ms);
-                let verify = siteverify::verify(&self.http, captcha, answer, s.client_ip);
+                let verify = siteverify::verify(&self.http, captcha, &self.secrets, answer, s.client_ip);
                 // Refused or unverified: nothing is remembered (a refused answer costs no
                 // memory; an unverified one may be checked again).
                 if let Some(reason) =

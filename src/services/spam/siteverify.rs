@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use serde::Deserialize;
 
-use crate::config::CaptchaConfig;
+use crate::config::{CaptchaConfig, Secrets};
 use crate::domain::SpamReason;
 
 #[derive(Deserialize)]
@@ -19,16 +19,17 @@ struct Answer {
 pub async fn verify(
     http: &reqwest::Client,
     config: &CaptchaConfig,
+    secrets: &Secrets,
     response: &str,
     client_ip: Option<IpAddr>,
 ) -> Option<SpamReason> {
     let env = config.secret_env.as_deref().unwrap_or("");
-    let Some(secret) = std::env::var(env).ok().filter(|s| !s.is_empty()) else {
+    let Some(secret) = secrets.non_empty(env) else {
         tracing::warn!(variable = env, "captcha secret variable is not set; submission held as unverified");
         return Some(SpamReason::CaptchaUnverified);
     };
     let ip = client_ip.map(|ip| ip.to_string()).unwrap_or_default();
-    let mut form = vec![("secret", secret.as_str()), ("response", response)];
+    let mut form = vec![("secret", secret), ("response", response)];
     if !ip.is_empty() {
         form.push(("remoteip", &ip));
     }

@@ -33,12 +33,14 @@ const MAX_PENDING: i64 = 10_000;
 pub struct Oidc(pub Option<OidcSignIn>);
 
 impl Oidc {
-    /// `[admin.oidc]` with `[server] public_url` (the configuration's rules require both).
-    pub fn of(config: &crate::config::Config) -> anyhow::Result<Oidc> {
+    /// `[admin.oidc]` with `[server] public_url` (the configuration's rules require both);
+    /// the client secret is read from `secrets`.
+    pub fn of(config: &crate::config::Config, secrets: &crate::config::Secrets) -> anyhow::Result<Oidc> {
         let (Some(oidc), Some(public)) = (&config.admin.oidc, &config.server.public_url) else {
             return Ok(Oidc(None));
         };
-        let signin = OidcSignIn::new(oidc.clone(), public).map_err(|e| anyhow::anyhow!("admin.oidc: {e}"))?;
+        let signin =
+            OidcSignIn::new(oidc.clone(), public, secrets).map_err(|e| anyhow::anyhow!("admin.oidc: {e}"))?;
         if !signin.has_secret() {
             tracing::warn!(variable = %oidc.client_secret_env, "admin.oidc: the client secret variable is not set");
         }

@@ -56,6 +56,7 @@ impl AdapterKind for FileKind {
         &self,
         crm: &CrmConfig,
         _token: Option<Secret>,
+        _secrets: &crate::config::Secrets,
         _timeout: std::time::Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         Ok(Arc::new(FileCrm::new(&own::<FileSettings>(crm, self)?.dir)))

@@ -74,6 +74,7 @@ impl AdapterKind for GenericKind {
         &self,
         crm: &CrmConfig,
         token: Option<Secret>,
+        _secrets: &crate::config::Secrets,
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let settings = own::<GenericSettings>(crm, self)?;

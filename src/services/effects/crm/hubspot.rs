@@ -84,6 +84,7 @@ impl AdapterKind for HubspotKind {
         &self,
         crm: &CrmConfig,
         token: Option<Secret>,
+        _secrets: &crate::config::Secrets,
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let settings = own::<HubspotSettings>(crm, self)?;

@@ -28,7 +28,7 @@ use std::time::Duration;
 use super::http::{self, Secret};
 use super::{BoxFuture, Lookup, Report};
 use crate::config::kind_settings::Settings;
-use crate::config::{CrmConfig, FormConfig};
+use crate::config::{CrmConfig, FormConfig, Secrets};
 use crate::domain::FileRef;
 
 /// Every CRM adapter, one line each: a new adapter is a file beside this one (see
@@ -187,11 +187,13 @@ pub trait AdapterKind: Sync {
         Vec::new()
     }
 
-    /// The adapter, built from `[crm]` and its table; `token`: the value of `token_env`.
+    /// The adapter, built from `[crm]` and its table; `token`: the value of `token_env`;
+    /// `secrets`: where the other variables its table names are read.
     fn build(
         &self,
         crm: &CrmConfig,
         token: Option<Secret>,
+        secrets: &Secrets,
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>>;
 }
@@ -219,15 +221,20 @@ fn own<T: Send + Sync + 'static>(crm: &CrmConfig, kind: &dyn AdapterKind) -> any
     settings.downcast::<T>().map_err(|_| anyhow::anyhow!("crm.{}: settings of another type", kind.name()))
 }
 
-/// The adapter the configuration names; the token is read from `token_env` here, once.
-pub fn adapter(config: &CrmConfig, timeout: Duration) -> anyhow::Result<Arc<dyn CrmAdapter>> {
+/// The adapter the configuration names; the token is read from `token_env` (in `secrets`)
+/// here, once.
+pub fn adapter(
+    config: &CrmConfig,
+    secrets: &Secrets,
+    timeout: Duration,
+) -> anyhow::Result<Arc<dyn CrmAdapter>> {
     let kind = find(config.adapter_name())
         .ok_or_else(|| anyhow::anyhow!("crm.adapter: unknown adapter `{}`", config.adapter_name()))?;
     if let Some(problem) = kind.problems(config).into_iter().next() {
         anyhow::bail!(problem);
     }
-    let token = std::env::var(&config.token_env).ok().filter(|t| !t.is_empty()).map(Secret);
-    kind.build(config, token, timeout)
+    let token = secrets.non_empty(&config.token_env).map(|t| Secret(t.to_string()));
+    kind.build(config, token, secrets, timeout)
 }
 
 /// check-config: the problems of `[crm]` (the adapter in use judges its own settings).

@@ -117,6 +117,7 @@ impl AdapterKind for PipedriveKind {
         &self,
         crm: &CrmConfig,
         token: Option<Secret>,
+        _secrets: &crate::config::Secrets,
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let s = own::<PipedriveSettings>(crm, self)?;

@@ -119,6 +119,7 @@ impl AdapterKind for SalesforceKind {
         &self,
         crm: &CrmConfig,
         token: Option<Secret>,
+        _secrets: &crate::config::Secrets,
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let settings = own::<SalesforceSettings>(crm, self)?;

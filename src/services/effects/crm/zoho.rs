@@ -162,14 +162,15 @@ impl AdapterKind for ZohoKind {
         &self,
         crm: &CrmConfig,
         _token: Option<Secret>,
+        secrets: &crate::config::Secrets,
         timeout: Duration,
     ) -> anyhow::Result<Arc<dyn CrmAdapter>> {
         let s = own::<ZohoSettings>(crm, self)?;
         let secret =
             |key: &str, var: &str| {
-                std::env::var(var).ok().filter(|v| !v.trim().is_empty()).map(Secret).ok_or_else(|| {
-                    anyhow::anyhow!("crm.zoho.{key}: the environment variable {var} is not set")
-                })
+                secrets.get(var).filter(|v| !v.trim().is_empty()).map(|v| Secret(v.to_string())).ok_or_else(
+                    || anyhow::anyhow!("crm.zoho.{key}: the environment variable {var} is not set"),
+                )
             };
         let api_url = s.api_url.clone().or(crm.url.clone()).map(|u| u.trim_end_matches('/').to_string());
         Ok(Arc::new(Zoho {

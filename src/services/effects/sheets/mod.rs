@@ -160,7 +160,7 @@ impl Kind for SheetsKind {
             let account = match accounts.get(&s.credentials_env) {
                 Some(a) => a.clone(),
                 None => {
-                    let var = std::env::var(&s.credentials_env).ok();
+                    let var = deps.secrets.var(&s.credentials_env);
                     let a = Arc::new(
                         account(&format!("{at}.credentials_env"), &s.credentials_env, var)
                             .map_err(anyhow::Error::msg)?,

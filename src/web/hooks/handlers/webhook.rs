@@ -65,7 +65,7 @@ impl HookWebhook {
             endpoint: Endpoint::new(
                 "secret_env",
                 url,
-                env,
+                (env, deps.secrets),
                 BTreeMap::new(),
                 false,
                 Reach::allowing_private(h.allow_private),
