@@ -227,6 +227,11 @@ pub fn save(
     Ok(saved)
 }
 
+/// The form `name` as stored in the admin, if it is one.
+pub fn stored(pool: &Pool, name: &str) -> Result<Option<AdminFormRow>, DbError> {
+    with_conn!(pool, |c| c.admin_form(name).map_err(DbError::from))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

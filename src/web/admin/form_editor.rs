@@ -14,12 +14,9 @@ use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, Chrome};
 use crate::config::admin_forms::MAX_SECTION_BYTES;
-use crate::db::admin_forms::AdminForms;
-use crate::db::DbError;
 use crate::services::admin_forms::{SaveError, Saved};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     // A section is read whole: room for the longest one, its escaping and the CSRF token.
@@ -131,7 +128,7 @@ async fn edit(state: web::Data<AppState>, user: SessionUser, path: web::Path<Str
         return html(StatusCode::OK, &page);
     }
     let (pool, key) = (state.pool.clone(), name.clone());
-    match blocking(move || with_conn!(&pool, |c| c.admin_form(&key).map_err(DbError::from))).await {
+    match blocking(move || crate::services::admin_forms::stored(&pool, &key)).await {
         Ok(Some(row)) => {
             page.source = row.source;
             page.base = row.version;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::db::admin::browse::{RelatedPair, SubmissionRow};
+use super::{RelatedPair, SubmissionRow};
 
 pub trait SubmissionView {
     /// The spam badge: `unverified` when the captcha could not be checked, else `spam`.
