@@ -50,13 +50,12 @@ pub fn write(
     with_conn!(pool, |c| c.write_tx(|c| record(c, actor, action, target, note).map_err(DbError::from)))
 }
 
+/// (effect id, submission id) of effects named by audit rows.
+pub type EffectOwners = Vec<(String, String)>;
+
 /// At most `limit` audit rows from `offset`, newest first, with (effect id, submission id)
 /// of the effects they name.
-pub fn entries(
-    pool: &Pool,
-    limit: i64,
-    offset: i64,
-) -> Result<(Vec<AuditEntry>, Vec<(String, String)>), DbError> {
+pub fn entries(pool: &Pool, limit: i64, offset: i64) -> Result<(Vec<AuditEntry>, EffectOwners), DbError> {
     with_conn!(pool, |c| {
         let entries = c.audit_entries(limit, offset)?;
         let effects: Vec<String> =

@@ -19,12 +19,15 @@ pub fn accepted_operation_id(conflict_id: &str) -> String {
     format!("conflict.{conflict_id}")
 }
 
+/// The number of conflicts in each status.
+pub type StatusCounts = Vec<(ConflictStatus, i64)>;
+
 /// The number of conflicts in each status, and at most `limit` of those in `status`.
 pub fn queue(
     pool: &Pool,
     status: ConflictStatus,
     limit: i64,
-) -> Result<(Vec<(ConflictStatus, i64)>, Vec<ConflictRow>), DbError> {
+) -> Result<(StatusCounts, Vec<ConflictRow>), DbError> {
     with_conn!(pool, |c| {
         let counts = c.conflict_counts()?;
         let rows = c.conflicts_in_status(status, limit)?;
