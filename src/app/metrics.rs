@@ -68,7 +68,7 @@ async fn database_figures(state: &AppState, hooks: &Hooks) -> Result<String, Pro
     };
     match web::block(read).await {
         Ok(Ok((stats, queue, hook_stats, lifecycle))) => {
-            let mut body = crate::web::http::database_metrics(&stats, &queue, dropped, now());
+            let mut body = crate::services::figures::render(&stats, &queue, dropped, now());
             crate::web::hooks::metrics::render(&mut body, hooks, &hook_stats);
             body.push_str(&crate::services::lifecycle::metrics::render(&lifecycle, now()));
             Ok(body)

@@ -286,6 +286,11 @@ pub fn delete(
     Ok(())
 }
 
+/// The form `name` as stored in the admin, if it is one.
+pub fn stored(pool: &Pool, name: &str) -> Result<Option<AdminFormRow>, DbError> {
+    with_conn!(pool, |c| c.admin_form(name).map_err(DbError::from))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,12 @@
 use uuid::Uuid;
 
 use crate::base::clock::now;
-use crate::db::admin::accounts::{AccountStore, AuditEntry};
+use crate::db::admin::accounts::AccountStore;
+use crate::db::admin::browse::BrowseStore;
+use crate::db::{DbError, Pool, Store};
+use crate::with_conn;
+
+pub use crate::db::admin::accounts::AuditEntry;
 
 /// Who acts: a signed-in admin (their user ID and email), or an API token (`token:ID` and
 /// its name).
@@ -31,5 +36,31 @@ pub fn record<C: AccountStore>(
         target_id: target.1.into(),
         note: note.map(str::trim).filter(|n| !n.is_empty()).map(String::from),
         at: now(),
+    })
+}
+
+/// Writes one audit row in a transaction of its own (no other write goes with it).
+pub fn write(
+    pool: &Pool,
+    actor: &Actor,
+    action: &str,
+    target: (&str, &str),
+    note: Option<&str>,
+) -> Result<(), DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| record(c, actor, action, target, note).map_err(DbError::from)))
+}
+
+/// (effect id, submission id) of effects named by audit rows.
+pub type EffectOwners = Vec<(String, String)>;
+
+/// At most `limit` audit rows from `offset`, newest first, with (effect id, submission id)
+/// of the effects they name.
+pub fn entries(pool: &Pool, limit: i64, offset: i64) -> Result<(Vec<AuditEntry>, EffectOwners), DbError> {
+    with_conn!(pool, |c| {
+        let entries = c.audit_entries(limit, offset)?;
+        let effects: Vec<String> =
+            entries.iter().filter(|e| e.target_type == "effect").map(|e| e.target_id.clone()).collect();
+        let owners = c.effect_submissions(&effects)?;
+        Ok((entries, owners))
     })
 }

@@ -5,6 +5,8 @@
 
 use crate::config::Config;
 use crate::db::form_versions::{FormVersions, NewFormVersion};
+
+pub use crate::db::form_versions::FormVersion;
 use crate::db::{DbError, Pool};
 use crate::with_conn;
 
@@ -27,4 +29,15 @@ pub fn record(pool: &Pool, config: &Config) -> Result<usize, DbError> {
         tracing::info!(added, "new form versions stored");
     }
     Ok(added)
+}
+
+/// The stored versions of the form `name`, and the number of its submissions under each
+/// (`None`: accepted before versions were kept).
+#[allow(clippy::type_complexity)]
+pub fn history(pool: &Pool, name: &str) -> Result<(Vec<FormVersion>, Vec<(Option<String>, i64)>), DbError> {
+    with_conn!(pool, |c| {
+        let versions = c.form_versions(name)?;
+        let counts = c.submissions_per_version(name)?;
+        Ok((versions, counts))
+    })
 }

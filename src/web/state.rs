@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use crate::config::{Config, Form, Forms, LiveForms, Secrets};
-use crate::db::Pool;
 use crate::domain::keyring::Keyring;
 use crate::services::accept::Acceptor;
 use crate::services::files::Files;
 use crate::services::reload::ConfigSource;
 use crate::services::request_log::RefusedCounts;
 use crate::services::spam::SpamGuard;
+use crate::services::storage::Pool;
 
 pub struct AppState {
     /// The configuration the process started with (its forms may have been reloaded since:

@@ -13,6 +13,7 @@
 pub mod canonical;
 pub mod decide;
 pub mod evidence;
+pub mod queue;
 pub mod rescreen;
 mod score;
 pub mod screen;

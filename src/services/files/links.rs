@@ -7,7 +7,12 @@
 use std::sync::Arc;
 
 use crate::base::secret::constant_time_eq;
+use crate::db::files::FileRefs;
+use crate::db::{DbError, Pool};
 use crate::domain::keyring::Keyring;
+use crate::domain::FileRef;
+
+use super::Files;
 
 /// How long a link opens its file.
 pub const LINK_DAYS: i64 = 7;
@@ -44,6 +49,29 @@ pub fn opens(keyring: &Keyring, submission: &str, sha256: &str, expires: i64, gi
     now <= expires
         && expires <= now + LINK_DAYS * 86_400
         && constant_time_eq(wanted.as_bytes(), given.as_bytes())
+}
+
+/// A file a signed link opens: its display name, its size and its bytes.
+pub struct Opened {
+    pub name: String,
+    pub size: u64,
+    pub reader: Box<dyn std::io::Read + Send>,
+}
+
+/// The file `sha256` of `submission`: `None` unless the submission still names it, is not
+/// spam, and the store still holds its bytes.
+pub fn open(pool: &Pool, files: &Files, submission: &str, sha256: &str) -> Result<Option<Opened>, DbError> {
+    let Some((spam, fields)) = pool.get()?.naming(submission, sha256)? else { return Ok(None) };
+    if spam {
+        return Ok(None);
+    }
+    let name = fields
+        .as_deref()
+        .and_then(|f| crate::domain::stored_fields::parse(f).ok())
+        .and_then(|f| f.values().flat_map(|v| FileRef::stored_in(v)).find(|r| r.sha256 == sha256))
+        .map(|r| r.name);
+    let opened = files.store().size(sha256).and_then(|size| Some((size, files.store().open(sha256).ok()?)));
+    Ok(name.zip(opened).map(|(name, (size, reader))| Opened { name, size, reader }))
 }
 
 #[cfg(test)]

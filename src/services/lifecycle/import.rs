@@ -22,7 +22,7 @@ use crate::services::files::{Files, Received};
 use crate::services::request_log::Channel;
 use crate::with_conn;
 
-/// The admin export's own columns (`admin::submissions_csv`), ignored so that an export
+/// The admin export's own columns (`services::browse`'s CSV), ignored so that an export
 /// imports as it is; its `submission_id` serves as `source_id`.
 const EXPORT_COLUMNS: [&str; 6] = ["reference", "form", "channel", "keyless", "spam", "effect_states"];
 

@@ -16,7 +16,9 @@ use chrono::{Duration, NaiveDateTime};
 use uuid::Uuid;
 
 use crate::base::clock::now;
-use crate::db::api_tokens::{ApiTokenRow, ApiTokenStore, NewApiToken, NewTokenUse};
+use crate::db::api_tokens::{ApiTokenStore, NewApiToken, NewTokenUse};
+
+pub use crate::db::api_tokens::ApiTokenRow;
 use crate::db::{DbError, Pool, Store};
 use crate::domain::{digest, ApiScope, Scopes};
 use crate::services::audit::{self, Actor};

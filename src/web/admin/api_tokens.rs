@@ -12,11 +12,11 @@ use super::flash::Flash;
 use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
 use super::{db_failure_in, done, plain, Chrome, FlashQuery};
 use crate::base::i18n::{Arg, Locale};
-use crate::db::api_tokens::ApiTokenRow;
-use crate::db::DbError;
 use crate::domain::{ApiScope, Scopes};
 use crate::services::audit::Actor;
+use crate::services::read_api::tokens::ApiTokenRow;
 use crate::services::read_api::tokens::{self, Created, TokenError, TokenRequest, TokenRule};
+use crate::services::storage::DbError;
 use crate::web::render::html;
 use crate::web::state::AppState;
 

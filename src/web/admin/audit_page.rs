@@ -8,12 +8,9 @@ use serde::Deserialize;
 use super::guard::SessionUser;
 use super::{blocking, db_failure, Chrome};
 use crate::base::format::reference;
-use crate::db::admin::accounts::{AccountStore, AuditEntry};
-use crate::db::admin::browse::BrowseStore;
-use crate::db::DbError;
+use crate::services::audit::{self, AuditEntry};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/audit", web::get().to(page));
@@ -51,15 +48,7 @@ struct AuditQuery {
 async fn page(state: web::Data<AppState>, user: SessionUser, q: web::Query<AuditQuery>) -> HttpResponse {
     let page = q.page.as_deref().and_then(|p| p.trim().parse::<i64>().ok()).unwrap_or(1).clamp(1, 1_000_000);
     let pool = state.pool.clone();
-    let read = move || {
-        with_conn!(&pool, |c| {
-            let entries = c.audit_entries(PAGE_SIZE + 1, (page - 1) * PAGE_SIZE)?;
-            let effects: Vec<String> =
-                entries.iter().filter(|e| e.target_type == "effect").map(|e| e.target_id.clone()).collect();
-            let owners = c.effect_submissions(&effects)?;
-            Ok::<_, DbError>((entries, owners))
-        })
-    };
+    let read = move || audit::entries(&pool, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE);
     let (mut entries, owners) = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),

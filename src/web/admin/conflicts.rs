@@ -15,12 +15,11 @@ use super::{blocking, db_failure, status_counts, when, Chrome, FlashQuery, Queue
 use crate::base::format::reference;
 use crate::base::i18n::{Arg, TimeZone};
 use crate::config::FormConfig;
-use crate::db::admin::review::{ConflictRow, ReviewStore};
-use crate::db::{DbError, Store};
 use crate::domain::{ConflictStatus, SubmissionId};
+use crate::services::conflicts::{self, ConflictRow};
+use crate::services::storage::DbError;
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/conflicts", web::get().to(list))
@@ -29,11 +28,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 pub const STATUSES: [ConflictStatus; 3] = ConflictStatus::ALL;
-
-/// The operation ID under which a conflict's content is accepted as a new inquiry.
-pub fn accepted_operation_id(conflict_id: &str) -> String {
-    format!("conflict.{conflict_id}")
-}
 
 /// One field of two records, side by side.
 pub struct FieldPair {
@@ -159,13 +153,7 @@ struct DetailPage {
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<QueueQuery>) -> HttpResponse {
     let status = q.status(&STATUSES, ConflictStatus::Open);
     let pool = state.pool.clone();
-    let read = move || {
-        with_conn!(&pool, |c| {
-            let counts = c.conflict_counts()?;
-            let rows = c.conflicts_in_status(status, 200)?;
-            Ok::<_, DbError>((counts, rows))
-        })
-    };
+    let read = move || conflicts::queue(&pool, status, 200);
     let (counts, rows) = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),
@@ -193,13 +181,7 @@ async fn detail(
 ) -> HttpResponse {
     let id = path.into_inner();
     let pool = state.pool.clone();
-    let read = move || {
-        with_conn!(&pool, |c| {
-            let Some(row) = c.conflict_row(&id)? else { return Ok::<_, DbError>(None) };
-            let accepted = c.find_submission(&row.form, &accepted_operation_id(&row.id))?;
-            Ok(Some((row, accepted.map(|s| s.id))))
-        })
-    };
+    let read = move || conflicts::conflict(&pool, &id);
     let (row, accepted) = match web::block(read).await {
         Ok(Ok(Some(v))) => v,
         Ok(Ok(None)) => return HttpResponse::NotFound().body("No such conflict."),

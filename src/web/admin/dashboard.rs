@@ -9,12 +9,11 @@ use chrono::NaiveDateTime;
 use super::guard::SessionUser;
 use super::{db_failure, Chrome, FlashQuery};
 use crate::base::clock::now;
-use crate::db::admin::browse::{BrowseStore, Dashboard, DayCount};
-use crate::db::DbError;
 use crate::domain::EffectState;
+use crate::services::browse::{self, Dashboard, DayCount};
+use crate::services::storage::DbError;
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin", web::get().to(dashboard)).route("/admin/", web::get().to(dashboard));
@@ -65,7 +64,7 @@ async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<
     state.acceptor.deliveries().flush().await;
     let pool = state.pool.clone();
     let at = now();
-    let d = match web::block(move || with_conn!(&pool, |c| c.dashboard(at).map_err(DbError::from))).await {
+    let d = match web::block(move || browse::dashboard(&pool, at)).await {
         Ok(Ok(d)) => d,
         Ok(Err(e)) => return db_failure(e),
         Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),

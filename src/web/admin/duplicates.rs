@@ -17,12 +17,10 @@ use super::guard::SessionUser;
 use super::{blocking, db_failure, status_counts, when, Chrome, QueueQuery};
 use crate::base::format::reference;
 use crate::base::i18n::{Arg, Locale, TimeZone};
-use crate::db::admin::review::{PairRow, ReviewStore, SubmissionBrief};
-use crate::db::DbError;
 use crate::domain::{PairStatus, SubmissionId};
+use crate::services::duplicates::queue::{queue, PairRow, Queue, SubmissionBrief};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/duplicates", web::get().to(list))
@@ -169,19 +167,8 @@ struct ListPage {
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<QueueQuery>) -> HttpResponse {
     let status = q.status(&STATUSES, PairStatus::Open);
     let pool = state.pool.clone();
-    let read = move || {
-        with_conn!(&pool, |c| {
-            let counts = c.pair_counts()?;
-            let pairs = c.pairs_in_status(status, PAGE_SIZE + 1)?;
-            let ids: Vec<SubmissionId> =
-                pairs.iter().flat_map(|p| [p.original_id.clone(), p.duplicate_id.clone()]).collect();
-            let subs = c.submissions_by_id(&ids)?;
-            let originals: Vec<SubmissionId> = pairs.iter().map(|p| p.original_id.clone()).collect();
-            let sizes = c.cluster_sizes(status, &originals)?;
-            Ok::<_, DbError>((counts, pairs, subs, sizes))
-        })
-    };
-    let (counts, mut pairs, subs, sizes) = match blocking(read).await {
+    let read = move || queue(&pool, status, PAGE_SIZE + 1);
+    let Queue { counts, mut pairs, submissions: subs, cluster_sizes: sizes } = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),
     };

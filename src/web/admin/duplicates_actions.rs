@@ -6,9 +6,9 @@ use actix_web::{web, HttpResponse, ResponseError};
 use serde::Deserialize;
 
 use crate::base::i18n::Locale;
-use crate::db::DbError;
 use crate::domain::PairStatus;
 use crate::services::duplicates::decide::{self, Decision, Outcome, PairAction, PairError, BATCH_MAX};
+use crate::services::storage::DbError;
 use crate::web::admin::flash::Flash;
 use crate::web::admin::guard::{authorize, AdminAction, AuthError, CsrfForm, SessionUser};
 use crate::web::admin::{blocking, done, Refusal, Said};

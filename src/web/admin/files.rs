@@ -10,16 +10,14 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{audit, blocking, db_failure_in, plain, words, Chrome};
+use super::{blocking, db_failure_in, plain, words, Chrome};
 use crate::base::i18n::Locale;
 use crate::config::Config;
-use crate::db::admin::browse::{BrowseStore, SubmissionRow};
-use crate::db::DbError;
 use crate::domain::{FileRef, ScanState};
-use crate::web::admin::row_view::SubmissionView;
+use crate::services::audit;
+use crate::services::browse::{self, SubmissionRow, SubmissionView};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/submissions/{id}/files/{sha256}", web::get().to(download));
@@ -83,11 +81,7 @@ async fn download(
     let (id, sha256) = path.into_inner();
     let locale = user.locale;
     let (pool, wanted) = (state.pool.clone(), id.clone());
-    let page = match blocking(move || {
-        with_conn!(&pool, |c| c.submission_page(&wanted).map_err(DbError::from))
-    })
-    .await
-    {
+    let page = match blocking(move || browse::submission(&pool, &wanted)).await {
         Ok(Some(page)) => page,
         Ok(None) => return not_found(locale),
         Err(e) => return db_failure_in(locale, e),
@@ -125,14 +119,7 @@ async fn download(
     let (pool, who, target) = (state.pool.clone(), user, row.id.to_string());
     let note = format!("file {} ({} bytes)", &file.sha256[..16], file.size);
     let audited = blocking(move || {
-        with_conn!(&pool, |c| audit::record(
-            c,
-            &who,
-            "submissions.file_download",
-            ("submissions", &target),
-            Some(&note)
-        )
-        .map_err(DbError::from))
+        audit::write(&pool, &who.actor(), "submissions.file_download", ("submissions", &target), Some(&note))
     })
     .await;
     if let Err(e) = audited {

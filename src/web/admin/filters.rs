@@ -4,8 +4,8 @@
 use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::Deserialize;
 
-use crate::db::admin::browse::SubmissionFilter;
 use crate::domain::EffectState;
+use crate::services::browse::SubmissionFilter;
 
 /// The filters as they travel in a query string: `form`, `from`/`to` (YYYY-MM-DD, both
 /// inclusive), `state`, `spam` and `keyless` (`yes`/`no`/`any`). Unreadable values mean any.

@@ -16,12 +16,9 @@ use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, Chrome};
 use crate::config::admin_forms::MAX_SECTION_BYTES;
-use crate::db::admin_forms::AdminForms;
-use crate::db::DbError;
 use crate::services::admin_forms::{DeleteError, SaveError, Saved};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     // A section is read whole: room for the longest one, its escaping and the CSRF token.
@@ -160,7 +157,7 @@ async fn stored_page(state: &AppState, mut page: EditorPage, status: StatusCode)
         return html(status, &page);
     }
     let pool = state.pool.clone();
-    match blocking(move || with_conn!(&pool, |c| c.admin_form(&name).map_err(DbError::from))).await {
+    match blocking(move || crate::services::admin_forms::stored(&pool, &name)).await {
         Ok(Some(row)) => {
             page.source = row.source;
             page.base = row.version;

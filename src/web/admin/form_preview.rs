@@ -12,11 +12,9 @@ use super::flash::Flash;
 use super::forms_page::{inputs, SnippetInput};
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, Chrome, FlashQuery};
-use crate::db::{DbError, Store};
 use crate::services::accept::test_submission::TestError;
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/forms/{form}/preview", web::get().to(preview))
@@ -97,16 +95,14 @@ async fn test(
         let outcome = acceptor.test_submission(&form, &raw);
         if let Ok(receipt) = &outcome {
             let id = receipt.submission_id.to_string();
-            with_conn!(&pool, |c| c.write_tx(|c| {
-                super::audit::record(
-                    c,
-                    &actor,
-                    "form.test_submission",
-                    ("submission", &id),
-                    Some(form.name()),
-                )
-                .map_err(DbError::from)
-            }))?;
+            let target = ("submission", id.as_str());
+            crate::services::audit::write(
+                &pool,
+                &actor.actor(),
+                "form.test_submission",
+                target,
+                Some(form.name()),
+            )?;
         }
         Ok(outcome)
     })

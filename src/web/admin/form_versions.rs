@@ -11,11 +11,9 @@ use serde::Deserialize;
 use super::guard::SessionUser;
 use super::{blocking, db_failure, Chrome};
 use crate::config::definition::line_diff;
-use crate::db::form_versions::{FormVersion, FormVersions};
-use crate::db::DbError;
+use crate::services::form_versions::{history, FormVersion};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/forms/{form}/versions", web::get().to(versions));
@@ -66,13 +64,7 @@ async fn versions(
 ) -> HttpResponse {
     let form = path.into_inner();
     let (pool, name) = (state.pool.clone(), form.clone());
-    let read = move || {
-        with_conn!(&pool, |c| {
-            let versions = c.form_versions(&name)?;
-            let counts = c.submissions_per_version(&name)?;
-            Ok::<_, DbError>((versions, counts))
-        })
-    };
+    let read = move || history(&pool, &name);
     let (stored, counts) = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),

@@ -15,10 +15,8 @@ use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure, done, Chrome, FlashQuery};
 use crate::config::{Form, FormOrigin, RetentionConfig};
-use crate::db::{DbError, Store};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/forms", web::get().to(list)).route("/admin/forms/reload", web::post().to(reload));
@@ -232,10 +230,13 @@ async fn reload(state: web::Data<AppState>, action: AdminAction<ReloadForm>) -> 
             Ok(n) => format!("{n} form(s) in force"),
             Err(e) => format!("refused: {e}"),
         };
-        with_conn!(&pool, |c| c.write_tx(|c| {
-            super::audit::record(c, &user, "config.reload", ("config", "forms"), Some(&note))
-                .map_err(DbError::from)
-        }))?;
+        crate::services::audit::write(
+            &pool,
+            &user.actor(),
+            "config.reload",
+            ("config", "forms"),
+            Some(&note),
+        )?;
         Ok(outcome)
     })
     .await;

@@ -23,11 +23,8 @@ mod import_page;
 mod login;
 pub mod oidc;
 mod oidc_users;
-mod read_audit;
-mod row_view;
 mod spam_release;
 mod submissions;
-mod submissions_csv;
 mod upload;
 mod users;
 
@@ -36,9 +33,9 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use crate::base::i18n::{Arg, Locale, TimeZone};
-use crate::db::DbError;
 use crate::domain::states::TextEnum;
 use crate::domain::Role;
+use crate::services::storage::DbError;
 use guard::SessionUser;
 
 /// The states a record may be replayed from (the inbound events' replay applies it too).

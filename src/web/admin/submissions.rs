@@ -9,19 +9,17 @@ use serde::Deserialize;
 
 use super::filters::FilterParams;
 use super::guard::{AuthError, SessionUser};
-use super::row_view::{PairView, SubmissionView};
-use super::submissions_csv as csv;
-use super::{blocking, db_failure, read_audit, Chrome, FlashQuery};
+use super::{blocking, db_failure, Chrome, FlashQuery};
 use crate::base::format::reference;
 use crate::base::secret::constant_time_eq;
 use crate::config::Config;
-use crate::db::admin::browse::{BrowseStore, EffectStates, SubmissionPage, SubmissionRow};
-use crate::db::DbError;
 use crate::domain::EffectState;
 use crate::domain::{FieldType, FileRef};
+use crate::services::browse::{
+    self, Columns, EffectStates, PairView, SubmissionPage, SubmissionRow, SubmissionView,
+};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/submissions", web::get().to(list))
@@ -190,13 +188,7 @@ impl ListPage {
 async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQuery>) -> HttpResponse {
     let (filter, page) = (q.filters.filter(), q.page());
     let pool = state.pool.clone();
-    let read = move || {
-        with_conn!(&pool, |c| {
-            let (rows, total) = c.list_submissions(&filter, PAGE_SIZE, (page - 1) * PAGE_SIZE)?;
-            let states = c.effect_states(&rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>())?;
-            Ok::<_, DbError>((rows, states, total))
-        })
-    };
+    let read = move || browse::list(&pool, &filter, PAGE_SIZE, (page - 1) * PAGE_SIZE);
     let (rows, states, total) = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),
@@ -227,14 +219,8 @@ async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<Lis
             file_fields.push(field.name.clone());
         }
     }
-    let pool = state.pool.clone();
-    let build = move || {
-        with_conn!(&pool, |c| {
-            let body = csv::document(c, &filter, &fields, &file_fields, bom)?;
-            read_audit::export(c, &user, &filters, &body)?;
-            Ok::<_, DbError>(body)
-        })
-    };
+    let (pool, actor, columns) = (state.pool.clone(), user.actor(), Columns { fields, file_fields, bom });
+    let build = move || browse::export(&pool, &actor, &filter, &filters, &columns);
     match blocking(build).await {
         Ok(body) => HttpResponse::Ok()
             .content_type("text/csv; charset=utf-8")
@@ -261,15 +247,8 @@ async fn search(state: web::Data<AppState>, user: SessionUser, form: web::Form<S
     let term: String = form.q.trim().chars().take(200).collect();
     let mut p = ListPage::new(&state, &user, &FilterParams::default(), None);
     if !term.is_empty() {
-        let (pool, t, searcher) = (state.pool.clone(), term.clone(), user.clone());
-        let read = move || {
-            with_conn!(&pool, |c| {
-                let rows = c.search_submissions(&t, SEARCH_LIMIT)?;
-                read_audit::search(c, &searcher, &t, rows.len())?;
-                let states = c.effect_states(&rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>())?;
-                Ok::<_, DbError>((rows, states))
-            })
-        };
+        let (pool, t, searcher) = (state.pool.clone(), term.clone(), user.actor());
+        let read = move || browse::search(&pool, &searcher, &t, SEARCH_LIMIT);
         let (rows, states) = match blocking(read).await {
             Ok(v) => v,
             Err(e) => return db_failure(e),
@@ -307,7 +286,7 @@ async fn detail(
     let id = path.into_inner();
     state.acceptor.deliveries().flush().await;
     let (pool, wanted) = (state.pool.clone(), id.clone());
-    let read = move || with_conn!(&pool, |c| c.submission_page(&wanted).map_err(DbError::from));
+    let read = move || browse::submission(&pool, &wanted);
     let found = match blocking(read).await {
         Ok(v) => v,
         Err(e) => return db_failure(e),

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use super::Hooks;
-use crate::db::hooks::HookStats;
+use crate::services::figures::HookStats;
 
 pub fn render(out: &mut String, hooks: &Hooks, s: &HookStats) {
     if hooks.sources().next().is_none() && s.deliveries.is_empty() {

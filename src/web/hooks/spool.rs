@@ -20,7 +20,7 @@ use chrono::NaiveDateTime;
 use serde::{Deserialize, Serialize};
 
 use super::inbound::Checked;
-use crate::db::DbError;
+use crate::services::storage::DbError;
 
 /// One spooled delivery: what the ingest transaction needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

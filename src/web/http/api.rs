@@ -7,9 +7,8 @@ use serde_json::json;
 use super::body::{is_json, media_type, parse_json, read_limited};
 use super::problem::{Problem, ProblemKind};
 use super::submit::{
-    check_rate, db_problem, outcome_problem, record_refusal, resolve_key, run_submit, Gate, Refusal,
+    check_rate, outcome_problem, record_refusal, resolve_key, run_submit, Gate, Refusal, SubmitForm,
 };
-use super::{RateLimiter, TrustedProxies};
 use crate::base::clock::now;
 use crate::base::format::rfc3339;
 use crate::config::Form;
@@ -27,43 +26,33 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 /// `POST /api/forms/{form}/operations`: a fresh operation ID for an API client.
-async fn issue_operation(state: web::Data<AppState>, form: web::Path<String>) -> HttpResponse {
-    match super::form(&state, &form) {
-        Ok(f) => {
-            let expires = now() + Duration::days(i64::from(f.operation_ttl_days));
-            HttpResponse::Created().json(
-                json!({"operation_id": OperationId::generate().as_str(), "expires_at": rfc3339(expires)}),
-            )
-        }
-        Err(p) => p.response(),
-    }
+async fn issue_operation(
+    state: web::Data<AppState>,
+    form: web::Path<String>,
+) -> Result<HttpResponse, Problem> {
+    let f = super::form(&state, &form)?;
+    let expires = now() + Duration::days(i64::from(f.operation_ttl_days));
+    Ok(HttpResponse::Created()
+        .json(json!({"operation_id": OperationId::generate().as_str(), "expires_at": rfc3339(expires)})))
 }
 
 /// `POST /api/forms/{form}/submissions`.
 async fn submit(
     state: web::Data<AppState>,
-    limiter: web::Data<RateLimiter>,
-    proxies: web::Data<TrustedProxies>,
-    form: web::Path<String>,
+    form: Result<SubmitForm, Problem>,
     req: HttpRequest,
     payload: web::Payload,
-) -> HttpResponse {
-    let f = match super::form(&state, &form) {
-        Ok(f) => f,
-        Err(problem) => {
-            record_refusal(&state, None, &problem);
-            return problem.response();
-        }
-    };
-    let gate = Gate { limiter: &limiter, proxies: &proxies };
-    match submit_json(&state, &gate, &f, &req, payload).await {
+) -> Result<HttpResponse, Problem> {
+    let form = form.inspect_err(|problem| record_refusal(&state, None, problem))?;
+    let f = &form.form;
+    Ok(match submit_json(&state, &form.gate(), f, &req, payload).await {
         Ok(response) => response,
         Err(Refusal { problem, .. }) => {
-            record_refusal(&state, Some(&form), &problem);
+            record_refusal(&state, Some(&form.name), &problem);
             let accept_language = req.headers().get("Accept-Language").and_then(|v| v.to_str().ok());
-            problem.response_in(Some(&f), f.locale_for(accept_language))
+            problem.response_in(Some(f), f.locale_for(accept_language))
         }
-    }
+    })
 }
 
 async fn submit_json(
@@ -113,23 +102,19 @@ async fn submit_json(
 }
 
 /// `GET /api/forms/{form}/submissions/{operation_id}`: ids and states, never content.
-async fn status(state: web::Data<AppState>, path: web::Path<(String, String)>) -> HttpResponse {
+async fn status(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, Problem> {
     let (form, operation_id) = path.into_inner();
-    if let Err(p) = super::form(&state, &form) {
-        return p.response();
-    }
-    if let Err(e) = OperationId::parse(&operation_id) {
-        return Problem::new(ProblemKind::OperationIdInvalid, e.to_string()).response();
-    }
+    super::form(&state, &form)?;
+    OperationId::parse(&operation_id)
+        .map_err(|e| Problem::new(ProblemKind::OperationIdInvalid, e.to_string()))?;
     let pool = state.pool.clone();
-    match web::block(move || crate::services::status::status(&pool, &form, &operation_id)).await {
-        Ok(Ok(Some(body))) => HttpResponse::Ok().json(body),
-        Ok(Ok(None)) => {
-            Problem::new(ProblemKind::NotFound, "no submission with this operation ID").response()
-        }
-        Ok(Err(e)) => db_problem(e).response(),
-        Err(_) => Problem::unavailable().response(),
-    }
+    let body = web::block(move || crate::services::status::status(&pool, &form, &operation_id))
+        .await??
+        .ok_or_else(|| Problem::new(ProblemKind::NotFound, "no submission with this operation ID"))?;
+    Ok(HttpResponse::Ok().json(body))
 }
 
 fn location(form: &str, operation_id: &str) -> String {

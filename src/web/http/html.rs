@@ -8,8 +8,9 @@ use super::pages::{
     accept_language, not_found, problem_page, with_language, FormPage, IndexPage, ReceiptPage,
 };
 use super::problem::{Problem, ProblemKind};
-use super::submit::{check_rate, outcome_problem, record_refusal, resolve_key, run_submit, Gate, Refusal};
-use super::{RateLimiter, TrustedProxies};
+use super::submit::{
+    check_rate, outcome_problem, record_refusal, resolve_key, run_submit, Gate, Refusal, SubmitForm,
+};
 use crate::base::format::reference;
 use crate::base::i18n::{negotiate, Locale};
 use crate::config::{Form, FormConfig};
@@ -69,22 +70,20 @@ fn form_page(
 /// `POST /f/{form}`: accept, then a 303 to the receipt (the same receipt on every replay).
 async fn post_form(
     state: web::Data<AppState>,
-    limiter: web::Data<RateLimiter>,
-    proxies: web::Data<TrustedProxies>,
-    form: web::Path<String>,
+    submit: Result<SubmitForm, Problem>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> HttpResponse {
-    let f = match super::form(&state, &form) {
-        Ok(f) => f,
+    let submit = match submit {
+        Ok(submit) => submit,
         Err(problem) => {
             record_refusal(&state, None, &problem);
             return not_found(site_locale(&req));
         }
     };
+    let (form, f) = (&submit.name, &submit.form);
     let locale = f.locale_for(accept_language(req.headers()));
-    let gate = Gate { limiter: &limiter, proxies: &proxies };
-    let result = post_fields(&state, &gate, &f, &req, payload).await;
+    let result = post_fields(&state, &submit.gate(), f, &req, payload).await;
     let Refusal { problem, key, raw } = match result {
         Ok(Outcome::Created(r) | Outcome::Replayed(r)) => {
             if let Some(thanks) = &f.redirect {
@@ -97,12 +96,12 @@ async fn post_form(
         }
         Ok(outcome @ (Outcome::Conflict { .. } | Outcome::InProgress { .. } | Outcome::Expired { .. })) => {
             return outcome_problem(&outcome)
-                .map(|p| problem_page(&p, Some(&form), locale))
+                .map(|p| problem_page(&p, Some(form), locale))
                 .unwrap_or_else(|| not_found(locale))
         }
         Err(refusal) => refusal,
     };
-    record_refusal(&state, Some(&form), &problem);
+    record_refusal(&state, Some(form), &problem);
     match (&problem.kind, &problem.errors) {
         (ProblemKind::ValidationFailed, Some(errors)) => {
             // A keyless post re-rendered by us gets a key: its next post is a retry of one operation.
@@ -110,11 +109,11 @@ async fn post_form(
             form_page(
                 &state,
                 StatusCode::UNPROCESSABLE_ENTITY,
-                &f,
-                FormPage::new(&f, locale, op.as_str(), &raw, errors),
+                f,
+                FormPage::new(f, locale, op.as_str(), &raw, errors),
             )
         }
-        _ => problem_page(&problem, Some(&form), locale),
+        _ => problem_page(&problem, Some(form), locale),
     }
 }
 

@@ -51,7 +51,6 @@ pub use client_ip::{client_bucket, TrustedProxies};
 pub use connections::declared_length;
 use connections::{with_body_deadline, ConnectionLimits};
 pub use metrics_access::{admits_bearer, MetricsCache};
-pub use ops::render as database_metrics;
 pub use rate_limit::RateLimiter;
 use read_credit::Metered;
 pub use submit::db_problem;

@@ -1,7 +1,7 @@
 //! RFC 9457 problem details: the one error shape of the JSON API.
 
 use actix_web::http::StatusCode;
-use actix_web::HttpResponse;
+use actix_web::{HttpResponse, ResponseError};
 use serde_json::{json, Map, Value};
 
 use crate::base::i18n::Locale;
@@ -197,5 +197,30 @@ impl Problem {
             resp.insert_header(("Retry-After", s.to_string()));
         }
         resp.body(Value::Object(body).to_string())
+    }
+}
+
+/// A blocking task that did not finish (its pool shut down): the service is unavailable.
+impl From<actix_web::error::BlockingError> for Problem {
+    fn from(_: actix_web::error::BlockingError) -> Problem {
+        Problem::unavailable()
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.slug(), self.detail)
+    }
+}
+
+/// A handler answers `Err(problem)` (or `?`) with the problem's English response: the same
+/// status, body and headers as [`Problem::response`].
+impl ResponseError for Problem {
+    fn status_code(&self) -> StatusCode {
+        self.status()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        self.response()
     }
 }

@@ -1,14 +1,18 @@
 //! What both submit endpoints (JSON and HTML) share: rate limit, key, validation, accept.
 
+use std::future::{ready, Ready};
+
+use actix_web::dev::Payload;
 use actix_web::http::header::HeaderValue;
-use actix_web::HttpRequest;
+use actix_web::{web, FromRequest, HttpRequest};
+use serde::Deserialize;
 
 use super::problem::{Problem, ProblemKind};
 use super::{RateLimiter, TrustedProxies};
 use crate::config::Form;
-use crate::db::DbError;
 use crate::domain::{OperationId, RawFields};
 use crate::services::accept::{Outcome, SubmitError, SubmitRequest};
+use crate::services::storage::DbError;
 use crate::web::state::AppState;
 
 /// The rate limiter and whose `X-Forwarded-For` names the client: what a submit endpoint
@@ -16,6 +20,54 @@ use crate::web::state::AppState;
 pub struct Gate<'a> {
     pub limiter: &'a RateLimiter,
     pub proxies: &'a TrustedProxies,
+}
+
+/// The form a submit route names (`{form}`, as in force now) and the gate its requests pass:
+/// what the JSON submit, the HTML post and the upload endpoint extract. It fails with the
+/// not-found problem when no form of that name is in force.
+pub struct SubmitForm {
+    /// The name as the path gave it (percent-decoded).
+    pub name: String,
+    pub form: Form,
+    limiter: web::Data<RateLimiter>,
+    proxies: web::Data<TrustedProxies>,
+}
+
+impl SubmitForm {
+    pub fn gate(&self) -> Gate<'_> {
+        Gate { limiter: &self.limiter, proxies: &self.proxies }
+    }
+}
+
+#[derive(Deserialize)]
+struct FormPath {
+    form: String,
+}
+
+impl FromRequest for SubmitForm {
+    type Error = Problem;
+    type Future = Ready<Result<SubmitForm, Problem>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let data = |what: &str| {
+            tracing::error!(what, "not registered with the application");
+            Problem::new(ProblemKind::Internal, "an internal error occurred; nothing was stored")
+        };
+        ready((|| {
+            let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| data("AppState"))?;
+            let limiter =
+                req.app_data::<web::Data<RateLimiter>>().ok_or_else(|| data("RateLimiter"))?.clone();
+            let proxies =
+                req.app_data::<web::Data<TrustedProxies>>().ok_or_else(|| data("TrustedProxies"))?.clone();
+            let name = req
+                .match_info()
+                .load::<FormPath>()
+                .map_err(|_| Problem::new(ProblemKind::NotFound, "there is no form with this name"))?
+                .form;
+            let form = super::form(state, &name)?;
+            Ok(SubmitForm { name, form, limiter, proxies })
+        })())
+    }
 }
 
 /// Takes a token from the bucket of the request's client (see [`super::TrustedProxies`]).
@@ -79,6 +131,12 @@ pub fn db_problem(e: DbError) -> Problem {
             tracing::error!(%error, "database error");
             Problem::new(ProblemKind::Internal, "an internal error occurred; nothing was stored")
         }
+    }
+}
+
+impl From<DbError> for Problem {
+    fn from(e: DbError) -> Problem {
+        db_problem(e)
     }
 }
 

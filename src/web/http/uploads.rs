@@ -11,9 +11,8 @@ use super::body::{late, malformed, too_large, unreadable};
 use super::connections::declared_length;
 use super::multipart::not_stored;
 use super::problem::{Problem, ProblemKind};
-use super::submit::{check_rate, db_problem, record_refusal, Gate, Refusal};
+use super::submit::{check_rate, record_refusal, Gate, Refusal, SubmitForm};
 use super::upload_pace::Paced;
-use super::{RateLimiter, TrustedProxies};
 use crate::config::Form;
 use crate::domain::{accepts_type, safe_file_name, Attached, RawFields};
 use crate::services::files::gate::{FileGate, Refused};
@@ -27,24 +26,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 /// `POST /api/forms/{form}/uploads` → 201 `{upload_id, sha256, size, content_type}`.
 async fn upload(
     state: web::Data<AppState>,
-    limiter: web::Data<RateLimiter>,
-    proxies: web::Data<TrustedProxies>,
-    form: web::Path<String>,
+    submit: SubmitForm,
     req: HttpRequest,
     payload: web::Payload,
-) -> HttpResponse {
-    let f = match super::form(&state, &form) {
-        Ok(f) => f,
-        Err(problem) => return problem.response(),
-    };
-    let gate = Gate { limiter: &limiter, proxies: &proxies };
-    match receive(&state, &gate, &f, &req, payload).await {
-        Ok(body) => HttpResponse::Created().json(body),
-        Err(problem) => {
-            record_refusal(&state, Some(&form), &problem);
-            problem.response()
-        }
-    }
+) -> Result<HttpResponse, Problem> {
+    let body = receive(&state, &submit.gate(), &submit.form, &req, payload)
+        .await
+        .inspect_err(|problem| record_refusal(&state, Some(&submit.name), problem))?;
+    Ok(HttpResponse::Created().json(body))
 }
 
 async fn receive(
@@ -100,10 +89,7 @@ async fn receive(
     .await
     .unwrap_or_else(|_| Err(late()))?;
     let (pool, name, file) = (state.pool.clone(), form.name().to_string(), stored.clone());
-    let id = web::block(move || files::record_upload(&pool, &name, &file))
-        .await
-        .map_err(|_| Problem::unavailable())?
-        .map_err(db_problem)?;
+    let id = web::block(move || files::record_upload(&pool, &name, &file)).await??;
     Ok(json!({
         "upload_id": id,
         "sha256": stored.sha256,
@@ -139,6 +125,6 @@ pub async fn resolve(
             .map_err(|_| Problem::unavailable())?;
     resolved.map_err(|e| match e {
         ResolveError::Invalid(errors) => Problem::invalid_fields(errors).into(),
-        ResolveError::Store(e) => db_problem(e).into(),
+        ResolveError::Store(e) => Problem::from(e).into(),
     })
 }

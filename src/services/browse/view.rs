@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::db::admin::browse::{RelatedPair, SubmissionRow};
+use super::{RelatedPair, SubmissionRow};
 use crate::domain::SpamReason;
 
 pub trait SubmissionView {

@@ -2,34 +2,33 @@
 //! and row count) and content searches (with the term as a digest, since a search term is
 //! often a person's email or name, and the row count).
 
-use super::audit;
-use super::guard::SessionUser;
 use crate::db::admin::accounts::AccountStore;
 use crate::db::Store;
 use crate::domain::digest;
+use crate::services::audit::{self, Actor};
 
-/// Records a CSV export of `csv` selected by `filters` (a query string without personal data).
+/// Records `actor`'s CSV export of `csv` selected by `filters` (a query string without personal data).
 pub fn export<C: Store + AccountStore>(
     c: &mut C,
-    user: &SessionUser,
+    actor: &Actor,
     filters: &str,
     csv: &str,
 ) -> diesel::QueryResult<()> {
     let filters = if filters.is_empty() { "none" } else { filters };
     let note = format!("filters: {filters}; rows: {}", csv_records(csv).saturating_sub(1));
-    c.write_tx(|c| audit::record(c, user, "submissions.export", ("submissions", "csv"), Some(&note)))
+    c.write_tx(|c| audit::record(c, actor, "submissions.export", ("submissions", "csv"), Some(&note)))
 }
 
 /// Records a content search for `term` that found `rows` submissions.
 pub fn search<C: Store + AccountStore>(
     c: &mut C,
-    user: &SessionUser,
+    actor: &Actor,
     term: &str,
     rows: usize,
 ) -> diesel::QueryResult<()> {
     let term_digest: String = digest(&term.to_lowercase()).chars().take(16).collect();
     let note = format!("term digest: {term_digest} ({} characters); rows: {rows}", term.chars().count());
-    c.write_tx(|c| audit::record(c, user, "submissions.search", ("submissions", "search"), Some(&note)))
+    c.write_tx(|c| audit::record(c, actor, "submissions.search", ("submissions", "search"), Some(&note)))
 }
 
 /// Records (CRLF-terminated lines outside quotes) in an RFC 4180 document.

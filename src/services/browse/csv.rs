@@ -5,7 +5,7 @@
 
 use diesel::QueryResult;
 
-use super::row_view::SubmissionView;
+use super::view::SubmissionView;
 use crate::base::format::{reference, rfc3339};
 use crate::db::admin::browse::{BrowseStore, SubmissionFilter, SubmissionRow};
 use crate::domain::{EffectState, FileRef};
@@ -13,16 +13,25 @@ use crate::services::lifecycle::csv::document as csv_document;
 
 const BATCH: i64 = 500;
 
+/// What an export holds besides its fixed columns, and how it is encoded.
+pub struct Columns {
+    /// Declared field names, one column each after the fixed ones.
+    pub fields: Vec<String>,
+    /// Those of them that hold files (shown as their files' names, types and sizes).
+    pub file_fields: Vec<String>,
+    /// A UTF-8 BOM first.
+    pub bom: bool,
+}
+
 /// The whole export of the submissions `filter` selects, newest first: the header, then one
-/// line per submission with the values of `fields` (declared field names) at the end (those
-/// of `file_fields` as their files' names, types and sizes); `bom` puts a UTF-8 BOM first.
+/// line per submission with the values of the `columns`' fields at the end.
 pub fn document<C: BrowseStore>(
     c: &mut C,
     filter: &SubmissionFilter,
-    fields: &[String],
-    file_fields: &[String],
-    bom: bool,
+    columns: &Columns,
 ) -> QueryResult<String> {
+    let Columns { fields, file_fields, bom } = columns;
+    let (fields, file_fields, bom) = (fields.as_slice(), file_fields.as_slice(), *bom);
     let mut lines = vec![header(fields)];
     let mut offset = 0;
     loop {
