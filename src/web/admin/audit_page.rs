@@ -6,7 +6,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{blocking, db_failure, Chrome};
+use super::{blocking, db_failure_in, Chrome};
 use crate::base::format::reference;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::BrowseStore;
@@ -62,7 +62,7 @@ async fn page(state: web::Data<AppState>, user: SessionUser, q: web::Query<Audit
     };
     let (mut entries, owners) = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let more = entries.len() > PAGE_SIZE as usize;
     entries.truncate(PAGE_SIZE as usize);

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{blocking, db_failure, done, Chrome};
+use super::{blocking, db_failure_in, done, Chrome};
 use crate::config::admin_forms::MAX_SECTION_BYTES;
 use crate::db::admin_forms::AdminForms;
 use crate::db::DbError;
@@ -140,7 +140,7 @@ async fn edit(state: web::Data<AppState>, user: SessionUser, path: web::Path<Str
         Ok(None) => HttpResponse::NotFound()
             .content_type("text/plain; charset=utf-8")
             .body("No form of this name was defined in the admin."),
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(user.locale, e),
     }
 }
 
@@ -184,7 +184,7 @@ async fn save(
             page.problems = problems;
             html(StatusCode::UNPROCESSABLE_ENTITY, &page)
         }
-        Ok(Err(SaveError::Db(e))) => db_failure(e),
-        Err(e) => db_failure(e),
+        Ok(Err(SaveError::Db(e))) => db_failure_in(user.locale, e),
+        Err(e) => db_failure_in(user.locale, e),
     }
 }

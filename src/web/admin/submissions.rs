@@ -11,7 +11,7 @@ use super::filters::FilterParams;
 use super::guard::{AuthError, SessionUser};
 use super::row_view::{PairView, SubmissionView};
 use super::submissions_csv as csv;
-use super::{blocking, db_failure, read_audit, Chrome, FlashQuery};
+use super::{blocking, db_failure_in, read_audit, Chrome, FlashQuery};
 use crate::base::format::reference;
 use crate::base::secret::constant_time_eq;
 use crate::config::Config;
@@ -199,7 +199,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
     };
     let (rows, states, total) = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let mut p = ListPage::new(&state, &user, &q.filters, q.flash.as_deref());
     let qs = q.filters.query_string();
@@ -227,7 +227,7 @@ async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<Lis
             file_fields.push(field.name.clone());
         }
     }
-    let pool = state.pool.clone();
+    let (pool, locale) = (state.pool.clone(), user.locale);
     let build = move || {
         with_conn!(&pool, |c| {
             let body = csv::document(c, &filter, &fields, &file_fields, bom)?;
@@ -241,7 +241,7 @@ async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<Lis
             .insert_header(("Content-Disposition", "attachment; filename=\"submissions.csv\""))
             .insert_header(("Cache-Control", "no-store"))
             .body(body),
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(locale, e),
     }
 }
 
@@ -272,7 +272,7 @@ async fn search(state: web::Data<AppState>, user: SessionUser, form: web::Form<S
         };
         let (rows, states) = match blocking(read).await {
             Ok(v) => v,
-            Err(e) => return db_failure(e),
+            Err(e) => return db_failure_in(user.locale, e),
         };
         p.total = i64::try_from(rows.len()).unwrap_or(0);
         p.rows = row_views(&state.forms().config, rows, states);
@@ -310,7 +310,7 @@ async fn detail(
     let read = move || with_conn!(&pool, |c| c.submission_page(&wanted).map_err(DbError::from));
     let found = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let mut page = DetailPage {
         chrome: Chrome::new(&user, "submissions", q.flash.as_deref()),
@@ -321,18 +321,18 @@ async fn detail(
     };
     let Some(found) = found else { return html(StatusCode::NOT_FOUND, &page) };
     let mut values = found.submission.fields();
-    for field in
-        state.forms().config.form(&found.submission.form).map(|f| f.fields.as_slice()).unwrap_or_default()
-    {
-        if let Some(v) = values.remove(&field.name) {
-            let shown = match field.kind {
-                FieldType::File => FileRef::shown_all(&v, "\n"),
-                _ => v,
-            };
-            page.fields.push((field.label().to_string(), shown));
+    if let Some(form) = state.forms().config.form(&found.submission.form) {
+        for field in &form.fields {
+            if let Some(v) = values.remove(&field.name) {
+                let shown = match field.kind {
+                    FieldType::File => FileRef::shown_all(&v, "\n"),
+                    _ => v,
+                };
+                page.fields.push((form.admin_label(field, user.locale).to_string(), shown));
+            }
         }
     }
-    page.files = super::files::views(&state.config, &found.submission, &found.scans);
+    page.files = super::files::views(&state.config, &found.submission, &found.scans, user.locale);
     page.fields.extend(values);
     page.found = Some(found);
     html(StatusCode::OK, &page)
