@@ -580,3 +580,27 @@ admin-preview-test-title = Test submission
 admin-preview-test-help = Stored like a visitor's, marked test: it gets no side effect (no email, CRM or chat message; nothing is queued) and is never screened for duplicates.
 admin-preview-not-stored = Not stored:
 admin-preview-send-test = Send a test submission
+
+# The import and erasure reports (`onceform import` and `onceform erase` print the en texts).
+admin-import-summary = imported { $imported }, already present { $present }, rejected { $rejected }, paired { $paired }
+admin-import-summary-dry-run = dry run: imported { $imported }, already present { $present }, rejected { $rejected }, paired { $paired }
+admin-import-line = line { $line }: { $reason }
+admin-import-value-count = { $values } value(s) where the header names { $columns }
+admin-import-not-past-date = received_at `{ $value }` is not a past date (RFC 3339 or YYYY-MM-DD HH:MM:SS)
+admin-import-files-need-folder = `{ $name }` names files: import the CSV from the command line, beside their folder
+admin-import-file-outside = `{ $name }`: { $path }: not a file of the folder beside the CSV
+admin-import-file-unreadable = `{ $name }`: { $path }: { $value }
+admin-import-file-not-stored = a file could not be stored: { $value }
+admin-import-nothing = nothing imported: { $value }
+admin-erase-report-submissions = erased: { $submissions } submission(s) (tombstones kept), { $conflicts } conflict(s), { $pairs } duplicate pair(s) now name only tombstones
+admin-erase-report-submissions-dry-run = would erase: { $submissions } submission(s) (tombstones kept), { $conflicts } conflict(s), { $pairs } duplicate pair(s) now name only tombstones
+admin-erase-report-events = erased: the body of { $events } inbound event(s), { $conflicts } inbound conflict(s), { $quarantined } quarantined delivery(ies)
+admin-erase-report-events-dry-run = would erase: the body of { $events } inbound event(s), { $conflicts } inbound conflict(s), { $quarantined } quarantined delivery(ies)
+admin-erase-report-removed = removed: { $deliveries } delivery log row(s); { $redacted } attempt text(s) redacted; { $attachments } attached file(s)
+admin-erase-report-no-file = no file onceform wrote holds them
+admin-erase-report-files = removed { $n } file(s) onceform wrote itself:
+admin-erase-report-files-dry-run = would remove { $n } file(s) onceform wrote itself:
+admin-erase-report-not-removed = could not remove { $value }
+admin-erase-report-nothing-left = nothing had left onceform for a provider
+admin-erase-report-left = left onceform for a provider (erase these at the provider):
+admin-erase-report-digest = person digest: { $value }

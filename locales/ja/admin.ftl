@@ -579,3 +579,27 @@ admin-preview-test-title = テスト送信
 admin-preview-test-help = 訪問者の送信と同じように保存され、テストとして記録されます：副作用はなく（メール、CRM、チャットのメッセージなし、キューにも入りません）、重複チェックも行いません。
 admin-preview-not-stored = 保存されませんでした：
 admin-preview-send-test = テスト送信する
+
+# The import and erasure reports (`onceform import` and `onceform erase` print the en texts).
+admin-import-summary = インポート { $imported } 件、既存 { $present } 件、却下 { $rejected } 件、重複候補として対応付け { $paired } 件
+admin-import-summary-dry-run = 試行：インポート予定 { $imported } 件、既存 { $present } 件、却下 { $rejected } 件、重複候補として対応付け { $paired } 件
+admin-import-line = { $line } 行目：{ $reason }
+admin-import-value-count = 値が { $values } 個ありますが、見出し行の列は { $columns } 個です
+admin-import-not-past-date = received_at「{ $value }」は過去の日時ではありません（RFC 3339 または YYYY-MM-DD HH:MM:SS）
+admin-import-files-need-folder = 「{ $name }」はファイルを指定しています：サーバー上でコマンドラインから、ファイルのフォルダーの隣にある CSV をインポートしてください
+admin-import-file-outside = 「{ $name }」：{ $path }：CSV の隣のフォルダーにあるファイルではありません
+admin-import-file-unreadable = 「{ $name }」：{ $path }：{ $value }
+admin-import-file-not-stored = ファイルを保存できませんでした：{ $value }
+admin-import-nothing = 何もインポートしませんでした：{ $value }
+admin-erase-report-submissions = 消去しました：送信 { $submissions } 件（墓標は残ります）、内容の衝突 { $conflicts } 件。重複候補 { $pairs } 組は墓標だけを指すようになりました
+admin-erase-report-submissions-dry-run = 消去予定：送信 { $submissions } 件（墓標は残ります）、内容の衝突 { $conflicts } 件。重複候補 { $pairs } 組は墓標だけを指すようになります
+admin-erase-report-events = 消去しました：受信イベント { $events } 件の本文、受信の衝突 { $conflicts } 件、隔離された配送 { $quarantined } 件
+admin-erase-report-events-dry-run = 消去予定：受信イベント { $events } 件の本文、受信の衝突 { $conflicts } 件、隔離された配送 { $quarantined } 件
+admin-erase-report-removed = 削除しました：配送ログ { $deliveries } 行、試行の記録 { $redacted } 件を伏せ字に、添付ファイル { $attachments } 件
+admin-erase-report-no-file = onceform が書き出したファイルにこの人のデータはありません
+admin-erase-report-files = onceform 自身が書き出したファイル { $n } 件を削除しました：
+admin-erase-report-files-dry-run = onceform 自身が書き出したファイル { $n } 件を削除します：
+admin-erase-report-not-removed = 削除できませんでした：{ $value }
+admin-erase-report-nothing-left = 外部の提供元に渡ったデータはありません
+admin-erase-report-left = 外部の提供元に渡ったもの（提供元で消去してください）：
+admin-erase-report-digest = この人の鍵付きダイジェスト：{ $value }

@@ -579,3 +579,27 @@ admin-preview-test-title = 测试提交
 admin-preview-test-help = 与访客的提交一样保存，并标记为测试：不产生任何副作用（不发邮件、不发 CRM 或聊天消息，也不排入队列），也不做重复检查。
 admin-preview-not-stored = 未保存：
 admin-preview-send-test = 发送测试提交
+
+# The import and erasure reports (`onceform import` and `onceform erase` print the en texts).
+admin-import-summary = 已导入 { $imported } 条，已存在 { $present } 条，拒绝 { $rejected } 条，配对为疑似重复 { $paired } 条
+admin-import-summary-dry-run = 试运行：将导入 { $imported } 条，已存在 { $present } 条，拒绝 { $rejected } 条，配对为疑似重复 { $paired } 条
+admin-import-line = 第 { $line } 行：{ $reason }
+admin-import-value-count = 此行有 { $values } 个值，但标题行有 { $columns } 列
+admin-import-not-past-date = received_at“{ $value }”不是过去的日期（请用 RFC 3339 或 YYYY-MM-DD HH:MM:SS）
+admin-import-files-need-folder = “{ $name }”指定了文件：请在服务器上用命令行导入，并将 CSV 放在文件所在的文件夹旁
+admin-import-file-outside = “{ $name }”：{ $path }：不是 CSV 旁文件夹中的文件
+admin-import-file-unreadable = “{ $name }”：{ $path }：{ $value }
+admin-import-file-not-stored = 无法保存文件：{ $value }
+admin-import-nothing = 未导入任何数据：{ $value }
+admin-erase-report-submissions = 已清除：{ $submissions } 条提交（保留墓碑记录）、{ $conflicts } 条内容冲突；{ $pairs } 组疑似重复现在只指向墓碑记录
+admin-erase-report-submissions-dry-run = 将清除：{ $submissions } 条提交（保留墓碑记录）、{ $conflicts } 条内容冲突；{ $pairs } 组疑似重复将只指向墓碑记录
+admin-erase-report-events = 已清除：{ $events } 个传入事件的内容、{ $conflicts } 条传入冲突、{ $quarantined } 条隔离的投递
+admin-erase-report-events-dry-run = 将清除：{ $events } 个传入事件的内容、{ $conflicts } 条传入冲突、{ $quarantined } 条隔离的投递
+admin-erase-report-removed = 已删除：{ $deliveries } 条投递日志；已遮蔽 { $redacted } 段尝试文本；{ $attachments } 个附件
+admin-erase-report-no-file = onceform 写入的文件中没有此人的数据
+admin-erase-report-files = 已删除 onceform 自行写入的 { $n } 个文件：
+admin-erase-report-files-dry-run = 将删除 onceform 自行写入的 { $n } 个文件：
+admin-erase-report-not-removed = 无法删除 { $value }
+admin-erase-report-nothing-left = 没有任何数据已发往外部服务商
+admin-erase-report-left = 已发往外部服务商（请到该服务商处清除）：
+admin-erase-report-digest = 此人的加密摘要：{ $value }

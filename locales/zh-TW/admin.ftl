@@ -579,3 +579,27 @@ admin-preview-test-title = 測試提交
 admin-preview-test-help = 與訪客的提交一樣儲存，並標記為測試：不產生任何副作用（不寄信、不送 CRM 或聊天訊息，也不排入佇列），也不做重複檢查。
 admin-preview-not-stored = 未儲存：
 admin-preview-send-test = 送出測試提交
+
+# The import and erasure reports (`onceform import` and `onceform erase` print the en texts).
+admin-import-summary = 已匯入 { $imported } 筆，已存在 { $present } 筆，拒絕 { $rejected } 筆，配對為疑似重複 { $paired } 筆
+admin-import-summary-dry-run = 試跑：將匯入 { $imported } 筆，已存在 { $present } 筆，拒絕 { $rejected } 筆，配對為疑似重複 { $paired } 筆
+admin-import-line = 第 { $line } 行：{ $reason }
+admin-import-value-count = 此行有 { $values } 個值，但標題列有 { $columns } 欄
+admin-import-not-past-date = received_at「{ $value }」不是過去的日期（請用 RFC 3339 或 YYYY-MM-DD HH:MM:SS）
+admin-import-files-need-folder = 「{ $name }」指名了檔案：請在伺服器上用命令列匯入，並將 CSV 放在檔案所在的資料夾旁
+admin-import-file-outside = 「{ $name }」：{ $path }：不是 CSV 旁資料夾中的檔案
+admin-import-file-unreadable = 「{ $name }」：{ $path }：{ $value }
+admin-import-file-not-stored = 無法儲存檔案：{ $value }
+admin-import-nothing = 未匯入任何資料：{ $value }
+admin-erase-report-submissions = 已清除：{ $submissions } 筆提交（保留墓碑紀錄）、{ $conflicts } 筆內容衝突；{ $pairs } 組疑似重複現在只指向墓碑紀錄
+admin-erase-report-submissions-dry-run = 將清除：{ $submissions } 筆提交（保留墓碑紀錄）、{ $conflicts } 筆內容衝突；{ $pairs } 組疑似重複將只指向墓碑紀錄
+admin-erase-report-events = 已清除：{ $events } 個傳入事件的內容、{ $conflicts } 筆傳入衝突、{ $quarantined } 筆隔離的傳送
+admin-erase-report-events-dry-run = 將清除：{ $events } 個傳入事件的內容、{ $conflicts } 筆傳入衝突、{ $quarantined } 筆隔離的傳送
+admin-erase-report-removed = 已刪除：{ $deliveries } 筆傳送紀錄；已遮蔽 { $redacted } 段嘗試文字；{ $attachments } 個附件
+admin-erase-report-no-file = onceform 寫入的檔案中沒有此人的資料
+admin-erase-report-files = 已刪除 onceform 自行寫入的 { $n } 個檔案：
+admin-erase-report-files-dry-run = 將刪除 onceform 自行寫入的 { $n } 個檔案：
+admin-erase-report-not-removed = 無法刪除 { $value }
+admin-erase-report-nothing-left = 沒有任何資料已送往外部服務商
+admin-erase-report-left = 已送往外部服務商（請到該服務商處清除）：
+admin-erase-report-digest = 此人的加密摘要：{ $value }

@@ -114,6 +114,15 @@ impl FormConfig {
         self.texts_in(locale).find_map(|t| t.labels.get(&field.name)).map_or(field.label(), String::as_str)
     }
 
+    /// `field`'s label on the admin pages in `locale`: the form's own label in that locale
+    /// (`texts.LOCALE.labels`, or `label` when it is the form's first locale), else the
+    /// field's name; never a label in a language the admin did not choose.
+    pub fn admin_label<'a>(&'a self, field: &'a FieldConfig, locale: Locale) -> &'a str {
+        let translated = self.texts.get(&locale).and_then(|t| t.labels.get(&field.name));
+        let own = field.label.as_ref().filter(|_| locale == self.first_locale());
+        translated.or(own).map_or(&field.name, String::as_str)
+    }
+
     /// The text shown for `option` (a value of `field`'s options) in `locale`.
     pub fn option_in<'a>(&'a self, field: &FieldConfig, option: &'a str, locale: Locale) -> &'a str {
         self.texts_in(locale)
@@ -135,12 +144,32 @@ impl FormConfig {
 
     /// The 422's `errors` in `locale`: `field: [message]`, each naming the field by its label.
     pub fn error_messages(&self, errors: &FieldErrors, locale: Locale) -> BTreeMap<String, Vec<String>> {
+        self.messages_naming(errors, locale, |f| self.label_in(f, locale))
+    }
+
+    /// `errors` in `locale` as the admin pages say them (each field by its `admin_label`).
+    pub fn admin_error_messages(&self, errors: &FieldErrors, locale: Locale) -> Vec<String> {
+        self.messages_naming(errors, locale, |f| self.admin_label(f, locale))
+            .into_values()
+            .flatten()
+            .collect()
+    }
+
+    fn messages_naming<'a>(
+        &'a self,
+        errors: &FieldErrors,
+        locale: Locale,
+        label_of: impl Fn(&'a FieldConfig) -> &'a str,
+    ) -> BTreeMap<String, Vec<String>> {
         errors
             .0
             .iter()
             .map(|(name, errs)| {
                 let field = self.field(name);
-                let label = field.map_or(name.as_str(), |f| self.label_in(f, locale));
+                let label = match field {
+                    Some(f) => label_of(f),
+                    None => name.as_str(),
+                };
                 let options: Vec<String> = field
                     .map(|f| f.options.iter().map(|o| self.option_in(f, o, locale).to_string()).collect())
                     .unwrap_or_default();

@@ -13,9 +13,10 @@ use super::DbConnection;
 pub const TMP_PREFIX: &str = "tmp_";
 
 pub trait BlobRows {
-    /// Names a blob being written (`key`, `tmp_…`), begun at `now`.
-    fn begin_blob(&mut self, key: &str, now: NaiveDateTime) -> QueryResult<()>;
-    fn put_chunk(&mut self, key: &str, n: i32, bytes: &[u8]) -> QueryResult<()>;
+    /// Stores chunk `n` of the blob being written under `key` (`tmp_…`), and names that
+    /// blob (not complete, written `now`) if no row does: a chunk stored after its upload was
+    /// given up (on another thread) is left to the sweep, never orphaned.
+    fn put_chunk(&mut self, key: &str, n: i32, bytes: &[u8], now: NaiveDateTime) -> QueryResult<()>;
     /// Makes the blob written under `key` the complete blob `sha256` of `size` bytes; if one
     /// is stored already, it is kept (marked as written `now`) and the new chunks go.
     fn finish_blob(&mut self, key: &str, sha256: &str, size: i64, now: NaiveDateTime) -> QueryResult<()>;
@@ -33,23 +34,24 @@ pub trait BlobRows {
 }
 
 impl BlobRows for DbConnection {
-    fn begin_blob(&mut self, key: &str, now: NaiveDateTime) -> QueryResult<()> {
-        diesel::insert_into(blobs::table)
-            .values((
-                blobs::sha256.eq(key),
-                blobs::size.eq(0i64),
-                blobs::complete.eq(false),
-                blobs::written_at.eq(now),
-            ))
-            .execute(self)
-            .map(|_| ())
-    }
-
-    fn put_chunk(&mut self, key: &str, n: i32, bytes: &[u8]) -> QueryResult<()> {
-        diesel::insert_into(blob_chunks::table)
-            .values((blob_chunks::sha256.eq(key), blob_chunks::n.eq(n), blob_chunks::bytes.eq(bytes)))
-            .execute(self)
-            .map(|_| ())
+    fn put_chunk(&mut self, key: &str, n: i32, bytes: &[u8], now: NaiveDateTime) -> QueryResult<()> {
+        self.write_transaction(|c| {
+            c.execute_native(
+                diesel::insert_into(blobs::table)
+                    .values((
+                        blobs::sha256.eq(key),
+                        blobs::size.eq(0i64),
+                        blobs::complete.eq(false),
+                        blobs::written_at.eq(now),
+                    ))
+                    .on_conflict(blobs::sha256)
+                    .do_nothing(),
+            )?;
+            diesel::insert_into(blob_chunks::table)
+                .values((blob_chunks::sha256.eq(key), blob_chunks::n.eq(n), blob_chunks::bytes.eq(bytes)))
+                .execute(c)
+                .map(|_| ())
+        })
     }
 
     fn finish_blob(&mut self, key: &str, sha256: &str, size: i64, now: NaiveDateTime) -> QueryResult<()> {

@@ -260,6 +260,22 @@ mod tests {
             ("who", Arg::Str("W")),
             ("page", Arg::Num(1)),
             ("pages", Arg::Num(2)),
+            ("imported", Arg::Num(1)),
+            ("present", Arg::Num(1)),
+            ("rejected", Arg::Num(1)),
+            ("paired", Arg::Num(1)),
+            ("line", Arg::Num(3)),
+            ("reason", Arg::Str("R")),
+            ("values", Arg::Num(2)),
+            ("columns", Arg::Num(3)),
+            ("submissions", Arg::Num(1)),
+            ("conflicts", Arg::Num(1)),
+            ("pairs", Arg::Num(1)),
+            ("events", Arg::Num(1)),
+            ("quarantined", Arg::Num(1)),
+            ("deliveries", Arg::Num(1)),
+            ("redacted", Arg::Num(1)),
+            ("attachments", Arg::Num(1)),
         ];
         let mut fluent_args = FluentArgs::new();
         for (name, value) in &args {

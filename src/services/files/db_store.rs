@@ -2,7 +2,10 @@
 //! node of a deployment reads the blobs its web nodes wrote, with no shared folder.
 //!
 //! A blob streams in as chunks of at most `CHUNK` bytes, each inserted as it fills (one
-//! chunk in memory per upload), under a temporary key; `commit` renames the chunks to the
+//! chunk in memory per upload), under a temporary key. A request streaming a file in takes
+//! each full chunk (`Incoming::full_chunk`) and stores it on a blocking thread: inserted on the
+//! request's own thread, a chunk stalled every upload sharing that HTTP worker, until half of
+//! 16 uploads of 16 MiB ran out of their body deadline (issue 43). `commit` renames the chunks to the
 //! content digest in one transaction, before the accept transaction that names the blob
 //! begins, so a submission never names a blob that is not complete. An upload given up
 //! deletes its chunks; one cut short by a crash leaves an incomplete row that the sweep
@@ -54,24 +57,56 @@ pub struct Chunks {
     n: i32,
 }
 
+/// A full chunk taken from a blob being written, to store off the async threads.
+pub struct FullChunk {
+    pool: Pool,
+    key: String,
+    n: i32,
+    bytes: Vec<u8>,
+}
+
+impl FullChunk {
+    /// Inserts the chunk (a blocking call).
+    pub fn store(self) -> io::Result<()> {
+        put(&self.pool, &self.key, self.n, &self.bytes)
+    }
+}
+
+fn put(pool: &Pool, key: &str, n: i32, bytes: &[u8]) -> io::Result<()> {
+    pool.get().map_err(io_error)?.put_chunk(key, n, bytes, now()).map_err(io_error)
+}
+
 impl Chunks {
+    /// Adds `bytes`; a full chunk not taken (`full`) before more come is stored here, on
+    /// the caller's thread.
     pub(super) fn write(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
-            let take = (CHUNK - self.buf.len()).min(bytes.len());
-            self.buf.extend_from_slice(&bytes[..take]);
-            bytes = &bytes[take..];
             if self.buf.len() == CHUNK {
                 self.flush()?;
             }
+            let take = (CHUNK - self.buf.len()).min(bytes.len());
+            self.buf.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
         }
         Ok(())
+    }
+
+    /// The chunk filled, if it is full, for the caller to store (`FullChunk::store`).
+    pub(super) fn full(&mut self) -> Option<FullChunk> {
+        if self.buf.len() < CHUNK {
+            return None;
+        }
+        let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let chunk = FullChunk { pool: self.pool.clone(), key: self.key.clone(), n: self.n, bytes };
+        self.n += 1;
+        Some(chunk)
     }
 
     fn flush(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        self.pool.get().map_err(io_error)?.put_chunk(&self.key, self.n, &self.buf).map_err(io_error)?;
+        put(&self.pool, &self.key, self.n, &self.buf)?;
         self.n += 1;
         self.buf.clear();
         Ok(())
@@ -92,8 +127,8 @@ impl Chunks {
 
 impl BlobStore for DbStore {
     fn begin(&self) -> io::Result<Incoming> {
+        // Its row is written with its first chunk: beginning takes no connection.
         let key = format!("{TMP_PREFIX}{}", uuid::Uuid::new_v4().simple());
-        self.pool.get().map_err(io_error)?.begin_blob(&key, now()).map_err(io_error)?;
         let chunks = Chunks { pool: self.pool.clone(), key, buf: Vec::with_capacity(CHUNK), n: 0 };
         Ok(Incoming::into(Sink::Database(chunks)))
     }

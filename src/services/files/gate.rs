@@ -32,16 +32,25 @@ impl<'f> FileGate<'f> {
     }
 
     /// Takes the next piece; once the first `HEAD` bytes are in, the type they show must be
-    /// `allowed` before anything is written.
-    pub fn write(&mut self, chunk: &[u8], allowed: impl Fn(&str) -> bool) -> Result<(), Refused> {
-        if let Some(incoming) = &mut self.incoming {
-            return incoming.write(chunk).map_err(Refused::Store);
+    /// `allowed` before anything is written. A chunk the database store filled is stored on
+    /// a blocking thread, so the request's thread goes on serving the others meanwhile.
+    pub async fn write(&mut self, chunk: &[u8], allowed: impl Fn(&str) -> bool) -> Result<(), Refused> {
+        match &mut self.incoming {
+            Some(incoming) => incoming.write(chunk).map_err(Refused::Store)?,
+            None => {
+                self.head.extend_from_slice(chunk);
+                if self.head.len() >= HEAD {
+                    self.open(allowed)?;
+                }
+            }
         }
-        self.head.extend_from_slice(chunk);
-        if self.head.len() >= HEAD {
-            self.open(allowed)?;
-        }
-        Ok(())
+        let Some(full) = self.incoming.as_mut().and_then(Incoming::full_chunk) else {
+            return Ok(());
+        };
+        tokio::task::spawn_blocking(move || full.store())
+            .await
+            .map_err(|_| Refused::Store(std::io::Error::other("the blocking pool is gone")))?
+            .map_err(Refused::Store)
     }
 
     /// The end of the file: `None` when it was empty (no file chosen).
@@ -78,28 +87,41 @@ mod tests {
             .map_or(0, |d| d.flatten().map(|e| if e.path().is_dir() { walk(&e.path()) } else { 1 }).sum())
     }
 
-    #[test]
-    fn a_refused_type_writes_nothing() {
+    /// Each piece in turn, until one is refused.
+    async fn write_all(
+        gate: &mut FileGate<'_>,
+        bytes: &[u8],
+        piece: usize,
+        allowed: impl Fn(&str) -> bool + Copy,
+    ) -> Result<(), Refused> {
+        for c in bytes.chunks(piece) {
+            gate.write(c, allowed).await?;
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_refused_type_writes_nothing() {
         let (files, dir) = files();
         let mut gate = FileGate::new(&files);
         let exe = [b"MZ".as_slice(), &[0u8; 20_000]].concat();
         let pdf_only = |t: &str| t == "application/pdf";
-        let refused = exe.chunks(1000).try_for_each(|c| gate.write(c, pdf_only));
+        let refused = write_all(&mut gate, &exe, 1000, pdf_only).await;
         assert!(matches!(refused, Err(Refused::Type(t)) if t != "application/pdf"), "{refused:?}");
         assert_eq!(walk(&dir), 0, "nothing reached the store");
         let mut small = FileGate::new(&files);
-        small.write(b"MZ\x90\x00", pdf_only).unwrap();
+        small.write(b"MZ\x90\x00", pdf_only).await.unwrap();
         assert!(matches!(small.end(pdf_only), Err(Refused::Type(_))), "a short file is checked at its end");
         assert_eq!(walk(&dir), 0);
     }
 
-    #[test]
-    fn an_allowed_type_is_written_whole() {
+    #[tokio::test]
+    async fn an_allowed_type_is_written_whole() {
         let (files, dir) = files();
         let mut gate = FileGate::new(&files);
         let pdf = [b"%PDF-1.7\n".as_slice(), &[b'x'; 20_000]].concat();
         let any = |_: &str| true;
-        pdf.chunks(3000).try_for_each(|c| gate.write(c, any)).unwrap();
+        write_all(&mut gate, &pdf, 3000, any).await.unwrap();
         assert_eq!(gate.size(), pdf.len() as u64);
         let incoming = gate.end(any).unwrap().unwrap();
         assert_eq!(incoming.content_type(), "application/pdf");

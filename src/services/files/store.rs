@@ -52,6 +52,15 @@ impl Incoming {
         }
     }
 
+    /// A full chunk of a blob bound for the database, taken to be stored off the async
+    /// threads (`FullChunk::store`); `None` for the folder store, whose writes are buffered.
+    pub fn full_chunk(&mut self) -> Option<super::db_store::FullChunk> {
+        match &mut self.sink {
+            Sink::Database(chunks) => chunks.full(),
+            Sink::Folder { .. } | Sink::Done => None,
+        }
+    }
+
     /// A blob written into `sink`.
     pub(super) fn into(sink: Sink) -> Incoming {
         Incoming { sink, hash: Sha256::new(), size: 0, head: Vec::new() }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 use crate::base::clock::now;
+use crate::base::i18n::{Arg, Locale};
 use crate::config::Config;
 use crate::db::admin::accounts::{AccountStore, AuditEntry};
 use crate::db::admin::browse::like_pattern;
@@ -350,51 +351,73 @@ impl ErasureReport {
         )
     }
 
-    /// The report as `onceform erase` prints it (and the admin's page shows it).
+    /// The report as `onceform erase` prints it.
     pub fn lines(&self) -> Vec<String> {
-        let verb = if self.dry_run { "would erase" } else { "erased" };
+        self.lines_in(Locale::En)
+    }
+
+    /// The report in `locale` (the admin's erasure page; in `en` as the command prints it).
+    /// Paths and references stay as they are: what to look for on disk and at a provider.
+    pub fn lines_in(&self, locale: Locale) -> Vec<String> {
+        let n = |v: usize| Arg::Num(i64::try_from(v).unwrap_or(i64::MAX));
+        let dry = |key: &str| if self.dry_run { format!("{key}-dry-run") } else { key.to_string() };
         let mut out = vec![
-            format!(
-                "{verb}: {} submission(s) (tombstones kept), {} conflict(s), {} duplicate pair(s) now name only tombstones",
-                self.submissions, self.conflicts, self.pairs
+            locale.format(
+                &dry("admin-erase-report-submissions"),
+                &[
+                    ("submissions", n(self.submissions)),
+                    ("conflicts", n(self.conflicts)),
+                    ("pairs", n(self.pairs)),
+                ],
             ),
-            format!(
-                "{verb}: the body of {} inbound event(s), {} inbound conflict(s), {} quarantined delivery(ies)",
-                self.events, self.inbound_conflicts, self.quarantined
+            locale.format(
+                &dry("admin-erase-report-events"),
+                &[
+                    ("events", n(self.events)),
+                    ("conflicts", n(self.inbound_conflicts)),
+                    ("quarantined", n(self.quarantined)),
+                ],
             ),
         ];
         if !self.dry_run {
-            out.push(format!(
-                "removed: {} delivery log row(s); {} attempt text(s) redacted; {} attached file(s)",
-                self.deliveries, self.redacted, self.attachments
+            out.push(locale.format(
+                "admin-erase-report-removed",
+                &[
+                    ("deliveries", n(self.deliveries)),
+                    ("redacted", n(self.redacted)),
+                    ("attachments", n(self.attachments)),
+                ],
             ));
         }
-        let removed = if self.dry_run { "would remove" } else { "removed" };
         match self.files.is_empty() {
-            true => out.push("no file onceform wrote holds them".into()),
+            true => out.push(locale.text("admin-erase-report-no-file")),
             false => {
-                out.push(format!("{removed} {} file(s) onceform wrote itself:", self.files.len()));
+                out.push(locale.format(&dry("admin-erase-report-files"), &[("n", n(self.files.len()))]));
                 out.extend(self.files.iter().map(|p| format!("  {}", p.display())));
             }
         }
         for e in &self.file_errors {
-            out.push(format!("could not remove {e}"));
+            out.push(locale.format("admin-erase-report-not-removed", &[("value", Arg::Str(e))]));
         }
         if self.references.is_empty() {
-            out.push("nothing had left onceform for a provider".into());
+            out.push(locale.text("admin-erase-report-nothing-left"));
         } else {
-            out.push("left onceform for a provider (erase these at the provider):".into());
+            out.push(locale.text("admin-erase-report-left"));
             for r in &self.references {
+                // The command names the state as stored; a translated page in its words.
+                let state = match locale {
+                    Locale::En => r.state.to_string(),
+                    _ => locale.text(&format!("admin-effect-{}", r.state)),
+                };
                 out.push(format!(
-                    "  {} {} external_ref={} provider_ref={}",
+                    "  {} {state} external_ref={} provider_ref={}",
                     r.kind,
-                    r.state,
                     r.effect_key,
                     r.provider_ref.as_deref().unwrap_or("-")
                 ));
             }
         }
-        out.push(format!("person digest: {}", self.digest));
+        out.push(locale.format("admin-erase-report-digest", &[("value", Arg::Str(&self.digest))]));
         out
     }
 }

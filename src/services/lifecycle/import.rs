@@ -11,11 +11,12 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
 use super::csv;
 use crate::base::clock::now;
+use crate::base::i18n::{Arg, Locale};
 use crate::config::{Config, Form, FormConfig};
 use crate::db::rescreen::RescreenStore;
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
-use crate::domain::{normalise_with, Attached, OperationId, RawFields};
+use crate::domain::{normalise_with, Attached, FieldErrors, OperationId, RawFields};
 use crate::services::accept::import::{import_row, Imported};
 use crate::services::accept::Intake;
 use crate::services::files::{Files, Received};
@@ -33,25 +34,87 @@ const BATCH: usize = 200;
 pub struct ImportReport {
     pub imported: usize,
     pub already_present: usize,
-    /// (line, reason)
-    pub rejected: Vec<(usize, String)>,
+    /// (line, why)
+    pub rejected: Vec<(usize, Rejection)>,
     /// Imported rows the duplicate detector paired with an earlier or stored inquiry.
     pub paired: usize,
     pub dry_run: bool,
 }
 
+/// Why a row was not imported, said in a locale by `ImportReport::lines_in`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// So many values where the header names `columns`.
+    ValueCount { values: usize, columns: usize },
+    /// A `received_at` that is not a past date (as given).
+    NotPastDate(String),
+    /// A file field's cell (the field) in a CSV that came without its folder (the admin's
+    /// upload of a CSV alone).
+    FilesNeedFolder(String),
+    /// (field, file name): a name that is not a file of the folder beside the CSV.
+    FileOutside(String, String),
+    /// (field, file name, why): a file that could not be read.
+    FileUnreadable(String, String, String),
+    /// The row breaks the form's rules.
+    Invalid(FieldErrors),
+    /// A file could not be stored (why).
+    NotStored(String),
+}
+
+fn num(n: usize) -> Arg<'static> {
+    Arg::Num(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
 impl ImportReport {
+    /// The report as `onceform import` prints it.
     pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![format!(
-            "{}imported {}, already present {}, rejected {}, paired {}",
-            if self.dry_run { "dry run: " } else { "" },
-            self.imported,
-            self.already_present,
-            self.rejected.len(),
-            self.paired
-        )];
-        out.extend(self.rejected.iter().map(|(line, reason)| format!("line {line}: {reason}")));
+        self.lines_in(Locale::En, None)
+    }
+
+    /// The report in `locale` (the admin's import page), a row's field errors in the words
+    /// `form` (the form imported into) has for them; in `en` as `onceform import` prints it.
+    pub fn lines_in(&self, locale: Locale, form: Option<&FormConfig>) -> Vec<String> {
+        let key = if self.dry_run { "admin-import-summary-dry-run" } else { "admin-import-summary" };
+        let counts = [
+            ("imported", num(self.imported)),
+            ("present", num(self.already_present)),
+            ("rejected", num(self.rejected.len())),
+            ("paired", num(self.paired)),
+        ];
+        let mut out = vec![locale.format(key, &counts)];
+        out.extend(self.rejected.iter().map(|(line, why)| {
+            let reason = why.said_in(locale, form);
+            locale.format("admin-import-line", &[("line", num(*line)), ("reason", Arg::Str(&reason))])
+        }));
         out
+    }
+}
+
+impl Rejection {
+    /// In `locale`; a row's field errors as the command prints them (field names, English)
+    /// unless `form` gives the words of another locale.
+    fn said_in(&self, locale: Locale, form: Option<&FormConfig>) -> String {
+        let s = Arg::Str;
+        match self {
+            Rejection::ValueCount { values, columns } => locale
+                .format("admin-import-value-count", &[("values", num(*values)), ("columns", num(*columns))]),
+            Rejection::NotPastDate(v) => locale.format("admin-import-not-past-date", &[("value", s(v))]),
+            Rejection::FilesNeedFolder(field) => {
+                locale.format("admin-import-files-need-folder", &[("name", s(field))])
+            }
+            Rejection::FileOutside(field, file) => {
+                locale.format("admin-import-file-outside", &[("name", s(field)), ("path", s(file))])
+            }
+            Rejection::FileUnreadable(field, file, why) => locale.format(
+                "admin-import-file-unreadable",
+                &[("name", s(field)), ("path", s(file)), ("value", s(why))],
+            ),
+            Rejection::Invalid(errors) => match form {
+                Some(form) if locale != Locale::En => locale.list(&form.admin_error_messages(errors, locale)),
+                _ => errors.summary().join("; "),
+            },
+            Rejection::NotStored(why) => locale.format("admin-import-file-not-stored", &[("value", s(why))]),
+        }
     }
 }
 
@@ -145,9 +208,9 @@ impl Export {
     }
 }
 
-fn read_row(header: &[String], values: Vec<String>, export: &Export) -> Result<Row, String> {
+fn read_row(header: &[String], values: Vec<String>, export: &Export) -> Result<Row, Rejection> {
     if values.len() != header.len() {
-        return Err(format!("{} value(s) where the header names {}", values.len(), header.len()));
+        return Err(Rejection::ValueCount { values: values.len(), columns: header.len() });
     }
     let (mut raw, mut received_at, mut source_id) = (Vec::new(), None, None);
     for (name, value) in header.iter().zip(values) {
@@ -174,47 +237,48 @@ fn with_files(
     form: &FormConfig,
     files: Option<(&Path, &Files)>,
     dry_run: bool,
-) -> Result<Row, String> {
+) -> Result<Row, Rejection> {
     let is_file = |name: &str| form.field(name).is_some_and(|f| f.is_file());
     let (cells, raw): (RawFields, RawFields) = row.raw.into_iter().partition(|(n, _)| is_file(n));
     let mut received = Vec::new();
     for (name, value) in cells.into_iter().filter(|(_, v)| !v.trim().is_empty()) {
         let Some((dir, store)) = files else {
-            return Err(format!(
-                "`{name}` names files: import the CSV from the command line, beside their folder"
-            ));
+            return Err(Rejection::FilesNeedFolder(name));
         };
         // One file per name, as a browser repeats a field's name.
         for file_name in value.split(';').map(str::trim).filter(|n| !n.is_empty()) {
-            let file = read_file(dir, file_name, store).map_err(|e| format!("`{name}`: {file_name}: {e}"))?;
+            let file = read_file(dir, &name, file_name, store)?;
             received.push((name.clone(), file));
         }
     }
     let attached: Attached = received.iter().map(|(n, r)| (n.clone(), r.file.clone())).collect();
-    normalise_with(form, &raw, &attached).map_err(|errors| errors.summary().join("; "))?;
+    normalise_with(form, &raw, &attached).map_err(Rejection::Invalid)?;
     if let (Some((_, store)), false) = (files, dry_run) {
         for (_, file) in received {
-            file.commit(store.store()).map_err(|e| format!("a file could not be stored: {e}"))?;
+            file.commit(store.store()).map_err(|e| Rejection::NotStored(e.to_string()))?;
         }
     }
     Ok(Row { raw, files: attached, ..row })
 }
 
-/// The file `file_name` of `dir` (a name in that folder, never a path out of it), read but
-/// not stored.
-fn read_file(dir: &Path, file_name: &str, files: &Files) -> Result<Received, String> {
+/// The file `file_name` of `dir` (a name in that folder, never a path out of it) that the
+/// cell of `field` names, read but not stored.
+fn read_file(dir: &Path, field: &str, file_name: &str, files: &Files) -> Result<Received, Rejection> {
     let relative = Path::new(file_name);
     if !relative.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
-        return Err("not a file of the folder beside the CSV".into());
+        return Err(Rejection::FileOutside(field.to_string(), file_name.to_string()));
     }
-    let bytes = std::fs::read(dir.join(relative)).map_err(|e| e.to_string())?;
-    let mut incoming = files.begin().map_err(|e| e.to_string())?;
-    incoming.write(&bytes).map_err(|e| e.to_string())?;
+    let unreadable = |e: std::io::Error| {
+        Rejection::FileUnreadable(field.to_string(), file_name.to_string(), e.to_string())
+    };
+    let bytes = std::fs::read(dir.join(relative)).map_err(unreadable)?;
+    let mut incoming = files.begin().map_err(unreadable)?;
+    incoming.write(&bytes).map_err(unreadable)?;
     Ok(Received::new(incoming, file_name))
 }
 
 /// RFC 3339, `YYYY-MM-DD HH:MM:SS` (UTC) or a date.
-fn parse_time(v: &str) -> Result<NaiveDateTime, String> {
+fn parse_time(v: &str) -> Result<NaiveDateTime, Rejection> {
     let v = v.trim();
     DateTime::parse_from_rfc3339(v)
         .map(|t| t.naive_utc())
@@ -222,7 +286,7 @@ fn parse_time(v: &str) -> Result<NaiveDateTime, String> {
         .or_else(|_| NaiveDate::parse_from_str(v, "%Y-%m-%d").map(|d| d.and_time(chrono::NaiveTime::MIN)))
         .ok()
         .filter(|t| *t <= now())
-        .ok_or_else(|| format!("received_at `{v}` is not a past date (RFC 3339 or YYYY-MM-DD HH:MM:SS)"))
+        .ok_or_else(|| Rejection::NotPastDate(v.to_string()))
 }
 
 enum Tx {

@@ -6,7 +6,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{blocking, db_failure, Chrome};
+use super::{blocking, db_failure_in, Chrome};
 use crate::base::format::reference;
 use crate::services::audit::{self, AuditEntry};
 use crate::web::render::html;
@@ -51,7 +51,7 @@ async fn page(state: web::Data<AppState>, user: SessionUser, q: web::Query<Audit
     let read = move || audit::entries(&pool, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE);
     let (mut entries, owners) = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let more = entries.len() > PAGE_SIZE as usize;
     entries.truncate(PAGE_SIZE as usize);

@@ -11,9 +11,9 @@ use actix_web::{web, HttpResponse};
 use askama::Template;
 
 use super::guard::SessionUser;
-use super::{blocking, db_failure, status_counts, when, Chrome, FlashQuery, QueueQuery};
+use super::{blocking, db_failure_in, status_counts, when, Chrome, FlashQuery, QueueQuery};
 use crate::base::format::reference;
-use crate::base::i18n::{Arg, TimeZone};
+use crate::base::i18n::{Arg, Locale};
 use crate::config::FormConfig;
 use crate::domain::{ConflictStatus, SubmissionId};
 use crate::services::conflicts::{self, ConflictRow};
@@ -42,15 +42,16 @@ pub fn fields_of(json: Option<&str>) -> BTreeMap<String, String> {
     crate::domain::stored_fields::shown(json)
 }
 
-/// The form's fields in declared order with their labels, then any stored field the form no
-/// longer declares.
+/// The form's fields in declared order with their labels in `locale`, then any stored field
+/// the form no longer declares.
 pub fn compare(
     form: Option<&FormConfig>,
+    locale: Locale,
     left: &BTreeMap<String, String>,
     right: &BTreeMap<String, String>,
 ) -> Vec<FieldPair> {
     let mut names: Vec<(String, String)> = form
-        .map(|f| f.fields.iter().map(|d| (d.name.clone(), d.label().to_string())).collect())
+        .map(|f| f.fields.iter().map(|d| (d.name.clone(), f.admin_label(d, locale).to_string())).collect())
         .unwrap_or_default();
     for k in left.keys().chain(right.keys()) {
         if !names.iter().any(|(n, _)| n == k) {
@@ -84,15 +85,15 @@ pub struct ConflictView {
 }
 
 impl ConflictView {
-    fn new(row: ConflictRow, form: Option<&FormConfig>, zone: TimeZone) -> ConflictView {
+    fn new(row: ConflictRow, form: Option<&FormConfig>, user: &SessionUser) -> ConflictView {
         let (left, right) = (fields_of(row.original_json.as_deref()), fields_of(row.fields_json.as_deref()));
         ConflictView {
             reference: reference(&row.submission_id),
-            original_received: when(zone, row.original_received_at),
-            first_seen: when(zone, row.first_seen_at),
-            last_seen: when(zone, row.last_seen_at),
+            original_received: when(user.zone, row.original_received_at),
+            first_seen: when(user.zone, row.first_seen_at),
+            last_seen: when(user.zone, row.last_seen_at),
             purged: row.fields_json.is_none(),
-            fields: compare(form, &left, &right),
+            fields: compare(form, user.locale, &left, &right),
             id: row.id,
             submission_id: row.submission_id,
             form: row.form,
@@ -156,13 +157,13 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     let read = move || conflicts::queue(&pool, status, 200);
     let (counts, rows) = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let counts = status_counts(&STATUSES, &counts);
     let forms = state.forms();
     let rows = rows.into_iter().map(|r| {
         let form = forms.config.form(&r.form);
-        ConflictView::new(r, form, user.zone)
+        ConflictView::new(r, form, &user)
     });
     let page = ListPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
@@ -185,14 +186,14 @@ async fn detail(
     let (row, accepted) = match web::block(read).await {
         Ok(Ok(Some(v))) => v,
         Ok(Ok(None)) => return HttpResponse::NotFound().body("No such conflict."),
-        Ok(Err(e)) => return db_failure(e),
-        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+        Ok(Err(e)) => return db_failure_in(user.locale, e),
+        Err(_) => return db_failure_in(user.locale, DbError::Unavailable("blocking pool".into())),
     };
     let forms = state.forms();
     let form = forms.config.form(&row.form);
     let page = DetailPage {
         chrome: Chrome::new(&user, "conflicts", q.flash.as_deref()),
-        c: ConflictView::new(row, form, user.zone),
+        c: ConflictView::new(row, form, &user),
         accepted_as: accepted.map(|id| {
             let r = reference(&id);
             (id, r)

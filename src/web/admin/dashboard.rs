@@ -7,7 +7,7 @@ use askama::Template;
 use chrono::NaiveDateTime;
 
 use super::guard::SessionUser;
-use super::{db_failure, Chrome, FlashQuery};
+use super::{db_failure_in, Chrome, FlashQuery};
 use crate::base::clock::now;
 use crate::domain::EffectState;
 use crate::services::browse::{self, Dashboard, DayCount};
@@ -66,8 +66,8 @@ async fn dashboard(state: web::Data<AppState>, user: SessionUser, q: web::Query<
     let at = now();
     let d = match web::block(move || browse::dashboard(&pool, at)).await {
         Ok(Ok(d)) => d,
-        Ok(Err(e)) => return db_failure(e),
-        Err(_) => return db_failure(DbError::Unavailable("blocking pool".into())),
+        Ok(Err(e)) => return db_failure_in(user.locale, e),
+        Err(_) => return db_failure_in(user.locale, DbError::Unavailable("blocking pool".into())),
     };
     let pool = state.pool.clone();
     let lifecycle = super::blocking(move || crate::services::lifecycle::metrics::read(&pool, at))

@@ -70,7 +70,7 @@ async fn erase_now(state: web::Data<AppState>, action: AdminAction<EraseForm>) -
                 StatusCode::OK,
                 &ErasePage {
                     chrome: Chrome::new(&user, "retention", None),
-                    report: Some(report.lines()),
+                    report: Some(report.lines_in(user.locale)),
                     dry_run,
                 },
             )

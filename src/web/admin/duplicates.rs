@@ -14,7 +14,7 @@ use askama::Template;
 
 use super::conflicts::{compare, fields_of, FieldPair};
 use super::guard::SessionUser;
-use super::{blocking, db_failure, status_counts, when, Chrome, QueueQuery};
+use super::{blocking, db_failure_in, status_counts, when, Chrome, QueueQuery};
 use crate::base::format::reference;
 use crate::base::i18n::{Arg, Locale, TimeZone};
 use crate::domain::{PairStatus, SubmissionId};
@@ -170,7 +170,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
     let read = move || queue(&pool, status, PAGE_SIZE + 1);
     let Queue { counts, mut pairs, submissions: subs, cluster_sizes: sizes } = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let more = pairs.len() as i64 > PAGE_SIZE;
     pairs.truncate(PAGE_SIZE as usize);
@@ -181,7 +181,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queue
             fields_of(o.and_then(|s| s.fields_json.as_deref())),
             fields_of(d.and_then(|s| s.fields_json.as_deref())),
         );
-        let fields = compare(state.forms().config.form(&p.form), &of, &df);
+        let fields = compare(state.forms().config.form(&p.form), user.locale, &of, &df);
         let evidence = state
             .config
             .form(&p.form)

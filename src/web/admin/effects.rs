@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::audit;
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{blocking, db_failure, done, Chrome};
+use super::{blocking, db_failure_in, done, Chrome};
 use crate::base::clock::now;
 use crate::base::format::reference;
 use crate::base::i18n::{Locale, TimeZone};
@@ -96,7 +96,7 @@ async fn queue(state: web::Data<AppState>, user: SessionUser, q: web::Query<Queu
     };
     let (stats, rows) = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let counts = EffectState::ALL
         .iter()

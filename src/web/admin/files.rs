@@ -32,19 +32,25 @@ pub struct FileView {
     pub scan: Option<ScanState>,
 }
 
-/// The files `row`'s file fields name, in the form's order.
-pub fn files_of(config: &Config, row: &SubmissionRow) -> Vec<(String, FileRef)> {
+/// The files `row`'s file fields name, in the form's order, each with its field's label in
+/// `locale`.
+pub fn files_of(config: &Config, row: &SubmissionRow, locale: Locale) -> Vec<(String, FileRef)> {
     let values = row.fields();
     let Some(form) = config.form(&row.form) else { return Vec::new() };
     form.files(|name| values.get(name).map(String::as_str))
         .into_iter()
-        .map(|(f, r)| (f.label().to_string(), r))
+        .map(|(f, r)| (form.admin_label(f, locale).to_string(), r))
         .collect()
 }
 
 /// The files of `row` as its page lists them, each with its scan state from `scans`.
-pub fn views(config: &Config, row: &SubmissionRow, scans: &BTreeMap<String, ScanState>) -> Vec<FileView> {
-    files_of(config, row)
+pub fn views(
+    config: &Config,
+    row: &SubmissionRow,
+    scans: &BTreeMap<String, ScanState>,
+    locale: Locale,
+) -> Vec<FileView> {
+    files_of(config, row, locale)
         .into_iter()
         .map(|(field, file)| FileView {
             field,
@@ -88,7 +94,8 @@ async fn download(
     };
     let row = page.submission;
     // Only a file this submission names: a digest alone opens nothing.
-    let Some((_, file)) = files_of(&state.config, &row).into_iter().find(|(_, f)| f.sha256 == sha256) else {
+    let Some((_, file)) = files_of(&state.config, &row, locale).into_iter().find(|(_, f)| f.sha256 == sha256)
+    else {
         return not_found(locale);
     };
     if row.spam {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{blocking, db_failure, done, Chrome};
+use super::{blocking, db_failure_in, done, Chrome};
 use crate::config::admin_forms::MAX_SECTION_BYTES;
 use crate::services::admin_forms::{DeleteError, SaveError, Saved};
 use crate::web::render::html;
@@ -166,7 +166,7 @@ async fn stored_page(state: &AppState, mut page: EditorPage, status: StatusCode)
         Ok(None) => HttpResponse::NotFound()
             .content_type("text/plain; charset=utf-8")
             .body("No form of this name was defined in the admin."),
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(page.chrome.locale, e),
     }
 }
 
@@ -210,8 +210,8 @@ async fn save(
             page.problems = problems;
             html(StatusCode::UNPROCESSABLE_ENTITY, &page)
         }
-        Ok(Err(SaveError::Db(e))) => db_failure(e),
-        Err(e) => db_failure(e),
+        Ok(Err(SaveError::Db(e))) => db_failure_in(user.locale, e),
+        Err(e) => db_failure_in(user.locale, e),
     }
 }
 
@@ -232,8 +232,8 @@ async fn delete(
             .await;
     let (status, text) = match deleted {
         Ok(Ok(())) => return done("/admin/forms", Flash::new("form_deleted")),
-        Ok(Err(DeleteError::Db(e))) => return db_failure(e),
-        Err(e) => return db_failure(e),
+        Ok(Err(DeleteError::Db(e))) => return db_failure_in(user.locale, e),
+        Err(e) => return db_failure_in(user.locale, e),
         Ok(Err(DeleteError::FileForm)) => (StatusCode::CONFLICT, None),
         Ok(Err(DeleteError::NotFound)) => (StatusCode::NOT_FOUND, None),
         Ok(Err(DeleteError::Stale(by, version))) => (

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::flash::Flash;
 use super::forms_page::{inputs, SnippetInput};
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{blocking, db_failure, done, Chrome, FlashQuery};
+use super::{blocking, db_failure_in, done, Chrome, FlashQuery};
 use crate::services::accept::test_submission::TestError;
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -112,6 +112,6 @@ async fn test(
             done(&format!("/admin/submissions/{}", receipt.submission_id), Flash::new("test_submitted"))
         }
         Ok(Err(TestError::Invalid(problems))) => page(&state, &user, &name, None, problems),
-        Ok(Err(TestError::Store(e))) | Err(e) => db_failure(e),
+        Ok(Err(TestError::Store(e))) | Err(e) => db_failure_in(user.locale, e),
     }
 }

@@ -9,7 +9,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Deserialize;
 
 use super::guard::SessionUser;
-use super::{blocking, db_failure, Chrome};
+use super::{blocking, db_failure_in, Chrome};
 use crate::config::definition::line_diff;
 use crate::services::form_versions::{history, FormVersion};
 use crate::web::render::html;
@@ -67,7 +67,7 @@ async fn versions(
     let read = move || history(&pool, &name);
     let (stored, counts) = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let live = state.forms().get(&form).and_then(|f| f.version().map(String::from));
     let count = |v: Option<&str>| counts.iter().filter(|(c, _)| c.as_deref() == v).map(|(_, n)| *n).sum();

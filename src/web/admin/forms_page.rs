@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::flash::Flash;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
-use super::{blocking, db_failure, done, Chrome, FlashQuery};
+use super::{blocking, db_failure_in, done, Chrome, FlashQuery};
 use crate::config::{Form, FormOrigin, RetentionConfig};
 use crate::web::render::html;
 use crate::web::state::AppState;
@@ -223,6 +223,7 @@ impl CsrfForm for ReloadForm {
 /// says how it went (a refused file's error stays on it and on the dashboard).
 async fn reload(state: web::Data<AppState>, action: AdminAction<ReloadForm>) -> HttpResponse {
     let user = action.user;
+    let locale = user.locale;
     let (source, live, pool) = (state.source.clone(), state.forms.clone(), state.pool.clone());
     let reloaded = blocking(move || {
         let outcome = crate::services::reload::reload_from(&source, &live, &pool);
@@ -243,6 +244,6 @@ async fn reload(state: web::Data<AppState>, action: AdminAction<ReloadForm>) -> 
     match reloaded {
         Ok(Ok(forms)) => done("/admin/forms", Flash::new("config_reloaded").arg(forms)),
         Ok(Err(_)) => done("/admin/forms", Flash::new("config_not_reloaded")),
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(locale, e),
     }
 }

@@ -59,8 +59,9 @@ pub enum AuthError {
     BadForm,
     #[error("the form did not arrive in time")]
     Timeout,
+    /// Said in this locale (`[admin] locale` when the session could not be read).
     #[error("the database is unavailable")]
-    Unavailable,
+    Unavailable(Locale),
 }
 
 impl ResponseError for AuthError {
@@ -70,7 +71,7 @@ impl ResponseError for AuthError {
             AuthError::Forbidden | AuthError::Csrf => StatusCode::FORBIDDEN,
             AuthError::BadForm => StatusCode::BAD_REQUEST,
             AuthError::Timeout => StatusCode::REQUEST_TIMEOUT,
-            AuthError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AuthError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -82,12 +83,18 @@ impl ResponseError for AuthError {
             AuthError::NewPassword => {
                 HttpResponse::SeeOther().insert_header(("Location", "/admin/password")).finish()
             }
-            other => HttpResponse::build(other.status_code())
-                .content_type("text/plain; charset=utf-8")
-                .insert_header(("Cache-Control", "no-store"))
-                .body(other.to_string()),
+            AuthError::Unavailable(locale) => refusal(self.status_code(), locale.text(self.key())),
+            other => refusal(other.status_code(), other.to_string()),
         }
     }
+}
+
+/// A refusal's answer: `text`, never cached.
+fn refusal(status: StatusCode, text: String) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("text/plain; charset=utf-8")
+        .insert_header(("Cache-Control", "no-store"))
+        .body(text)
 }
 
 impl AuthError {
@@ -99,7 +106,7 @@ impl AuthError {
             AuthError::Csrf => "admin-csrf-refused",
             AuthError::BadForm => "admin-bad-form",
             AuthError::Timeout => "admin-form-timeout",
-            AuthError::Unavailable => "admin-db-unavailable",
+            AuthError::Unavailable(_) => "admin-db-unavailable",
         }
     }
 
@@ -125,10 +132,7 @@ impl ResponseError for Refusal {
     fn error_response(&self) -> HttpResponse {
         match self.error {
             AuthError::SignIn | AuthError::NewPassword => self.error.error_response(),
-            _ => HttpResponse::build(self.status_code())
-                .content_type("text/plain; charset=utf-8")
-                .insert_header(("Cache-Control", "no-store"))
-                .body(self.locale.text(self.error.key())),
+            _ => refusal(self.status_code(), self.locale.text(self.error.key())),
         }
     }
 }
@@ -147,10 +151,12 @@ impl FromRequest for SessionUser {
             let token_hash = digest(&token);
             let pool = state.pool.clone();
             let hash = token_hash.clone();
+            // Who asks is not known yet: the site's language.
+            let unavailable = || AuthError::Unavailable(state.config.admin.locale);
             let found = web::block(move || live_session(&pool, &hash))
                 .await
-                .map_err(|_| AuthError::Unavailable)?
-                .map_err(|_| AuthError::Unavailable)?;
+                .map_err(|_| unavailable())?
+                .map_err(|_| unavailable())?;
             let Some(session) = found else { return Err(AuthError::SignIn) };
             let user = session.user;
             if user.must_change_password && !may_keep_old_password {

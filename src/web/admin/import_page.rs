@@ -158,13 +158,17 @@ fn run(
         with_effects: r.with_effects,
         files: None,
     };
+    let locale = user.locale;
     let (lines, outcome) = match import(pool, config, keyring, &r.text, &options) {
         Ok(report) => {
-            let lines = report.lines();
-            let summary = lines.first().cloned().unwrap_or_default();
-            (lines, summary)
+            // The audit note in the command's words, the page in the admin's.
+            let summary = report.lines().first().cloned().unwrap_or_default();
+            (report.lines_in(locale, config.form(&r.form)), summary)
         }
-        Err(e) => (vec![format!("nothing imported: {e}")], "refused: nothing imported".to_string()),
+        Err(e) => (
+            vec![locale.format("admin-import-nothing", &[("value", Arg::Str(&e.to_string()))])],
+            "refused: nothing imported".to_string(),
+        ),
     };
     let effects = if r.with_effects { "with side effects" } else { "no side effects" };
     let note = format!("source {}, {effects}: {outcome}", r.source);

@@ -192,13 +192,8 @@ pub async fn blocking<T: Send + 'static>(
     web::block(f).await.map_err(|_| DbError::Unavailable("blocking pool".into()))?
 }
 
-/// A database failure on an admin page, in English (`db_failure_in` where the handler knows
-/// who asked).
-pub fn db_failure(e: impl std::fmt::Display) -> HttpResponse {
-    db_failure_in(Locale::default(), e)
-}
-
-/// A database failure on an admin page, said in `locale`.
+/// A database failure on an admin page, said in `locale` (who asked: their language; before
+/// sign-in, `[admin] locale`).
 pub fn db_failure_in(locale: Locale, e: impl std::fmt::Display) -> HttpResponse {
     tracing::warn!(error = %e, "admin page: database error");
     plain(StatusCode::SERVICE_UNAVAILABLE, locale.text("admin-db-unavailable"))

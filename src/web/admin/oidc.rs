@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::cookies::CookiePolicy;
 use super::oidc_users::{sign_in, OidcSignedIn};
-use super::{blocking, db_failure};
+use super::{blocking, db_failure_in};
 use crate::base::clock::now;
 use crate::base::i18n::{Arg, Locale};
 use crate::base::secret::constant_time_eq;
@@ -121,7 +121,7 @@ async fn start(state: web::Data<AppState>, oidc: web::Data<Oidc>) -> HttpRespons
             tracing::warn!("admin oidc sign-in: too many attempts pending");
             refused(&state, StatusCode::SERVICE_UNAVAILABLE, "admin-oidc-busy", &[])
         }
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(state.config.admin.locale, e),
     }
 }
 
@@ -167,7 +167,7 @@ async fn returned(
             tracing::warn!("admin oidc sign-in refused: unknown or used state");
             return refused(state, StatusCode::BAD_REQUEST, "admin-oidc-used", &[]);
         }
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(state.config.admin.locale, e),
     };
     let policy = CookiePolicy::of(&state.config);
     let browser = req.cookie(policy.oidc_name()).map(|c| digest(c.value())).unwrap_or_default();
@@ -243,6 +243,6 @@ async fn returned(
             let args = [("value", Arg::Str(&email)), ("name", Arg::Str(label))];
             refused(state, StatusCode::CONFLICT, "admin-oidc-email-taken", &args)
         }
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(state.config.admin.locale, e),
     }
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::filters::FilterParams;
 use super::guard::{AuthError, SessionUser};
-use super::{blocking, db_failure, Chrome, FlashQuery};
+use super::{blocking, db_failure_in, Chrome, FlashQuery};
 use crate::base::format::reference;
 use crate::base::secret::constant_time_eq;
 use crate::config::Config;
@@ -191,7 +191,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<ListQ
     let read = move || browse::list(&pool, &filter, PAGE_SIZE, (page - 1) * PAGE_SIZE);
     let (rows, states, total) = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let mut p = ListPage::new(&state, &user, &q.filters, q.flash.as_deref());
     let qs = q.filters.query_string();
@@ -220,6 +220,7 @@ async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<Lis
         }
     }
     let (pool, actor, columns) = (state.pool.clone(), user.actor(), Columns { fields, file_fields, bom });
+    let locale = user.locale;
     let build = move || browse::export(&pool, &actor, &filter, &filters, &columns);
     match blocking(build).await {
         Ok(body) => HttpResponse::Ok()
@@ -227,7 +228,7 @@ async fn export(state: web::Data<AppState>, user: SessionUser, q: web::Query<Lis
             .insert_header(("Content-Disposition", "attachment; filename=\"submissions.csv\""))
             .insert_header(("Cache-Control", "no-store"))
             .body(body),
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(locale, e),
     }
 }
 
@@ -251,7 +252,7 @@ async fn search(state: web::Data<AppState>, user: SessionUser, form: web::Form<S
         let read = move || browse::search(&pool, &searcher, &t, SEARCH_LIMIT);
         let (rows, states) = match blocking(read).await {
             Ok(v) => v,
-            Err(e) => return db_failure(e),
+            Err(e) => return db_failure_in(user.locale, e),
         };
         p.total = i64::try_from(rows.len()).unwrap_or(0);
         p.rows = row_views(&state.forms().config, rows, states);
@@ -289,7 +290,7 @@ async fn detail(
     let read = move || browse::submission(&pool, &wanted);
     let found = match blocking(read).await {
         Ok(v) => v,
-        Err(e) => return db_failure(e),
+        Err(e) => return db_failure_in(user.locale, e),
     };
     let mut page = DetailPage {
         chrome: Chrome::new(&user, "submissions", q.flash.as_deref()),
@@ -300,18 +301,18 @@ async fn detail(
     };
     let Some(found) = found else { return html(StatusCode::NOT_FOUND, &page) };
     let mut values = found.submission.fields();
-    for field in
-        state.forms().config.form(&found.submission.form).map(|f| f.fields.as_slice()).unwrap_or_default()
-    {
-        if let Some(v) = values.remove(&field.name) {
-            let shown = match field.kind {
-                FieldType::File => FileRef::shown_all(&v, "\n"),
-                _ => v,
-            };
-            page.fields.push((field.label().to_string(), shown));
+    if let Some(form) = state.forms().config.form(&found.submission.form) {
+        for field in &form.fields {
+            if let Some(v) = values.remove(&field.name) {
+                let shown = match field.kind {
+                    FieldType::File => FileRef::shown_all(&v, "\n"),
+                    _ => v,
+                };
+                page.fields.push((form.admin_label(field, user.locale).to_string(), shown));
+            }
         }
     }
-    page.files = super::files::views(&state.config, &found.submission, &found.scans);
+    page.files = super::files::views(&state.config, &found.submission, &found.scans, user.locale);
     page.fields.extend(values);
     page.found = Some(found);
     html(StatusCode::OK, &page)

@@ -11,7 +11,7 @@ use super::account_changes::{self, Actor, ChangeError, Changed, Target};
 use super::cookies::CookiePolicy;
 use super::flash::Flash;
 use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
-use super::{blocking, db_failure, done, Chrome, FlashQuery};
+use super::{blocking, db_failure_in, done, Chrome, FlashQuery};
 use crate::base::i18n::Locale;
 use crate::base::secret::constant_time_eq;
 use crate::db::admin::accounts::AccountStore;
@@ -49,7 +49,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Flash
             StatusCode::OK,
             &UsersPage { chrome: Chrome::new(&user, "users", q.flash.as_deref()), users },
         ),
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(user.locale, e),
     }
 }
 
@@ -89,12 +89,12 @@ async fn set_password(
     action: AdminAction<PasswordForm>,
 ) -> HttpResponse {
     let AdminAction { user, form } = action;
-    let pool = state.pool.clone();
+    let (pool, locale) = (state.pool.clone(), user.locale);
     let changed = web::block(move || {
         account_changes::set_password(&pool, Target::Id(&id), &form.password, &actor(&user))
     })
     .await;
-    after_change(changed, "user_password_set")
+    after_change(changed, "user_password_set", locale)
 }
 
 async fn disable(
@@ -106,22 +106,23 @@ async fn disable(
     if *id == user.id {
         return super::refused(&user.locale.text("admin-user-cannot-disable-self"));
     }
-    let pool = state.pool.clone();
+    let (pool, locale) = (state.pool.clone(), user.locale);
     let changed =
         web::block(move || account_changes::disable_user(&pool, Target::Id(&id), &actor(&user))).await;
-    after_change(changed, "user_disabled")
+    after_change(changed, "user_disabled", locale)
 }
 
 fn after_change(
     changed: Result<Result<Changed, ChangeError>, actix_web::error::BlockingError>,
     code: &'static str,
+    locale: Locale,
 ) -> HttpResponse {
     match changed {
         Ok(Ok(c)) => done("/admin/users", Flash::new(code).arg(c.sessions_ended)),
         Ok(Err(ChangeError::Invalid(msg))) => super::refused(&msg),
         Ok(Err(ChangeError::NoSuchUser(_))) => HttpResponse::NotFound().finish(),
-        Ok(Err(ChangeError::Db(e))) => db_failure(e),
-        Err(_) => db_failure(DbError::Unavailable("blocking pool".into())),
+        Ok(Err(ChangeError::Db(e))) => db_failure_in(locale, e),
+        Err(_) => db_failure_in(locale, DbError::Unavailable("blocking pool".into())),
     }
 }
 
@@ -185,7 +186,7 @@ async fn language(
         move || with_conn!(&pool, |c| c.write_tx(|c| c.set_user_locale(&id, chosen).map_err(DbError::from)));
     Ok(match blocking(set).await {
         Ok(_) => done("/admin/password", Flash::new("language_saved")),
-        Err(e) => db_failure(e),
+        Err(e) => db_failure_in(user.locale, e),
     })
 }
 
@@ -264,7 +265,7 @@ async fn own_change(
         }
     })
     .await
-    .map_err(|_| AuthError::Unavailable)?;
+    .map_err(|_| AuthError::Unavailable(user.locale))?;
     match result {
         Ok(token) => {
             throttle.succeeded(attempt);

@@ -135,7 +135,7 @@ async fn receive(
                 format!("this form accepts files of at most {} together", human_size(form.max_files_bytes)),
             ));
         }
-        gate.write(&chunk, allowed).map_err(|e| gate_refusal(field, e))?;
+        gate.write(&chunk, allowed).await.map_err(|e| gate_refusal(field, e))?;
         if gate.size() > max {
             return Err(invalid(field, FieldError::FileTooLarge { max: human_size(max) }));
         }

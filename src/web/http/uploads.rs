@@ -75,7 +75,7 @@ async fn receive(
         let mut gate = FileGate::new(&state.files);
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|e| unreadable(&e))?;
-            gate.write(&chunk, allowed).map_err(refused_type)?;
+            gate.write(&chunk, allowed).await.map_err(refused_type)?;
             if gate.size() > limit {
                 return Err(too_big());
             }

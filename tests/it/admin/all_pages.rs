@@ -18,7 +18,7 @@ use crate::support::files::{pdf, sha256};
 use crate::support::hooks::{hook, secret_var, spawn_hook_app_with, HookApp};
 use crate::support::receiver::Receiver;
 use crate::support::{new_key, spawn_app_with, Backend, TestApp};
-use onceform::base::i18n::Locale;
+use onceform::base::i18n::{Arg, Locale};
 use onceform::services::accounts::Role;
 use onceform::web::hooks::verify::standard_webhooks;
 
@@ -344,6 +344,17 @@ async fn every_admin_page_is_in_each_language_with_no_key_and_no_english() {
             .await;
         assert_eq!(erased.status(), 200);
         check(locale, "POST /admin/erase", &erased.text().await.unwrap(), &english);
+        // An import's report: a row imported (then already present), and each kind of
+        // refused row the page can meet.
+        let fields = [("csrf", admin.csrf.as_str()), ("form", "contact"), ("source", "history")];
+        let imported = h
+            .app
+            .admin_upload(Some(&admin), "/admin/import", &fields, ("csv", "history.csv", HISTORY.as_bytes()))
+            .await;
+        assert_eq!(imported.status(), 200);
+        let imported = imported.text().await.unwrap();
+        assert_eq!(imported.matches("<pre id=\"import-report\">").count(), 1, "{locale}: {imported}");
+        check(locale, "POST /admin/import", &imported, &english);
         // Refusals, in the words of who asked.
         let refusals = [
             ("/admin/erase", Some(admin.csrf.as_str()), "admin-erase-give-one", 409),
@@ -359,7 +370,30 @@ async fn every_admin_page_is_in_each_language_with_no_key_and_no_english() {
         check(locale, "/admin/login", &login, &english);
     }
     assert!(pages >= 4 * 25, "{pages} pages read");
+    // An erasure done (not a dry run): its report in ja and in zh-TW.
+    for (locale, email) in [(Locale::Ja, "chen1@example.com"), (Locale::ZhTw, "chen2@example.com")] {
+        let chosen = h
+            .app
+            .admin_post(Some(&admin), "/admin/language", Some(&admin.csrf), &[("locale", locale.tag())])
+            .await;
+        assert_eq!(chosen.status(), 303);
+        let erased =
+            h.app.admin_post(Some(&admin), "/admin/erase", Some(&admin.csrf), &[("email", email)]).await;
+        assert_eq!(erased.status(), 200);
+        let page = erased.text().await.unwrap();
+        let digest = locale.format("admin-erase-report-digest", &[("value", Arg::Str(""))]);
+        assert!(page.contains(&digest), "{locale}: {page}");
+        check(locale, "POST /admin/erase (done)", &page, &english_phrases(locale));
+    }
 }
+
+/// A CSV for the contact form: one valid row, then one without its email, one with a value
+/// too many, and one received in the future.
+const HISTORY: &str = "name,email,topic,message,received_at\n\
+    陳大文,chen.import@example.com,Sales,請提供報價,2025-01-02 10:00:00\n\
+    王小明,,Sales,沒有電子郵件,2025-01-02\n\
+    李四,li@example.com,Sales,多一個值,2025-01-02,extra\n\
+    張三,zhang@example.com,Sales,未來的日期,2999-01-01\n";
 
 /// The sign-in page of a site whose `[admin] locale` is `locale` (nobody is signed in).
 async fn login_page(locale: Locale) -> String {

@@ -4,6 +4,7 @@
 //! zh-TW and in ja at 1,280 px and 390 px, nothing wider than a phone's screen (screenshots in
 //! target/test-artifacts/admin-i18n-*.png). Every page in every language: `all_pages`.
 
+use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use onceform::base::i18n::{Locale, TimeZone};
 use onceform::db::schema::{duplicate_pairs, users};
@@ -15,12 +16,14 @@ use super::review::{make_pair, person};
 use crate::on_both_backends;
 use crate::support::admin::AdminSession;
 use crate::support::browser::Browser;
-use crate::support::{new_key, spawn_app_with, Backend, TestApp};
+use crate::support::proxy::Proxy;
+use crate::support::{new_key, spawn_app_with, spawn_on, test_config, Backend, TestApp, TestDb};
 
 on_both_backends!(
     in_zh_tw_the_duplicates_page_has_chinese_words_and_no_identifiers,
     a_user_who_picks_ja_sees_japanese_while_another_sees_the_default,
     the_language_post_needs_a_session_and_its_csrf_token,
+    a_fields_label_is_the_forms_own_in_the_admins_language_else_its_name,
 );
 
 /// The text a reader sees: the page without its tags (attributes, hrefs and IDs left out).
@@ -320,4 +323,69 @@ async fn the_duplicates_page_in_zh_tw_in_a_browser() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_duplicates_page_in_ja_in_a_browser() {
     duplicates_in_a_browser("ja", &["重複の疑い", "確認待ち", "同じ送信者の新しい依頼", "陳小明"]).await;
+}
+
+/// The labels of a submission's page: `<dt>` of its fields.
+fn labels(html: &str) -> Vec<String> {
+    let fields = html.split_once(r#"<dl id="fields">"#).map_or("", |(_, rest)| rest);
+    let fields = fields.split_once("</dl>").map_or(fields, |(list, _)| list);
+    fields.split("<dt>").skip(1).filter_map(|d| d.split_once("</dt>")).map(|(l, _)| l.to_string()).collect()
+}
+
+/// The contact form gives its labels in English (its own locale) and one in zh-TW: an admin
+/// reads each field by the form's label in their language, else by the field's name, never
+/// by a label in another language.
+async fn a_fields_label_is_the_forms_own_in_the_admins_language_else_its_name(backend: Backend) {
+    let app = spawn_app_with(backend, |c| {
+        let contact = c.forms.get_mut("contact").unwrap();
+        contact.locales = vec![Locale::En, Locale::ZhTw];
+        let mut zh_tw = onceform::config::locale::FormTexts::default();
+        zh_tw.labels.insert("name".into(), "您的大名".into());
+        contact.texts.insert(Locale::ZhTw, zh_tw);
+    })
+    .await;
+    let key = new_key();
+    assert_eq!(app.submit(&key, &person("陳小明", "chen@example.com", "請報價")).await.status(), 201);
+    let url = format!("/admin/submissions/{}", super::review::submission_id(&app, &key).await);
+    let admin = app.sign_in(Role::Admin).await;
+    let mut seen = Vec::new();
+    for locale in ["en", "zh-TW", "ja"] {
+        assert_eq!(choose(&app, &admin, locale).await.status(), 303);
+        seen.push(labels(&page(&app, &admin, &url).await));
+    }
+    // The declared fields first, in the form's order (anything else stored after them).
+    let first = |i: usize| seen[i].iter().take(4).map(String::as_str).collect::<Vec<_>>();
+    assert_eq!(first(0), ["Your name", "Email", "Topic", "Message"], "en: the form's own labels");
+    assert_eq!(first(1), ["您的大名", "email", "topic", "message"], "zh-TW: its label there, else the name");
+    assert_eq!(first(2), ["name", "email", "topic", "message"], "ja: no label in ja, the names");
+}
+
+/// A database failure on an admin page is said in the admin's language: a page whose query
+/// fails (a table gone) in the language the user chose (zh-TW); the database out of reach,
+/// when not even the session can be read, in the site's (`[admin] locale`, ja).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_failure_is_said_in_the_admins_language() {
+    let db = TestDb::new(Backend::Postgres);
+    let proxy = Proxy::start(db.host_port()).await;
+    let direct_url = db.url.clone();
+    let mut config = test_config(&db.url_via(&format!("127.0.0.1:{}", proxy.port)));
+    config.database.acquire_timeout_ms = 500;
+    config.admin.locale = Locale::Ja;
+    let app = spawn_on(db, config).await;
+    let admin = app.sign_in(Role::Admin).await;
+    assert_eq!(choose(&app, &admin, "zh-TW").await.status(), 303);
+    let mut direct = onceform::db::establish_pg(&direct_url).unwrap();
+
+    direct.batch_execute("ALTER TABLE audit_log RENAME TO audit_log_away").unwrap();
+    let resp = app.admin_get(Some(&admin), "/admin/audit").await;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.text().await.unwrap(), Locale::ZhTw.text("admin-db-unavailable"));
+    direct.batch_execute("ALTER TABLE audit_log_away RENAME TO audit_log").unwrap();
+
+    proxy.cut();
+    let resp = app.admin_get(Some(&admin), "/admin/audit").await;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.text().await.unwrap(), Locale::Ja.text("admin-db-unavailable"));
+    proxy.restore();
+    assert_eq!(app.admin_get(Some(&admin), "/admin/audit").await.status(), 200, "back once it is");
 }

@@ -278,6 +278,81 @@ async fn a_large_upload_streams_into_the_database_with_flat_memory() {
     assert_eq!((back.len(), sha256(&back)), (50_000_000, digest), "read back whole, a chunk at a time");
 }
 
+/// `POST /f/quote` as a browser sends it, over a plain socket, with a PDF of `mib` MiB
+/// (its first line names `tag`, the rest is `filler`): the status line of the answer.
+fn post_large_form(address: &str, tag: &str, mib: usize, filler: &[u8]) -> String {
+    use std::io::Read;
+    let address = address.trim_start_matches("http://").to_string();
+    let boundary = format!("----onceform{}", uuid::Uuid::new_v4().simple());
+    let head = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"operation_id\"\r\n\r\n{}\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\n{tag}@example.com\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"drawing\"; filename=\"drawing.pdf\"\r\n\
+         Content-Type: application/pdf\r\n\r\n%PDF-1.4\n% {tag}\n",
+        new_key()
+    );
+    let tail = format!("\r\n--{boundary}--\r\n");
+    let length = head.len() + mib * (1 << 20) + tail.len();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    write!(
+        stream,
+        "POST /f/quote HTTP/1.1\r\nHost: {address}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n\
+         Connection: close\r\nContent-Length: {length}\r\n\r\n{head}"
+    )
+    .unwrap();
+    for _ in 0..mib {
+        // A server that answered early (408, 413) may close before the rest: its answer counts.
+        if stream.write_all(filler).is_err() {
+            break;
+        }
+    }
+    let _ = stream.write_all(tail.as_bytes());
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).lines().next().unwrap_or("no answer").to_string()
+}
+
+/// A database slow to take a chunk (each insert into `blob_chunks` takes a second here: a
+/// busy disk, a synchronous replica) holds up only the upload whose chunk it is (issue 43).
+/// Four browsers post 3 MiB files at once to a server with one HTTP worker and the default
+/// 10 s body deadline: each upload waits for its own three chunks (about 4 s with the last
+/// one), not for the others'. A chunk inserted on the HTTP worker's thread held every other
+/// upload of that worker for its second: twelve seconds in all, and the last posts ran out of
+/// their deadline (408), as 8 posts of the load benchmark's row of 16 clients with 16 MiB
+/// files did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_chunk_write_holds_up_only_its_own_upload() {
+    use diesel::connection::SimpleConnection;
+    let db = TestDb::new(Backend::Postgres);
+    let quote = QUOTE
+        .replace("max_files_bytes = 1000000", "max_files_bytes = 20000000")
+        .replace("max_bytes = 100000", "max_bytes = 20000000");
+    let (dir, path) = node(&format!("[server]\nhttp_workers = 1\n\n[worker]\nenabled = false\n{quote}"));
+    let server = serve(&db, &dir, &path);
+    let mut direct = onceform::db::establish_pg(&db.url).unwrap();
+    direct
+        .batch_execute(
+            "CREATE FUNCTION slow_chunk() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NEW; END $$;
+             CREATE TRIGGER slow_chunk BEFORE INSERT ON blob_chunks FOR EACH ROW EXECUTE FUNCTION slow_chunk();",
+        )
+        .unwrap();
+    let filler: std::sync::Arc<Vec<u8>> = std::sync::Arc::new(vec![b'x'; 1 << 20]);
+    let started = Instant::now();
+    let posts: Vec<_> = (0..4)
+        .map(|i| {
+            let (address, filler) = (server.address.clone(), filler.clone());
+            std::thread::spawn(move || post_large_form(&address, &format!("visitor{i}"), 3, &filler))
+        })
+        .collect();
+    let answers: Vec<String> = posts.into_iter().map(|p| p.join().unwrap()).collect();
+    let elapsed = started.elapsed();
+    let refused: Vec<&String> = answers.iter().filter(|a| !a.starts_with("HTTP/1.1 303")).collect();
+    assert!(refused.is_empty(), "{} of 4 posts not accepted in {elapsed:?}: {refused:?}", refused.len());
+    let config = crate::support::test_config(&db.url);
+    assert_eq!(kept_blobs(&config).len(), 4, "one blob per post");
+}
+
 #[tokio::test]
 async fn an_upload_cut_short_leaves_no_blob_and_the_sweep_deletes_its_chunks() {
     use diesel::prelude::*;
