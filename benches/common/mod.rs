@@ -200,7 +200,13 @@ pub fn inquiry(message: &str) -> Vec<(String, String)> {
 /// The keyring a bench's server loads from `config` (`ONCEFORM_SECRET`, else its secret
 /// file): what an in-process acceptor beside that server digests with.
 pub fn keyring(config: &Config) -> std::sync::Arc<onceform::domain::keyring::Keyring> {
-    std::sync::Arc::new(onceform::domain::keyring::Keyring::from_env(&config.server.secret_file).unwrap())
+    let env = |name: &str| std::env::var(name).ok();
+    let keyring = onceform::domain::keyring::Keyring::load(
+        &config.server.secret_file,
+        env("ONCEFORM_SECRET").as_deref(),
+        env("ONCEFORM_SECRET_PREVIOUS").as_deref(),
+    );
+    std::sync::Arc::new(keyring.unwrap())
 }
 
 /// Accepts `n` submissions through the accept transaction.

@@ -282,7 +282,7 @@ pub fn delete(
     if let Some(refused) = refused {
         return Err(refused);
     }
-    live.put_merged(merge_stored(pool, (*now.config).clone())?);
+    live.put_merged(merge_stored(pool, (*now.config).clone(), &live.secrets())?);
     Ok(())
 }
 
