@@ -276,6 +276,7 @@ mod tests {
             ("deliveries", Arg::Num(1)),
             ("redacted", Arg::Num(1)),
             ("attachments", Arg::Num(1)),
+            ("version", Arg::Str("V")),
         ];
         let mut fluent_args = FluentArgs::new();
         for (name, value) in &args {

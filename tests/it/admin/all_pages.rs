@@ -86,15 +86,21 @@ fn visible(html: &str) -> String {
 }
 
 /// `html` without its `<code>…</code>` elements.
+/// Also without a stored record declared English (`<pre lang="en">`: the audit log's notes,
+/// written when the action was taken).
 fn without_code(html: &str) -> String {
-    let mut out = String::new();
-    let mut rest = html;
-    while let Some(start) = rest.find("<code") {
-        out.push_str(&rest[..start]);
-        rest = rest[start..].split_once("</code>").map_or("", |(_, after)| after);
+    let mut html = html.to_string();
+    for (open, close) in [("<code", "</code>"), ("<pre lang=\"en\">", "</pre>")] {
+        let mut out = String::new();
+        let mut rest = html.as_str();
+        while let Some(start) = rest.find(open) {
+            out.push_str(&rest[..start]);
+            rest = rest[start..].split_once(close).map_or("", |(_, after)| after);
+        }
+        out.push_str(rest);
+        html = out;
     }
-    out.push_str(rest);
-    out
+    html
 }
 
 /// `key = value` of a locale's `admin.ftl` (every message is one line).
