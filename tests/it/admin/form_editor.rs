@@ -119,6 +119,16 @@ async fn stored(app: &TestApp, form: &str, action: &str) -> (i64, i64) {
     .await
 }
 
+/// Delivers every waiting effect with a worker built from the forms in force now.
+async fn deliver_with_the_forms_in_force(d: &crate::support::delivery::DeliveryApp) {
+    let app = &d.app;
+    let registry =
+        onceform::app::registry(app.forms.now().config.clone(), crate::support::test_keyring()).unwrap();
+    let worker =
+        Worker::new(onceform::db::Writes::pooled(app.pool.clone()), registry, app.config.worker.clone());
+    d.settle(&worker).await;
+}
+
 async fn wait_until(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done().await {
@@ -152,11 +162,7 @@ async fn a_form_made_in_the_admin_is_in_force_at_once_and_each_edit_is_an_audite
     assert_eq!(first.status(), 201);
     let first: Value = first.json().await.unwrap();
     assert_eq!(first["version"], v1.as_str(), "{first}");
-    let registry =
-        onceform::app::registry(app.forms.now().config.clone(), crate::support::test_keyring()).unwrap();
-    let worker =
-        Worker::new(onceform::db::Writes::pooled(app.pool.clone()), registry, app.config.worker.clone());
-    d.settle(&worker).await;
+    deliver_with_the_forms_in_force(&d).await;
     assert_eq!(d.effect(&key, "owner_notification").await.state, "SENT");
     let mail = d.smtp.messages();
     assert!(mail.len() == 1 && mail[0].contains("sales@example.com"), "{mail:?}");
@@ -478,11 +484,7 @@ async fn a_form_made_in_the_admin_is_deleted_once_its_effects_are_finished(backe
 
     // Once the worker delivered it, the delete is guarded and audited once; the form is
     // out of force at once, its submission and versions stay.
-    let registry =
-        onceform::app::registry(app.forms.now().config.clone(), crate::support::test_keyring()).unwrap();
-    let worker =
-        Worker::new(onceform::db::Writes::pooled(app.pool.clone()), registry, app.config.worker.clone());
-    d.settle(&worker).await;
+    deliver_with_the_forms_in_force(&d).await;
     assert_eq!(d.effect(&key, "owner_notification").await.state, "SENT");
     let ok = assert_guarded(app, &admin, &viewer, path, &[("base", &v1), ("confirm", "yes")]).await;
     assert_eq!(ok.headers()["location"], "/admin/forms?flash=form_deleted");
