@@ -3,7 +3,7 @@
 #
 #   scripts/layers.sh           prints every edge "module -> module (uses)" found in `crate::`
 #                               paths outside test code, then fails on an edge that points up
-#                               a layer or on a cycle.
+#                               a layer, on a web module naming `db`, or on a cycle.
 #
 # A module is a top-level module of src/ (src/x.rs or src/x/), or one of a layer folder's
 # (src/base/, src/services/, src/web/: src/web/http/ is `http`). Test code (from `#[cfg(test)]`
@@ -19,7 +19,7 @@ LAYERS=(
   "db"
   "storage figures accounts audit request_log spam duplicates scan files oidc form_versions"
   "changes"
-  "accept status effects worker lifecycle alert_rules check_config admin_forms reload healthcheck read_api browse conflicts"
+  "accept status effects worker lifecycle alert_rules check_config admin_forms reload healthcheck read_api browse conflicts effect_actions inbound spam_release"
   "state render"
   "http"
   "admin"
@@ -27,6 +27,10 @@ LAYERS=(
   "app"
   "cli"
 )
+
+# The web layer's modules: they reach the database only through the services (`storage` names
+# its pool and error type), never `db` itself.
+WEB="state render http admin hooks"
 
 # Edges that still point up, each with why; remove a line when its edge is gone.
 KNOWN=(
@@ -77,6 +81,8 @@ while read -r from to uses; do
   mark=""
   if [ "$rf" = "?" ] || [ "$rt" = "?" ]; then
     mark="  <- not in a layer"; status=1
+  elif [ "$to" = "db" ] && [[ " $WEB " == *" $from "* ]]; then
+    mark="  <- FORBIDDEN: the web names the database (call a service)"; status=1
   elif [ "$rt" -gt "$rf" ]; then
     if printf '%s\n' "${KNOWN[@]:-}" | grep -q "^$from -> $to:"; then
       mark="  <- up a layer (known, see KNOWN)"

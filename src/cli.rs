@@ -15,9 +15,9 @@ use crate::config::{Config, FileStoreKind, Secrets, ENVIRONMENT};
 use crate::db::probe::Probe;
 use crate::db::Pool;
 use crate::domain::Scopes;
+use crate::services::accounts::changes as account_changes;
 use crate::services::accounts::{self, Role};
 use crate::services::lifecycle::commands::LifecycleCommand;
-use crate::web::admin::account_changes;
 
 /// What `--help` adds below the commands: the environment the process reads
 /// (`config::ENVIRONMENT`), each meaning beside its name, wrapped at 100 columns.

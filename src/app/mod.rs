@@ -148,7 +148,7 @@ impl Application {
     /// delivery rows.
     /// Expired admin sessions are swept meanwhile, and the webhook spool is replayed.
     pub async fn run(self) -> std::io::Result<()> {
-        let sweeper = tokio::spawn(crate::web::admin::account_changes::sweep_periodically(self.pool.clone()));
+        let sweeper = tokio::spawn(crate::services::accounts::changes::sweep_periodically(self.pool.clone()));
         let spool = tokio::spawn(crate::web::hooks::replay_spool_periodically(
             self.hooks.clone(),
             self.writes.clone(),

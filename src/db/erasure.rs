@@ -12,7 +12,7 @@ use crate::db::schema::{
     inbound_events, inbound_quarantine, side_effects, submissions,
 };
 use crate::db::DbConnection;
-use crate::domain::{EffectState, QuarantineStatus, RecordKind};
+use crate::domain::{phone_digits, EffectState, QuarantineStatus, RecordKind};
 
 diesel::define_sql_function! {
     /// SQL `lower(text)`, the same on both backends.
@@ -71,6 +71,23 @@ pub fn conflicts_holding(c: &mut DbConnection, patterns: &[String]) -> QueryResu
         out.extend(more);
     }
     Ok(out)
+}
+
+/// Conflicts whose content holds the phone number `digits` (`domain::phone_digits`) however
+/// it was typed: scanned by its digits in order (`%0%9%1%…%`), each row kept only when its
+/// text without separators holds `digits`.
+pub fn conflicts_holding_phone(c: &mut DbConnection, digits: &str) -> QueryResult<Vec<String>> {
+    let loose: Vec<String> = digits.chars().filter(char::is_ascii_digit).map(String::from).collect();
+    // Fewer digits than any phone number would match unrelated text.
+    if loose.len() < 7 {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(String, Option<String>)> = conflicts::table
+        .filter(lower(conflicts::fields_json).like(format!("%{}%", loose.join("%"))))
+        .select((conflicts::id, conflicts::fields_json))
+        .load(c)?;
+    let holds = |text: &str| phone_digits(text).contains(digits);
+    Ok(rows.into_iter().filter(|(_, t)| t.as_deref().is_some_and(holds)).map(|(id, _)| id).collect())
 }
 
 /// Inbound conflicts of these events that still have a body.

@@ -6,9 +6,12 @@ use diesel::prelude::*;
 use super::schema::{conflicts, submissions};
 use super::DbConnection;
 
-/// A stored row to digest again: its id, its owner (the form of a submission, the original
-/// submission of a conflict) and its fields.
+/// A submission to digest again: its id, its form and its fields.
 pub type StaleRow = (String, String, Option<String>);
+
+/// A conflict to digest again: its id, its original submission, that submission's form and
+/// the conflict's fields.
+pub type StaleConflict = (String, String, String, Option<String>);
 
 /// A submission's digests under the current key.
 pub struct Rekeyed<'a> {
@@ -23,7 +26,7 @@ pub trait RekeyStore {
     fn stale_submissions(&mut self, current: &str, limit: i64) -> QueryResult<Vec<StaleRow>>;
     fn set_submission_digests(&mut self, id: &str, d: &Rekeyed<'_>) -> QueryResult<()>;
     /// Up to `limit` conflicts with content whose fingerprint is not `LIKE current`.
-    fn stale_conflicts(&mut self, current: &str, limit: i64) -> QueryResult<Vec<StaleRow>>;
+    fn stale_conflicts(&mut self, current: &str, limit: i64) -> QueryResult<Vec<StaleConflict>>;
     /// Gives conflict `id` the fingerprint `fp`, or deletes it when its submission already
     /// has a conflict with that fingerprint (one row per content is enough).
     fn rekey_conflict(&mut self, id: &str, submission_id: &str, fp: &str) -> QueryResult<()>;
@@ -53,11 +56,12 @@ impl RekeyStore for DbConnection {
             .map(|_| ())
     }
 
-    fn stale_conflicts(&mut self, current: &str, limit: i64) -> QueryResult<Vec<StaleRow>> {
+    fn stale_conflicts(&mut self, current: &str, limit: i64) -> QueryResult<Vec<StaleConflict>> {
         conflicts::table
+            .inner_join(submissions::table)
             .filter(conflicts::fields_json.is_not_null())
             .filter(conflicts::fingerprint.not_like(current))
-            .select((conflicts::id, conflicts::submission_id, conflicts::fields_json))
+            .select((conflicts::id, conflicts::submission_id, submissions::form, conflicts::fields_json))
             .limit(limit)
             .load(self)
     }

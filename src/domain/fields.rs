@@ -31,6 +31,11 @@ pub struct NormalisedFields {
     /// their confirmation, never fingerprinted.
     #[serde(skip)]
     pub locale: Option<&'static str>,
+    /// The values compared as content where they differ from the stored ones: a phone by its
+    /// digits (`phone_digits`), so that `0912-345-678` and `0912345678` are the same content
+    /// and a row stored before phones were kept as typed keeps its fingerprint.
+    #[serde(skip)]
+    compared: BTreeMap<String, String>,
 }
 
 impl NormalisedFields {
@@ -51,9 +56,33 @@ impl NormalisedFields {
         }
     }
 
+    /// The values as stored (what the visitor typed, normalised).
     pub fn to_json(&self) -> String {
         serde_json::to_string(&self.values).unwrap_or_default()
     }
+
+    /// The values as their fingerprint digests them (`domain::fingerprint`).
+    pub fn content_json(&self) -> String {
+        if self.compared.is_empty() {
+            return self.to_json();
+        }
+        let mut values = self.values.clone();
+        values.extend(self.compared.iter().map(|(k, v)| (k.clone(), v.clone())));
+        serde_json::to_string(&values).unwrap_or_default()
+    }
+}
+
+/// A stored row's fields as its fingerprint digests them (`NormalisedFields::content_json`):
+/// each phone field of `form` by its digits. `None` when `stored` is not a fields object.
+pub fn stored_content_json<'a>(form: impl Into<FormSchema<'a>>, stored: &str) -> Option<String> {
+    let form = form.into();
+    let mut values: BTreeMap<String, String> = serde_json::from_str(stored).ok()?;
+    for field in form.fields.iter().filter(|f| f.kind == FieldType::Phone) {
+        if let Some(v) = values.get_mut(&field.name) {
+            *v = phone_digits(v);
+        }
+    }
+    serde_json::to_string(&values).ok()
 }
 
 /// What is wrong with each field (the 422's `codes`, and its `errors` in a locale).
@@ -187,8 +216,15 @@ pub fn normalise_with<'a>(
     for (name, value) in undeclared {
         values.insert(name.to_string(), value.to_string());
     }
+    let compared = form
+        .fields
+        .iter()
+        .filter(|f| f.kind == FieldType::Phone)
+        .filter_map(|f| values.get(&f.name).map(|v| (f.name.clone(), phone_digits(v))))
+        .filter(|(name, digits)| values.get(name) != Some(digits))
+        .collect();
     if errors.is_empty() {
-        Ok(NormalisedFields { values, honeypot_hit, spam_reason: None, journey_id, locale: None })
+        Ok(NormalisedFields { values, honeypot_hit, spam_reason: None, journey_id, locale: None, compared })
     } else {
         Err(errors)
     }
@@ -387,14 +423,11 @@ pub fn normalise_value(kind: FieldType, raw: &str) -> String {
             lines.join("\n").trim().to_string()
         }
         FieldType::Email => collapse_spaces(&nfc).to_lowercase(),
-        FieldType::Phone => {
-            let plus = nfc.trim_start().starts_with('+');
-            let digits: String = nfc.chars().filter(|c| !" ()-./\t\u{3000}".contains(*c)).collect();
-            match (plus, digits.strip_prefix('+')) {
-                (true, Some(rest)) => format!("+{rest}"),
-                _ => digits,
-            }
-        }
+        // As typed; only separators (`-`, `.`, `( )`) are no answer, as they always were.
+        FieldType::Phone => match phone_digits(&nfc).is_empty() {
+            true => String::new(),
+            false => collapse_spaces(&nfc),
+        },
         FieldType::Text
         | FieldType::Select
         | FieldType::Radio
@@ -408,6 +441,18 @@ pub fn normalise_value(kind: FieldType, raw: &str) -> String {
         | FieldType::Hidden => collapse_spaces(&nfc),
         // A file field's answer is its files (`normalise_with`), never typed text.
         FieldType::File => raw.to_string(),
+    }
+}
+
+/// A phone number as its content is compared, and as releases before typed phones stored it:
+/// without spaces, brackets, dashes, dots and slashes, a leading `+` kept.
+pub fn phone_digits(typed: &str) -> String {
+    let nfc: String = typed.nfc().collect();
+    let plus = nfc.trim_start().starts_with('+');
+    let digits: String = nfc.chars().filter(|c| !" ()-./\t\u{3000}".contains(*c)).collect();
+    match (plus, digits.strip_prefix('+')) {
+        (true, Some(rest)) => format!("+{rest}"),
+        _ => digits,
     }
 }
 
@@ -443,7 +488,7 @@ fn check_value(field: &FieldConfig, v: &str) -> Result<(), FieldError> {
     match field.kind {
         // Full-width input (an IME's `０９１２…`, `＠`) is valid: checked on its folded form.
         FieldType::Email if !super::width::fold_width(v).validate_email() => Err(FieldError::InvalidEmail),
-        FieldType::Phone if !is_phone(&normalise_value(FieldType::Phone, &super::width::fold_width(v))) => {
+        FieldType::Phone if !is_phone(&phone_digits(&super::width::fold_width(v))) => {
             Err(FieldError::InvalidPhone)
         }
         FieldType::Select | FieldType::Radio if !field.options.iter().any(|o| o == v) => {
@@ -552,10 +597,29 @@ mod tests {
     }
 
     #[test]
-    fn phone_numbers_keep_digits_and_plus() {
-        assert_eq!(normalise_value(FieldType::Phone, " +41 (0)44-123.45.67 "), "+410441234567");
+    fn a_phone_is_stored_as_typed_and_compared_by_its_digits() {
+        assert_eq!(normalise_value(FieldType::Phone, " +41 (0)44-123.45.67 "), "+41 (0)44-123.45.67");
+        assert_eq!(phone_digits(" +41 (0)44-123.45.67 "), "+410441234567");
+        assert_eq!(normalise_value(FieldType::Phone, "\t. (-) "), "", "separators alone are no answer");
         assert!(is_phone("+410441234567"));
         assert!(!is_phone("12"));
+        let mut form = contact();
+        form.fields.push(FieldConfig {
+            name: "phone".into(),
+            kind: FieldType::Phone,
+            ..FieldConfig::default()
+        });
+        let with_phone = |phone: &str| {
+            let mut r = raw(GOOD);
+            r.push(("phone".into(), phone.into()));
+            normalise(&form, &r).unwrap()
+        };
+        let (dashed, plain) = (with_phone(" 0912-345-678 "), with_phone("0912345678"));
+        assert_eq!(dashed.get("phone"), Some("0912-345-678"), "stored as typed, trimmed");
+        assert_eq!(dashed.content_json(), plain.content_json(), "the same content");
+        assert_eq!(plain.content_json(), plain.to_json(), "digits only: compared as stored");
+        assert_eq!(stored_content_json(&form, &dashed.to_json()).as_deref(), Some(plain.to_json().as_str()));
+        assert_ne!(with_phone("0912-345-679").content_json(), plain.content_json());
     }
 
     #[test]
@@ -575,7 +639,7 @@ mod tests {
                 kind: FieldType::Phone,
                 ..FieldConfig::default()
             },
-            &normalise_value(FieldType::Phone, "０９１２－３４５－６７８"),
+            "０９１２－３４５－６７８",
         )
         .is_ok());
     }

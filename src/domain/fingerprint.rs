@@ -5,12 +5,13 @@ use sha2::{Digest, Sha256};
 use super::keyring::Keyring;
 use super::{Attached, NormalisedFields, RawFields};
 
-/// The keyed digest (`keys`: HMAC-SHA-256 with the server secret, hex) of the canonical JSON of the declared fields that have a value after
-/// normalisation, keys sorted. Absent fields are left out, so declaring a new optional
+/// The keyed digest (`keys`: HMAC-SHA-256 with the server secret, hex) of the canonical JSON of
+/// the declared fields that have a value after normalisation, keys sorted, a phone by its
+/// digits (`NormalisedFields::content_json`). Absent fields are left out, so declaring a new optional
 /// field does not change the fingerprint of earlier submissions. The operation ID, the
 /// honeypot and volatile fields are never part of it.
 pub fn fingerprint(keys: &Keyring, fields: &NormalisedFields) -> String {
-    keys.digest(&fields.to_json())
+    keys.digest(&fields.content_json())
 }
 
 /// SHA-256 of the fields exactly as received (names and values, in order, each

@@ -6,7 +6,7 @@
 use crate::config::{Form, LiveForms};
 use crate::db::admin::review::ReviewStore;
 use crate::db::{DbError, Pool, Store};
-use crate::domain::{normalise_with, split_stored, ConflictStatus, OperationId, SubmissionId};
+use crate::domain::{normalise_with, split_stored, ConflictStatus, FieldErrors, OperationId, SubmissionId};
 use crate::services::accept::{Acceptor, Intake, Outcome};
 use crate::services::audit::{self, Actor};
 use crate::services::request_log::Channel;
@@ -129,8 +129,8 @@ pub fn accept_as_new(
 /// Why a conflict's content cannot be accepted as a new inquiry.
 #[derive(Debug, thiserror::Error)]
 pub enum AcceptAsNewError {
-    #[error("The content does not fit the form now: {0}.")]
-    Unfit(String),
+    #[error("The content does not fit the form now: {}.", .errors.summary().join("; "))]
+    Unfit { form: Form, errors: FieldErrors },
     #[error("No operation ID for this conflict: {0}.")]
     NoOperationId(String),
     #[error("An inquiry with other content was already accepted for it.")]
@@ -151,10 +151,8 @@ fn accept_content(
 ) -> Result<SubmissionId, AcceptAsNewError> {
     let stored = crate::domain::stored_fields::shown(row.fields_json.as_deref());
     let (raw, files) = split_stored(&*form, stored);
-    let fields = normalise_with(&*form, &raw, &files).map_err(|errors| {
-        let problems: Vec<String> = errors.summary();
-        AcceptAsNewError::Unfit(problems.join("; "))
-    })?;
+    let fields = normalise_with(&*form, &raw, &files)
+        .map_err(|errors| AcceptAsNewError::Unfit { form: form.clone(), errors })?;
     let operation_id = OperationId::parse(&accepted_operation_id(&row.id))
         .map_err(|e| AcceptAsNewError::NoOperationId(e.to_string()))?;
     let intake = Intake {

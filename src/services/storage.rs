@@ -2,4 +2,4 @@
 //! use case returns. The web reaches the database only through the use cases; these two
 //! types are all it names of it.
 
-pub use crate::db::{DbError, Pool};
+pub use crate::db::{DbError, Pool, Writes};

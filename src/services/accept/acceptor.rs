@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use super::cache::{Entry, ReplayCache};
 use super::plan::Content;
-use super::transaction::{committed, in_progress_on_lock_timeout, receipt, run};
-use super::{pg, versions, AsReceived, Intake, Outcome, Plan, Receipt};
+use super::transaction::{committed, in_progress_on_lock_timeout, run};
+use super::{pg, receipt, versions, AsReceived, Intake, Outcome, Plan, Receipt};
 use crate::config::{Config, Form};
 use crate::db::{young_pg, DbError, Lookups, Pool, SqliteWriter, Store, Writes};
 use crate::domain::keyring::Keyring;

@@ -17,14 +17,13 @@ mod transaction;
 mod versions;
 
 use crate::config::Form;
-use crate::domain::{NormalisedFields, OperationId, Scans, SubmissionId};
+use crate::domain::{Attached, NormalisedFields, OperationId, RawFields, Scans, SubmissionId};
 use crate::services::request_log::Channel;
 pub use acceptor::Acceptor;
 pub use submit::{SubmitError, SubmitRequest};
 
 use plan::Plan;
 pub use plan::ResultBody;
-pub use versions::AsReceived;
 
 /// A validated submission, ready to be accepted. It owns what it needs, so the accept
 /// transaction can run on another thread (the blocking pool, SQLite's writer).
@@ -61,6 +60,14 @@ pub enum Outcome {
     Expired { operation_id: String },
 }
 
+/// A keyed request's fields and files as they came, kept with its intake so that a retry of
+/// a key accepted under another version of the form can be judged under that version.
+#[derive(Debug, Clone, Default)]
+pub struct AsReceived {
+    pub raw: RawFields,
+    pub files: Attached,
+}
+
 /// The stored result of an accepted submission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Receipt {
@@ -71,4 +78,15 @@ pub struct Receipt {
     pub received_at: chrono::NaiveDateTime,
     /// The version of its form the submission was accepted under (`None`: unknown).
     pub form_version: Option<String>,
+}
+
+/// The stored result of submission `s`.
+fn receipt(s: crate::db::models::Submission) -> Receipt {
+    Receipt {
+        submission_id: s.id,
+        operation_id: s.operation_id,
+        body: s.response_body,
+        received_at: s.received_at,
+        form_version: s.form_version,
+    }
 }

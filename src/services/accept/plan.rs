@@ -43,22 +43,24 @@ pub struct EffectSummary<'a> {
     pub state: EffectState,
 }
 
-/// A submission's content as a retry compares it: its normalised fields as JSON, and their
-/// fingerprint under the current key (`domain::fingerprint`).
+/// A submission's content as a retry compares it: its normalised fields as JSON (stored), the
+/// JSON its fingerprint digests (`NormalisedFields::content_json`), and that fingerprint under
+/// the current key (`domain::fingerprint`).
 pub(super) struct Content {
     pub json: String,
+    pub compared: String,
     pub fingerprint: String,
 }
 
 impl Content {
     pub fn of(keyring: &Keyring, fields: &NormalisedFields) -> Content {
-        let json = fields.to_json();
-        Content { fingerprint: keyring.digest(&json), json }
+        let compared = fields.content_json();
+        Content { fingerprint: keyring.digest(&compared), json: fields.to_json(), compared }
     }
 
     /// Equals the stored submission's content.
     pub fn same_as(&self, keyring: &Keyring, stored: &Submission) -> bool {
-        same_content(keyring, &self.fingerprint, &self.json, stored)
+        same_content(keyring, &self.fingerprint, &self.compared, stored)
     }
 }
 
@@ -86,7 +88,9 @@ pub(super) struct Plan {
     /// What digested the fingerprint and the contact, and compares a stored row's.
     keyring: Arc<Keyring>,
     /// The request as it came, to judge a retry under the version its key was accepted under.
-    pub received: Option<super::versions::AsReceived>,
+    pub received: Option<super::AsReceived>,
+    /// What the fingerprint digests (`Content::compared`).
+    compared: String,
 }
 
 impl Plan {
@@ -211,6 +215,7 @@ impl Plan {
             expired,
             keyring,
             received: intake.received,
+            compared: content.compared,
         }
     }
 
@@ -220,8 +225,7 @@ impl Plan {
 
     /// This plan's content equals the stored submission's (`Content::same_as`).
     pub fn same_content(&self, stored: &Submission) -> bool {
-        let sub = &self.submission;
-        same_content(&self.keyring, &sub.fingerprint, sub.fields_json.as_deref().unwrap_or_default(), stored)
+        same_content(&self.keyring, &self.submission.fingerprint, &self.compared, stored)
     }
 
     /// `content` equals the stored submission's.

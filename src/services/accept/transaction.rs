@@ -3,7 +3,7 @@
 //! taken (`Taken`).
 
 use super::plan::{Content, Plan};
-use super::{recipient_cap, versions, Intake, Outcome, Receipt};
+use super::{receipt, recipient_cap, versions, Intake, Outcome, Receipt};
 use crate::db::duplicates::DuplicateStore;
 use crate::db::files::FileRefs;
 use crate::db::form_versions::FormVersions;
@@ -142,16 +142,6 @@ impl Taken {
     /// This request's delivery row.
     pub fn delivery(&self, plan: &Plan) -> NewDelivery {
         plan.delivery(delivery_outcome(&self.outcome), submission_id(&self.outcome))
-    }
-}
-
-pub(super) fn receipt(s: Submission) -> Receipt {
-    Receipt {
-        submission_id: s.id,
-        operation_id: s.operation_id,
-        body: s.response_body,
-        received_at: s.received_at,
-        form_version: s.form_version,
     }
 }
 

@@ -10,24 +10,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::plan::{Content, Plan};
-use super::transaction::receipt;
-use super::{Outcome, Receipt};
+use super::{receipt, AsReceived, Outcome, Receipt};
 use crate::config::{Form, FormConfig};
 use crate::db::form_versions::FormVersions;
 use crate::db::models::{NewConflict, Submission};
 use crate::db::{DbError, Pool, Store, Writes};
 use crate::domain::keyring::Keyring;
-use crate::domain::{normalise_with, Attached, ConflictStatus, OperationId, RawFields};
+use crate::domain::{normalise_with, ConflictStatus, OperationId};
 use crate::services::request_log::{self, Channel, DeliveryOutcome};
 use crate::with_conn;
-
-/// A keyed request's fields and files as they came, kept with its intake so that a retry of
-/// a key accepted under another version of the form can be judged under that version.
-#[derive(Debug, Clone, Default)]
-pub struct AsReceived {
-    pub raw: RawFields,
-    pub files: Attached,
-}
 
 /// Whether a stored submission accepted under `stored` is judged by the live form, whose
 /// version is `live`: the same version, or either unknown (a submission accepted before
@@ -139,7 +130,7 @@ pub(super) async fn judge_refused(
     }
     let content = content.unwrap_or_else(|| {
         let json = serde_json::to_string(&received.raw).unwrap_or_default();
-        Content { fingerprint: keyring.digest(&json), json }
+        Content { fingerprint: keyring.digest(&json), compared: json.clone(), json }
     });
     let now = crate::base::clock::now();
     let conflict = NewConflict {

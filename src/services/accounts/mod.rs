@@ -2,7 +2,10 @@
 //! [`throttle`]) and sessions (only a hash of the cookie's token is stored). The password
 //! and email rules are in [`credentials`].
 
+pub mod changes;
 mod credentials;
+pub mod oidc_users;
+pub mod sessions;
 pub mod throttle;
 
 pub use credentials::{

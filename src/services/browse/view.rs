@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{RelatedPair, SubmissionRow};
 use crate::domain::SpamReason;
+use crate::services::duplicates::reason::Reason;
 
 pub trait SubmissionView {
     /// Why it is spam (a spam row's; see `SpamReason::of_spam`).
@@ -44,8 +45,8 @@ impl SubmissionView for SubmissionRow {
 pub trait PairView {
     /// How `submission_id` relates to the other side: ("duplicate of" | "original of", other id).
     fn seen_from(&self, submission_id: &str) -> (&'static str, &str);
-    /// The detector's reasons (stored as a JSON array of strings).
-    fn reason_list(&self) -> Vec<String>;
+    /// The detector's reasons.
+    fn reason_list(&self) -> Vec<Reason>;
 }
 
 impl PairView for RelatedPair {
@@ -57,7 +58,7 @@ impl PairView for RelatedPair {
         }
     }
 
-    fn reason_list(&self) -> Vec<String> {
-        serde_json::from_str(&self.reasons).unwrap_or_else(|_| vec![self.reasons.clone()])
+    fn reason_list(&self) -> Vec<Reason> {
+        Reason::parse_list(&self.reasons)
     }
 }

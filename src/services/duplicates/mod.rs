@@ -14,6 +14,7 @@ pub mod canonical;
 pub mod decide;
 pub mod evidence;
 pub mod queue;
+pub mod reason;
 pub mod rescreen;
 mod score;
 pub mod screen;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use chrono::NaiveDateTime;
 
 use super::canonical::{self, Contact};
+use super::reason::{Gap, Reason};
 use super::text::{conflict, profile, similarity, Profile};
 use crate::config::FormConfig;
 use crate::domain::FieldType;
@@ -38,8 +39,8 @@ pub enum Verdict {
 pub struct Judged {
     pub verdict: Verdict,
     pub score: f64,
-    /// Readable, and free of personal data (the review page shows the values themselves).
-    pub reasons: Vec<String>,
+    /// Free of personal data (the review page shows the values themselves).
+    pub reasons: Vec<Reason>,
 }
 
 /// How a name on one side relates to the other's.
@@ -94,7 +95,7 @@ fn free_text(side: &Side<'_>) -> String {
 /// The verdict on `new` against the earlier `old`; `None` when they are not the same sender.
 pub fn judge(new: &Side<'_>, old: &Side<'_>) -> Option<Judged> {
     if new.keyless && old.keyless && new.fingerprint == old.fingerprint {
-        let reasons = vec!["identical content, sent without an operation ID".to_string()];
+        let reasons = vec![Reason::KeylessRepeat];
         return Some(Judged { verdict: Verdict::Repeat, score: 1.0, reasons });
     }
     let (a, b) = (contact(new), contact(old));
@@ -103,10 +104,7 @@ pub fn judge(new: &Side<'_>, old: &Side<'_>) -> Option<Judged> {
     let name = names(&a.name, &b.name);
     let company = a.company.is_some() && a.company == b.company;
     let mut reasons = Vec::new();
-    let written = |kind: FieldType| match typed(new, kind) == typed(old, kind) {
-        true => "",
-        false => ", written differently",
-    };
+    let written = |kind: FieldType| typed(new, kind) != typed(old, kind);
     let same_sender = match (email, phone, name) {
         // One address with another name on it: a shared mailbox, unless the phone agrees.
         (true, _, Names::Same | Names::Alike | Names::Unknown) | (true, true, Names::Other) => true,
@@ -120,24 +118,24 @@ pub fn judge(new: &Side<'_>, old: &Side<'_>) -> Option<Judged> {
     }
     let mut score = 0.3;
     if email {
-        reasons.push(format!("same email{}", written(FieldType::Email)));
+        reasons.push(Reason::SameEmail { written_differently: written(FieldType::Email) });
     }
     if phone {
-        reasons.push(format!("same phone{}", written(FieldType::Phone)));
+        reasons.push(Reason::SamePhone { written_differently: written(FieldType::Phone) });
     }
     if email && phone {
         score += 0.05;
     }
     match name {
-        Names::Same if company => reasons.push("same name and company".into()),
-        Names::Same => reasons.push("same name".into()),
-        Names::Alike => reasons.push("names alike".into()),
+        Names::Same if company => reasons.push(Reason::SameNameAndCompany),
+        Names::Same => reasons.push(Reason::SameName),
+        Names::Alike => reasons.push(Reason::NamesAlike),
         Names::Other | Names::Unknown => {}
     }
     let (ta, tb) = (profile(&free_text(new)), profile(&free_text(old)));
     let alike = similarity(&ta, &tb);
     score += 0.5 * alike;
-    reasons.push(format!("message {:.0}% alike", alike * 100.0));
+    reasons.push(Reason::MessageAlike((alike * 100.0).round() as u32));
     score += exact_evidence(&ta, &tb, &mut reasons);
     score += choices(new, old, &mut reasons);
     let gap = (new.received_at - old.received_at).num_minutes().abs();
@@ -147,65 +145,60 @@ pub fn judge(new: &Side<'_>, old: &Side<'_>) -> Option<Judged> {
         1441..=2880 => 0.0,
         _ => -0.05,
     };
-    reasons.push(format!("sent {} apart", apart(gap)));
+    reasons.push(Reason::SentApart(Gap::of_minutes(gap)));
     let score = score.clamp(0.0, 1.0);
     let verdict = if score >= REPEAT_MIN { Verdict::Repeat } else { Verdict::SameSender };
     if verdict == Verdict::SameSender {
-        reasons.insert(0, "same sender, new request".into());
+        reasons.insert(0, Reason::SameSenderNewRequest);
     }
     Some(Judged { verdict, score, reasons })
 }
 
-fn apart(minutes: i64) -> String {
-    match minutes {
-        0..=119 => format!("{minutes} min"),
-        120..=2879 => format!("{} h", minutes / 60),
-        _ => format!("{} days", minutes / 1440),
-    }
-}
-
 /// Product codes and quantities compared exactly: another one is strong evidence of a new
 /// request, the same one of a repeat.
-fn exact_evidence(a: &Profile, b: &Profile, reasons: &mut Vec<String>) -> f64 {
+fn exact_evidence(a: &Profile, b: &Profile, reasons: &mut Vec<Reason>) -> f64 {
     let (codes, numbers) = (conflict(&a.codes, &b.codes), conflict(&a.numbers, &b.numbers));
     let mut score: f64 = 0.0;
     if codes {
         score -= 0.5;
-        reasons.push("different product code".into());
+        reasons.push(Reason::DifferentCode);
     }
     if numbers {
         score -= 0.5;
-        reasons.push("different quantity".into());
+        reasons.push(Reason::DifferentQuantity);
     }
     // Agreement counts only where nothing disagrees (the same product in another quantity
     // is another request).
     if !codes && !numbers {
         if !a.codes.is_empty() && a.codes == b.codes {
             score += 0.15;
-            reasons.push("same product code".into());
+            reasons.push(Reason::SameCode);
         } else if a.codes.is_empty() != b.codes.is_empty() {
             score -= 0.05;
         }
         if !a.numbers.is_empty() && a.numbers == b.numbers {
             score += 0.05;
-            reasons.push("same quantity".into());
+            reasons.push(Reason::SameQuantity);
         }
     }
     score.max(-0.7)
 }
 
 /// Choice fields both forms declare: each equal one counts for, each other one against.
-fn choices(new: &Side<'_>, old: &Side<'_>, reasons: &mut Vec<String>) -> f64 {
+fn choices(new: &Side<'_>, old: &Side<'_>, reasons: &mut Vec<Reason>) -> f64 {
     let mut score: f64 = 0.0;
     for field in new.form.fields.iter().filter(|f| f.kind == FieldType::Select) {
         let (Some(a), Some(b)) = (new.fields.get(&field.name), old.fields.get(&field.name)) else { continue };
-        let label = field.label().to_lowercase();
         if canonical::name(a) == canonical::name(b) {
             score += 0.1;
-            reasons.push(format!("same {label}"));
+            reasons.push(Reason::SameChoice { field: field.name.clone() });
         } else {
             score -= 0.2;
-            reasons.push(format!("different {label}: {b} → {a}"));
+            reasons.push(Reason::DifferentChoice {
+                field: field.name.clone(),
+                was: b.clone(),
+                now: a.clone(),
+            });
         }
     }
     score.min(0.2)
@@ -251,10 +244,10 @@ mod tests {
         ]);
         let repeat = judge(&side(form, &again, 5), &side(form, &first, 0)).unwrap();
         assert_eq!(repeat.verdict, Verdict::Repeat, "{repeat:?}");
-        assert!(repeat.reasons.contains(&"same email, written differently".to_string()), "{repeat:?}");
+        assert!(repeat.reasons.contains(&Reason::SameEmail { written_differently: true }), "{repeat:?}");
         let new = judge(&side(form, &other, 60), &side(form, &first, 0)).unwrap();
         assert_eq!(new.verdict, Verdict::SameSender, "{new:?}");
-        assert!(new.reasons.contains(&"different product code".to_string()));
+        assert!(new.reasons.contains(&Reason::DifferentCode));
         let stranger =
             fields(&[("name", "Bo"), ("email", "bo@example.com"), ("topic", "Sales"), ("message", "Hi")]);
         assert!(judge(&side(form, &stranger, 1), &side(form, &first, 0)).is_none());

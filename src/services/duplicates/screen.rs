@@ -12,6 +12,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::reason::Reason;
 use super::score::{judge, Judged, Side, Verdict};
 use super::{holds, parse};
 use crate::config::Config;
@@ -192,7 +193,7 @@ fn decide<C: DuplicateStore + EffectAdminStore>(
             Verdict::SameSender => PairStatus::SameSender,
         };
         keep_held = j.verdict == Verdict::Repeat && j.score >= form.duplicates.hold_score;
-        let reasons = serde_json::to_string(&j.reasons).unwrap_or_else(|_| "[]".into());
+        let reasons = Reason::store_list(&j.reasons);
         let kept = Kept { original_id: &original_id, score: j.score, reasons: &reasons, status };
         finished |= c.finish_screening(row, Some(kept))?;
     }

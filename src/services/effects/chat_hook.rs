@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::chat::{field_problems, secret_var};
-use super::kind::parse_table;
+use super::settings::parse_table;
 use super::Settings;
 use crate::config::{Config, FormConfig, Secrets};
 use crate::domain::EffectKind;

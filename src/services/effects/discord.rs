@@ -27,7 +27,7 @@ use super::chat::{
     admin_base, field_problems, header_seconds, refused, seconds, secret_var, Message, Refusal,
 };
 use super::http::{client, id_of, Client, Reach};
-use super::kind::settings_of;
+use super::settings::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::de::{self, DeserializeOwned, Deserializer};
+use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use super::crm::CrmAdapter;
@@ -72,18 +72,6 @@ pub trait Kind: Sync {
 
     /// Delivers and reconciles its records on the workers.
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>>;
-}
-
-/// `Kind::settings` for a table that deserialises into `T`.
-pub fn settings_of<T: DeserializeOwned + Send + Sync + 'static>(
-    table: toml::Value,
-) -> Result<Settings, String> {
-    Ok(Arc::new(parse_table::<T>(table)?))
-}
-
-/// A kind's table as `T`; the error on one line.
-pub fn parse_table<T: DeserializeOwned>(table: toml::Value) -> Result<T, String> {
-    table.try_into().map_err(|e| e.to_string().trim().replace('\n', " "))
 }
 
 /// The registered kind named `name`.

@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use super::chat::{admin_base, field_problems, no_wait, plain_text_utf16, refused, Message};
 use super::http::{client, excerpt, id_of, read_head, transport_error, Client, Reach};
-use super::kind::settings_of;
+use super::settings::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;

@@ -23,6 +23,7 @@ mod line;
 pub mod mail;
 mod outcome;
 mod owner_notification;
+mod settings;
 mod sheets;
 mod slack;
 mod teams;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::http::{answered, client, Client, Reach, ServerErrors};
-use super::kind::settings_of;
+use super::settings::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::FormConfig;
 use crate::domain::EffectKind;

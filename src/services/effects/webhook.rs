@@ -23,7 +23,7 @@ use serde_json::json;
 use sha2::Sha256;
 
 use super::http::{answered, client, reach, Client, Reach, ServerErrors};
-use super::kind::settings_of;
+use super::settings::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{FormConfig, Secrets};
 use crate::domain::EffectKind;

@@ -3,6 +3,7 @@
 //! uploaded ahead by API clients (`upl_…` IDs, kept an hour), and swept when nothing uses
 //! them any more.
 
+pub mod chunks;
 pub mod db_store;
 pub mod gate;
 pub mod links;

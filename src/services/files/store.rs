@@ -54,7 +54,7 @@ impl Incoming {
 
     /// A full chunk of a blob bound for the database, taken to be stored off the async
     /// threads (`FullChunk::store`); `None` for the folder store, whose writes are buffered.
-    pub fn full_chunk(&mut self) -> Option<super::db_store::FullChunk> {
+    pub fn full_chunk(&mut self) -> Option<super::chunks::FullChunk> {
         match &mut self.sink {
             Sink::Database(chunks) => chunks.full(),
             Sink::Folder { .. } | Sink::Done => None,
@@ -107,7 +107,7 @@ pub(super) enum Sink {
     /// A temporary file in the folder store.
     Folder { file: io::BufWriter<std::fs::File>, path: PathBuf },
     /// Chunks under a temporary key in the database.
-    Database(super::db_store::Chunks),
+    Database(super::chunks::Chunks),
     /// Committed (or given up): nothing to clean up.
     Done,
 }

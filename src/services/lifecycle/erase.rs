@@ -32,7 +32,7 @@ use crate::db::purge::{tombstone, ConsentFields, TotalStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
 use crate::domain::FieldType;
-use crate::domain::{normalise_value, EffectState, RecordKind};
+use crate::domain::{normalise_value, phone_digits, EffectState, RecordKind};
 use crate::services::effects::crm::lead_file_name;
 use crate::services::effects::mail::{eml_name, legacy_eml_name};
 use crate::with_conn;
@@ -181,11 +181,11 @@ pub struct ErasureReport {
 }
 
 impl Person {
-    /// As typed, normalised as stored (what digests made before canonical matching hold).
+    /// Normalised as a release before canonical matching stored it (what its digests hold).
     fn normalised(&self) -> String {
         match self {
             Person::Email(e) => normalise_value(FieldType::Email, e),
-            Person::Phone(p) => normalise_value(FieldType::Phone, p),
+            Person::Phone(p) => phone_digits(p),
         }
     }
 
@@ -241,7 +241,14 @@ pub fn erase(
     let scanned = with_conn!(pool, |c| {
         Ok::<_, DbError>((
             erasure::events_holding(c, &patterns)?,
-            erasure::conflicts_holding(c, &patterns)?,
+            match person {
+                // A phone is stored as typed: found in any typing by its digits.
+                Person::Phone(_) => union(
+                    erasure::conflicts_holding(c, &patterns)?,
+                    &erasure::conflicts_holding_phone(c, &value)?,
+                ),
+                Person::Email(_) => erasure::conflicts_holding(c, &patterns)?,
+            },
             erasure::inbound_conflicts_holding(c, &patterns)?,
             erasure::quarantine_holding(c, &patterns)?,
         ))

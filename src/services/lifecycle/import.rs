@@ -19,6 +19,7 @@ use crate::domain::keyring::Keyring;
 use crate::domain::{normalise_with, Attached, FieldErrors, OperationId, RawFields};
 use crate::services::accept::import::{import_row, Imported};
 use crate::services::accept::Intake;
+use crate::services::audit::{self, Actor};
 use crate::services::files::{Files, Received};
 use crate::services::request_log::Channel;
 use crate::with_conn;
@@ -135,6 +136,34 @@ struct Row {
     files: Attached,
     received_at: NaiveDateTime,
     source_id: Option<String>,
+}
+
+/// Imports as `import` does on `actor`'s word (the admin's import page), and audits who
+/// imported what into which form; the audit note holds counts only, never a row's content.
+/// The report, or why nothing was imported.
+pub fn import_audited(
+    pool: &Pool,
+    config: &Config,
+    keyring: &Arc<Keyring>,
+    actor: &Actor,
+    text: &str,
+    o: &ImportOptions<'_>,
+) -> Result<anyhow::Result<ImportReport>, DbError> {
+    let report = import(pool, config, keyring, text, o);
+    let outcome = match &report {
+        // The audit note in the command's words.
+        Ok(report) => report.lines().first().cloned().unwrap_or_default(),
+        Err(_) => "refused: nothing imported".to_string(),
+    };
+    let effects = if o.with_effects { "with side effects" } else { "no side effects" };
+    audit::write(
+        pool,
+        actor,
+        "import",
+        ("form", o.form),
+        Some(&format!("source {}, {effects}: {outcome}", o.source)),
+    )?;
+    Ok(report)
 }
 
 /// Validates every row, then imports the valid ones in batches (digested with `keyring`).

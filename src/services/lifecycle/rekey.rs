@@ -25,7 +25,7 @@ pub fn rekey(pool: &Pool, config: &Config, keyring: &Keyring) -> Result<(usize, 
             for (id, form, json) in &rows {
                 let json = json.as_deref().unwrap_or_default();
                 let d = contact_digests(config, keyring, form, json);
-                let fingerprint = keyring.digest(json);
+                let fingerprint = keyring.digest(&content_json(config, form, json));
                 let (email, phone, name) = (d.email.as_deref(), d.phone.as_deref(), d.name.as_deref());
                 c.set_submission_digests(id, &Rekeyed { fingerprint: &fingerprint, email, phone, name })?;
             }
@@ -39,8 +39,9 @@ pub fn rekey(pool: &Pool, config: &Config, keyring: &Keyring) -> Result<(usize, 
     loop {
         let n = with_conn!(pool, |c| c.write_tx(|c| {
             let rows = c.stale_conflicts(&current, BATCH)?;
-            for (id, submission_id, json) in &rows {
-                c.rekey_conflict(id, submission_id, &keyring.digest(json.as_deref().unwrap_or_default()))?;
+            for (id, submission_id, form, json) in &rows {
+                let json = content_json(config, form, json.as_deref().unwrap_or_default());
+                c.rekey_conflict(id, submission_id, &keyring.digest(&json))?;
             }
             Ok::<_, DbError>(rows.len())
         }))?;
@@ -52,6 +53,15 @@ pub fn rekey(pool: &Pool, config: &Config, keyring: &Keyring) -> Result<(usize, 
     // Plain digests of purged rows cannot be keyed again and are reversible: drop them.
     with_conn!(pool, |c| c.drop_plain_digests_of_purged().map_err(DbError::from))?;
     Ok(converted)
+}
+
+/// What a stored row's fingerprint digests (`domain::stored_content_json`); the stored text
+/// as it is when its form is gone or it is no fields object.
+fn content_json(config: &Config, form: &str, fields_json: &str) -> String {
+    config
+        .form(form)
+        .and_then(|f| crate::domain::stored_content_json(f, fields_json))
+        .unwrap_or_else(|| fields_json.to_string())
 }
 
 /// The keyed digests of the canonical email, phone and name plus company (what the

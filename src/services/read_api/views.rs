@@ -11,6 +11,7 @@ use crate::db::admin::browse::{RelatedConflict, RelatedPair, SubmissionRow};
 use crate::db::admin::effects::{AttemptRow, EffectRow};
 use crate::db::admin::review::PairRow;
 use crate::domain::{FieldType, FileRef, ScanState};
+use crate::services::duplicates::reason::Reason;
 
 #[derive(Debug, Serialize)]
 pub struct SubmissionView {
@@ -188,10 +189,6 @@ pub struct PairView {
     pub created_at: Option<String>,
 }
 
-fn reasons(stored: &str) -> Vec<String> {
-    serde_json::from_str(stored).unwrap_or_else(|_| vec![stored.to_string()])
-}
-
 impl PairView {
     pub fn of(p: PairRow) -> PairView {
         PairView {
@@ -200,7 +197,7 @@ impl PairView {
             original_id: p.original_id.to_string(),
             duplicate_id: p.duplicate_id.to_string(),
             score: p.score,
-            reasons: reasons(&p.reasons),
+            reasons: Reason::sentences(&p.reasons),
             status: p.status.as_str(),
             decided_by: p.decided_by,
             decided_at: p.decided_at.map(rfc3339),
@@ -215,7 +212,7 @@ impl PairView {
             original_id: p.original_id.to_string(),
             duplicate_id: p.duplicate_id.to_string(),
             score: p.score,
-            reasons: reasons(&p.reasons),
+            reasons: Reason::sentences(&p.reasons),
             status: p.status.as_str(),
             decided_by: None,
             decided_at: None,

@@ -19,21 +19,6 @@ use crate::config::proxies::client_bucket;
 use crate::config::{CaptchaProvider, Form, FormConfig, Secrets};
 use crate::domain::{OperationId, RawFields, SpamReason};
 
-/// A stored `spam_reason` in words, for the admin.
-pub fn describe(reason: &str) -> &'static str {
-    match reason {
-        "honeypot" => "honeypot filled in",
-        "too-fast" => "sent too soon after the form was shown",
-        "forged-stamp" => "fill-time stamp not issued by this server",
-        "captcha-missing" => "no captcha answer",
-        "captcha-invalid" => "captcha answer refused",
-        "captcha-replayed" => "captcha answer already used",
-        "captcha-unverified" => "captcha could not be verified (provider unavailable): review it",
-        "malware" => "an attached file is malware (clamd)",
-        _ => "other",
-    }
-}
-
 /// What a request carries for screening, taken out of its fields before validation.
 #[derive(Debug, Clone, Default)]
 pub struct Screening {

@@ -7,7 +7,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use crate::base::format::reference;
-use crate::services::conflicts::{self, ConflictActionError};
+use crate::services::conflicts::{self, AcceptAsNewError, ConflictActionError};
 use crate::web::admin::flash::Flash;
 use crate::web::admin::guard::{AdminAction, CsrfForm, SessionUser};
 use crate::web::admin::{blocking, done};
@@ -44,8 +44,19 @@ impl crate::web::admin::Refusal for ConflictActionError {
             ConflictActionError::FormGone(form) => {
                 locale.format("admin-refused-form-gone", &[("form", Arg::Str(form))])
             }
-            // The accept rules' own sentence (a field the form no longer takes, …).
-            ConflictActionError::Unacceptable(e) => e.to_string(),
+            ConflictActionError::Unacceptable(e) => match e {
+                AcceptAsNewError::Unfit { form, errors } => {
+                    let problems = form.admin_error_messages(errors, locale).join("; ");
+                    locale.format("admin-refused-unfit", &[("reason", Arg::Str(&problems))])
+                }
+                AcceptAsNewError::NoOperationId(why) => {
+                    locale.format("admin-refused-no-operation-id", &[("value", Arg::Str(why))])
+                }
+                AcceptAsNewError::OtherContent => locale.text("admin-refused-other-content"),
+                AcceptAsNewError::InProgress => locale.text("admin-refused-in-progress"),
+                AcceptAsNewError::Expired => locale.text("admin-refused-operation-expired"),
+                AcceptAsNewError::Db(_) => locale.text("admin-db-unavailable"),
+            },
             ConflictActionError::DecidedMeanwhile(r) => {
                 locale.format("admin-refused-decided-meanwhile", &[("reference", Arg::Str(r))])
             }
@@ -102,4 +113,26 @@ async fn accept_as_new(
         blocking(move || Ok(conflicts::accept_as_new(&pool, &acceptor, &forms, &user.actor(), &id, &note)))
             .await??;
     Ok(Flash::new("conflict_accepted").arg(reference(&accepted)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Form};
+    use crate::domain::{FieldError, FieldErrors};
+    use crate::web::admin::Refusal;
+
+    #[test]
+    fn a_conflict_the_form_no_longer_takes_is_refused_in_the_admins_words() {
+        let form = Form::new("contact", Config::builtin().unwrap().forms["contact"].clone());
+        let mut errors = FieldErrors::default();
+        errors.add("email", FieldError::Required);
+        let refusal = ConflictActionError::Unacceptable(AcceptAsNewError::Unfit { form, errors });
+        let (en, zh) = (refusal.text(Locale::En), refusal.text(Locale::ZhTw));
+        assert!(en.starts_with("The content does not fit the form now: "), "{en}");
+        assert!(zh.starts_with("此內容已不符合目前的表單"), "{zh}");
+        assert_ne!(en, zh);
+        let late = ConflictActionError::Unacceptable(AcceptAsNewError::Expired);
+        assert_eq!(late.text(Locale::Ja), "操作 ID の有効期限が切れています。");
+    }
 }

@@ -9,20 +9,12 @@ use actix_web::http::StatusCode;
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
 use serde::de::DeserializeOwned;
 
-use super::account_changes::idle_since;
 use super::cookies::CookiePolicy;
-use crate::base::clock::now;
 use crate::base::i18n::{Locale, TimeZone};
 use crate::base::secret::constant_time_eq;
-use crate::db::admin::sessions::{LiveSession, SessionStore};
-use crate::db::{DbError, Pool, Store};
 use crate::domain::digest;
-use crate::services::accounts::Role;
+use crate::services::accounts::{sessions, Role};
 use crate::web::state::AppState;
-use crate::with_conn;
-
-/// Sliding the idle timeout costs a write; it is done at most this often per session.
-const TOUCH_AFTER_SECONDS: i64 = 60;
 
 /// Pages a user who must replace their password can still reach.
 const BEFORE_NEW_PASSWORD: [&str; 2] = ["/admin/password", "/admin/logout"];
@@ -153,7 +145,7 @@ impl FromRequest for SessionUser {
             let hash = token_hash.clone();
             // Who asks is not known yet: the site's language.
             let unavailable = || AuthError::Unavailable(state.config.admin.locale);
-            let found = web::block(move || live_session(&pool, &hash))
+            let found = web::block(move || sessions::live(&pool, &hash))
                 .await
                 .map_err(|_| unavailable())?
                 .map_err(|_| unavailable())?;
@@ -178,20 +170,6 @@ impl FromRequest for SessionUser {
             })
         })
     }
-}
-
-/// The live session (not expired, not idle, user not disabled), its idle timeout slid
-/// forward when it was last slid more than a minute ago.
-fn live_session(pool: &Pool, hash: &str) -> Result<Option<LiveSession>, DbError> {
-    let t = now();
-    let found = with_conn!(pool, |c| c.live_session(hash, t, idle_since(t)).map_err(DbError::from))?;
-    if let Some(session) = &found {
-        let stale = session.last_seen_at.is_none_or(|seen| (t - seen).num_seconds() >= TOUCH_AFTER_SECONDS);
-        if stale {
-            with_conn!(pool, |c| c.write_tx(|c| c.touch_session(hash, t).map_err(DbError::from)))?;
-        }
-    }
-    Ok(found)
 }
 
 /// A form that carries the session's CSRF token.

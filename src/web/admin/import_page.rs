@@ -9,15 +9,14 @@ use askama::Template;
 
 use super::guard::SessionUser;
 use super::upload::{Upload, UploadError};
-use super::{audit, blocking, db_failure_in, Chrome};
+use super::{blocking, db_failure_in, Chrome};
 use crate::base::i18n::{Arg, Locale};
 use crate::config::Config;
-use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
-use crate::services::lifecycle::import::{import, ImportOptions};
+use crate::services::lifecycle::import::{import_audited, ImportOptions};
+use crate::services::storage::{DbError, Pool};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/import", web::get().to(import_page)).route("/admin/import", web::post().to(upload));
@@ -142,8 +141,7 @@ async fn upload(
     }
 }
 
-/// Imports as `onceform import` does and records who imported what into which form; the
-/// audit note holds counts only, never a row's content.
+/// Imports as `onceform import` does, audited (`import_audited`); the report in the admin's words.
 fn run(
     pool: &Pool,
     config: &Config,
@@ -159,21 +157,8 @@ fn run(
         files: None,
     };
     let locale = user.locale;
-    let (lines, outcome) = match import(pool, config, keyring, &r.text, &options) {
-        Ok(report) => {
-            // The audit note in the command's words, the page in the admin's.
-            let summary = report.lines().first().cloned().unwrap_or_default();
-            (report.lines_in(locale, config.form(&r.form)), summary)
-        }
-        Err(e) => (
-            vec![locale.format("admin-import-nothing", &[("value", Arg::Str(&e.to_string()))])],
-            "refused: nothing imported".to_string(),
-        ),
-    };
-    let effects = if r.with_effects { "with side effects" } else { "no side effects" };
-    let note = format!("source {}, {effects}: {outcome}", r.source);
-    with_conn!(pool, |c| c.write_tx(|c| {
-        audit::record(c, user, "import", ("form", &r.form), Some(&note)).map_err(DbError::from)
-    }))?;
-    Ok(lines)
+    Ok(match import_audited(pool, config, keyring, &user.actor(), &r.text, &options)? {
+        Ok(report) => report.lines_in(locale, config.form(&r.form)),
+        Err(e) => vec![locale.format("admin-import-nothing", &[("value", Arg::Str(&e.to_string()))])],
+    })
 }

@@ -10,14 +10,10 @@ use super::guard::{AuthError, CsrfForm, SessionUser};
 use super::oidc::{Oidc, OidcPage};
 use crate::base::i18n::Locale;
 use crate::base::secret::constant_time_eq;
-use crate::db::admin::accounts::AccountStore;
-use crate::db::admin::oidc::OidcStore;
-use crate::db::DbError;
-use crate::services::accounts::{login, random_token, LoginThrottle};
+use crate::services::accounts::{login, random_token, sessions, LoginThrottle};
 use crate::web::http::TrustedProxies;
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/login", web::get().to(show))
@@ -165,13 +161,7 @@ async fn logout(
     }
     let pool = state.pool.clone();
     let (hash, id) = (user.token_hash.clone(), user.id.clone());
-    let via_oidc = web::block(move || {
-        with_conn!(&pool, |c| {
-            c.delete_session(&hash)?;
-            c.has_identity(&id).map_err(DbError::from)
-        })
-    })
-    .await;
+    let via_oidc = web::block(move || sessions::end(&pool, &hash, &id)).await;
     let provider = match (&oidc.0, via_oidc) {
         (Some(signin), Ok(Ok(true))) => signin.end_session_url().await,
         _ => None,

@@ -1,7 +1,6 @@
 //! The admin pages under `/admin`: every page needs a session, every state-changing
 //! request an admin and the session's CSRF token, and every action writes an audit row.
 
-pub mod account_changes;
 mod api_tokens;
 pub mod audit;
 mod audit_page;
@@ -22,7 +21,6 @@ pub mod guard;
 mod import_page;
 mod login;
 pub mod oidc;
-mod oidc_users;
 mod spam_release;
 mod submissions;
 mod upload;
@@ -35,11 +33,9 @@ use serde::Deserialize;
 use crate::base::i18n::{Arg, Locale, TimeZone};
 use crate::domain::states::TextEnum;
 use crate::domain::Role;
+use crate::services::duplicates::reason::Reason;
 use crate::services::storage::DbError;
 use guard::SessionUser;
-
-/// The states a record may be replayed from (the inbound events' replay applies it too).
-pub use effects::REPLAYABLE;
 
 /// `?flash=`: the message a redirect after an action carries to the page.
 #[derive(Deserialize)]
@@ -153,8 +149,8 @@ impl Chrome {
     }
 
     /// The detector's stored reasons in words, joined.
-    pub fn reasons(&self, list: Vec<String>) -> String {
-        list.iter().map(|r| duplicates::reason_words(self.locale, r)).collect::<Vec<_>>().join("; ")
+    pub fn reasons(&self, list: Vec<Reason>) -> String {
+        list.iter().map(|r| r.words(self.locale, None)).collect::<Vec<_>>().join("; ")
     }
 
     /// A stored UTC time in `[admin] time_zone`, with the zone: `2026-12-05 21:05:00 (Asia/Taipei)`.

@@ -10,24 +10,18 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::cookies::CookiePolicy;
-use super::oidc_users::{sign_in, OidcSignedIn};
 use super::{blocking, db_failure_in};
 use crate::base::clock::now;
 use crate::base::i18n::{Arg, Locale};
 use crate::base::secret::constant_time_eq;
-use crate::db::admin::oidc::{OidcAttempt, OidcStore};
-use crate::db::{DbError, Store};
 use crate::domain::digest;
+use crate::services::accounts::oidc_users::{
+    sign_in, store_attempt, take_attempt, OidcAttempt, OidcSignedIn, ATTEMPT_SECONDS,
+};
 use crate::services::accounts::random_token;
 use crate::services::oidc::{OidcError, OidcSignIn};
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
-
-/// An attempt is good for this long (the cookie and the stored row alike).
-const ATTEMPT_SECONDS: i64 = 600;
-/// Attempts begun and not come back, at most (a flood of starts cannot fill the table).
-const MAX_PENDING: i64 = 10_000;
 
 /// The configured provider's sign-in, if there is one (`web::Data` of the app).
 pub struct Oidc(pub Option<OidcSignIn>);
@@ -98,17 +92,7 @@ async fn start(state: web::Data<AppState>, oidc: web::Data<Oidc>) -> HttpRespons
         created_at: now(),
     };
     let pool = state.pool.clone();
-    let stored = blocking(move || {
-        with_conn!(&pool, |c| c.write_tx(|c| {
-            c.sweep_attempts(row.created_at - chrono::Duration::seconds(ATTEMPT_SECONDS))?;
-            if c.count_attempts()? >= MAX_PENDING {
-                return Ok(false);
-            }
-            c.insert_attempt(&row)?;
-            Ok::<_, DbError>(true)
-        }))
-    })
-    .await;
+    let stored = blocking(move || store_attempt(&pool, &row)).await;
     match stored {
         Ok(true) => {
             let policy = CookiePolicy::of(&state.config);
@@ -158,9 +142,7 @@ async fn returned(
     };
     let pool = state.pool.clone();
     let hash = digest(&st);
-    let taken =
-        blocking(move || with_conn!(&pool, |c| c.write_tx(|c| c.take_attempt(&hash).map_err(DbError::from))))
-            .await;
+    let taken = blocking(move || take_attempt(&pool, &hash)).await;
     let attempt = match taken {
         Ok(Some(a)) => a,
         Ok(None) => {

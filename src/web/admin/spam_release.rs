@@ -6,18 +6,10 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
-use crate::base::clock::now;
-use crate::config::FormConfig;
-use crate::db::admin::spam::SpamStore;
-use crate::db::files::FileRefs;
-use crate::db::models::NewEffect;
-use crate::db::{DbError, Store};
-use crate::domain::{EffectId, EffectState};
-use crate::web::admin::audit;
+use crate::services::spam_release::{self as release, ReleaseError};
 use crate::web::admin::guard::{AdminAction, CsrfForm};
 use crate::web::admin::{blocking, done};
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/submissions/{id}/release", web::post().to(release));
@@ -34,25 +26,6 @@ pub struct ReleaseForm {
 impl CsrfForm for ReleaseForm {
     fn csrf(&self) -> &str {
         &self.csrf
-    }
-}
-
-/// Why a submission was not released.
-#[derive(Debug, thiserror::Error)]
-pub enum ReleaseError {
-    #[error("No such submission.")]
-    NotFound,
-    #[error("This submission is not marked as spam (or its form is gone); reload the page.")]
-    NotSpam,
-    #[error("A file of this submission is malware: it is never released, so nothing delivers it.")]
-    Malware,
-    #[error(transparent)]
-    Db(#[from] DbError),
-}
-
-impl From<diesel::result::Error> for ReleaseError {
-    fn from(e: diesel::result::Error) -> Self {
-        ReleaseError::Db(e.into())
     }
 }
 
@@ -91,56 +64,10 @@ async fn release_now(
     action: AdminAction<ReleaseForm>,
 ) -> Result<HttpResponse, ReleaseError> {
     let (id, AdminAction { user, form }) = (id.into_inner(), action);
-    let (pool, config, sid) = (state.pool.clone(), state.config.clone(), id.clone());
+    let (pool, forms, sid) = (state.pool.clone(), state.forms(), id.clone());
     let note = form.note.trim().to_string();
-    let n = blocking(move || {
-        with_conn!(&pool, |c| Ok(c.write_tx(|c| {
-            let Some(found) = c.spam_candidate(&sid)? else { return Err(ReleaseError::NotFound) };
-            let Some(form) = config.form(&found.form).filter(|_| found.spam) else {
-                return Err(ReleaseError::NotSpam);
-            };
-            // The store refuses malware; its reason read above says which refusal this is.
-            if !c.release_spam(&sid)? {
-                return Err(if found.is_malware() { ReleaseError::Malware } else { ReleaseError::NotSpam });
-            }
-            // A file waiting for a scan, or one clamd could not scan, keeps them held.
-            let held = c.files_of(&sid)?.iter().any(|f| f.scan.holds());
-            let effects = effects_for(&sid, form, found.fields_json.as_deref(), held);
-            c.insert_effects(&effects)?;
-            audit::record(c, &user, "submission.release", ("submission", &sid), Some(&note))?;
-            Ok(effects.len())
-        })))
-    })
-    .await??;
+    let n =
+        blocking(move || Ok(release::release(&pool, &forms.config, &user.actor(), &sid, &note))).await??;
     let page = format!("/admin/submissions/{id}");
     Ok(done(&page, crate::web::admin::flash::Flash::new("submission_released").arg(n)))
-}
-
-/// The records the accept transaction would have written (batch 0 was never used: spam gets
-/// none), each kind where it applies to the stored fields; `held` while a file holds them.
-fn effects_for(
-    submission_id: &str,
-    form: &FormConfig,
-    fields_json: Option<&str>,
-    held: bool,
-) -> Vec<NewEffect> {
-    let fields = crate::domain::stored_fields::shown(fields_json);
-    let at = now();
-    form.effects
-        .iter()
-        .filter(|k| crate::services::effects::applies(k, form, &|name| fields.contains_key(name)))
-        .map(|kind| NewEffect {
-            id: EffectId::generate(),
-            submission_id: submission_id.into(),
-            kind: kind.clone().into(),
-            batch: 0,
-            effect_key: format!("{submission_id}:{}:0", kind.as_str()),
-            state: EffectState::Pending,
-            held,
-            last_error: None,
-            next_attempt_at: at,
-            created_at: at,
-            updated_at: at,
-        })
-        .collect()
 }

@@ -7,21 +7,19 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::account_changes::{self, Actor, ChangeError, Changed, Target};
 use super::cookies::CookiePolicy;
 use super::flash::Flash;
 use super::guard::{AdminAction, AuthError, CsrfForm, SessionUser};
 use super::{blocking, db_failure_in, done, Chrome, FlashQuery};
 use crate::base::i18n::Locale;
 use crate::base::secret::constant_time_eq;
-use crate::db::admin::accounts::AccountStore;
-use crate::db::admin::sessions::{SessionStore, UserRow};
-use crate::db::{DbError, Store};
+use crate::services::accounts::changes::{self as account_changes, Actor, ChangeError, Changed, Target};
+use crate::services::accounts::sessions::{self, UserRow};
 use crate::services::accounts::{start_session, LoginThrottle};
+use crate::services::storage::DbError;
 use crate::web::http::TrustedProxies;
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/users", web::get().to(list))
@@ -44,7 +42,7 @@ async fn list(state: web::Data<AppState>, user: SessionUser, q: web::Query<Flash
         return actix_web::ResponseError::error_response(&AuthError::Forbidden.said_in(user.locale));
     }
     let pool = state.pool.clone();
-    match blocking(move || with_conn!(&pool, |c| c.list_users().map_err(DbError::from))).await {
+    match blocking(move || sessions::users(&pool)).await {
         Ok(users) => html(
             StatusCode::OK,
             &UsersPage { chrome: Chrome::new(&user, "users", q.flash.as_deref()), users },
@@ -182,8 +180,7 @@ async fn language(
     };
     let pool = state.pool.clone();
     let id = user.id.clone();
-    let set =
-        move || with_conn!(&pool, |c| c.write_tx(|c| c.set_user_locale(&id, chosen).map_err(DbError::from)));
+    let set = move || sessions::set_locale(&pool, &id, chosen);
     Ok(match blocking(set).await {
         Ok(_) => done("/admin/password", Flash::new("language_saved")),
         Err(e) => db_failure_in(user.locale, e),
@@ -252,7 +249,7 @@ async fn own_change(
     let (app, verifier, who) = (state.clone(), throttle.clone(), user.clone());
     let result = web::block(move || {
         let _slot = slot;
-        let stored = with_conn!(&app.pool, |c| c.user_by_email(&who.email).map_err(DbError::from))?;
+        let stored = sessions::user_by_email(&app.pool, &who.email)?;
         let stored = stored.ok_or(OwnPasswordError::NoAccount)?;
         if !verifier.verify(&form.current, &stored.password_hash) {
             return Err(OwnPasswordError::WrongCurrent);

@@ -7,16 +7,12 @@ use actix_web::{web, HttpResponse};
 use askama::Template;
 
 use crate::base::i18n::Locale;
-use crate::db::admin::effects::{AttemptRow, EffectAdminStore};
-use crate::db::hooks::{Conflict, Delivery, Event, HookStore, Quarantined};
-use crate::db::models::Effect;
-use crate::db::DbError;
+use crate::services::inbound::review::{self, AttemptRow, Conflict, Delivery, Effect, Event, Quarantined};
 use crate::web::admin::guard::SessionUser;
 use crate::web::admin::{blocking, db_failure_in, plain, Chrome, FlashQuery};
 use crate::web::hooks::Hooks;
 use crate::web::render::html;
 use crate::web::state::AppState;
-use crate::with_conn;
 
 #[path = "admin_actions.rs"]
 mod actions;
@@ -95,26 +91,14 @@ async fn source_page(
     let keys_window =
         config.retention.keys.map_or_else(|| locale.text("admin-kept-for-good"), |k| k.to_string());
     let (pool, name) = (state.pool.clone(), source.clone());
-    let loaded = blocking(move || {
-        with_conn!(&pool, |c| {
-            let mut events = Vec::new();
-            for event in c.recent_events(&name, 50)? {
-                let handlers = c.effects_of_event(&event.id)?;
-                events.push(EventView { event, handlers });
-            }
-            let spread =
-                c.hook_stats()?.events.into_iter().find(|(s, _, _)| *s == name).map_or(0.0, |(_, _, x)| x);
-            Ok::<_, DbError>((events, c.open_quarantine(&name)?, c.conflicts_of(&name)?, spread))
-        })
-    })
-    .await;
+    let loaded = blocking(move || review::source(&pool, &name, 50)).await;
     match loaded {
-        Ok((events, quarantine, conflicts, spread_seconds)) => {
+        Ok(review::SourceView { events, quarantine, conflicts, spread_seconds }) => {
             let chrome = Chrome::new(&user, "inbound", q.flash.as_deref());
             let page = SourcePage {
                 chrome,
                 source,
-                events,
+                events: events.into_iter().map(|(event, handlers)| EventView { event, handlers }).collect(),
                 quarantine,
                 conflicts,
                 spread_seconds,
@@ -158,20 +142,9 @@ async fn event_page(
     };
     let names = src.config.handlers.iter().map(|h| h.name.clone()).collect();
     let pool = state.pool.clone();
-    let loaded = blocking(move || {
-        with_conn!(&pool, |c| {
-            let Some(event) = c.event(&id)? else { return Ok::<_, DbError>(None) };
-            let mut handlers = Vec::new();
-            for effect in c.effects_of_event(&event.id)? {
-                let attempts = c.attempts_of(effect.id.as_str())?;
-                handlers.push((effect, attempts));
-            }
-            Ok(Some((c.deliveries_of(&event.id)?, handlers, event)))
-        })
-    })
-    .await;
+    let loaded = blocking(move || review::event(&pool, &id)).await;
     match loaded {
-        Ok(Some((deliveries, handlers, event))) if event.source == source => {
+        Ok(Some((event, deliveries, handlers))) if event.source == source => {
             let chrome = Chrome::new(&user, "inbound", q.flash.as_deref());
             html(StatusCode::OK, &EventPage { chrome, source, event, deliveries, handlers, names })
         }

@@ -7,19 +7,16 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use uuid::Uuid;
 
 use super::config::StoreDown;
 use super::inbound::{check, Checked};
-use super::ingest::{ingest, Ingested, NewInbound};
 use super::spool;
 use super::verify::{self, CallbackQuery, VerifyError};
 use super::Source;
 use crate::base::clock::now;
 use crate::config::TrustedProxies;
-use crate::db::hooks::{Delivery, HookStore, Quarantined};
-use crate::db::{DbError, Writes};
-use crate::domain::{InboundOutcome, QuarantineStatus};
+use crate::services::inbound::ingest::{store_delivery, Ingested, Stored};
+use crate::services::storage::{DbError, Writes};
 use crate::web::hooks::Hooks;
 use crate::web::http::declared_length;
 use crate::web::http::problem::{Problem, ProblemKind};
@@ -140,65 +137,6 @@ fn busy(source: &Source) -> HttpResponse {
     )
     .retry_after(1)
     .response()
-}
-
-/// What one delivery became.
-enum Stored {
-    Event(Ingested),
-    Quarantined,
-}
-
-/// In the caller's transaction: the event (or the quarantine row) and the delivery row.
-fn store_delivery<C: HookStore>(
-    c: &mut C,
-    source: &str,
-    config: &super::HookConfig,
-    checked: &Checked,
-) -> Result<Stored, DbError> {
-    let t = now();
-    let (stored, row, status) = match &checked.event_id {
-        Some(event_id) => {
-            let e = NewInbound {
-                source,
-                config,
-                event_id,
-                body: &checked.body,
-                content_type: checked.content_type,
-                now: t,
-            };
-            let outcome = ingest(c, &e)?;
-            let row = outcome.event_row().to_string();
-            (Stored::Event(outcome), row, 200)
-        }
-        None => {
-            let id = Uuid::now_v7().to_string();
-            c.insert_quarantined(&Quarantined {
-                id: id.clone(),
-                source: source.into(),
-                body: Some(checked.body.clone()),
-                content_type: checked.content_type.into(),
-                status: QuarantineStatus::Open,
-                event_row_id: None,
-                decided_by: None,
-                decided_at: None,
-                received_at: t,
-            })?;
-            (Stored::Quarantined, id, 202)
-        }
-    };
-    let outcome = match &stored {
-        Stored::Event(i) => i.label(),
-        Stored::Quarantined => InboundOutcome::Quarantined,
-    };
-    c.insert_inbound_delivery(&Delivery {
-        id: Uuid::now_v7().to_string(),
-        source: source.into(),
-        event_row_id: Some(row),
-        outcome,
-        http_status: status,
-        received_at: t,
-    })?;
-    Ok(stored)
 }
 
 fn answer(source: &Source, stored: &Stored) -> HttpResponse {

@@ -7,16 +7,7 @@ use super::config::{EventIdSpec, HookConfig};
 use super::verify::{header, BodyFormat, Delivery, Verifier, VerifyError};
 use super::Source;
 use crate::domain::keyring::Keyring;
-
-/// A verified delivery.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checked {
-    /// The verified body (WeCom: the decrypted XML message), as text.
-    pub body: String,
-    pub content_type: &'static str,
-    /// `None`: no usable event ID (the delivery goes to quarantine).
-    pub event_id: Option<String>,
-}
+pub use crate::services::inbound::ingest::Checked;
 
 /// Where a source's event IDs come from, decided once when the source is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]

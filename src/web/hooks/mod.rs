@@ -8,7 +8,6 @@ pub use crate::config::hooks as config;
 mod endpoint;
 pub mod handlers;
 pub mod inbound;
-pub mod ingest;
 pub mod metrics;
 pub mod spool;
 pub mod verify;

@@ -111,7 +111,7 @@ async fn an_idle_session_ends_after_thirty_minutes_and_use_slides_it(backend: Ba
     assert_eq!(idle.status(), 303, "31 minutes idle: signed out");
     assert_eq!(idle.headers()["location"], "/admin/login");
     // The sweep removes it.
-    let swept = app.query(onceform::web::admin::account_changes::sweep).await;
+    let swept = app.query(onceform::services::accounts::changes::sweep).await;
     assert_eq!(swept, 1);
 }
 

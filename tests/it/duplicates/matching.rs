@@ -14,10 +14,11 @@ use serde_json::{json, Value};
 
 use crate::on_both_backends;
 use crate::support::delivery::spawn_delivery_app;
-use crate::support::{new_key, spawn_app_with, Backend, TestApp};
+use crate::support::{new_key, spawn_app_with, test_keyring, Backend, TestApp};
 
 on_both_backends!(
     a_full_width_phone_and_email_are_accepted_and_stored_as_typed,
+    a_retry_of_a_phone_stored_by_the_previous_release_replays_however_it_is_typed,
     one_person_with_two_phone_formats_and_two_addresses_gives_one_pair_with_readable_reasons,
     the_same_persons_other_product_gives_no_duplicate_item,
     colleagues_sharing_a_switchboard_give_no_item,
@@ -108,7 +109,7 @@ async fn a_full_width_phone_and_email_are_accepted_and_stored_as_typed(backend: 
     )
     .await;
     let stored = app.stored_fields(&key).await.unwrap();
-    assert_eq!(stored["phone"], "0912345678", "the typed form is stored (separators dropped as before)");
+    assert_eq!(stored["phone"], "0912-345-678", "what was typed is stored, separators and all");
     let all = pairs(&app).await;
     assert_eq!(open(&all).len(), 1, "the full-width phone and address matched the ASCII ones: {all:?}");
     let fields: Vec<Option<String>> = app
@@ -123,6 +124,51 @@ async fn a_full_width_phone_and_email_are_accepted_and_stored_as_typed(backend: 
     let first: Value = serde_json::from_str(fields[0].as_deref().unwrap()).unwrap();
     assert_eq!(first["phone"], "０９１２３４５６７８", "what was typed is what is stored and shown");
     assert_eq!(first["email"], "ｍｅｉ．ｌｉｎ＠ｅｘａｍｐｌｅ．ｃｏｍ");
+}
+
+/// The release before phones were kept as typed stored a phone's digits (`0912345678` for
+/// `0912-345-678`) and digested those. A retry of such a row, typed with separators or
+/// without, replays it; another number under its key is a conflict, and the row stays as it
+/// was. The row is written as that release wrote it, under a key this process never saw (so
+/// the retry is judged by the database, not the memory of recent answers).
+async fn a_retry_of_a_phone_stored_by_the_previous_release_replays_however_it_is_typed(backend: Backend) {
+    let app = app(backend).await;
+    let (key, id) = (new_key(), uuid::Uuid::now_v7().to_string());
+    let sent =
+        inquiry("Mei Lin", "mei@example.com", "0912-345-678", "", "Sales", "A quote for the X200, please");
+    let mut previous: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(sent.clone()).unwrap();
+    previous.insert("phone".into(), "0912345678".into());
+    let fields_json = serde_json::to_string(&previous).unwrap();
+    let fingerprint = test_keyring().digest(&fields_json);
+    let body = json!({"submission_id": id, "operation_id": key, "form": "contact", "status": "accepted",
+        "received_at": "2026-12-01T10:00:00Z", "operation_expires_at": "2026-12-31T10:00:00Z", "effects": []})
+    .to_string();
+    let quote = |s: &str| s.replace('\'', "''");
+    let row = format!(
+        "INSERT INTO submissions (id, form, operation_id, fingerprint, fields_json, response_body, channel, \
+         keyless, spam, received_at, operation_expires_at) VALUES ('{id}', 'contact', '{key}', '{fingerprint}', \
+         '{}', '{}', 'api', FALSE, FALSE, '2026-12-01 10:00:00', '2999-12-31 10:00:00')",
+        quote(&fields_json),
+        quote(&body)
+    );
+    app.query(move |pool| {
+        use diesel::connection::SimpleConnection;
+        with_conn!(pool, |c| c.batch_execute(&row).map_err(DbError::from))
+    })
+    .await;
+    for typed in ["0912-345-678", "0912 345 678", "0912345678"] {
+        let mut retry = sent.clone();
+        retry["phone"] = typed.into();
+        let resp = app.submit(&key, &retry).await;
+        assert_eq!(resp.status(), 200, "{typed}: the same content, replayed");
+        assert_eq!(resp.text().await.unwrap(), body, "{typed}: the stored answer");
+    }
+    let mut other = sent.clone();
+    other["phone"] = "0912-345-679".into();
+    assert_eq!(app.submit(&key, &other).await.status(), 409, "another number is another content");
+    assert_eq!(app.stored_fields(&key).await.unwrap()["phone"], "0912345678", "the original untouched");
+    assert_eq!(app.stats().await.submissions, 1);
 }
 
 async fn one_person_with_two_phone_formats_and_two_addresses_gives_one_pair_with_readable_reasons(

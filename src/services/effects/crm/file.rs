@@ -17,7 +17,7 @@ use crate::base::private_files;
 use crate::config::kind_settings::Settings;
 use crate::config::CrmConfig;
 use crate::services::effects::http::Secret;
-use crate::services::effects::kind::settings_of;
+use crate::services::effects::settings::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Outcome, Report};
 
 /// `[crm.file]`.

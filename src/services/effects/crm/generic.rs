@@ -15,7 +15,7 @@ use crate::services::effects::http::url_policy::check_template;
 use crate::services::effects::http::{
     authorize, client, fill, id_of, lookup_failed, reach, status_error, Client, Reach, Secret,
 };
-use crate::services::effects::kind::settings_of;
+use crate::services::effects::settings::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Report};
 
 /// `[crm.generic]`.

@@ -42,7 +42,7 @@ use super::{
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig};
 use crate::services::effects::http::{client, lookup_failed, Client, Reach, Secret, ServerErrors};
-use crate::services::effects::kind::settings_of;
+use crate::services::effects::settings::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Outcome, Report};
 
 /// The mapping's names for the person's fields and the lead's title.

@@ -43,7 +43,7 @@ use crate::services::effects::http::{
     authorize, client, encode_segment, excerpt, id_of, json_call, lookup_failed, read_head, status_report,
     Client, Reach, Secret, ServerErrors,
 };
-use crate::services::effects::kind::settings_of;
+use crate::services::effects::settings::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Outcome, Report};
 
 const API_VERSION: &str = "v59.0";

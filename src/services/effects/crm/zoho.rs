@@ -50,7 +50,7 @@ use crate::services::effects::http::encode_segment;
 use crate::services::effects::http::{
     client, lookup_failed, reach, url_policy, Client, Reach, Secret, ServerErrors,
 };
-use crate::services::effects::kind::settings_of;
+use crate::services::effects::settings::settings_of;
 use crate::services::effects::{BoxFuture, Lookup, Outcome, Report};
 
 const API_VERSION: &str = "v8";

@@ -32,7 +32,7 @@ use super::http::{
     client, encode_segment, excerpt, read_head, status_report, url_policy, Client, Reach, Secret,
     ServerErrors,
 };
-use super::kind::settings_of;
+use super::settings::settings_of;
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::base::format::rfc3339;
 use crate::config::{Config, FormConfig};

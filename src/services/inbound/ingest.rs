@@ -1,14 +1,28 @@
-//! Storing one verified event: in one transaction the (source, event ID) is claimed through
-//! the unique constraint, and the event and one side-effect record per handler (owned by
-//! the event) are written — or, for a known ID, the replay or conflict is recorded.
+//! Storing one verified delivery, with its delivery row, in the caller's transaction: the
+//! (source, event ID) is claimed through the unique constraint, and the event and one
+//! side-effect record per handler (owned by the event) are written; for a known ID the replay
+//! or conflict is recorded; without an event ID the delivery is quarantined.
 
 use chrono::NaiveDateTime;
 use uuid::Uuid;
 
-use super::config::HookConfig;
-use crate::db::hooks::{Conflict, HookStore, NewEvent, NewEventEffect};
+use crate::base::clock::now;
+use crate::config::hooks::HookConfig;
+use crate::db::hooks::{Conflict, Delivery, HookStore, NewEvent, NewEventEffect, Quarantined};
 use crate::db::DbError;
-use crate::domain::{digest, ConflictStatus, EffectId, EffectState, InboundOutcome, RecordKind};
+use crate::domain::{
+    digest, ConflictStatus, EffectId, EffectState, InboundOutcome, QuarantineStatus, RecordKind,
+};
+
+/// A verified delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The verified body (WeCom: the decrypted XML message), as text.
+    pub body: String,
+    pub content_type: &'static str,
+    /// `None`: no usable event ID (the delivery goes to quarantine).
+    pub event_id: Option<String>,
+}
 
 /// What became of an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,4 +120,63 @@ pub fn handler_effect(e: &NewInbound<'_>, event_row: &str, handler: &str, batch:
         created_at: e.now,
         updated_at: e.now,
     }
+}
+
+/// What one delivery became.
+pub enum Stored {
+    Event(Ingested),
+    Quarantined,
+}
+
+/// In the caller's transaction: the event (or the quarantine row) and the delivery row.
+pub fn store_delivery<C: HookStore>(
+    c: &mut C,
+    source: &str,
+    config: &HookConfig,
+    checked: &Checked,
+) -> Result<Stored, DbError> {
+    let t = now();
+    let (stored, row, status) = match &checked.event_id {
+        Some(event_id) => {
+            let e = NewInbound {
+                source,
+                config,
+                event_id,
+                body: &checked.body,
+                content_type: checked.content_type,
+                now: t,
+            };
+            let outcome = ingest(c, &e)?;
+            let row = outcome.event_row().to_string();
+            (Stored::Event(outcome), row, 200)
+        }
+        None => {
+            let id = Uuid::now_v7().to_string();
+            c.insert_quarantined(&Quarantined {
+                id: id.clone(),
+                source: source.into(),
+                body: Some(checked.body.clone()),
+                content_type: checked.content_type.into(),
+                status: QuarantineStatus::Open,
+                event_row_id: None,
+                decided_by: None,
+                decided_at: None,
+                received_at: t,
+            })?;
+            (Stored::Quarantined, id, 202)
+        }
+    };
+    let outcome = match &stored {
+        Stored::Event(i) => i.label(),
+        Stored::Quarantined => InboundOutcome::Quarantined,
+    };
+    c.insert_inbound_delivery(&Delivery {
+        id: Uuid::now_v7().to_string(),
+        source: source.into(),
+        event_row_id: Some(row),
+        outcome,
+        http_status: status,
+        received_at: t,
+    })?;
+    Ok(stored)
 }

@@ -5,14 +5,40 @@
 
 use uuid::Uuid;
 
+use super::{new_session, normalise_email, random_token, DUMMY_HASH};
 use crate::base::clock::now;
 use crate::db::admin::accounts::{AccountStore, AuditEntry, NewUser};
 use crate::db::admin::oidc::{NewIdentity, OidcStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::Role;
-use crate::services::accounts::{new_session, normalise_email, random_token, DUMMY_HASH};
 use crate::services::oidc::Identity;
 use crate::with_conn;
+
+pub use crate::db::admin::oidc::OidcAttempt;
+
+/// An attempt is good for this long (the cookie and the stored row alike).
+pub const ATTEMPT_SECONDS: i64 = 600;
+/// Attempts begun and not come back, at most (a flood of starts cannot fill the table).
+const MAX_PENDING: i64 = 10_000;
+
+/// Stores a sign-in attempt begun, after sweeping those past `ATTEMPT_SECONDS`; false (and
+/// nothing stored) while `MAX_PENDING` are pending.
+pub fn store_attempt(pool: &Pool, row: &OidcAttempt) -> Result<bool, DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| {
+        c.sweep_attempts(row.created_at - chrono::Duration::seconds(ATTEMPT_SECONDS))?;
+        if c.count_attempts()? >= MAX_PENDING {
+            return Ok(false);
+        }
+        c.insert_attempt(row)?;
+        Ok::<_, DbError>(true)
+    }))
+}
+
+/// Takes the attempt whose `state` digests to `state_hash`: once, so a replayed `state` finds
+/// nothing.
+pub fn take_attempt(pool: &Pool, state_hash: &str) -> Result<Option<OidcAttempt>, DbError> {
+    with_conn!(pool, |c| c.write_tx(|c| c.take_attempt(state_hash).map_err(DbError::from)))
+}
 
 /// What a verified identity with a role comes to.
 #[derive(Debug)]

@@ -7,11 +7,11 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use uuid::Uuid;
 
+use super::{check_password, hash_password, normalise_email, SESSION_IDLE_MINUTES};
 use crate::base::clock::now;
 use crate::db::admin::accounts::{AccountStore, AuditEntry, User};
 use crate::db::admin::sessions::SessionStore;
 use crate::db::{DbError, Pool, Store};
-use crate::services::accounts::{check_password, hash_password, normalise_email, SESSION_IDLE_MINUTES};
 use crate::with_conn;
 
 /// How often `serve` deletes expired and idle sessions.
