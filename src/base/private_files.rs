@@ -1,12 +1,14 @@
 //! Files and folders only the server's user reads: what the server keeps of submissions (the
 //! SQLite database, attached files, mail and lead files) is created mode 0600, in folders it
 //! creates mode 0700, whatever the umask would let others read. Files and folders that
-//! already exist keep their mode.
+//! already exist keep their mode. `safe_name` turns a key into a file name.
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
+
+use sha2::{Digest, Sha256};
 
 /// Creates `dir` and its missing parents, each mode 0700.
 pub fn create_dir_all(dir: &Path) -> io::Result<()> {
@@ -21,6 +23,24 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 /// Creates the file `path` (it must not exist yet), mode 0600, with `bytes` in it.
 pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     create_new(path)?.write_all(bytes)
+}
+
+/// A file name for a key (a lead's reference, an email's effect key): everything but ASCII
+/// letters, digits, `-` and `_` percent-encoded (one name per key, no path tricks, `a:1` and
+/// `a_1` apart); a very long key by its SHA-256 instead, to stay within file name limits.
+pub fn safe_name(key: &str, extension: &str) -> String {
+    let mut name = String::with_capacity(key.len() + 8);
+    for b in key.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => name.push(b as char),
+            _ => name.push_str(&format!("%{b:02X}")),
+        }
+    }
+    if name.len() > 200 {
+        let digest: String = Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        name = format!("sha256-{digest}");
+    }
+    format!("{name}.{extension}")
 }
 
 #[cfg(test)]

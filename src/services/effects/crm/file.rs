@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::dir_sync::DirSync;
 use super::{own, AdapterKind, Capabilities, CrmAdapter, Lead};
@@ -86,25 +85,7 @@ impl FileCrm {
 
 /// The lead's file name: `safe_name(external_ref, "json")`.
 pub fn file_name(external_ref: &str) -> String {
-    safe_name(external_ref, "json")
-}
-
-/// A file name for a key (a lead's reference, an email's effect key): everything but ASCII
-/// letters, digits, `-` and `_` percent-encoded (one name per key, no path tricks, `a:1` and
-/// `a_1` apart); a very long key by its SHA-256 instead, to stay within file name limits.
-pub fn safe_name(key: &str, extension: &str) -> String {
-    let mut name = String::with_capacity(key.len() + 8);
-    for b in key.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => name.push(b as char),
-            _ => name.push_str(&format!("%{b:02X}")),
-        }
-    }
-    if name.len() > 200 {
-        let digest: String = Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-        name = format!("sha256-{digest}");
-    }
-    format!("{name}.{extension}")
+    private_files::safe_name(external_ref, "json")
 }
 
 /// Whether the lead's file exists.

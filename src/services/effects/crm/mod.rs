@@ -16,7 +16,7 @@ mod salesforce;
 mod settings;
 mod zoho;
 
-pub use file::{file_name as lead_file_name, leads_dir, safe_name};
+pub use file::{file_name as lead_file_name, leads_dir};
 pub use form_kind::{form_problems, form_table, FormCrm};
 pub use settings::set_table;
 use settings::SHARED;

@@ -202,10 +202,10 @@ fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// The `.eml` file of an effect key: the file CRM's encoding (`crm::safe_name`), so two keys
+/// The `.eml` file of an effect key: the file CRM's encoding (`private_files::safe_name`), so two keys
 /// never share a file (`coll:1` and `coll_1` once did).
 pub fn eml_name(effect_key: &str) -> String {
-    crate::services::effects::crm::safe_name(effect_key, "eml")
+    crate::base::private_files::safe_name(effect_key, "eml")
 }
 
 /// The name the file got before issue 21: `:` as `_` (erasure looks for both).
