@@ -1,10 +1,11 @@
 //! `[crm]`: where leads go. The settings every adapter shares live here; each adapter's own
-//! table (`[crm.file]`, `[crm.generic]`, `[crm.hubspot]`, `[crm.salesforce]`) is parsed by
-//! the adapter itself when the config is read (`src/services/effects/crm/`, which also implements
+//! table (`[crm.file]`, `[crm.generic]`, `[crm.hubspot]`, `[crm.salesforce]`) is checked by
+//! the adapter itself when the config is read, and read as its type where it is used (`src/services/effects/crm/`, which also implements
 //! `Deserialize` for this type, as `effects` does for `KindSettings`).
 
-use std::any::Any;
 use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
 
 use super::kind_settings::Settings;
 
@@ -22,7 +23,7 @@ pub struct CrmConfig {
     /// Allow a CRM at a private or reserved address, written in the URL or resolved from its
     /// host name (`effects::http::reach`); a loopback address written in the URL needs none.
     pub allow_private: bool,
-    /// Each adapter's own table `[crm.NAME]`, parsed by that adapter.
+    /// Each adapter's own table `[crm.NAME]`, as written (checked by that adapter).
     pub tables: BTreeMap<String, Settings>,
     /// Keys of earlier releases found flat in `[crm]` and read as their adapter's: (the key,
     /// where it lives now). check-config warns about each.
@@ -39,9 +40,9 @@ impl CrmConfig {
         }
     }
 
-    /// Adapter `name`'s table, parsed (`None`: not given; the adapter takes its defaults).
-    pub fn table<T: Any>(&self, name: &str) -> Option<&T> {
-        self.tables.get(name)?.downcast_ref()
+    /// Adapter `name`'s table read as `T` (`None`: not given; the adapter takes its defaults).
+    pub fn table<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
+        self.tables.get(name)?.clone().try_into().ok()
     }
 }
 

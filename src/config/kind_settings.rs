@@ -1,27 +1,28 @@
-//! The effect kinds' own tables in a form (`[forms.F.slack]`), each parsed into its kind's
-//! type when the config is read (by the kinds themselves, see `src/services/effects/kind.rs`).
+//! The effect kinds' own tables in a form (`[forms.F.slack]`), kept as written: each kind
+//! checks its table when the config is read (`src/services/effects/kind.rs`), and reads it as
+//! its own type where it uses it (`get`).
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
 
 use crate::domain::EffectKind;
 
-/// A kind's own table in a form, parsed into the kind's type when the config is read.
-pub type Settings = Arc<dyn Any + Send + Sync>;
+/// A kind's own table, as written (its kind accepted it when the config was read).
+pub type Settings = toml::Value;
 
-/// The effect kinds' own tables in one form (`[forms.F.slack]`), each parsed by its kind.
+/// The effect kinds' own tables in one form (`[forms.F.slack]`), each checked by its kind.
 #[derive(Clone, Default)]
 pub struct KindSettings(pub(crate) BTreeMap<EffectKind, Settings>);
 
 impl KindSettings {
-    /// `kind`'s table, parsed.
-    pub fn get<T: Any>(&self, kind: &EffectKind) -> Option<&T> {
-        self.0.get(kind)?.downcast_ref()
+    /// `kind`'s table read as `T` (`None`: no table, or one that does not read as `T`).
+    pub fn get<T: DeserializeOwned>(&self, kind: &EffectKind) -> Option<T> {
+        self.0.get(kind)?.clone().try_into().ok()
     }
 
-    /// `kind`'s table as its kind parsed it.
+    /// `kind`'s table as written.
     pub fn raw(&self, kind: &EffectKind) -> Option<&Settings> {
         self.0.get(kind)
     }

@@ -4,39 +4,43 @@
 //! reading each form's target at start. Not a kind itself.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::chat::{field_problems, secret_var};
-use super::settings::parse_table;
+use super::settings::settings_of;
 use super::Settings;
 use crate::config::{Config, FormConfig, Secrets};
 use crate::domain::EffectKind;
 
-/// `[forms.F.KIND]` of a webhook robot, as its kind parsed it.
-#[derive(Debug)]
+/// `[forms.F.KIND]` of a webhook robot, read where it is used (its kind checked it against
+/// `SignedTable` or `UnsignedTable` when the config was read).
+#[derive(Debug, Deserialize)]
 struct HookSettings {
     /// The environment variable holding the webhook URL.
     url_env: String,
     /// The environment variable holding the signing secret (signing robots only).
+    #[serde(default)]
     secret_env: Option<String>,
     /// The fields whose values the message shows (none by default).
+    #[serde(default)]
     fields: Vec<String>,
 }
 
-/// The table of a robot that does not sign.
+/// The table of a robot that does not sign: its shape, checked when the config is read.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "only checks the shape; `HookSettings` reads the table")]
 struct UnsignedTable {
     url_env: String,
     #[serde(default)]
     fields: Vec<String>,
 }
 
-/// The table of a signing robot.
+/// The table of a signing robot: its shape, checked when the config is read.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "only checks the shape; `HookSettings` reads the table")]
 struct SignedTable {
     url_env: String,
     secret_env: String,
@@ -63,19 +67,10 @@ pub struct Target {
 impl Hook {
     /// `Kind::settings`: a signing robot's table has `secret_env`, another's none.
     pub fn settings(self, table: toml::Value) -> Option<Result<Settings, String>> {
-        let parsed = match self.signed {
-            true => parse_table::<SignedTable>(table).map(|s| HookSettings {
-                url_env: s.url_env,
-                secret_env: Some(s.secret_env),
-                fields: s.fields,
-            }),
-            false => parse_table::<UnsignedTable>(table).map(|s| HookSettings {
-                url_env: s.url_env,
-                secret_env: None,
-                fields: s.fields,
-            }),
-        };
-        Some(parsed.map(|s| Arc::new(s) as Settings))
+        Some(match self.signed {
+            true => settings_of::<SignedTable>(table),
+            false => settings_of::<UnsignedTable>(table),
+        })
     }
 
     /// `Kind::check`: the table's problems in `form` (called `at`, i.e. `forms.NAME`).

@@ -17,6 +17,14 @@ pub struct CrmFormKind {
     adapter: &'static str,
 }
 
+impl CrmFormKind {
+    /// `form`'s `[forms.F.NAME]` read as the `[crm]` it stands for (`crm::form_table`).
+    fn form_crm(&self, form: &FormConfig) -> Option<FormCrm> {
+        let table = form.settings.raw(&self.name())?;
+        crm::form_table(self.adapter, table.clone()).ok()
+    }
+}
+
 pub static PIPEDRIVE: CrmFormKind = CrmFormKind { adapter: "pipedrive" };
 pub static ZOHO: CrmFormKind = CrmFormKind { adapter: "zoho" };
 
@@ -26,17 +34,17 @@ impl Kind for CrmFormKind {
     }
 
     fn settings(&self, table: toml::Value) -> Option<Result<Settings, String>> {
-        Some(crm::form_table(self.adapter, table).map(|c| Arc::new(c) as Settings))
+        Some(crm::form_table(self.adapter, table.clone()).map(|_| table))
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
         let (kind, name) = (self.name(), self.adapter);
         let listed = form.lists(&kind);
-        match form.settings.get::<FormCrm>(&kind) {
+        match self.form_crm(form) {
             None if listed => vec![format!("{at}.{name}: the {name} effect needs its table [{at}.{name}]")],
             None => Vec::new(),
             Some(FormCrm(crm)) => {
-                let mut out = form_problems(&format!("{at}.{name}"), crm);
+                let mut out = form_problems(&format!("{at}.{name}"), &crm);
                 if !listed {
                     out.insert(0, format!("{at}.{name}: set, but `{name}` is not in {at}.effects"));
                 }
@@ -51,8 +59,8 @@ impl Kind for CrmFormKind {
         form: &FormConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Vec<String> {
-        match form.settings.get::<FormCrm>(&self.name()).filter(|_| form.lists(&self.name())) {
-            Some(FormCrm(crm)) => crm::secret_problems(&format!("{at}.{}", self.adapter), crm, env),
+        match self.form_crm(form).filter(|_| form.lists(&self.name())) {
+            Some(FormCrm(crm)) => crm::secret_problems(&format!("{at}.{}", self.adapter), &crm, env),
             None => Vec::new(),
         }
     }
@@ -61,12 +69,12 @@ impl Kind for CrmFormKind {
         let kind = self.name();
         let mut forms = BTreeMap::new();
         for (name, form) in &deps.config.forms {
-            let Some(FormCrm(crm)) = form.settings.get::<FormCrm>(&kind).filter(|_| form.lists(&kind)) else {
+            let Some(FormCrm(crm)) = self.form_crm(form).filter(|_| form.lists(&kind)) else {
                 continue;
             };
             let at = format!("forms.{name}.{}", self.adapter);
             let adapter =
-                crm::adapter(crm, deps.secrets, deps.timeout).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+                crm::adapter(&crm, deps.secrets, deps.timeout).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
             let lead = CrmLead::new(adapter, deps.config.clone()).with_files(deps.files.clone());
             forms.insert(name.clone(), lead);
         }

@@ -24,13 +24,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Response;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::chat::{admin_base, field_problems, no_wait, plain_text_utf16, refused, Message};
 use super::http::{client, excerpt, id_of, read_head, transport_error, Client, Reach};
-use super::settings::settings_of;
+use super::settings::{parse_table, settings_of};
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::{Config, FormConfig};
 use crate::domain::EffectKind;
@@ -48,23 +48,23 @@ const RESEND_WITHIN: Duration = Duration::from_secs(23 * 3600);
 const ACCEPTED_ID: &str = "x-line-accepted-request-id";
 
 /// `[forms.F.line]`, or a route's `line = { … }` (each key laid over the form's).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LineSettings {
     /// The environment variable holding the channel access token.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     token_env: Option<String>,
     /// The user, group or room the messages go to (`U…`, `C…`, `R…`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     to: Option<String>,
     /// The environment variable holding that ID, instead of `to`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     to_env: Option<String>,
     /// The Messaging API's server (`https://api.line.me`; a test's).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     api_url: Option<String>,
     /// The fields whose values the message shows (none by default).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fields: Option<Vec<String>>,
 }
 
@@ -164,9 +164,9 @@ impl Kind for LineKind {
     }
 
     fn on_route(&self, form: Option<&Settings>, route: &Settings) -> Option<Settings> {
-        let route = route.downcast_ref::<LineSettings>()?;
-        let form = form.and_then(|f| f.downcast_ref::<LineSettings>()).cloned().unwrap_or_default();
-        Some(Arc::new(form.under(route)))
+        let route = parse_table::<LineSettings>(route.clone()).ok()?;
+        let form = form.and_then(|f| parse_table::<LineSettings>(f.clone()).ok()).unwrap_or_default();
+        toml::Value::try_from(form.under(&route)).ok()
     }
 
     fn check(&self, at: &str, form: &FormConfig) -> Vec<String> {
@@ -226,12 +226,12 @@ fn targeted(form: &FormConfig) -> Vec<(Option<String>, LineSettings)> {
             continue;
         }
         match route.settings.get::<LineSettings>(&LINE) {
-            Some(r) => out.push((Some(route.label(i)), own.cloned().unwrap_or_default().under(r))),
+            Some(r) => out.push((Some(route.label(i)), own.clone().unwrap_or_default().under(&r))),
             None => form_needed = true,
         }
     }
     if form_needed {
-        out.insert(0, (None, own.cloned().unwrap_or_default()));
+        out.insert(0, (None, own.unwrap_or_default()));
     }
     out
 }

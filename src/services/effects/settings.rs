@@ -1,17 +1,15 @@
-//! A kind's own table (`[forms.F.NAME]`, `[crm.NAME]`) parsed into its type: what each
-//! `Kind::settings` and CRM adapter calls.
-
-use std::sync::Arc;
+//! A kind's own table (`[forms.F.NAME]`, `[crm.NAME]`) checked against its type when the
+//! config is read (`settings_of`, what each `Kind::settings` and CRM adapter calls), and read
+//! as that type where it is used (`parse_table`).
 
 use serde::de::DeserializeOwned;
 
 use crate::config::kind_settings::Settings;
 
-/// `Kind::settings` for a table that deserialises into `T`.
-pub fn settings_of<T: DeserializeOwned + Send + Sync + 'static>(
-    table: toml::Value,
-) -> Result<Settings, String> {
-    Ok(Arc::new(parse_table::<T>(table)?))
+/// `Kind::settings` for a table that must read as `T`: the table, kept as written.
+pub fn settings_of<T: DeserializeOwned>(table: toml::Value) -> Result<Settings, String> {
+    parse_table::<T>(table.clone())?;
+    Ok(table)
 }
 
 /// A kind's table as `T`; the error on one line.

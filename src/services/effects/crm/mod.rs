@@ -25,7 +25,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+
 use super::http::{self, Secret};
+use super::settings::parse_table;
 use super::{BoxFuture, Lookup, Report};
 use crate::config::kind_settings::Settings;
 use crate::config::{CrmConfig, FormConfig, Secrets};
@@ -216,9 +219,9 @@ fn settings_of(crm: &CrmConfig, kind: &dyn AdapterKind) -> Result<Settings, Stri
 }
 
 /// The configured adapter's own settings, typed (its defaults when its table is absent).
-fn own<T: Send + Sync + 'static>(crm: &CrmConfig, kind: &dyn AdapterKind) -> anyhow::Result<Arc<T>> {
-    let settings = settings_of(crm, kind).map_err(|e| anyhow::anyhow!("crm.{}: {e}", kind.name()))?;
-    settings.downcast::<T>().map_err(|_| anyhow::anyhow!("crm.{}: settings of another type", kind.name()))
+fn own<T: DeserializeOwned>(crm: &CrmConfig, kind: &dyn AdapterKind) -> anyhow::Result<Arc<T>> {
+    let read = settings_of(crm, kind).and_then(parse_table::<T>);
+    read.map(Arc::new).map_err(|e| anyhow::anyhow!("crm.{}: {e}", kind.name()))
 }
 
 /// The adapter the configuration names; the token is read from `token_env` (in `secrets`)
