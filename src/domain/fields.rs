@@ -487,15 +487,24 @@ fn check_value(field: &FieldConfig, v: &str) -> Result<(), FieldError> {
     }
     match field.kind {
         // Full-width input (an IME's `０９１２…`, `＠`) is valid: checked on its folded form.
-        FieldType::Email if !super::width::fold_width(v).validate_email() => Err(FieldError::InvalidEmail),
-        FieldType::Phone if !is_phone(&phone_digits(&super::width::fold_width(v))) => {
-            Err(FieldError::InvalidPhone)
-        }
+        FieldType::Email if !is_email(v) => Err(FieldError::InvalidEmail),
+        FieldType::Phone if !is_phone_number(v) => Err(FieldError::InvalidPhone),
         FieldType::Select | FieldType::Radio if !field.options.iter().any(|o| o == v) => {
             Err(FieldError::NotAnOption { options: field.options.clone() })
         }
         _ => Ok(()),
     }
+}
+
+/// An email address as a field of type `email` takes it (full-width characters folded).
+pub fn is_email(typed: &str) -> bool {
+    super::width::fold_width(typed).validate_email()
+}
+
+/// A phone number as a field of type `phone` takes it: 7 to 15 digits, optionally after `+`,
+/// with separators and full-width characters.
+pub fn is_phone_number(typed: &str) -> bool {
+    is_phone(&phone_digits(&super::width::fold_width(typed)))
 }
 
 fn is_phone(v: &str) -> bool {

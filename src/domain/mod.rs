@@ -30,8 +30,9 @@ pub use api_scopes::Scopes;
 pub use effect::{duplicate_note_key, first_lead_ref, original_of_note_key, EffectKind};
 pub use field_error::{FieldError, FIELD_ERROR_CODES};
 pub use fields::{
-    boolean, normalise, normalise_value, normalise_with, parse_journey_id, phone_digits, stored_content_json,
-    FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD, MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
+    boolean, is_email, is_phone_number, normalise, normalise_value, normalise_with, parse_journey_id,
+    phone_digits, stored_content_json, FieldErrors, NormalisedFields, RawFields, JOURNEY_FIELD,
+    MAX_UNDECLARED, MAX_UNDECLARED_VALUE, SEVERAL,
 };
 pub use file_ref::{
     accepts_type, human_size, is_sha256, safe_file_name, split_stored, Attached, FileRef, Scans,

@@ -53,11 +53,10 @@ pub fn run(
             Ok(())
         }
         LifecycleCommand::Erase { email, phone, dry_run } => {
-            let person = match (email, phone) {
-                (Some(e), _) => erase::Person::Email(e.clone()),
-                (None, Some(p)) => erase::Person::Phone(p.clone()),
-                (None, None) => anyhow::bail!("erase needs --email or --phone"),
-            };
+            // `--email` wins when both are given.
+            let phone = phone.as_deref().filter(|_| email.is_none());
+            let person =
+                erase::Person::named(email.as_deref(), phone).map_err(|e| anyhow::anyhow!("erase: {e}"))?;
             let files = erase::Files::of(config);
             let consent = config.consent_fields();
             let report =

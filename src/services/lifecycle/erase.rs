@@ -32,7 +32,7 @@ use crate::db::purge::{tombstone, ConsentFields, TotalStore};
 use crate::db::{DbError, Pool, Store};
 use crate::domain::keyring::Keyring;
 use crate::domain::FieldType;
-use crate::domain::{normalise_value, phone_digits, EffectState, RecordKind};
+use crate::domain::{is_email, is_phone_number, normalise_value, phone_digits, EffectState, RecordKind};
 use crate::services::effects::crm::lead_file_name;
 use crate::services::effects::mail::{eml_name, legacy_eml_name};
 use crate::with_conn;
@@ -42,6 +42,35 @@ use crate::with_conn;
 pub enum Person {
     Email(String),
     Phone(String),
+}
+
+/// Why an erasure names no one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotAPerson {
+    #[error("give either an email address or a phone number")]
+    GiveOne,
+    #[error("not an email address")]
+    NotAnEmail,
+    #[error("not a phone number (7 to 15 digits)")]
+    NotAPhone,
+}
+
+impl Person {
+    /// The person named by `email` or `phone` (a blank one is not given): exactly one, a
+    /// valid address or number. What is given is also searched for in stored text, so a
+    /// fragment ("a", "12") would find, and erase, everyone's rows holding it.
+    pub fn named(email: Option<&str>, phone: Option<&str>) -> Result<Person, NotAPerson> {
+        fn given(v: Option<&str>) -> Option<&str> {
+            v.map(str::trim).filter(|v| !v.is_empty())
+        }
+        match (given(email), given(phone)) {
+            (Some(e), None) if is_email(e) => Ok(Person::Email(e.into())),
+            (Some(_), None) => Err(NotAPerson::NotAnEmail),
+            (None, Some(p)) if is_phone_number(p) => Ok(Person::Phone(p.into())),
+            (None, Some(_)) => Err(NotAPerson::NotAPhone),
+            _ => Err(NotAPerson::GiveOne),
+        }
+    }
 }
 
 /// Who asked (the audit row): an admin, or the command line.
@@ -426,5 +455,23 @@ impl ErasureReport {
         }
         out.push(locale.format("admin-erase-report-digest", &[("value", Arg::Str(&self.digest))]));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_erasure_names_one_valid_address_or_number() {
+        assert_eq!(
+            Person::named(Some(" ada@example.com "), None),
+            Ok(Person::Email("ada@example.com".into()))
+        );
+        assert_eq!(Person::named(Some(""), Some("0912-345-678")), Ok(Person::Phone("0912-345-678".into())));
+        assert_eq!(Person::named(Some("ada"), None), Err(NotAPerson::NotAnEmail));
+        assert_eq!(Person::named(None, Some("12")), Err(NotAPerson::NotAPhone));
+        assert_eq!(Person::named(Some("ada@example.com"), Some("0912345678")), Err(NotAPerson::GiveOne));
+        assert_eq!(Person::named(Some(" "), None), Err(NotAPerson::GiveOne));
     }
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::guard::{AdminAction, CsrfForm, SessionUser};
 use super::{blocking, db_failure_in, plain, Chrome};
 use crate::base::i18n::Arg;
-use crate::services::lifecycle::erase::{self, Actor, Person};
+use crate::services::lifecycle::erase::{self, Actor, NotAPerson, Person};
 use crate::web::render::html;
 use crate::web::state::AppState;
 
@@ -50,11 +50,16 @@ impl CsrfForm for EraseForm {
 /// `POST /admin/erase` (admin, CSRF): the report is the answer; the terms never reach a URL.
 async fn erase_now(state: web::Data<AppState>, action: AdminAction<EraseForm>) -> HttpResponse {
     let AdminAction { user, form } = action;
-    let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(String::from);
-    let person = match (given(&form.email), given(&form.phone)) {
-        (Some(e), None) => Person::Email(e),
-        (None, Some(p)) => Person::Phone(p),
-        _ => return plain(StatusCode::CONFLICT, user.locale.text("admin-erase-give-one")),
+    let person = match Person::named(form.email.as_deref(), form.phone.as_deref()) {
+        Ok(person) => person,
+        Err(why) => {
+            let key = match why {
+                NotAPerson::GiveOne => "admin-erase-give-one",
+                NotAPerson::NotAnEmail => "admin-erase-not-an-email",
+                NotAPerson::NotAPhone => "admin-erase-not-a-phone",
+            };
+            return plain(StatusCode::CONFLICT, user.locale.text(key));
+        }
     };
     let dry_run = form.dry_run.is_some();
     let (pool, keyring) = (state.pool.clone(), state.keyring.clone());

@@ -215,11 +215,19 @@ async fn an_erased_person_is_in_no_table_and_no_file_onceform_wrote(backend: Bac
         assert!(!files_containing(&data.join("mail"), needle).is_empty(), "{needle} in an .eml file");
         assert!(!files_containing(&data.join("crm"), needle).is_empty(), "{needle} in a lead file");
     }
-    let mut text = text_columns_containing(&app.app, backend, "Jane.Doe@Example.COM").await;
+    let by_email = text_columns_containing(&app.app, backend, "Jane.Doe@Example.COM").await;
+    let mut text = by_email.clone();
     text.extend(text_columns_containing(&app.app, backend, PHONE_NORMALISED).await);
     assert!(!text.is_empty());
 
     let admin = app.app.sign_in(Role::Admin).await;
+    // A fragment names no one (it would be found in everyone's text): refused, nothing erased.
+    for (field, fragment) in [("email", "Jane"), ("phone", "12")] {
+        let refused =
+            app.app.admin_post(Some(&admin), "/admin/erase", Some(&admin.csrf), &[(field, fragment)]).await;
+        assert_eq!(refused.status(), 409, "{field} = {fragment}");
+    }
+    assert_eq!(text_columns_containing(&app.app, backend, "Jane.Doe@Example.COM").await, by_email);
     let done = app
         .app
         .admin_post(Some(&admin), "/admin/erase", Some(&admin.csrf), &[("email", " Jane.Doe@example.com ")])
