@@ -24,16 +24,26 @@ pub struct Facts<'a> {
 impl<'a> Facts<'a> {
     /// The facts of `fields` submitted to `form`.
     pub fn of(form: &FormConfig, fields: &'a NormalisedFields) -> Facts<'a> {
-        let values: BTreeMap<&str, &str> = fields.iter().collect();
+        Facts::of_values(form, fields.iter().collect(), fields.locale, fields.spam_reason().is_some())
+    }
+
+    /// The facts of `values` (as stored) submitted to `form` in `locale` (a tag; `None`: the
+    /// form's), spam or not.
+    pub fn of_values(
+        form: &FormConfig,
+        values: BTreeMap<&'a str, &'a str>,
+        locale: Option<&str>,
+        spam: bool,
+    ) -> Facts<'a> {
         let contact = canonical::Contact::of(form, |name| values.get(name).copied());
         let fallback = match form.locale {
             LocaleChoice::Fixed(l) => l,
             LocaleChoice::Auto => form.locales.first().copied().unwrap_or(Locale::En),
         };
         Facts {
-            locale: fields.locale.unwrap_or(fallback.tag()),
+            locale: locale.and_then(Locale::parse).unwrap_or(fallback).tag(),
             phone_region: contact.phone.and_then(|p| canonical::region(&p.e164)),
-            spam: fields.spam_reason().is_some(),
+            spam,
             fields: values,
         }
     }

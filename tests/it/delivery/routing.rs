@@ -14,6 +14,7 @@ on_both_backends!(
     a_support_question_reaches_only_support_and_a_sales_question_only_sales,
     a_replay_after_the_routes_change_answers_the_same_body,
     a_route_may_send_to_a_chat_the_form_does_not_list,
+    released_spam_takes_the_route_it_matches_as_a_real_inquiry,
 );
 
 /// The routes of `toml` (`[[forms.contact.routes]]` tables), parsed as the file's would be.
@@ -134,4 +135,30 @@ async fn a_route_may_send_to_a_chat_the_form_does_not_list(backend: Backend) {
     d.settle(&d.worker()).await;
     assert_eq!(discord.posted().len(), 1, "{:?}", discord.refused());
     assert_eq!(d.effect(&key, "discord").await.state.as_str(), "SENT");
+}
+
+/// A support question caught as spam (the honeypot filled) gets no effects; released by an
+/// admin, it is judged again as a real inquiry: it takes the support route, its effects and
+/// its recipients, not the form's.
+async fn released_spam_takes_the_route_it_matches_as_a_real_inquiry(backend: Backend) {
+    let d = routed_app(backend).await;
+    let mut body = question("Support", "RELEASED-MARK");
+    body["website"] = "http://spam.example".into();
+    let answer: Value = d.app.submit(&new_key(), &body).await.json().await.unwrap();
+    let id = answer["submission_id"].as_str().unwrap().to_string();
+    assert_eq!(d.app.stats().await.effects_total(), 0, "spam gets no effects");
+    let admin = d.app.sign_in(Role::Admin).await;
+    let path = format!("/admin/submissions/{id}/release");
+    assert_eq!(
+        d.app.admin_post(Some(&admin), &path, Some(&admin.csrf), &[("note", "a customer")]).await.status(),
+        303
+    );
+    d.settle(&d.worker()).await;
+    let to_support = mail_to(&d, "support@example.com");
+    assert_eq!(to_support.len(), 1, "the support route's recipients");
+    assert!(to_support[0].contains("RELEASED-MARK"), "{}", to_support[0]);
+    assert!(mail_to(&d, "sales@example.com").is_empty(), "not the form's recipients");
+    assert_eq!(d.app.stats().await.effects_total(), 1, "the route's effects only (owner_notification)");
+    let page = d.app.admin_get(Some(&admin), &format!("/admin/submissions/{id}")).await.text().await.unwrap();
+    assert!(page.contains("support"), "the route shown: {page}");
 }

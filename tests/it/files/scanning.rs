@@ -91,7 +91,7 @@ async fn eicar_is_stored_as_malware_with_no_effects(backend: Backend) {
     let released = app
         .query(move |pool| {
             use onceform::db::admin::spam::SpamStore;
-            onceform::with_conn!(pool, |c| c.release_spam(&id).map_err(onceform::db::DbError::from))
+            onceform::with_conn!(pool, |c| c.release_spam(&id, None).map_err(onceform::db::DbError::from))
         })
         .await;
     assert!(!released, "a malware submission is never released");
