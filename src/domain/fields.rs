@@ -63,12 +63,17 @@ impl NormalisedFields {
 
     /// The values as their fingerprint digests them (`domain::fingerprint`).
     pub fn content_json(&self) -> String {
+        self.compared_json().unwrap_or_else(|| self.to_json())
+    }
+
+    /// `content_json` where it differs from `to_json` (a phone typed with separators).
+    pub fn compared_json(&self) -> Option<String> {
         if self.compared.is_empty() {
-            return self.to_json();
+            return None;
         }
         let mut values = self.values.clone();
         values.extend(self.compared.iter().map(|(k, v)| (k.clone(), v.clone())));
-        serde_json::to_string(&values).unwrap_or_default()
+        serde_json::to_string(&values).ok()
     }
 }
 

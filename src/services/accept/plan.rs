@@ -54,8 +54,9 @@ pub(super) struct Content {
 
 impl Content {
     pub fn of(keyring: &Keyring, fields: &NormalisedFields) -> Content {
-        let compared = fields.content_json();
-        Content { fingerprint: keyring.digest(&compared), json: fields.to_json(), compared }
+        let json = fields.to_json();
+        let compared = fields.compared_json().unwrap_or_else(|| json.clone());
+        Content { fingerprint: keyring.digest(&compared), json, compared }
     }
 
     /// Equals the stored submission's content.
