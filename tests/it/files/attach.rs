@@ -315,7 +315,9 @@ async fn uploads_beyond_the_concurrent_limit_wait_their_turn(backend: Backend) {
     );
     slow.write_all(head.as_bytes()).await.unwrap();
     slow.write_all(&first[..10]).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await; // it holds the turn
+    // It takes the turn once its head is read: under a full test run's load 200 ms was not
+    // always enough (the second upload took the turn first); a second is.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 
     let next = tokio::spawn({
         let (client, url) = (app.client.clone(), app.url("/api/forms/quote/uploads"));
