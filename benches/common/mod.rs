@@ -71,11 +71,12 @@ impl Db {
         // Everything the server writes goes to this run's directory, never the checkout's ./data.
         let at = |name: &str| self.dir.join(name).display().to_string();
         let server = format!(
-            "[server]\nsecret_file = {:?}\ninitial_password_file = {:?}\nspool_dir = {:?}\nfiles_dir = {:?}",
+            "[server]\nsecret_file = {:?}\ninitial_password_file = {:?}\nspool_dir = {:?}\nfiles_dir = {:?}\npid_file = {:?}",
             at("secret"),
             at("initial-admin-password"),
             at("spool"),
-            at("files")
+            at("files"),
+            at("onceform.pid")
         );
         let text = format!("[database]\nurl = {:?}\n\n{server}\n\n{extra}\n\n{forms}", self.url);
         let path = self.dir.join(format!("onceform-{}.toml", uuid::Uuid::new_v4().simple()));

@@ -110,10 +110,12 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
         opts.baseline.as_deref().map(|bin| {
             let db = Db::new(backend);
             let (path, _) = db.config(&hooks::with_source("[worker]\nenabled = false"));
-            // A build from before the file store and the journey mapping (issue 26's "before")
-            // knows neither `files_dir` nor a `journey_id` CRM field; it needs neither.
+            // A build from before the file store, the journey mapping and the pid file (issue
+            // 26's "before", 16b06cb) knows neither `files_dir`, `pid_file` nor a `journey_id`
+            // CRM field; it needs none of them.
             let text = std::fs::read_to_string(&path).unwrap().replace(", journey_id = \"journey_id\"", "");
-            let text: Vec<&str> = text.lines().filter(|l| !l.starts_with("files_dir")).collect();
+            let text: Vec<&str> =
+                text.lines().filter(|l| !l.starts_with("files_dir") && !l.starts_with("pid_file")).collect();
             std::fs::write(&path, text.join("\n")).unwrap();
             let server = serve_bin(bin, &path);
             (server, db) // the server stops before its database is dropped

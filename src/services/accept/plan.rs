@@ -48,20 +48,21 @@ pub struct EffectSummary<'a> {
 /// the current key (`domain::fingerprint`).
 pub(super) struct Content {
     pub json: String,
-    pub compared: String,
+    /// Where it differs from `json` (a phone typed with separators).
+    pub compared: Option<String>,
     pub fingerprint: String,
 }
 
 impl Content {
     pub fn of(keyring: &Keyring, fields: &NormalisedFields) -> Content {
         let json = fields.to_json();
-        let compared = fields.compared_json().unwrap_or_else(|| json.clone());
-        Content { fingerprint: keyring.digest(&compared), json, compared }
+        let compared = fields.compared_json();
+        Content { fingerprint: keyring.digest(compared.as_deref().unwrap_or(&json)), json, compared }
     }
 
     /// Equals the stored submission's content.
     pub fn same_as(&self, keyring: &Keyring, stored: &Submission) -> bool {
-        same_content(keyring, &self.fingerprint, &self.compared, stored)
+        same_content(keyring, &self.fingerprint, self.compared.as_deref().unwrap_or(&self.json), stored)
     }
 }
 
@@ -90,8 +91,8 @@ pub(super) struct Plan {
     keyring: Arc<Keyring>,
     /// The request as it came, to judge a retry under the version its key was accepted under.
     pub received: Option<super::AsReceived>,
-    /// What the fingerprint digests (`Content::compared`).
-    compared: String,
+    /// What the fingerprint digests where it differs from the stored fields (`Content::compared`).
+    compared: Option<String>,
 }
 
 impl Plan {
@@ -226,7 +227,9 @@ impl Plan {
 
     /// This plan's content equals the stored submission's (`Content::same_as`).
     pub fn same_content(&self, stored: &Submission) -> bool {
-        same_content(&self.keyring, &self.submission.fingerprint, &self.compared, stored)
+        let sub = &self.submission;
+        let digested = self.compared.as_deref().or(sub.fields_json.as_deref()).unwrap_or_default();
+        same_content(&self.keyring, &sub.fingerprint, digested, stored)
     }
 
     /// `content` equals the stored submission's.

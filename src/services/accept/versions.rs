@@ -130,7 +130,7 @@ pub(super) async fn judge_refused(
     }
     let content = content.unwrap_or_else(|| {
         let json = serde_json::to_string(&received.raw).unwrap_or_default();
-        Content { fingerprint: keyring.digest(&json), compared: json.clone(), json }
+        Content { fingerprint: keyring.digest(&json), compared: None, json }
     });
     let now = crate::base::clock::now();
     let conflict = NewConflict {
