@@ -178,5 +178,5 @@ pub fn registry_with(
     keyring: Arc<Keyring>,
     secrets: &Secrets,
 ) -> anyhow::Result<Registry> {
-    Registry::from_config(config, keyring, secrets, crate::web::hooks::handlers::register)
+    Registry::from_config(config, keyring, secrets, crate::services::effects::register_handlers)
 }

@@ -1,6 +1,9 @@
 //! `[hooks.NAME]`: one inbound webhook source, how it is verified and what runs per event.
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
+
+use super::kind_settings::parse_table;
 
 /// What the configuration knows of a verifier: its name in `verify = "…"`, the settings of
 /// `[hooks.NAME]` it needs, what its signature covers and how late its provider redelivers.
@@ -8,6 +11,10 @@ use serde::Deserialize;
 /// implements `Deserialize` for `Verify`).
 pub trait VerifierRules: Sync {
     fn name(&self) -> &'static str;
+
+    /// Checks its own keys of `[hooks.NAME]` (all but the shared ones, see `HookConfig::own`)
+    /// when the configuration is read; the error says what is wrong.
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String>;
 
     /// check-config: what `hook` (called `at`, i.e. `hooks.NAME`) lacks for this verifier.
     fn problems(&self, _at: &str, _hook: &HookConfig) -> Vec<String> {
@@ -122,10 +129,14 @@ impl<'de> Deserialize<'de> for EventIdSpec {
 }
 
 /// What the configuration knows of a handler kind: its name in `kind = "…"` and the settings
-/// of a handler it needs. Running it is the rest of the kind, in `hooks::handlers` (which
-/// lists them and implements `Deserialize` for `HandlerKind`).
+/// of a handler it needs. Running it is the rest of the kind, in `services::effects::handler`
+/// (which lists them and implements `Deserialize` for `HandlerKind`).
 pub trait HandlerRules: Sync {
     fn name(&self) -> &'static str;
+
+    /// Checks its own keys of a handler (all but `name` and `kind`, see `HandlerConfig::own`)
+    /// when the configuration is read; the error says what is wrong.
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String>;
 
     /// check-config: what `handler` (called `at`, i.e. `hooks.S.handlers.NAME`) lacks.
     fn problems(&self, _at: &str, _handler: &HandlerConfig) -> Vec<String> {
@@ -144,7 +155,7 @@ pub trait HandlerRules: Sync {
     }
 }
 
-/// A handler's kind (`kind = "…"`), one of `hooks::handlers`' list.
+/// A handler's kind (`kind = "…"`), one of `services::effects::handler`'s list.
 #[derive(Clone, Copy)]
 pub struct HandlerKind(pub &'static dyn HandlerRules);
 
@@ -179,68 +190,115 @@ pub enum StoreDown {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawHook")]
 pub struct HookConfig {
     pub verify: Verify,
-    /// The variable holding the signing secret (standard-webhooks `whsec_…`, GitHub, Stripe).
-    /// Several secrets during a rotation: separated by spaces (GitHub: by new lines).
-    #[serde(default)]
-    pub secret_env: Option<String>,
-    /// WeCom: the variable holding the callback Token.
-    #[serde(default)]
-    pub token_env: Option<String>,
-    /// WeCom: the variable holding the 43-character EncodingAESKey.
-    #[serde(default)]
-    pub aes_key_env: Option<String>,
-    /// WeCom: the CorpID (or suite ID) every decrypted message must name.
-    #[serde(default)]
-    pub corp_id: Option<String>,
+    /// The verifier's own keys, as written (`secret_env`; WeCom: `token_env`, `aes_key_env`,
+    /// `corp_id`): it checked them when the config was read, and reads them as its own type
+    /// (`own`).
+    pub settings: toml::Value,
     /// `header:NAME` or `json:/pointer`; unset: the provider's own (`default_event_id`).
-    #[serde(default)]
     pub event_id: Option<EventIdSpec>,
-    #[serde(default)]
     pub when_store_down: StoreDown,
     /// How far a signed timestamp may be from now.
-    #[serde(default = "default_tolerance")]
     pub tolerance_seconds: u64,
-    #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
-    #[serde(default)]
     pub handlers: Vec<HandlerConfig>,
     /// How long events' bodies and then their tombstones are kept (`[hooks.NAME.retention]`,
     /// the same windows as a form's).
-    #[serde(default)]
     pub retention: super::RetentionConfig,
 }
 
+/// `[hooks.NAME]` as written: the keys every source has, and the verifier's own.
+#[derive(Deserialize)]
+struct RawHook {
+    verify: Verify,
+    #[serde(default)]
+    event_id: Option<EventIdSpec>,
+    #[serde(default)]
+    when_store_down: StoreDown,
+    #[serde(default = "default_tolerance")]
+    tolerance_seconds: u64,
+    #[serde(default = "default_max_body")]
+    max_body_bytes: usize,
+    #[serde(default)]
+    handlers: Vec<HandlerConfig>,
+    #[serde(default)]
+    retention: super::RetentionConfig,
+    #[serde(flatten)]
+    settings: toml::Table,
+}
+
+impl HookConfig {
+    /// The keys every source's table takes (the verifier takes its own besides).
+    pub const KEYS: &'static [&'static str] = &[
+        "verify",
+        "event_id",
+        "when_store_down",
+        "tolerance_seconds",
+        "max_body_bytes",
+        "handlers",
+        "retention",
+    ];
+}
+
+impl TryFrom<RawHook> for HookConfig {
+    type Error = String;
+
+    fn try_from(raw: RawHook) -> Result<Self, String> {
+        let settings = toml::Value::Table(raw.settings);
+        raw.verify.check_settings(&settings)?;
+        Ok(HookConfig {
+            verify: raw.verify,
+            settings,
+            event_id: raw.event_id,
+            when_store_down: raw.when_store_down,
+            tolerance_seconds: raw.tolerance_seconds,
+            max_body_bytes: raw.max_body_bytes,
+            handlers: raw.handlers,
+            retention: raw.retention,
+        })
+    }
+}
+
+/// One `[[hooks.NAME.handlers]]`.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawHandler")]
 pub struct HandlerConfig {
     /// Part of every key; never rename a handler that has run.
     pub name: String,
     pub kind: HandlerKind,
-    /// forward, webhook: where the verified body (webhook: the signed event) is POSTed.
-    #[serde(default)]
-    pub url: Option<String>,
-    /// webhook: the environment variable holding the `whsec_…` secret(s), space-separated.
-    #[serde(default)]
-    pub secret_env: Option<String>,
-    /// forward: `GET` with `{key}` replaced: 200 found, 404 absent (reconciles UNKNOWN).
-    #[serde(default)]
-    pub lookup_url: Option<String>,
-    /// forward: allow `http://` to hosts other than loopback (else only `https://`).
-    #[serde(default)]
-    pub allow_http: bool,
-    /// forward, webhook: allow a target at a private or reserved address, written in the URL
-    /// or resolved from its host name (`effects::http::reach`).
-    #[serde(default)]
-    pub allow_private: bool,
-    /// crm_lead: CRM field name → JSON pointer into the event.
-    #[serde(default)]
-    pub crm_fields: std::collections::BTreeMap<String, String>,
-    /// owner_notification: who is told.
-    #[serde(default)]
-    pub notify: Vec<String>,
+    /// The kind's own keys, as written (`url`, `notify`, …): the kind checked them when the
+    /// config was read, and reads them as its own type (`own`).
+    pub settings: toml::Value,
+}
+
+#[derive(Deserialize)]
+struct RawHandler {
+    name: String,
+    kind: HandlerKind,
+    #[serde(flatten)]
+    settings: toml::Table,
+}
+
+impl TryFrom<RawHandler> for HandlerConfig {
+    type Error = String;
+
+    fn try_from(raw: RawHandler) -> Result<Self, String> {
+        let settings = toml::Value::Table(raw.settings);
+        raw.kind.0.check_settings(&settings).map_err(|e| format!("handler `{}`: {e}", raw.name))?;
+        Ok(HandlerConfig { name: raw.name, kind: raw.kind, settings })
+    }
+}
+
+impl HandlerConfig {
+    /// The keys every handler's table takes (its kind takes its own besides).
+    pub const KEYS: &'static [&'static str] = &["name", "kind"];
+
+    /// Its own keys as its kind's type `T`.
+    pub fn own<T: DeserializeOwned>(&self) -> Result<T, String> {
+        parse_table(self.settings.clone())
+    }
 }
 
 fn default_tolerance() -> u64 {
@@ -252,6 +310,11 @@ fn default_max_body() -> usize {
 }
 
 impl HookConfig {
+    /// The verifier's own keys as its type `T`.
+    pub fn own<T: DeserializeOwned>(&self) -> Result<T, String> {
+        parse_table(self.settings.clone())
+    }
+
     pub fn handler(&self, name: &str) -> Option<&HandlerConfig> {
         self.handlers.iter().find(|h| h.name == name)
     }
@@ -372,5 +435,23 @@ mod tests {
             assert!(p.contains(needle), "{needle} in\n{p}");
         }
         assert!(toml::from_str::<HookConfig>("verify = \"hmac\"").is_err());
+    }
+
+    /// Each verifier and handler kind takes its own keys, and refuses another's.
+    #[test]
+    fn a_key_of_another_verifier_or_handler_kind_is_refused() {
+        let refusal = |t: &str| toml::from_str::<HookConfig>(t).unwrap_err().message().to_string();
+        let e = refusal("verify = 'github'\nsecret_env = 'S'\ncorp_id = 'wx1'");
+        assert!(e.contains("unknown field `corp_id`, expected `secret_env`"), "{e}");
+        let e = refusal("verify = 'wecom'\nsecret_env = 'S'");
+        assert!(e.contains("unknown field `secret_env`"), "{e}");
+        let e = refusal("verify = 'none'\n[[handlers]]\nname = 'a'\nkind = 'forward'\nurl = 'https://x/'\nnotify = ['a@example.com']");
+        assert!(e.contains("handler `a`: unknown field `notify`"), "{e}");
+        let webhook = toml::from_str::<HookConfig>(
+            "verify = 'none'\n[[handlers]]\nname = 'w'\nkind = 'webhook'\nurl = 'https://hooks.example.com/'\n\
+             secret_env = 'W'\nheaders = { x-tenant = 't1' }",
+        )
+        .unwrap();
+        assert!(webhook.problems("h").is_empty(), "{:?}", webhook.problems("h"));
     }
 }

@@ -12,6 +12,11 @@ use crate::domain::EffectKind;
 /// A kind's own table, as written (its kind accepted it when the config was read).
 pub type Settings = toml::Value;
 
+/// A kind's table as `T`; the error on one line.
+pub fn parse_table<T: DeserializeOwned>(table: Settings) -> Result<T, String> {
+    table.try_into().map_err(|e: toml::de::Error| e.to_string().trim().replace('\n', " "))
+}
+
 /// The effect kinds' own tables in one form (`[forms.F.slack]`), each checked by its kind.
 #[derive(Clone, Default)]
 pub struct KindSettings(pub(crate) BTreeMap<EffectKind, Settings>);

@@ -7,13 +7,20 @@
 //! mapping every field goes under its own name, with the journey as `journey_id` and, on a
 //! form with a consent field, the time as `received_at`. `crm_defaults` fills a CRM field
 //! the mapping leaves blank or unmapped.
+//!
+//! The `crm_lead` handler of inbound events is the same effect (`CrmLeadHandler`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde::Deserialize;
+
 use super::crm::{file_key, CrmAdapter, Lead, LeadFile};
-use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report};
+use super::handler::Handler;
+use super::settings::parse_table;
+use super::{BoxFuture, Deps, Effect, InboundEvent, Job, Kind, Lookup, Outcome, Report};
 use crate::base::format::{reference, rfc3339};
+use crate::config::hooks::{HandlerConfig, HandlerRules};
 use crate::config::{Config, FormConfig, OnDuplicate};
 use crate::domain::{EffectKind, FieldType, FileRef, SEVERAL};
 use crate::services::files::Files;
@@ -38,6 +45,44 @@ impl Kind for CrmLeadKind {
     }
 }
 
+/// The `crm_lead` handler of inbound events: the same `CrmLead` effect, with the lead's
+/// fields picked from the event by JSON pointers (`crm_fields`: CRM field → pointer; none:
+/// the event's top-level scalars), the handler key as external reference.
+pub struct CrmLeadHandler;
+
+/// A `crm_lead` handler's own keys.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandlerSettings {
+    #[serde(default)]
+    crm_fields: BTreeMap<String, String>,
+}
+
+impl HandlerRules for CrmLeadHandler {
+    fn name(&self) -> &'static str {
+        "crm_lead"
+    }
+
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
+        parse_table::<HandlerSettings>(own.clone()).map(drop)
+    }
+
+    fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
+        let Ok(s) = h.own::<HandlerSettings>() else { return Vec::new() };
+        let bad = s.crm_fields.into_iter().filter(|(_, ptr)| !ptr.is_empty() && !ptr.starts_with('/'));
+        bad.map(|(field, _)| format!("{at}.crm_fields.{field}: a JSON pointer starts with /")).collect()
+    }
+}
+
+impl Handler for CrmLeadHandler {
+    fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        let s: HandlerSettings = h.own().map_err(|e| anyhow::anyhow!(e))?;
+        let mut lead = CrmLead::new(deps.crm.clone(), deps.config.clone());
+        lead.picks = s.crm_fields;
+        Ok(Arc::new(lead))
+    }
+}
+
 /// The key of `crm_fields` that names the CRM field for the journey ID.
 const JOURNEY: &str = "journey_id";
 /// The key of `crm_fields` that names the CRM field for the time received.
@@ -48,11 +93,13 @@ pub struct CrmLead {
     config: Arc<Config>,
     /// Where the submission's files are read from; `None`: the lead goes without them.
     files: Option<Files>,
+    /// An event's lead: CRM field → JSON pointer into the event (the handler's `crm_fields`).
+    picks: BTreeMap<String, String>,
 }
 
 impl CrmLead {
     pub fn new(crm: Arc<dyn CrmAdapter>, config: Arc<Config>) -> Self {
-        CrmLead { crm, config, files: None }
+        CrmLead { crm, config, files: None, picks: BTreeMap::new() }
     }
 
     /// Sends the submission's files (read from `files`) with the lead.
@@ -126,6 +173,21 @@ impl CrmLead {
 }
 
 impl CrmLead {
+    /// An inbound event's lead: the fields `picks` names; with none, the event's top-level
+    /// scalars. `None`: the body is not a JSON object (or was purged).
+    fn event_lead(&self, job: &Job, event: &InboundEvent) -> Option<Lead> {
+        let event: serde_json::Value = serde_json::from_str(event.body.as_deref()?).ok()?;
+        let fields: BTreeMap<String, String> = if self.picks.is_empty() {
+            event.as_object()?.iter().filter_map(|(k, v)| scalar(v).map(|v| (k.clone(), v))).collect()
+        } else {
+            self.picks
+                .iter()
+                .filter_map(|(name, ptr)| scalar(event.pointer(ptr)?).map(|v| (name.clone(), v)))
+                .collect()
+        };
+        Some(Lead { external_ref: job.effect_key.clone(), fields })
+    }
+
     /// A lead of a submission decided a duplicate, on a form with `on_duplicate = "note"`, is
     /// never created after the decision (a retry, or an UNKNOWN found absent): the decision
     /// cancelled it while it waited, and a lead the CRM has gets a note instead (`crm_note`).
@@ -152,6 +214,12 @@ impl Effect for CrmLead {
 
     fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
         Box::pin(async move {
+            if let Some(event) = &job.event {
+                return match self.event_lead(job, event) {
+                    Some(lead) => self.crm.create(&lead).await,
+                    None => Report::failed(Outcome::Permanent, "event_not_json"),
+                };
+            }
             if let Some(refused) = self.decided_duplicate(job) {
                 return refused;
             }
@@ -162,8 +230,21 @@ impl Effect for CrmLead {
 
     fn reconcile<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Lookup> {
         Box::pin(async move {
+            if job.event.is_some() {
+                return self.crm.lookup(&job.effect_key).await;
+            }
             let files = self.files(job).await;
             self.crm.lookup_with_files(&self.lead(job), &files).await
         })
+    }
+}
+
+/// A JSON scalar as text; `None`: an object, an array or null.
+fn scalar(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
     }
 }

@@ -5,7 +5,8 @@
 //! gets one) whose `effect` builds the `Effect` that delivers and reconciles its records;
 //! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
 //! section in docs/CONFIGURATION.md. `slack.rs` is a small example; a CRM adapter becomes a
-//! kind of its own with one line (`crm_form.rs`).
+//! kind of its own with one line (`crm_form.rs`). The handlers of inbound events are kinds
+//! too, listed in `handler.rs`: a kind that is both is one effect (`webhook.rs`).
 
 mod chat;
 mod chat_hook;
@@ -17,6 +18,8 @@ mod crm_note;
 mod dingtalk;
 mod discord;
 mod feishu;
+mod forward;
+mod handler;
 pub mod http;
 mod kind;
 mod line;
@@ -43,6 +46,7 @@ use crate::config::{Config, FormConfig, RouteConfig, Secrets};
 use crate::db::models::JobRow;
 use crate::domain::keyring::Keyring;
 use crate::domain::{EffectId, EffectKind, RecordKind, SubmissionId};
+pub use handler::register as register_handlers;
 pub use kind::{Deps, Kind, KindSettings, Settings};
 pub use outcome::{Lookup, Outcome, Report};
 
@@ -122,9 +126,10 @@ pub struct Job {
     pub submission_id: SubmissionId,
     /// The submission's form; an event's: its source's scope (`RecordKind::source_scope`).
     pub form: String,
-    /// The submission's fields; an event's: `body`, `content_type`, `source`, `event_id`.
-    /// Empty once the content was purged.
+    /// The submission's fields (empty for an event's record, and once purged).
     pub fields: BTreeMap<String, String>,
+    /// The inbound event owning the record; `None`: a submission owns it.
+    pub event: Option<InboundEvent>,
     pub received_at: NaiveDateTime,
     pub journey_id: Option<String>,
     /// The visitor's negotiated locale (`locale = "auto"` forms); `None`: the form's.
@@ -136,39 +141,48 @@ pub struct Job {
     pub duplicate_of: Option<SubmissionId>,
 }
 
+/// What a handler reads of the inbound event owning its record.
+#[derive(Debug, Clone)]
+pub struct InboundEvent {
+    pub source: String,
+    pub event_id: String,
+    pub content_type: String,
+    /// The verified body (WeCom: decrypted); `None` once purged.
+    pub body: Option<String>,
+}
+
 impl Job {
     /// The job of a claimed row; an error (a record that cannot be delivered as it is) when
     /// it has no owner or its stored fields do not parse.
     pub fn from_row(row: JobRow) -> Result<Job, String> {
-        let (submission_id, form, fields, received_at, journey_id, locale, route, duplicate_of) =
+        let (submission_id, form, fields, event, received_at, journey_id, locale, route, duplicate_of) =
             match (row.submission, row.event) {
                 (Some(s), _) => {
                     let fields = match s.fields_json.as_deref() {
                         Some(j) => crate::domain::stored_fields::parse(j).map_err(|e| e.to_string())?,
                         None => BTreeMap::new(),
                     };
-                    (s.id, s.form, fields, s.received_at, s.journey_id, s.locale, s.route, s.duplicate_of)
+                    (
+                        s.id,
+                        s.form,
+                        fields,
+                        None,
+                        s.received_at,
+                        s.journey_id,
+                        s.locale,
+                        s.route,
+                        s.duplicate_of,
+                    )
                 }
                 (None, Some(e)) => {
-                    let fields = match e.body {
-                        Some(body) => BTreeMap::from([
-                            ("body".to_string(), body),
-                            ("content_type".to_string(), e.content_type),
-                            ("source".to_string(), e.source.clone()),
-                            ("event_id".to_string(), e.event_id),
-                        ]),
-                        None => BTreeMap::new(),
+                    let scope = RecordKind::source_scope(&e.source);
+                    let event = InboundEvent {
+                        source: e.source,
+                        event_id: e.event_id,
+                        content_type: e.content_type,
+                        body: e.body,
                     };
-                    (
-                        e.id.into(),
-                        RecordKind::source_scope(&e.source),
-                        fields,
-                        e.received_at,
-                        None,
-                        None,
-                        None,
-                        None,
-                    )
+                    (e.id.into(), scope, BTreeMap::new(), Some(event), e.received_at, None, None, None, None)
                 }
                 (None, None) => return Err("the record has no owner".into()),
             };
@@ -180,6 +194,7 @@ impl Job {
             submission_id,
             form,
             fields,
+            event,
             received_at,
             journey_id,
             locale: locale.as_deref().and_then(crate::base::i18n::Locale::parse),

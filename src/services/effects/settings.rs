@@ -4,15 +4,11 @@
 
 use serde::de::DeserializeOwned;
 
+pub use crate::config::kind_settings::parse_table;
 use crate::config::kind_settings::Settings;
 
 /// `Kind::settings` for a table that must read as `T`: the table, kept as written.
 pub fn settings_of<T: DeserializeOwned>(table: toml::Value) -> Result<Settings, String> {
     parse_table::<T>(table.clone())?;
     Ok(table)
-}
-
-/// A kind's table as `T`; the error on one line.
-pub fn parse_table<T: DeserializeOwned>(table: toml::Value) -> Result<T, String> {
-    table.try_into().map_err(|e| e.to_string().trim().replace('\n', " "))
 }

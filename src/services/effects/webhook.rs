@@ -11,6 +11,9 @@
 //! A 2xx is delivery. Since the receiver deduplicates by `webhook-id`, an ambiguous outcome
 //! (a timeout, a dropped connection, a 5xx) is retried with the same ID rather than left
 //! UNKNOWN; 429 and 503 honour `Retry-After`; any other 4xx (410 Gone included) is final.
+//!
+//! The `webhook` handler of inbound events is the same effect with one receiver: it sends the
+//! event, with `webhook-id` = the handler record's key with batch 0.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,9 +25,11 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
 
+use super::handler::Handler;
 use super::http::{answered, client, reach, Client, Reach, ServerErrors};
-use super::settings::settings_of;
+use super::settings::{parse_table, settings_of};
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
+use crate::config::hooks::{HandlerConfig, HandlerRules};
 use crate::config::{FormConfig, Secrets};
 use crate::domain::EffectKind;
 
@@ -126,10 +131,7 @@ impl Kind for WebhookKind {
         if !listed {
             out.push(format!("{at}.webhook: set, but `webhook` is not in {at}.effects"));
         }
-        if s.secret_env.is_empty() {
-            out.push(format!("{at}.webhook.secret_env: names no variable"));
-        }
-        out.extend(url_problems(&format!("{at}.webhook.url"), &s.url, s.allow_private));
+        out.extend(s.problems(&format!("{at}.webhook")));
         out
     }
 
@@ -140,12 +142,8 @@ impl Kind for WebhookKind {
         form: &FormConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Vec<String> {
-        let Some(s) = form.settings.get::<WebhookSettings>(&WEBHOOK).filter(|s| !s.secret_env.is_empty())
-        else {
-            return Vec::new();
-        };
-        let read = read_secrets(&s.secret_env, env(&s.secret_env));
-        read.err().map(|e| format!("{at}.webhook.secret_env: {e}")).into_iter().collect()
+        let Some(s) = form.settings.get::<WebhookSettings>(&WEBHOOK) else { return Vec::new() };
+        s.secret_problems(&format!("{at}.webhook"), env)
     }
 
     fn effect(&self, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
@@ -155,25 +153,84 @@ impl Kind for WebhookKind {
             else {
                 continue;
             };
-            let at = format!("forms.{name}.webhook.secret_env");
-            let endpoint = Endpoint::new(
-                &at,
-                &s.url,
-                (&s.secret_env, deps.secrets),
-                s.headers.clone(),
-                s.idempotency_key,
-                Reach::allowing_private(s.allow_private),
-                deps.timeout,
-            )?;
-            targets.insert(name.clone(), endpoint);
+            targets.insert(name.clone(), s.endpoint(&format!("forms.{name}.webhook.secret_env"), deps)?);
         }
-        Ok(Arc::new(Webhook { targets }))
+        Ok(Arc::new(Webhook { targets: Targets::Forms(targets) }))
     }
 }
 
-/// One receiver and how to sign for it (the form kind's, and the `webhook` hook handler's).
-/// No `Debug`: it holds the secrets.
-pub struct Endpoint {
+/// The `webhook` handler of inbound events (`[[hooks.S.handlers]] kind = "webhook"`, with
+/// the form table's keys): the same `Webhook` effect with the one receiver it names; the
+/// body is the event (`payload`).
+pub struct WebhookHandler;
+
+impl HandlerRules for WebhookHandler {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
+        parse_table::<WebhookSettings>(own.clone()).map(drop)
+    }
+
+    fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {
+        h.own::<WebhookSettings>().map(|s| s.problems(at)).unwrap_or_default()
+    }
+
+    fn secret_problems(
+        &self,
+        at: &str,
+        h: &HandlerConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        h.own::<WebhookSettings>().map(|s| s.secret_problems(at, env)).unwrap_or_default()
+    }
+}
+
+impl Handler for WebhookHandler {
+    fn effect(&self, h: &HandlerConfig, deps: &Deps<'_>) -> anyhow::Result<Arc<dyn Effect>> {
+        let s: WebhookSettings = h.own().map_err(|e| anyhow::anyhow!(e))?;
+        let endpoint = s.endpoint("secret_env", deps)?;
+        Ok(Arc::new(Webhook { targets: Targets::One(endpoint) }))
+    }
+}
+
+impl WebhookSettings {
+    /// check-config: what is wrong with these settings (the table called `at`).
+    fn problems(&self, at: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.secret_env.is_empty() {
+            out.push(format!("{at}.secret_env: names no variable"));
+        }
+        out.extend(url_problems(&format!("{at}.url"), &self.url, self.allow_private));
+        out
+    }
+
+    /// The `whsec_` secrets of `secret_env`, as `endpoint` reads them at start.
+    fn secret_problems(&self, at: &str, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+        if self.secret_env.is_empty() {
+            return Vec::new();
+        }
+        let read = read_secrets(&self.secret_env, env(&self.secret_env));
+        read.err().map(|e| format!("{at}.secret_env: {e}")).into_iter().collect()
+    }
+
+    /// The receiver, with its secrets read (`at` names `secret_env` in an error).
+    fn endpoint(&self, at: &str, deps: &Deps<'_>) -> anyhow::Result<Endpoint> {
+        Endpoint::new(
+            at,
+            &self.url,
+            (&self.secret_env, deps.secrets),
+            self.headers.clone(),
+            self.idempotency_key,
+            Reach::allowing_private(self.allow_private),
+            deps.timeout,
+        )
+    }
+}
+
+/// One receiver and how to sign for it. No `Debug`: it holds the secrets.
+struct Endpoint {
     client: Client,
     url: String,
     keys: Vec<Vec<u8>>,
@@ -184,7 +241,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// `url` signed with the `whsec_` secrets in the variable `secret_env` of `secrets` (named `at`),
     /// reached as `reach` allows.
-    pub fn new(
+    fn new(
         at: &str,
         url: &str,
         (secret_env, secrets): (&str, &Secrets),
@@ -199,7 +256,7 @@ impl Endpoint {
     }
 
     /// POSTs `body` as the event `effect_key` names (its `webhook-id`: batch 0's key).
-    pub async fn post(&self, effect_key: &str, body: String) -> Report {
+    async fn post(&self, effect_key: &str, body: String) -> Report {
         let id = webhook_id(effect_key);
         let timestamp = chrono::Utc::now().timestamp();
         let signatures: Vec<String> =
@@ -224,14 +281,32 @@ impl Endpoint {
     }
 }
 
-/// The form kind: one endpoint per form that lists `webhook`.
+/// The `webhook` effect: a submission (the form kind) or an inbound event (the handler) to
+/// its receiver.
 struct Webhook {
-    /// By form name.
-    targets: BTreeMap<String, Endpoint>,
+    targets: Targets,
 }
 
-/// The body a receiver gets (the contract's shape).
+enum Targets {
+    /// The form kind's: one receiver per form that lists `webhook`, by form name.
+    Forms(BTreeMap<String, Endpoint>),
+    /// A handler's receiver.
+    One(Endpoint),
+}
+
+/// The body a receiver gets: a submission in the contract's shape, or an inbound event
+/// (`{"type": "event.received", "source", "event_id", "content_type", "body"}`).
 fn payload(job: &Job) -> String {
+    if let Some(e) = &job.event {
+        return json!({
+            "type": "event.received",
+            "source": e.source,
+            "event_id": e.event_id,
+            "content_type": e.content_type,
+            "body": e.body.as_deref().unwrap_or_default(),
+        })
+        .to_string();
+    }
     json!({
         "type": "submission.accepted",
         "submission_id": job.submission_id.to_string(),
@@ -255,7 +330,11 @@ impl Effect for Webhook {
 
     fn deliver<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Report> {
         Box::pin(async move {
-            match self.targets.get(&job.form) {
+            let endpoint = match &self.targets {
+                Targets::Forms(by_form) => by_form.get(&job.form),
+                Targets::One(endpoint) => Some(endpoint),
+            };
+            match endpoint {
                 Some(endpoint) => endpoint.post(&job.effect_key, payload(job)).await,
                 None => Report::failed(Outcome::Permanent, "webhook_not_configured"),
             }

@@ -6,7 +6,6 @@ pub mod admin;
 pub mod body_budget;
 pub use crate::config::hooks as config;
 mod endpoint;
-pub mod handlers;
 pub mod inbound;
 pub mod metrics;
 pub mod spool;

@@ -9,7 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use onceform::config::{Config, FormConfig, RouteConfig, ENVIRONMENT};
+use onceform::config::hooks::HandlerConfig;
+use onceform::config::{Config, FormConfig, HookConfig, RouteConfig, ENVIRONMENT};
 
 const FORM: &str = "[forms.contact]\ntitle = 'x'\n";
 
@@ -50,18 +51,45 @@ const TABLES: &[(&str, &str)] = &[
     ("[forms.NAME.webhook]", "[forms.contact.webhook]"),
     ("[forms.NAME.pipedrive]", "[forms.contact.pipedrive]"),
     ("[forms.NAME.zoho]", "[forms.contact.zoho]"),
-    ("[hooks.NAME]", "[hooks.h]"),
-    ("[[hooks.NAME.handlers]]", "[[hooks.h.handlers]]"),
-    ("[hooks.NAME.retention]", "[hooks.h.retention]"),
+    ("[hooks.NAME.retention]", "[hooks.h]\nverify = 'none'\n[hooks.h.retention]"),
 ];
 
 /// The keys `header`'s table accepts, as the deserialiser lists them for an unknown one.
 fn accepted(header: &str) -> BTreeSet<String> {
-    let text = format!("{FORM}{header}\nzzz_probe = 1\n");
-    let e = toml::from_str::<Config>(&text).map(|_| ()).unwrap_err().message().to_string();
+    let e = refusal(&format!("{FORM}{header}\nzzz_probe = 1\n"));
     assert!(e.contains("unknown field `zzz_probe`"), "{header}: {e}");
+    backticked(&e)
+}
+
+/// Why `text` is not a configuration.
+fn refusal(text: &str) -> String {
+    toml::from_str::<Config>(text).map(|_| ()).unwrap_err().message().to_string()
+}
+
+/// The backticked names after "expected" in a deserialiser's refusal.
+fn backticked(e: &str) -> BTreeSet<String> {
     let list = e.split_once("expected").map_or("", |(_, l)| l);
     list.split('`').skip(1).step_by(2).map(String::from).collect()
+}
+
+/// The keys a `[hooks.NAME]` table (`handler`: a handler's) takes: those every one takes
+/// (`KEYS`) and each verifier's (handler kind's) own, as its refusal of a probe lists them.
+fn accepted_by_hooks(handler: bool) -> BTreeSet<String> {
+    let (shared, choice, head) = match handler {
+        false => (HookConfig::KEYS, "verify", "[hooks.h]\n"),
+        true => {
+            (HandlerConfig::KEYS, "kind", "[hooks.h]\nverify = 'none'\n[[hooks.h.handlers]]\nname = 'n'\n")
+        }
+    };
+    let mut keys: BTreeSet<String> = shared.iter().map(|k| k.to_string()).collect();
+    let choices = backticked(&refusal(&format!("{head}{choice} = 'zzz'\n")));
+    assert!(choices.len() >= 4, "{choices:?}");
+    for name in choices.iter().filter(|c| *c != "zzz") {
+        let e = refusal(&format!("{head}{choice} = '{name}'\nzzz_probe = 1\n"));
+        assert!(e.contains("unknown field `zzz_probe`"), "{name}: {e}");
+        keys.extend(backticked(&e));
+    }
+    keys
 }
 
 /// The page's tables: heading (`[server]`) → the keys its table rows name (the backticked
@@ -131,9 +159,14 @@ fn the_reference_names_every_key_the_configuration_accepts_and_no_other() {
         compare(doc, &accepted(header));
     }
     compare("[forms.NAME]", &FormConfig::KEYS.iter().map(|k| k.to_string()).collect());
+    compare("[hooks.NAME]", &accepted_by_hooks(false));
+    compare("[[hooks.NAME.handlers]]", &accepted_by_hooks(true));
     compare("[[forms.NAME.routes]]", &RouteConfig::KEYS.iter().map(|k| k.to_string()).collect());
-    let known: BTreeSet<&str> =
-        TABLES.iter().map(|(d, _)| *d).chain(["[forms.NAME]", "[[forms.NAME.routes]]"]).collect();
+    let known: BTreeSet<&str> = TABLES
+        .iter()
+        .map(|(d, _)| *d)
+        .chain(["[forms.NAME]", "[[forms.NAME.routes]]", "[hooks.NAME]", "[[hooks.NAME.handlers]]"])
+        .collect();
     for table in documented.keys().filter(|t| t.starts_with('[')) {
         if !known.contains(table.as_str()) {
             wrong.push(format!("{table}: a section for a table the configuration does not have"));
@@ -162,6 +195,23 @@ fn every_key_of_a_form_is_accepted() {
     }
     let e = toml::from_str::<Config>(&format!("{FORM}zzz_probe = 1\n")).map(|_| ()).unwrap_err();
     assert!(e.message().contains("unknown field `zzz_probe`"));
+}
+
+/// Every key of `HookConfig::KEYS` (`HandlerConfig::KEYS`) is one every source's (handler's)
+/// table takes, whatever its verifier (kind): a verifier that takes no key of its own would
+/// refuse it as unknown.
+#[test]
+fn every_shared_key_of_a_hook_and_a_handler_is_accepted() {
+    let head = "[hooks.h]\nverify = 'none'\n";
+    for key in HookConfig::KEYS.iter().filter(|k| **k != "verify") {
+        let e = toml::from_str::<Config>(&format!("{head}{key} = {{ zzz_probe = [] }}\n"))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(!e.message().contains(&format!("unknown field `{key}`")), "{key}: {e}");
+    }
+    let handler = format!("{head}[[hooks.h.handlers]]\nname = 'n'\nkind = 'forward'\n");
+    let e = toml::from_str::<Config>(&format!("{handler}zzz_probe = 1\n")).map(|_| ()).unwrap_err();
+    assert!(e.message().contains("unknown field `zzz_probe`"), "{e}");
 }
 
 /// Every key of `RouteConfig::KEYS` is one a route's table takes, and a made-up one is not.

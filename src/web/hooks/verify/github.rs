@@ -5,7 +5,7 @@ use actix_web::http::header::HeaderMap;
 
 use super::{
     header, hex, hex_decode, hmac_sha256, load_problems, needs_secret_env, same, var, var_name, Keys,
-    Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
+    SecretSettings, Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 
@@ -14,6 +14,10 @@ pub struct Github;
 impl VerifierRules for Github {
     fn name(&self) -> &'static str {
         "github"
+    }
+
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
+        SecretSettings::check(own)
     }
 
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
@@ -42,13 +46,14 @@ impl Verifier for Github {
     /// A GitHub secret may hold spaces: one secret per line. GitHub takes any text as a
     /// secret; each must be at least `MIN_KEY_BYTES` long.
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
-        let raw = var(env, &hook.secret_env)?;
+        let own: SecretSettings = hook.own()?;
+        let raw = var(env, &own.secret_env)?;
         let keys: Vec<Vec<u8>> =
             raw.lines().map(str::trim).filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect();
         if keys.iter().any(|k| k.len() < MIN_KEY_BYTES) {
             return Err(format!(
                 "{}: a secret is shorter than {MIN_KEY_BYTES} bytes (use a long random one)",
-                var_name(&hook.secret_env)
+                var_name(&own.secret_env)
             ));
         }
         Ok(Box::new(Secrets {

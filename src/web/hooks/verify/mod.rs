@@ -25,6 +25,7 @@ use subtle::ConstantTimeEq;
 
 pub use self::wecom::CallbackQuery;
 use super::config::{HookConfig, VerifierRules, Verify};
+use crate::config::kind_settings::parse_table;
 pub use crate::services::effects::webhook::MIN_KEY_BYTES;
 
 /// Every verifier, one line each: a new provider is a file beside this one and its line here.
@@ -118,6 +119,22 @@ impl<'de> Deserialize<'de> for Verify {
     }
 }
 
+/// `secret_env` of `[hooks.NAME]`: the own key of the verifiers that sign with one secret
+/// (several in it during a rotation).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSettings {
+    #[serde(default)]
+    pub secret_env: Option<String>,
+}
+
+impl SecretSettings {
+    /// `VerifierRules::check_settings` of those verifiers.
+    pub fn check(own: &toml::Value) -> Result<(), String> {
+        parse_table::<SecretSettings>(own.clone()).map(drop)
+    }
+}
+
 /// The value of the variable `name` names, set and not blank.
 pub fn var(env: &dyn Fn(&str) -> Option<String>, name: &Option<String>) -> Result<String, String> {
     let name = name.as_deref().ok_or("no variable named")?;
@@ -141,9 +158,9 @@ pub fn load_problems(
 
 /// check-config: a verifier that signs with one secret needs `secret_env`.
 pub fn needs_secret_env(at: &str, hook: &HookConfig) -> Vec<String> {
-    match hook.secret_env {
-        None => vec![format!("{at}.secret_env: names the variable holding the secret")],
-        Some(_) => Vec::new(),
+    match hook.own::<SecretSettings>().map(|s| s.secret_env) {
+        Ok(Some(_)) => Vec::new(),
+        _ => vec![format!("{at}.secret_env: names the variable holding the secret")],
     }
 }
 

@@ -2,12 +2,21 @@
 
 use super::{Delivery, Keys, Verifier, VerifyError};
 use crate::config::hooks::{HookConfig, VerifierRules};
+use crate::config::kind_settings::parse_table;
 
 pub struct Unsigned;
 
 impl VerifierRules for Unsigned {
     fn name(&self) -> &'static str {
         "none"
+    }
+
+    /// It reads no key of its own.
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Nothing {}
+        parse_table::<Nothing>(own.clone()).map(drop)
     }
 
     fn signs(&self) -> bool {

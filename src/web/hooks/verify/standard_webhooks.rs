@@ -7,8 +7,8 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
 use super::{
-    fresh, header, hmac_sha256, load_problems, needs_secret_env, same, var_name, Delivery, Keys, Secrets,
-    Verifier, VerifyError,
+    fresh, header, hmac_sha256, load_problems, needs_secret_env, same, var_name, Delivery, Keys,
+    SecretSettings, Secrets, Verifier, VerifyError,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 /// Signing and the `whsec_` secret format are shared with the outbound `webhook` effect.
@@ -19,6 +19,10 @@ pub struct StandardWebhooks;
 impl VerifierRules for StandardWebhooks {
     fn name(&self) -> &'static str {
         "standard-webhooks"
+    }
+
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
+        SecretSettings::check(own)
     }
 
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
@@ -54,7 +58,8 @@ impl VerifierRules for StandardWebhooks {
 impl Verifier for StandardWebhooks {
     /// `whsec_…` secrets, space-separated, each a key of at least `MIN_KEY_BYTES`.
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
-        let name = var_name(&hook.secret_env);
+        let own: SecretSettings = hook.own()?;
+        let name = var_name(&own.secret_env);
         let keys = read_secrets(name, env(name))?;
         Ok(Box::new(Secrets {
             keys,

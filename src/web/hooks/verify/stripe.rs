@@ -5,7 +5,7 @@ use actix_web::http::header::HeaderMap;
 
 use super::{
     fresh, header, hex, hex_decode, hmac_sha256, load_problems, needs_secret_env, same, var, var_name,
-    Delivery, Keys, Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
+    Delivery, Keys, SecretSettings, Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 
@@ -14,6 +14,10 @@ pub struct Stripe;
 impl VerifierRules for Stripe {
     fn name(&self) -> &'static str {
         "stripe"
+    }
+
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
+        SecretSettings::check(own)
     }
 
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
@@ -42,14 +46,15 @@ impl Verifier for Stripe {
     /// Endpoint secrets as the dashboard shows them (`whsec_` and at least `MIN_KEY_BYTES`
     /// characters; the whole text is the key), space-separated.
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
-        let raw = var(env, &hook.secret_env)?;
+        let own: SecretSettings = hook.own()?;
+        let raw = var(env, &own.secret_env)?;
         let keys: Vec<Vec<u8>> = raw.split_whitespace().map(|s| s.as_bytes().to_vec()).collect();
         let endpoint_secret =
             |k: &Vec<u8>| k.strip_prefix(b"whsec_").is_some_and(|rest| rest.len() >= MIN_KEY_BYTES);
         if !keys.iter().all(endpoint_secret) {
             return Err(format!(
                 "{}: a secret is not Stripe's `whsec_` followed by at least {MIN_KEY_BYTES} characters",
-                var_name(&hook.secret_env)
+                var_name(&own.secret_env)
             ));
         }
         Ok(Box::new(Secrets {

@@ -15,19 +15,39 @@ use super::{
     VerifyError,
 };
 use crate::config::hooks::{HookConfig, VerifierRules};
+use crate::config::kind_settings::parse_table;
 
 pub struct Wecom;
+
+/// WeCom's own keys of `[hooks.NAME]`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WecomSettings {
+    /// The variable holding the callback Token.
+    #[serde(default)]
+    token_env: Option<String>,
+    /// The variable holding the 43-character EncodingAESKey.
+    #[serde(default)]
+    aes_key_env: Option<String>,
+    /// The CorpID (or suite ID) every decrypted message must name.
+    #[serde(default)]
+    corp_id: Option<String>,
+}
 
 impl VerifierRules for Wecom {
     fn name(&self) -> &'static str {
         "wecom"
     }
 
+    fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
+        parse_table::<WecomSettings>(own.clone()).map(drop)
+    }
+
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
-        if hook.token_env.is_none() || hook.aes_key_env.is_none() || hook.corp_id.is_none() {
-            return vec![format!("{at}: wecom needs token_env, aes_key_env and corp_id")];
+        match hook.own::<WecomSettings>() {
+            Ok(WecomSettings { token_env: Some(_), aes_key_env: Some(_), corp_id: Some(_) }) => Vec::new(),
+            _ => vec![format!("{at}: wecom needs token_env, aes_key_env and corp_id")],
         }
-        Vec::new()
     }
 
     fn secret_problems(
@@ -48,14 +68,15 @@ impl Verifier for Wecom {
     /// The Token in WeCom's format (at most 32 letters or digits, so no `MIN_KEY_BYTES`
     /// rule: WeCom's own samples are shorter), the 43-character EncodingAESKey (32 bytes).
     fn load(&self, hook: &HookConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Box<dyn Keys>, String> {
-        let token = var(env, &hook.token_env)?;
+        let own: WecomSettings = hook.own()?;
+        let token = var(env, &own.token_env)?;
         if !token_format(token.trim()) {
-            return Err(format!("{}: the Token is not 1 to 32 letters or digits", var_name(&hook.token_env)));
+            return Err(format!("{}: the Token is not 1 to 32 letters or digits", var_name(&own.token_env)));
         }
-        let aes = var(env, &hook.aes_key_env)?;
-        let corp_id = hook.corp_id.clone().ok_or("corp_id is not set")?;
+        let aes = var(env, &own.aes_key_env)?;
+        let corp_id = own.corp_id.ok_or("corp_id is not set")?;
         let keys = WecomKeys::new(&token, &aes, &corp_id)
-            .map_err(|e| format!("{}: {e}", var_name(&hook.aes_key_env)))?;
+            .map_err(|e| format!("{}: {e}", var_name(&own.aes_key_env)))?;
         Ok(Box::new(keys))
     }
 

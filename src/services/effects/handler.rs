@@ -1,30 +1,26 @@
-//! Handler kinds for inbound events, registered with the workers under their
-//! `RecordKind::Hook` (a source and a handler).
+//! Handler kinds for inbound events (`[[hooks.S.handlers]] kind = "…"`), registered with the
+//! workers under their `RecordKind::Hook` (a source and a handler).
 //!
-//! Adding a kind: a file here with a unit struct implementing `HandlerRules` (its name and
-//! the handler settings it needs, see `config::hooks`) and `Handler` (the `Effect` that runs
-//! it), then one line in `HANDLERS`. `owner_notification.rs` is a small example.
-
-mod crm_lead;
-mod forward;
-mod owner_notification;
-mod webhook;
+//! A kind that is also a form effect kind is the same effect: its file beside the form kind
+//! implements `HandlerRules` and `Handler` on a unit struct whose `effect` builds that kind's
+//! `Effect`, which reads the event from `Job::event`. A kind only for events (`forward`) is a
+//! file of its own. Either way, one line in `HANDLERS`.
 
 use std::sync::Arc;
 
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use super::config::{HandlerConfig, HandlerKind, HandlerRules};
+use super::{crm_lead, forward, owner_notification, webhook, Deps, Effect, Registry};
+use crate::config::hooks::{HandlerConfig, HandlerKind, HandlerRules};
 use crate::domain::RecordKind;
-use crate::services::effects::{Deps, Effect, Registry};
 
-/// Every handler kind, one line each: a new kind is a file beside this one and its line here.
+/// Every handler kind, one line each.
 static HANDLERS: &[&dyn Handler] = &[
-    &forward::ForwardKind,
-    &crm_lead::HookLeadKind,
-    &owner_notification::NotifyKind,
-    &webhook::HookWebhookKind,
+    &forward::ForwardHandler,
+    &crm_lead::CrmLeadHandler,
+    &owner_notification::OwnerNotificationHandler,
+    &webhook::WebhookHandler,
 ];
 
 /// A kind of handler: what the configuration knows of it (`HandlerRules`) and how it runs.
@@ -34,7 +30,7 @@ pub trait Handler: HandlerRules {
 }
 
 /// The registered kind named `name`.
-pub fn find(name: &str) -> Option<&'static dyn Handler> {
+fn find(name: &str) -> Option<&'static dyn Handler> {
     HANDLERS.iter().copied().find(|k| k.name() == name)
 }
 
@@ -54,23 +50,14 @@ impl<'de> Deserialize<'de> for HandlerKind {
     }
 }
 
-/// check-config: a kind that POSTs somewhere needs `url`.
-fn needs_url(at: &str, h: &HandlerConfig) -> Vec<String> {
-    match h.url {
-        None => vec![format!("{at}.url: a {} handler needs a URL", h.kind.as_str())],
-        Some(_) => Vec::new(),
-    }
-}
-
 /// Registers every configured handler of every source, with what the form effect kinds
 /// get (`effects::Deps`: the same CRM adapter, mailer and call timeout).
 pub fn register(registry: &mut Registry, deps: &Deps<'_>) -> anyhow::Result<()> {
     for (source, hook) in &deps.config.hooks {
         for h in &hook.handlers {
-            let kind = find(h.kind.as_str()).ok_or_else(|| anyhow::anyhow!("unknown handler kind"))?;
-            let effect = kind
-                .effect(h, deps)
-                .map_err(|e| anyhow::anyhow!("hooks.{source}.handlers.{}: {e}", h.name))?;
+            let at = format!("hooks.{source}.handlers.{}", h.name);
+            let kind = find(h.kind.as_str()).ok_or_else(|| anyhow::anyhow!("{at}: unknown handler kind"))?;
+            let effect = kind.effect(h, deps).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
             registry.register_as(RecordKind::hook(source, &h.name), effect);
         }
     }
