@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 # Lowest first; a module may use modules of its own layer or below, never above.
 LAYERS=(
-  "clock format i18n logging private_files secret traffic"
+  "clock format i18n logging metrics private_files secret traffic"
   "domain"
   "config"
   "db"

@@ -28,7 +28,7 @@ use crate::services::request_log::RequestLog;
 use crate::services::spam::SpamGuard;
 use crate::web::admin::oidc::Oidc;
 use crate::web::hooks::Hooks;
-use crate::web::http::{MetricsCache, RateLimiter};
+use crate::web::http::RateLimiter;
 pub use crate::web::state::AppState;
 
 /// A bound, not yet running, HTTP server.
@@ -101,21 +101,24 @@ impl Application {
         let writes = acceptor.writes().clone();
         // `/metrics`' database figures, refreshed at most every few seconds.
         let cache_for = std::time::Duration::from_millis(config.server.metrics_cache_ms);
-        let metrics_cache = web::Data::new(MetricsCache::new(cache_for));
+        let metrics_cache = web::Data::new(metrics::FiguresCache::new(cache_for));
         let limiter = web::Data::new(RateLimiter::new(config.server.rate_limit));
         // Whose `X-Forwarded-For` names the client (rate limits, sign-in throttling).
         let proxies = web::Data::new(config.server.trusted_proxies.clone());
-        let throttle = web::Data::new(LoginThrottle::default());
+        let throttle = web::Data::new(LoginThrottle::new()?);
         let oidc = web::Data::new(Oidc::of(&config, &secrets)?);
         let hooks = web::Data::new(Hooks::load(&config, |k| secrets.var(k))?);
         let spool = hooks.get_ref().clone();
-        let mut state = AppState::new(config.clone(), secrets, pool.clone(), acceptor, spam);
+        let mut state = AppState::new(config.clone(), secrets, pool.clone(), acceptor, spam)?;
         state.source = source;
         let state = web::Data::new(state);
+        let registry = metrics::Metrics::new(metrics_cache.clone(), &state, &throttle, &hooks)?;
+        let registry = web::Data::new(registry);
         let forms = state.forms.clone();
         let mount = move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(state.clone())
                 .app_data(metrics_cache.clone())
+                .app_data(registry.clone())
                 .app_data(limiter.clone())
                 .app_data(proxies.clone())
                 .app_data(throttle.clone())

@@ -4,10 +4,10 @@
 //! is kept (and counted) until a good one loads.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::{Config, Form, Secrets};
+use crate::base::metrics::IntCounter;
 
 /// One configuration's forms, each shared with the threads that accept its submissions.
 #[derive(Debug)]
@@ -47,7 +47,8 @@ pub struct LiveForms {
     /// The snapshot of the environment the start (or the last good reload) took: the
     /// secrets an admin-defined form's effects name are checked against it.
     secrets: RwLock<Arc<Secrets>>,
-    failures: AtomicU64,
+    /// `onceform_config_reload_failures_total` on `/metrics`.
+    failures: IntCounter,
     last_error: Mutex<Option<String>>,
     /// Held while a new set is made from the one in force and put (a reload, a merge of the
     /// admin-defined forms), so that one never undoes another.
@@ -55,14 +56,18 @@ pub struct LiveForms {
 }
 
 impl LiveForms {
-    pub fn new(config: Arc<Config>, secrets: Arc<Secrets>) -> LiveForms {
-        LiveForms {
+    pub fn new(config: Arc<Config>, secrets: Arc<Secrets>) -> crate::base::metrics::Result<LiveForms> {
+        let failures = IntCounter::new(
+            "onceform_config_reload_failures_total",
+            "Configuration reloads refused since the start (the forms in force stayed).",
+        )?;
+        Ok(LiveForms {
             current: RwLock::new(Arc::new(Forms::new(config))),
             secrets: RwLock::new(secrets),
-            failures: AtomicU64::new(0),
+            failures,
             last_error: Mutex::default(),
             updating: Mutex::default(),
-        }
+        })
     }
 
     /// One update at a time: held from reading the set in force to putting the next.
@@ -112,13 +117,18 @@ impl LiveForms {
 
     /// A reload that failed: nothing changes, and `error` is shown until a good one loads.
     pub fn failed(&self, error: String) {
-        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.failures.inc();
         self.set_error(Some(error));
     }
 
     /// Reloads that failed since the start.
     pub fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
+        self.failures.get()
+    }
+
+    /// The counter of failed reloads, for the registry of `/metrics`.
+    pub fn failures_counter(&self) -> IntCounter {
+        self.failures.clone()
     }
 
     /// Why the last reload failed, while no good one has loaded since.
@@ -139,7 +149,7 @@ mod tests {
 
     #[test]
     fn a_taken_set_outlives_a_reload_and_a_failure_changes_nothing() {
-        let live = LiveForms::new(Arc::new(Config::builtin().unwrap()), Arc::default());
+        let live = LiveForms::new(Arc::new(Config::builtin().unwrap()), Arc::default()).unwrap();
         let before = live.now();
         assert!(before.get("contact").is_some());
         live.failed("line 3: unknown key".into());

@@ -7,7 +7,6 @@
 //! standby answers `SELECT 1`, and a freshly promoted pg_auto_failover node is out of
 //! recovery but still `default_transaction_read_only` until the old primary is known gone.
 
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -16,6 +15,9 @@ use diesel::result::{DatabaseErrorKind, Error};
 use diesel::sql_types::{Bool, Text};
 use diesel::PgConnection;
 
+use crate::base::metrics::{Collector, Desc, Family, MetricFamily, Result};
+
+// Process globals: `opened` is called by the pool's manager, which holds no state of them.
 /// Connections opened while connections were suspect (after a connection error).
 static RECONNECTS: AtomicU64 = AtomicU64::new(0);
 /// Times a new connection reached a writable server other than the last one.
@@ -87,18 +89,39 @@ pub fn opened(conn: &mut PgConnection, after_error: bool) -> QueryResult<()> {
     Ok(())
 }
 
-/// The counters' Prometheus text.
-pub fn render_metrics(out: &mut String) {
-    let _ = writeln!(
-        out,
-        "# HELP onceform_db_reconnects_total Database connections opened again after a connection error."
-    );
-    let _ = writeln!(out, "# TYPE onceform_db_reconnects_total counter");
-    let _ = writeln!(out, "onceform_db_reconnects_total {}", RECONNECTS.load(Ordering::Relaxed));
-    let _ = writeln!(
-        out,
-        "# HELP onceform_db_failovers_total Times new connections reached a different writable PostgreSQL server."
-    );
-    let _ = writeln!(out, "# TYPE onceform_db_failovers_total counter");
-    let _ = writeln!(out, "onceform_db_failovers_total {}", FAILOVERS.load(Ordering::Relaxed));
+/// The counters on `/metrics`: their families, read from this process's counters when
+/// scraped.
+pub struct Counters {
+    reconnects: Family,
+    failovers: Family,
+}
+
+impl Counters {
+    pub fn new() -> Result<Counters> {
+        Ok(Counters {
+            reconnects: Family::counter(
+                "onceform_db_reconnects_total",
+                "Database connections opened again after a connection error.",
+                &[],
+            )?,
+            failovers: Family::counter(
+                "onceform_db_failovers_total",
+                "Times new connections reached a different writable PostgreSQL server.",
+                &[],
+            )?,
+        })
+    }
+}
+
+impl Collector for Counters {
+    fn desc(&self) -> Vec<&Desc> {
+        vec![self.reconnects.desc(), self.failovers.desc()]
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        vec![
+            self.reconnects.single(RECONNECTS.load(Ordering::Relaxed) as f64),
+            self.failovers.single(FAILOVERS.load(Ordering::Relaxed) as f64),
+        ]
+    }
 }

@@ -43,13 +43,13 @@ impl AppState {
         pool: Pool,
         acceptor: Acceptor,
         spam: SpamGuard,
-    ) -> AppState {
-        let forms = Arc::new(LiveForms::new(config.clone(), secrets));
-        let refused = RefusedCounts::new(config.forms.keys());
+    ) -> crate::base::metrics::Result<AppState> {
+        let forms = Arc::new(LiveForms::new(config.clone(), secrets)?);
+        let refused = RefusedCounts::new(config.forms.keys())?;
         let keyring = acceptor.keyring().clone();
         let files = Files::of(&config.server, &config.database);
         let source = ConfigSource::Given;
-        AppState { config, forms, pool, acceptor, keyring, spam, refused, files, source }
+        Ok(AppState { config, forms, pool, acceptor, keyring, spam, refused, files, source })
     }
 
     /// The form named `name` as in force now, if it is configured.

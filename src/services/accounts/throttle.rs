@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::base::metrics::{self, Collector, IntCounter, IntGauge};
 use crate::domain::digest;
 
 /// Keys kept before the oldest are dropped.
@@ -80,34 +81,63 @@ pub struct Attempt {
     pub email_digest: String,
 }
 
-pub struct LoginThrottle {
-    entries: Mutex<HashMap<Key, Entry>>,
-    verifier: Arc<Semaphore>,
-    verifications: AtomicU64,
-    in_flight: AtomicU64,
-    peak: AtomicU64,
-    delayed: AtomicU64,
-    busy: AtomicU64,
+/// This process's sign-in counters on `/metrics`.
+struct Counters {
+    /// `onceform_login_verifications_total`: password verifications run.
+    verifications: IntCounter,
+    /// `onceform_login_verifications_peak`: most verifications running at once; raised under
+    /// its lock so that two new peaks cannot write it out of order.
+    peak: Mutex<IntGauge>,
+    /// `onceform_login_delayed_total`.
+    delayed: IntCounter,
+    /// `onceform_login_busy_total`.
+    busy: IntCounter,
 }
 
-impl Default for LoginThrottle {
-    fn default() -> Self {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        LoginThrottle::with_slots(cores)
+impl Counters {
+    fn new() -> metrics::Result<Counters> {
+        Ok(Counters {
+            verifications: IntCounter::new(
+                "onceform_login_verifications_total",
+                "Password verifications run.",
+            )?,
+            peak: Mutex::new(IntGauge::new(
+                "onceform_login_verifications_peak",
+                "Most verifications running at once.",
+            )?),
+            delayed: IntCounter::new(
+                "onceform_login_delayed_total",
+                "Sign-ins refused to wait (per email or client).",
+            )?,
+            busy: IntCounter::new(
+                "onceform_login_busy_total",
+                "Sign-ins refused: every verification slot busy.",
+            )?,
+        })
     }
 }
 
+pub struct LoginThrottle {
+    entries: Mutex<HashMap<Key, Entry>>,
+    verifier: Arc<Semaphore>,
+    in_flight: AtomicU64,
+    counters: Counters,
+}
+
 impl LoginThrottle {
-    pub fn with_slots(slots: usize) -> LoginThrottle {
-        LoginThrottle {
+    /// A throttle with a verification slot per core.
+    pub fn new() -> metrics::Result<LoginThrottle> {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        LoginThrottle::with_slots(cores)
+    }
+
+    pub fn with_slots(slots: usize) -> metrics::Result<LoginThrottle> {
+        Ok(LoginThrottle {
             entries: Mutex::default(),
             verifier: Arc::new(Semaphore::new(slots.max(1))),
-            verifications: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
-            peak: AtomicU64::new(0),
-            delayed: AtomicU64::new(0),
-            busy: AtomicU64::new(0),
-        }
+            counters: Counters::new()?,
+        })
     }
 
     /// Counts an attempt for the client and the (normalised) email, or `Err(seconds)` to wait.
@@ -133,7 +163,7 @@ impl LoginThrottle {
             .max()
             .unwrap_or_default();
         if !wait.is_zero() {
-            self.delayed.fetch_add(1, Ordering::Relaxed);
+            self.counters.delayed.inc();
             return Err(wait.as_secs_f64().ceil().max(1.0) as u64);
         }
         for key in &keys {
@@ -169,7 +199,7 @@ impl LoginThrottle {
         match tokio::time::timeout(VERIFY_WAIT, self.verifier.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Some(permit),
             _ => {
-                self.busy.fetch_add(1, Ordering::Relaxed);
+                self.counters.busy.inc();
                 None
             }
         }
@@ -177,9 +207,13 @@ impl LoginThrottle {
 
     /// Runs one password verification (holding a [`slot`](Self::slot)), counting it.
     pub fn verify(&self, password: &str, hash: &str) -> bool {
-        self.verifications.fetch_add(1, Ordering::Relaxed);
+        self.counters.verifications.inc();
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.peak.fetch_max(now, Ordering::SeqCst);
+        if let Ok(peak) = self.counters.peak.lock() {
+            if peak.get() < now as i64 {
+                peak.set(now as i64);
+            }
+        }
         let ok = super::credentials::verify_password(password, hash);
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         ok
@@ -194,25 +228,16 @@ impl LoginThrottle {
         self.len() == 0
     }
 
-    /// This process's sign-in counters in Prometheus text.
-    pub fn render_metrics(&self, out: &mut String) {
-        use std::fmt::Write;
-        let lines = [
-            ("login_verifications_total", "counter", "Password verifications run.", &self.verifications),
-            ("login_verifications_peak", "gauge", "Most verifications running at once.", &self.peak),
-            (
-                "login_delayed_total",
-                "counter",
-                "Sign-ins refused to wait (per email or client).",
-                &self.delayed,
-            ),
-            ("login_busy_total", "counter", "Sign-ins refused: every verification slot busy.", &self.busy),
-        ];
-        for (name, kind, help, value) in lines {
-            let _ = writeln!(out, "# HELP onceform_{name} {help}");
-            let _ = writeln!(out, "# TYPE onceform_{name} {kind}");
-            let _ = writeln!(out, "onceform_{name} {}", value.load(Ordering::Relaxed));
-        }
+    /// This process's sign-in counters, for the registry of `/metrics`.
+    pub fn collectors(&self) -> Vec<Box<dyn Collector>> {
+        let c = &self.counters;
+        let peak = c.peak.lock().map_or_else(|e| e.into_inner().clone(), |g| g.clone());
+        vec![
+            Box::new(c.verifications.clone()),
+            Box::new(peak),
+            Box::new(c.delayed.clone()),
+            Box::new(c.busy.clone()),
+        ]
     }
 }
 
@@ -250,7 +275,7 @@ mod tests {
 
     #[test]
     fn attempts_count_before_verifying_and_the_email_is_normalised() {
-        let t = LoginThrottle::with_slots(1);
+        let t = LoginThrottle::with_slots(1).unwrap();
         for i in 0..EMAIL.free {
             assert!(t.begin(ip(i as u8), "ada@example.com").is_ok());
         }
@@ -260,7 +285,7 @@ mod tests {
 
     #[test]
     fn success_refunds_and_unverified_attempts_do_not_count() {
-        let t = LoginThrottle::with_slots(1);
+        let t = LoginThrottle::with_slots(1).unwrap();
         let a = t.begin(ip(1), "a@b.c").unwrap();
         let b = t.begin(ip(1), "a@b.c").unwrap();
         t.release(b);
@@ -270,7 +295,7 @@ mod tests {
 
     #[test]
     fn ipv6_clients_share_a_bucket_per_64() {
-        let t = LoginThrottle::with_slots(1);
+        let t = LoginThrottle::with_slots(1).unwrap();
         for i in 0..CLIENT.free {
             let addr: IpAddr = format!("2001:db8:1:2::{i:x}").parse().unwrap();
             assert!(t.begin(Some(addr), &format!("u{i}@example.com")).is_ok());

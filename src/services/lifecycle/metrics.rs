@@ -4,8 +4,8 @@
 //! deliveries of the last 30 days).
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
+use crate::base::metrics::{Desc, Family, MetricFamily, MetricType, Result};
 use crate::db::lifecycle_stats::LifecycleStatsStore;
 use crate::db::{DbError, Pool};
 use crate::domain::RecordKind;
@@ -38,7 +38,7 @@ impl LifecycleStats {
     }
 }
 
-pub fn read(pool: &Pool, now: NaiveDateTime) -> Result<LifecycleStats, DbError> {
+pub fn read(pool: &Pool, now: NaiveDateTime) -> std::result::Result<LifecycleStats, DbError> {
     let since = now - Duration::days(SPREAD_DAYS);
     let rows = with_conn!(pool, |c| c.lifecycle_rows(since).map_err(DbError::from))?;
     let mut spreads: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -52,105 +52,132 @@ pub fn read(pool: &Pool, now: NaiveDateTime) -> Result<LifecycleStats, DbError> 
     Ok(LifecycleStats { purged: rows.purged, last_pass: rows.last_pass, oldest_content, spreads })
 }
 
-/// A family of gauges or counters by form, and its twin by webhook source for the rows of
-/// sources' events (named by `RecordKind::source_scope`): `onceform_{name}{form=…}`, `onceform_hook_{name}{source=…}`.
-/// `help` is the forms' family's, then the sources'; `rows` are (form, more labels, value).
-fn by_form_and_source<'a>(
-    out: &mut String,
-    name: &str,
-    kind: &str,
-    [help, hook_help]: [&str; 2],
-    rows: impl Iterator<Item = (&'a str, String, String)> + Clone,
-) {
-    for hooks in [false, true] {
-        let (family, key) = if hooks {
-            (format!("onceform_hook_{name}"), "source")
-        } else {
-            (format!("onceform_{name}"), "form")
-        };
-        let _ = writeln!(out, "# HELP {family} {}", if hooks { hook_help } else { help });
-        let _ = writeln!(out, "# TYPE {family} {kind}");
-        for (form, labels, value) in rows.clone() {
-            let source = RecordKind::scope_source(form);
-            let label = match hooks {
-                true => source,
-                false => source.is_none().then_some(form),
-            };
-            if let Some(label) = label {
-                let _ = writeln!(out, "{family}{{{key}=\"{label}\"{labels}}} {value}");
+/// A family by form and its twin by webhook source for the rows of sources' events (named by
+/// `RecordKind::source_scope`): `onceform_{name}{form=…}`, `onceform_hook_{name}{source=…}`.
+struct ByFormAndSource {
+    forms: Family,
+    sources: Family,
+}
+
+impl ByFormAndSource {
+    /// `help` is the forms' family's, then the sources'; `labels` follow `form` / `source`.
+    fn new(name: &str, kind: MetricType, [help, hook_help]: [&str; 2], labels: &[&str]) -> Result<Self> {
+        let with = |first: &'static str| [&[first], labels].concat();
+        Ok(ByFormAndSource {
+            forms: Family::new(&format!("onceform_{name}"), help, kind, &with("form"))?,
+            sources: Family::new(&format!("onceform_hook_{name}"), hook_help, kind, &with("source"))?,
+        })
+    }
+
+    /// `rows` are (form, more label values, value): a source's scope goes to the twin.
+    fn collect<'a>(&self, rows: impl Iterator<Item = (&'a str, Vec<&'a str>, f64)>) -> [MetricFamily; 2] {
+        let (mut forms, mut sources) = (self.forms.samples(), self.sources.samples());
+        for (form, labels, value) in rows {
+            match RecordKind::scope_source(form) {
+                Some(source) => sources.value(&[&[source], &labels[..]].concat(), value),
+                None => forms.value(&[&[form], &labels[..]].concat(), value),
             }
         }
+        [forms.finish(), sources.finish()]
     }
 }
 
-/// Prometheus text for `/metrics`.
-pub fn render(s: &LifecycleStats, now: NaiveDateTime) -> String {
-    let mut out = String::new();
-    by_form_and_source(
-        &mut out,
-        "purged_rows_total",
-        "counter",
-        [
-            "Rows purged by retention or erasure, by form and kind.",
-            "Inbound events purged by retention, by source and kind (content, quarantine, keys).",
-        ],
-        s.purged.iter().map(|(form, kind, n)| (form.as_str(), format!(",kind=\"{kind}\""), n.to_string())),
-    );
-    by_form_and_source(
-        &mut out,
-        "oldest_content_age_seconds",
-        "gauge",
-        [
-            "Age of the oldest submission whose content is kept.",
-            "Age of the oldest inbound event whose body is kept.",
-        ],
-        s.oldest_content
-            .iter()
-            .map(|(form, t)| (form.as_str(), String::new(), (now - *t).num_seconds().max(0).to_string())),
-    );
-    let (at, ms) = s.last_pass.map(|(t, ms)| (t.and_utc().timestamp(), ms)).unwrap_or((0, 0));
-    let _ = writeln!(
-        out,
-        "# HELP onceform_purge_last_run_timestamp_seconds When the last retention pass started (0: never)."
-    );
-    let _ = writeln!(out, "# TYPE onceform_purge_last_run_timestamp_seconds gauge");
-    let _ = writeln!(out, "onceform_purge_last_run_timestamp_seconds {at}");
-    let _ = writeln!(
-        out,
-        "# HELP onceform_purge_last_run_duration_seconds How long the last retention pass took."
-    );
-    let _ = writeln!(out, "# TYPE onceform_purge_last_run_duration_seconds gauge");
-    let _ = writeln!(out, "onceform_purge_last_run_duration_seconds {:.3}", ms as f64 / 1000.0);
-    let _ = writeln!(
-        out,
-        "# HELP onceform_redelivery_spread_seconds First to last delivery of one operation ID ({SPREAD_DAYS} days)."
-    );
-    let _ = writeln!(out, "# TYPE onceform_redelivery_spread_seconds histogram");
-    for (form, spreads) in &s.spreads {
-        for le in SPREAD_BUCKETS {
-            let n = spreads.iter().filter(|v| **v <= le).count();
-            let _ =
-                writeln!(out, "onceform_redelivery_spread_seconds_bucket{{form=\"{form}\",le=\"{le}\"}} {n}");
-        }
-        let _ = writeln!(
-            out,
-            "onceform_redelivery_spread_seconds_bucket{{form=\"{form}\",le=\"+Inf\"}} {}",
-            spreads.len()
-        );
-        let _ = writeln!(
-            out,
-            "onceform_redelivery_spread_seconds_sum{{form=\"{form}\"}} {:.3}",
-            spreads.iter().sum::<f64>()
-        );
-        let _ =
-            writeln!(out, "onceform_redelivery_spread_seconds_count{{form=\"{form}\"}} {}", spreads.len());
+/// The lifecycle's families on `/metrics`, declared once.
+pub struct Families {
+    purged: ByFormAndSource,
+    oldest_content: ByFormAndSource,
+    last_run: Family,
+    last_duration: Family,
+    spread: Family,
+}
+
+impl Families {
+    pub fn new() -> Result<Families> {
+        Ok(Families {
+            purged: ByFormAndSource::new(
+                "purged_rows_total",
+                MetricType::COUNTER,
+                [
+                    "Rows purged by retention or erasure, by form and kind.",
+                    "Inbound events purged by retention, by source and kind (content, quarantine, keys).",
+                ],
+                &["kind"],
+            )?,
+            oldest_content: ByFormAndSource::new(
+                "oldest_content_age_seconds",
+                MetricType::GAUGE,
+                [
+                    "Age of the oldest submission whose content is kept.",
+                    "Age of the oldest inbound event whose body is kept.",
+                ],
+                &[],
+            )?,
+            last_run: Family::gauge(
+                "onceform_purge_last_run_timestamp_seconds",
+                "When the last retention pass started (0: never).",
+                &[],
+            )?,
+            last_duration: Family::gauge(
+                "onceform_purge_last_run_duration_seconds",
+                "How long the last retention pass took.",
+                &[],
+            )?,
+            spread: Family::new(
+                "onceform_redelivery_spread_seconds",
+                format!("First to last delivery of one operation ID ({SPREAD_DAYS} days)."),
+                MetricType::HISTOGRAM,
+                &["form"],
+            )?,
+        })
     }
-    out
+
+    pub fn descs(&self) -> Vec<&Desc> {
+        [&self.purged, &self.oldest_content]
+            .into_iter()
+            .flat_map(|twins| [&twins.forms, &twins.sources])
+            .chain([&self.last_run, &self.last_duration, &self.spread])
+            .map(Family::desc)
+            .collect()
+    }
+
+    /// The samples of `s`, read at `now`.
+    pub fn collect(&self, s: &LifecycleStats, now: NaiveDateTime) -> Vec<MetricFamily> {
+        let mut out = Vec::with_capacity(7);
+        out.extend(
+            self.purged.collect(
+                s.purged.iter().map(|(form, kind, n)| (form.as_str(), vec![kind.as_str()], *n as f64)),
+            ),
+        );
+        out.extend(
+            self.oldest_content.collect(
+                s.oldest_content
+                    .iter()
+                    .map(|(form, t)| (form.as_str(), vec![], (now - *t).num_seconds().max(0) as f64)),
+            ),
+        );
+        let (at, ms) = s.last_pass.map(|(t, ms)| (t.and_utc().timestamp(), ms)).unwrap_or((0, 0));
+        out.push(self.last_run.single(at as f64));
+        out.push(self.last_duration.single(ms as f64 / 1000.0));
+        let mut spread = self.spread.samples();
+        for (form, spreads) in &s.spreads {
+            let buckets: Vec<(f64, u64)> = SPREAD_BUCKETS
+                .iter()
+                .map(|le| (*le, spreads.iter().filter(|v| **v <= *le).count() as u64))
+                .collect();
+            spread.histogram(&[form], &buckets, spreads.iter().sum(), spreads.len() as u64);
+        }
+        out.push(spread.finish());
+        out
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn render(s: &LifecycleStats, now: NaiveDateTime) -> String {
+        crate::base::metrics::encode_families(&Families::new().unwrap().collect(s, now)).unwrap()
+    }
 
     #[test]
     fn p99_of_the_spreads() {

@@ -12,8 +12,9 @@ pub mod spool;
 pub mod verify;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use crate::base::metrics::{IntCounter, IntCounterVec, SumCount};
 
 pub use config::HookConfig;
 pub use endpoint::{replay_spool_periodically, routes};
@@ -30,20 +31,21 @@ pub struct Source {
     /// Where its event IDs come from (the `event_id` spec, resolved once).
     pub event_id: EventIdRule,
     /// Deliveries refused for a bad or stale signature (nothing of them is stored).
-    pub signature_failures: AtomicU64,
-    /// Time from a delivery's arrival to its answer, summed, and how many.
-    pub ingest_micros: AtomicU64,
-    pub ingested: AtomicU64,
+    pub signature_failures: IntCounter,
+    /// Time from a delivery's arrival to its answer, in seconds: summed, and how many.
+    pub ingest: SumCount,
 }
 
 /// Every configured source, shared by the HTTP workers, the spool of the sources whose
 /// `when_store_down` is `spool` (when there is one), and the budget of bytes their unverified
 /// bodies may hold (`body_budget`).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Hooks {
     sources: Arc<BTreeMap<String, Source>>,
     spool: Option<Arc<spool::Spool>>,
     budget: Arc<body_budget::BodyBudget>,
+    /// Every source's `signature_failures` (`metrics`).
+    signature_failures: IntCounterVec,
 }
 
 impl Hooks {
@@ -64,6 +66,7 @@ impl Hooks {
             })
             .transpose()?;
         let mut sources = BTreeMap::new();
+        let signature_failures = metrics::signature_failures()?;
         for (name, config) in hooks {
             let verifier = verify::find(config.verify.as_str())
                 .ok_or_else(|| anyhow::anyhow!("hooks.{name}: unknown verifier"))?;
@@ -76,15 +79,14 @@ impl Hooks {
                     verifier,
                     keys,
                     event_id: EventIdRule::of(config),
-                    signature_failures: AtomicU64::new(0),
-                    ingest_micros: AtomicU64::new(0),
-                    ingested: AtomicU64::new(0),
+                    signature_failures: signature_failures.with_label_values(&[name]),
+                    ingest: SumCount::default(),
                 },
             );
         }
         let largest = hooks.values().map(|h| h.max_body_bytes).max().unwrap_or(0);
         let budget = Arc::new(body_budget::BodyBudget::for_largest_body(largest));
-        Ok(Hooks { sources: Arc::new(sources), spool, budget })
+        Ok(Hooks { sources: Arc::new(sources), spool, budget, signature_failures })
     }
 
     /// The budget of bytes unverified bodies may hold.
@@ -107,11 +109,10 @@ impl Hooks {
 
 impl Source {
     pub fn count_signature_failure(&self) {
-        self.signature_failures.fetch_add(1, Ordering::Relaxed);
+        self.signature_failures.inc();
     }
 
     pub fn count_ingest(&self, micros: u64) {
-        self.ingest_micros.fetch_add(micros, Ordering::Relaxed);
-        self.ingested.fetch_add(1, Ordering::Relaxed);
+        self.ingest.observe(micros as f64 / 1e6);
     }
 }

@@ -85,7 +85,7 @@ async fn a_lead_created_then_timed_out_is_reconciled_not_resent(backend: Backend
         "onceform_attempts_total{outcome=\"sent\"} 2",
         "onceform_side_effects{kind=\"crm_lead\",state=\"SENT\"} 1",
         "onceform_effects_unknown 0",
-        "onceform_oldest_pending_age_seconds 0.000",
+        "onceform_oldest_pending_age_seconds 0\n",
     ] {
         assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
     }

@@ -194,7 +194,7 @@ fn the_first_start_creates_one_admin_with_a_one_time_password() {
     let text = std::fs::read_to_string(&file).unwrap();
     let password = text.lines().nth(1).unwrap().to_string();
     assert!(password.len() >= 12);
-    let throttle = onceform::services::accounts::LoginThrottle::default();
+    let throttle = onceform::services::accounts::LoginThrottle::new().unwrap();
     let login =
         |pw: &str| onceform::services::accounts::login(&pool, &throttle, "admin@localhost", pw).unwrap();
     let (_, user) = login(&password).expect("the written password signs in");
