@@ -432,7 +432,7 @@ fn row(backend: &str, traffic: &str, clients: usize, t: &Tally, r: &References, 
 /// `operation_id` as a filter, and keep them until an ANALYZE invalidates them: without
 /// this, successive in-process cells fell from 1,100 to 270 accepts/s.
 fn analyze(pool: &Pool) {
-    if let Pool::Pg(p) = pool {
+    if let Pool::Pg(p, _) = pool {
         p.get().unwrap().batch_execute("ANALYZE").unwrap();
     }
 }

@@ -47,7 +47,7 @@ pub fn explain(pool: &Pool) -> String {
                 .into_iter()
                 .map(|l| l.detail)
                 .collect(),
-            Pool::Pg(p) => diesel::sql_query(format!("EXPLAIN {sql}"))
+            Pool::Pg(p, _) => diesel::sql_query(format!("EXPLAIN {sql}"))
                 .load::<PgLine>(&mut p.get().unwrap())
                 .unwrap()
                 .into_iter()

@@ -61,7 +61,7 @@ impl Metrics {
             Box::new(stored),
             Box::new(state.refused.collector()),
             Box::new(state.forms.failures_counter()),
-            Box::new(crate::db::primary_pg::Counters::new()?),
+            Box::new(crate::db::primary_pg::Counters::new(state.pool.health())?),
         ];
         let hooks = crate::web::hooks::metrics::Live::collectors(hooks)?;
         for collector in live.into_iter().chain(hooks).chain(throttle.collectors()) {

@@ -5,16 +5,12 @@
 //! (`ON CONFLICT`, a multi-row `INSERT`), which run on the backend's own connection
 //! (`execute_native`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use diesel::connection::{AnsiTransactionManager, Connection, SimpleConnection, TransactionManager};
 use diesel::query_dsl::methods::ExecuteDsl;
 use diesel::result::Error;
-use diesel::{PgConnection, QueryResult, SqliteConnection};
-
-/// The busy timeout of this process's SQLite connections (`database.busy_timeout_ms`).
-pub(super) static SQLITE_BUSY_TIMEOUT_MS: AtomicU64 = AtomicU64::new(5000);
+use diesel::{PgConnection, QueryResult, RunQueryDsl, SqliteConnection};
 
 /// How often a waiting writer tries SQLite's write lock again.
 pub const LOCK_POLL: Duration = Duration::from_millis(1);
@@ -23,11 +19,18 @@ pub const LOCK_POLL: Duration = Duration::from_millis(1);
 /// lock, up to the busy timeout. SQLite's own busy handler sleeps 1, 2, 5 … then 100 ms
 /// between tries: against a writer that commits batch after batch with short pauses (a
 /// retention pass in a process of its own), it looked while the lock was held nearly every
-/// time, and accepts waited seconds (`cargo bench --bench load -- --only-purge`).
+/// time, and accepts waited seconds (`cargo bench --bench load -- --only-purge`). The limit
+/// is the connection's own busy timeout (`database.busy_timeout_ms`, set when it was opened).
 fn begin_immediate(c: &mut SqliteConnection) -> QueryResult<()> {
+    #[derive(diesel::QueryableByName)]
+    struct Busy {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        timeout: i64,
+    }
+    let configured = diesel::sql_query("PRAGMA busy_timeout").get_result::<Busy>(c)?.timeout;
     c.batch_execute("PRAGMA busy_timeout = 0")?;
     let started = Instant::now();
-    let limit = Duration::from_millis(SQLITE_BUSY_TIMEOUT_MS.load(Ordering::Relaxed));
+    let limit = Duration::from_millis(u64::try_from(configured).unwrap_or(0));
     let begun = loop {
         match AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE") {
             Err(Error::DatabaseError(_, info))

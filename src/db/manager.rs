@@ -1,44 +1,24 @@
 //! The pool's connection manager: opens a connection of the configured backend and sets
 //! its session up (SQLite pragmas, PostgreSQL lock timeout). On PostgreSQL no ping when a
-//! connection is checked out (a round trip per request), except for a while after a
-//! connection error was seen anywhere in the process. Then every check-out is pinged and
+//! connection is checked out (a round trip per request), except for a while after one of
+//! the pool's connections saw the server gone (`Health`). Then every check-out is pinged and
 //! dead connections (a database restart, a cut network) are replaced instead of failing one
 //! request each; on PostgreSQL the ping asks whether the server takes writes, so that a
 //! connection to a node demoted or left read-only by a failover is replaced too (with
 //! `target_session_attrs=read-write` the new one reaches the new primary).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use diesel::r2d2::{ManageConnection, R2D2Connection};
 use diesel::{Connection, SqliteConnection};
 
+use super::health::Health;
 use super::{establish_pg, DatabaseUrl, DbConnection, PgSession, SqlitePragmas};
-
-/// How long check-outs are pinged after a connection error.
-const SUSPECT_FOR_MS: u64 = 10_000;
-
-/// Until when (Unix ms) check-outs are pinged.
-static SUSPECT_UNTIL_MS: AtomicU64 = AtomicU64::new(0);
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
-/// A connection failed: ping check-outs for a while.
-pub fn suspect_connections() {
-    SUSPECT_UNTIL_MS.fetch_max(now_ms() + SUSPECT_FOR_MS, Ordering::Relaxed);
-}
-
-fn suspect() -> bool {
-    now_ms() < SUSPECT_UNTIL_MS.load(Ordering::Relaxed)
-}
 
 /// Opens connections of one backend; `Pool::connect` builds it from the configuration.
 pub struct Manager {
     pub(super) url: DatabaseUrl,
     pub(super) sqlite: SqlitePragmas,
     pub(super) pg: PgSession,
+    pub(super) health: Health,
 }
 
 impl ManageConnection for Manager {
@@ -54,10 +34,11 @@ impl ManageConnection for Manager {
                 Ok(DbConnection::Sqlite(c))
             }
             DatabaseUrl::Postgres(url) => {
-                let after_error = suspect();
+                let after_error = self.health.suspected();
                 let mut c = establish_pg(url).map_err(ConnectionError)?;
+                self.health.watch(&mut c);
                 self.pg.apply(&mut c).map_err(QueryError)?;
-                super::primary_pg::opened(&mut c, after_error).map_err(QueryError)?;
+                super::primary_pg::opened(&mut c, &self.health, after_error).map_err(QueryError)?;
                 Ok(DbConnection::Pg(c))
             }
         }
@@ -65,7 +46,7 @@ impl ManageConnection for Manager {
 
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), Self::Error> {
         match conn {
-            DbConnection::Pg(_) if !suspect() => Ok(()),
+            DbConnection::Pg(_) if !self.health.suspected() => Ok(()),
             DbConnection::Pg(c) => {
                 super::primary_pg::require_writable(c).map_err(diesel::r2d2::Error::QueryError)
             }
@@ -82,14 +63,6 @@ impl ManageConnection for Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_connection_error_turns_the_check_out_ping_on_for_a_while() {
-        suspect_connections();
-        assert!(suspect());
-        SUSPECT_UNTIL_MS.store(now_ms().saturating_sub(1), Ordering::Relaxed);
-        assert!(!suspect(), "off again once the time is up");
-    }
 
     /// `.cargo/config.toml` builds the bundled SQLite with the query planner stability
     /// guarantee: without it every statement with a bound `LIMIT` is compiled again on each

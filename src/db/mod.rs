@@ -19,6 +19,7 @@ pub mod duplicates;
 pub mod erasure;
 pub mod files;
 pub mod form_versions;
+pub mod health;
 pub mod hooks;
 pub mod lifecycle_stats;
 mod lookups;
@@ -72,7 +73,8 @@ pub type Pooled = PooledConnection<Manager>;
 #[derive(Clone)]
 pub enum Pool {
     Sqlite(ConnPool),
-    Pg(ConnPool),
+    /// With what the pool knows of its server's health (shared with its manager).
+    Pg(ConnPool, health::Health),
 }
 
 /// Why a database call failed, as far as a caller needs to know.
@@ -90,32 +92,29 @@ pub enum DbError {
 
 impl From<diesel::result::Error> for DbError {
     fn from(e: diesel::result::Error) -> Self {
-        let error = DbError::classify(e);
-        if matches!(error, DbError::Unavailable(_)) {
-            manager::suspect_connections();
+        use diesel::result::Error as E;
+        match (&e, DbError::unavailable(&e)) {
+            (E::DatabaseError(_, info), _) if info.message().contains("lock timeout") => DbError::LockTimeout,
+            (_, Some(why)) => DbError::Unavailable(why),
+            (_, None) => DbError::Query(e),
         }
-        error
     }
 }
 
 impl DbError {
-    fn classify(e: diesel::result::Error) -> Self {
+    /// Why `e` says the database cannot be reached or take writes now (a closed connection,
+    /// a read-only node, a shutdown); `None`: it says something else. The pool's connections
+    /// watch for it (`manager`).
+    fn unavailable(e: &diesel::result::Error) -> Option<String> {
         use diesel::result::{DatabaseErrorKind as K, Error as E};
-        match &e {
-            E::DatabaseError(K::ClosedConnection | K::UnableToSendCommand, info) => {
-                DbError::Unavailable(info.message().to_string())
+        match e {
+            E::DatabaseError(K::ClosedConnection | K::UnableToSendCommand | K::ReadOnlyTransaction, info) => {
+                Some(info.message().to_string())
             }
-            E::DatabaseError(_, info) if info.message().contains("lock timeout") => DbError::LockTimeout,
-            E::DatabaseError(K::ReadOnlyTransaction, info) => {
-                DbError::Unavailable(info.message().to_string())
-            }
-            E::DatabaseError(_, info) if is_transient(info.message()) => {
-                DbError::Unavailable(info.message().to_string())
-            }
-            E::BrokenTransactionManager | E::RollbackErrorOnCommit { .. } => {
-                DbError::Unavailable(e.to_string())
-            }
-            _ => DbError::Query(e),
+            E::DatabaseError(_, info) if info.message().contains("lock timeout") => None,
+            E::DatabaseError(_, info) if is_transient(info.message()) => Some(info.message().to_string()),
+            E::BrokenTransactionManager | E::RollbackErrorOnCommit { .. } => Some(e.to_string()),
+            _ => None,
         }
     }
 }
@@ -161,10 +160,12 @@ impl Pool {
     pub fn connect(config: &DatabaseConfig) -> anyhow::Result<Pool> {
         let url = migrate(config)?;
         let sqlite = matches!(url, DatabaseUrl::Sqlite(_));
+        let health = health::Health::default();
         let manager = Manager {
             url,
             sqlite: SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms },
             pg: PgSession { prepared_statements: config.prepared_statements },
+            health: health.clone(),
         };
         // PostgreSQL check-outs are pinged only after a connection error (see `manager`).
         let pool = R2Pool::builder()
@@ -173,7 +174,7 @@ impl Pool {
             .test_on_check_out(true)
             .connection_timeout(Duration::from_millis(config.acquire_timeout_ms))
             .build_unchecked(manager);
-        Ok(if sqlite { Pool::Sqlite(pool) } else { Pool::Pg(pool) })
+        Ok(if sqlite { Pool::Sqlite(pool) } else { Pool::Pg(pool, health) })
     }
 
     /// A small pool for the file store kept in the database (`[server] files = "database"`),
@@ -191,10 +192,12 @@ impl Pool {
             return pool.clone();
         }
         let sqlite = matches!(config.url, DatabaseUrl::Sqlite(_));
+        let health = health::Health::default();
         let manager = Manager {
             url: config.url.clone(),
             sqlite: SqlitePragmas { busy_timeout_ms: config.busy_timeout_ms },
             pg: PgSession { prepared_statements: config.prepared_statements },
+            health: health.clone(),
         };
         // One connection per upload streaming in at once (`max_concurrent_uploads`, 8 by
         // default) writes its chunks without waiting for another's.
@@ -204,7 +207,7 @@ impl Pool {
             .test_on_check_out(true)
             .connection_timeout(Duration::from_millis(config.acquire_timeout_ms))
             .build_unchecked(manager);
-        let pool = if sqlite { Pool::Sqlite(pool) } else { Pool::Pg(pool) };
+        let pool = if sqlite { Pool::Sqlite(pool) } else { Pool::Pg(pool, health) };
         if pools.len() >= MAX_POOLS {
             pools.remove(0);
         }
@@ -215,7 +218,7 @@ impl Pool {
     /// A connection from the pool.
     pub fn get(&self) -> Result<Pooled, DbError> {
         match self {
-            Pool::Sqlite(p) | Pool::Pg(p) => Ok(p.get()?),
+            Pool::Sqlite(p) | Pool::Pg(p, _) => Ok(p.get()?),
         }
     }
 
@@ -233,7 +236,15 @@ impl Pool {
     pub fn backend(&self) -> &'static str {
         match self {
             Pool::Sqlite(_) => "sqlite",
-            Pool::Pg(_) => "postgres",
+            Pool::Pg(..) => "postgres",
+        }
+    }
+
+    /// What the pool knows of its server's health (SQLite: nothing, a fresh one).
+    pub fn health(&self) -> health::Health {
+        match self {
+            Pool::Sqlite(_) => health::Health::default(),
+            Pool::Pg(_, health) => health.clone(),
         }
     }
 }
@@ -361,7 +372,6 @@ struct SqlitePragmas {
 
 impl SqlitePragmas {
     fn apply(&self, conn: &mut SqliteConnection) -> QueryResult<()> {
-        conn::SQLITE_BUSY_TIMEOUT_MS.store(self.busy_timeout_ms, std::sync::atomic::Ordering::Relaxed);
         conn.batch_execute(&format!(
             "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; \
              PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",

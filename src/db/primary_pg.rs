@@ -7,23 +7,13 @@
 //! standby answers `SELECT 1`, and a freshly promoted pg_auto_failover node is out of
 //! recovery but still `default_transaction_read_only` until the old primary is known gone.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error};
 use diesel::sql_types::{Bool, Text};
 use diesel::PgConnection;
 
+pub use super::health::Health;
 use crate::base::metrics::{Collector, Desc, Family, MetricFamily, Result};
-
-// Process globals: `opened` is called by the pool's manager, which holds no state of them.
-/// Connections opened while connections were suspect (after a connection error).
-static RECONNECTS: AtomicU64 = AtomicU64::new(0);
-/// Times a new connection reached a writable server other than the last one.
-static FAILOVERS: AtomicU64 = AtomicU64::new(0);
-/// The writable server (host:port) new connections reached last.
-static LAST_PRIMARY: Mutex<Option<String>> = Mutex::new(None);
 
 #[derive(QueryableByName)]
 struct ServerRow {
@@ -71,34 +61,26 @@ fn read_only() -> Error {
     )
 }
 
-/// A new pooled connection: counts a reconnect when `after_error`, and a failover when it
-/// reached a writable server other than the last.
-pub fn opened(conn: &mut PgConnection, after_error: bool) -> QueryResult<()> {
-    if after_error {
-        RECONNECTS.fetch_add(1, Ordering::Relaxed);
-    }
+/// A new pooled connection of the pool whose health is `health`: counts a reconnect when
+/// `after_error`, and a failover when it reached a writable server other than the last.
+pub(super) fn opened(conn: &mut PgConnection, health: &Health, after_error: bool) -> QueryResult<()> {
     let row = server(conn)?;
-    if row.writable {
-        let mut last = LAST_PRIMARY.lock().unwrap_or_else(|e| e.into_inner());
-        if last.as_deref().is_some_and(|l| l != row.server) {
-            FAILOVERS.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(server = %row.server, "connected to a new primary");
-        }
-        *last = Some(row.server);
-    }
+    health.opened(&row.server, row.writable, after_error);
     Ok(())
 }
 
-/// The counters on `/metrics`: their families, read from this process's counters when
-/// scraped.
+/// The counters on `/metrics`: their families, read from a pool's health when scraped.
 pub struct Counters {
+    health: Health,
     reconnects: Family,
     failovers: Family,
 }
 
 impl Counters {
-    pub fn new() -> Result<Counters> {
+    /// The counters of the pool whose health is `health` (`Pool::health`).
+    pub fn new(health: Health) -> Result<Counters> {
         Ok(Counters {
+            health,
             reconnects: Family::counter(
                 "onceform_db_reconnects_total",
                 "Database connections opened again after a connection error.",
@@ -120,8 +102,8 @@ impl Collector for Counters {
 
     fn collect(&self) -> Vec<MetricFamily> {
         vec![
-            self.reconnects.single(RECONNECTS.load(Ordering::Relaxed) as f64),
-            self.failovers.single(FAILOVERS.load(Ordering::Relaxed) as f64),
+            self.reconnects.single(self.health.reconnects() as f64),
+            self.failovers.single(self.health.failovers() as f64),
         ]
     }
 }

@@ -70,7 +70,10 @@ impl Writes {
     }
 }
 
-/// The live writer of each database file in this process (see `SqliteWriter::shared`).
+/// The live writer of each database file in this process (see `SqliteWriter::shared`). Kept
+/// by file, not on a pool, on purpose: SQLite's write lock is the file's, and every pool
+/// this process opens on one file (the blob store's own included, `Pool::blobs`) must queue
+/// on one writer rather than race for it.
 static SHARED: Mutex<Vec<(PathBuf, Weak<Sender<Job>>)>> = Mutex::new(Vec::new());
 
 impl SqliteWriter {
@@ -215,7 +218,7 @@ mod tests {
         let url = crate::db::DatabaseUrl::Sqlite(dir.join("writer.db"));
         match Pool::connect(&DatabaseConfig { url, ..DatabaseConfig::default() }).unwrap() {
             Pool::Sqlite(p) => p,
-            Pool::Pg(_) => unreachable!(),
+            Pool::Pg(..) => unreachable!(),
         }
     }
 

@@ -61,7 +61,7 @@ impl Acceptor {
     /// SQLite writer; duplicate screener). `keyring` digests what it stores.
     pub fn start(config: Arc<Config>, pool: Pool, keyring: Arc<Keyring>) -> std::io::Result<Acceptor> {
         let path = match &pool {
-            Pool::Pg(_) => Path::OneStatement,
+            Pool::Pg(..) => Path::OneStatement,
             Pool::Sqlite(p) if config.database.group_commit => {
                 Path::GroupCommit(match &config.database.url {
                     // One writer with the workers of this process (see `SqliteWriter::shared`).
@@ -250,7 +250,7 @@ impl Acceptor {
         let result = match (&self.path, &self.pool) {
             // No read before the claim statement: it answers a taken key itself (a retry this
             // process saw committed was read before, `replay_committed`).
-            (Path::OneStatement, Pool::Pg(_)) => with_conn!(&self.pool, |c| {
+            (Path::OneStatement, Pool::Pg(..)) => with_conn!(&self.pool, |c| {
                 pg::accept_pg(c, &plan(intake, content), &self.deliveries).map(|done| {
                     if done.linked {
                         self.screener.wake();
