@@ -23,6 +23,7 @@ macro_rules! text_id {
             /// A new, time-ordered ID.
             pub fn generate() -> Self { $name(uuid::Uuid::now_v7().to_string()) }
             pub fn as_str(&self) -> &str { &self.0 }
+            fn from_text(s: String) -> deserialize::Result<Self> { Ok($name(s)) }
         }
         impl From<String> for $name { fn from(s: String) -> Self { $name(s) } }
         impl From<&str> for $name { fn from(s: &str) -> Self { $name(s.to_string()) } }
@@ -31,14 +32,7 @@ macro_rules! text_id {
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(&self.0) }
         }
-        impl<DB: Backend> ToSql<Text, DB> for $name where str: ToSql<Text, DB> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
-                <str as ToSql<Text, DB>>::to_sql(&self.0, out)
-            }
-        }
-        impl<DB: Backend> FromSql<Text, DB> for $name where String: FromSql<Text, DB> {
-            fn from_sql(raw: DB::RawValue<'_>) -> deserialize::Result<Self> { String::from_sql(raw).map($name) }
-        }
+        text_sql!($name);
     };
 }
 

@@ -1,5 +1,28 @@
 //! Domain values: parsed once at the edge, valid everywhere after.
 
+/// `Text` on both backends for a type of this module with `as_str` and a `from_text`
+/// (`FromSql`'s check of what is read): `ids` and `states` share it.
+macro_rules! text_sql {
+    ($name:ident) => {
+        impl<DB: Backend> ToSql<Text, DB> for $name
+        where
+            str: ToSql<Text, DB>,
+        {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
+                <str as ToSql<Text, DB>>::to_sql(self.as_str(), out)
+            }
+        }
+        impl<DB: Backend> FromSql<Text, DB> for $name
+        where
+            String: FromSql<Text, DB>,
+        {
+            fn from_sql(raw: DB::RawValue<'_>) -> deserialize::Result<Self> {
+                Self::from_text(String::from_sql(raw)?)
+            }
+        }
+    };
+}
+
 mod api_scopes;
 mod effect;
 mod field_error;

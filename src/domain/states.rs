@@ -24,6 +24,9 @@ macro_rules! text_enum {
             pub const ALL: [$name; [$($s),+].len()] = [$($name::$v),+];
             pub fn as_str(self) -> &'static str { match self { $($name::$v => $s,)+ } }
             pub fn parse(s: &str) -> Option<Self> { Self::ALL.into_iter().find(|v| v.as_str() == s) }
+            fn from_text(s: String) -> deserialize::Result<Self> {
+                Self::parse(&s).ok_or_else(|| format!("unknown {} `{s}`", stringify!($name)).into())
+            }
         }
         impl TextEnum for $name {
             fn as_str(self) -> &'static str { $name::as_str(self) }
@@ -31,17 +34,7 @@ macro_rules! text_enum {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.as_str()) }
         }
-        impl<DB: Backend> ToSql<Text, DB> for $name where str: ToSql<Text, DB> {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
-                <str as ToSql<Text, DB>>::to_sql(self.as_str(), out)
-            }
-        }
-        impl<DB: Backend> FromSql<Text, DB> for $name where String: FromSql<Text, DB> {
-            fn from_sql(raw: DB::RawValue<'_>) -> deserialize::Result<Self> {
-                let s = String::from_sql(raw)?;
-                Self::parse(&s).ok_or_else(|| format!("unknown {} `{s}`", stringify!($name)).into())
-            }
-        }
+        text_sql!($name);
     };
 }
 
