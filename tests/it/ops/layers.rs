@@ -66,3 +66,46 @@ fn only_configuration_and_start_up_read_the_environment() {
     );
     assert!(inside > 0, "the snapshot itself reads the environment (src/config/secrets.rs): the scan saw it");
 }
+
+/// Providers' settings are typed at the seams (`toml::Value` checked by each provider), never
+/// downcast from `dyn Any`.
+#[test]
+fn no_settings_travel_as_dyn_any() {
+    let (outside, _) = found_outside("dyn Any", |_| false);
+    assert!(outside.is_empty(), "{}", outside.join("\n"));
+}
+
+/// A `macro_rules!` is at most 25 lines, from its name to its closing brace: a longer one is
+/// code that wants to be a function or a trait.
+#[test]
+fn no_macro_is_longer_than_25_lines() {
+    let mut long = Vec::new();
+    for (path, text) in sources() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (start, _) in lines.iter().enumerate().filter(|(_, l)| l.trim_start().starts_with("macro_rules!"))
+        {
+            let mut depth = 0i32;
+            let end = lines[start..].iter().position(|l| {
+                depth += l.matches('{').count() as i32 - l.matches('}').count() as i32;
+                depth == 0 && l.contains('}')
+            });
+            let length = end.map_or(usize::MAX, |e| e + 1);
+            if length > 25 {
+                long.push(format!("{path}:{}: {length} lines", start + 1));
+            }
+        }
+    }
+    assert!(long.is_empty(), "{}", long.join("\n"));
+    assert!(sources().iter().any(|(_, t)| t.contains("macro_rules! with_conn")), "the scan sees the macros");
+}
+
+/// The front door stays a landing page, and the benchmarks page today's figures (the
+/// history is in docs/benchmarks/history.md).
+#[test]
+fn the_readme_and_the_benchmarks_page_stay_short() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (page, limit) in [("README.md", 12 * 1024), ("BENCHMARKS.md", 30 * 1024)] {
+        let size = std::fs::metadata(root.join(page)).unwrap().len();
+        assert!(size <= limit, "{page} is {size} bytes, more than {limit}");
+    }
+}
