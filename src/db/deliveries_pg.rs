@@ -1,19 +1,21 @@
 //! Batches of delivery rows on PostgreSQL as one `INSERT … SELECT FROM unnest(arrays)`: the
 //! same short statement for any batch size, where a multi-row `VALUES` of 2,000 rows is
-//! 16,000 parameters for PostgreSQL to parse and plan on every batch.
+//! 16,000 parameters for PostgreSQL to parse and plan on every batch. Kept prepared on the
+//! connection (`Prepared`).
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamp};
 use diesel::PgConnection;
 
 use super::models::NewDelivery;
+use super::prepared::Prepared;
 
 pub fn insert(c: &mut PgConnection, rows: &[NewDelivery]) -> QueryResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
     let column = |f: fn(&NewDelivery) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
-    diesel::sql_query(
+    Prepared::new(
         "INSERT INTO deliveries (id, form, operation_id, submission_id, channel, outcome, http_status, \
          received_at) \
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \

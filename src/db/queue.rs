@@ -9,6 +9,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Nullable, Text, Timestamp};
 
 use super::models::{JobRow, NewAttempt, Transition};
+use super::prepared::Prepared;
 use super::schema::{effect_attempts, inbound_events, side_effects, submissions};
 use super::{changes, owned_by, DbConnection, Store};
 use crate::domain::transitions::{IllegalMove, Move};
@@ -295,7 +296,7 @@ impl Queue for DbConnection {
         }
         let [sending, unknown] = *Move::AFTER_ATTEMPT;
         // The records moved and their change rows, in one statement.
-        let updated: Vec<Updated> = diesel::sql_query(format!(
+        let updated: Vec<Updated> = Prepared::new(format!(
             "WITH m AS (UPDATE side_effects AS s SET state = u.state, next_attempt_at = u.next_attempt_at, \
              provider_ref = u.provider_ref, last_error = u.last_error, lease_owner = NULL, \
              lease_expires_at = NULL, updated_at = $6 \
