@@ -27,6 +27,14 @@ const BATCH: usize = 2_000;
 /// statement: many small transactions cost the database (and so the requests sharing its
 /// cores) far more than a few large ones.
 const GATHER: Duration = Duration::from_millis(10);
+/// The pause while rows keep coming (the last batch held `BUSY` rows or more): each commit
+/// writes every index page its rows touched, and rows of one busy moment (a client
+/// retrying the same keys) touch the same pages, so fewer, larger batches write each page
+/// once for many rows. Under a flood of replays (wrk, 32 connections, SQLite), 10 ms batches
+/// took a third of the server's CPU, most of it writing the WAL (perf); 100 ms batches
+/// answered 57,000 replays a second instead of 43,000.
+const GATHER_BUSY: Duration = Duration::from_millis(100);
+const BUSY: usize = 200;
 /// Attempts to write a batch while the database is unavailable, a second apart.
 const ATTEMPTS: u32 = 10;
 
@@ -90,9 +98,10 @@ impl RequestLog {
 fn write_loop(mut sink: Sink, rx: &Receiver<Msg>, queued: &AtomicUsize, dropped: &AtomicU64) {
     let mut rows = Vec::with_capacity(BATCH);
     let mut waiters = Vec::new();
+    let mut busy = false;
     while let Ok(first) = rx.recv() {
         if matches!(first, Msg::Row(_)) {
-            std::thread::sleep(GATHER);
+            std::thread::sleep(if busy { GATHER_BUSY } else { GATHER });
         }
         for msg in std::iter::once(first).chain(rx.try_iter().take(BATCH - 1)) {
             match msg {
@@ -101,6 +110,7 @@ fn write_loop(mut sink: Sink, rx: &Receiver<Msg>, queued: &AtomicUsize, dropped:
             }
         }
         queued.fetch_sub(rows.len(), Ordering::Relaxed);
+        busy = rows.len() >= BUSY;
         if !rows.is_empty() {
             write(&mut sink, &rows, dropped);
             rows.clear();
