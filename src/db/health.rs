@@ -1,22 +1,32 @@
 //! What one pool knows of its PostgreSQL server's health: until when its check-outs are
-//! pinged (after one of its connections saw the server gone, `manager`), and the reconnects
+//! pinged (after one of its connections met the server gone, `manager`), and the reconnects
 //! and failovers its new connections saw (`primary_pg`, `/metrics`). Held by the pool, shared
-//! by its manager; no process globals.
+//! by its manager; no process globals (a thread's own flag carries an error to the pool of
+//! the connection it holds).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use diesel::connection::InstrumentationEvent;
-use diesel::{Connection, PgConnection};
-
-use super::DbError;
+use std::cell::Cell;
 
 /// How long check-outs are pinged after a connection error.
 const SUSPECT_FOR_MS: u64 = 10_000;
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+thread_local! {
+    /// This thread met an error saying the server is gone (`DbError::Unavailable`) on the
+    /// connection it holds: the connection's pool hears of it when the connection is checked
+    /// in (`Health::checked_in`), on this thread, right after.
+    static SEEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A statement on this thread's connection found the server gone.
+pub(super) fn seen_unavailable() {
+    SEEN.with(|seen| seen.set(true));
 }
 
 /// One pool's health; clones share it.
@@ -46,17 +56,12 @@ impl Health {
         now_ms() < self.0.suspect_until.load(Ordering::Relaxed)
     }
 
-    /// Watches `c`'s statements: one that fails for the server being gone
-    /// (`DbError::unavailable`) makes the pool suspect its connections.
-    pub(super) fn watch(&self, c: &mut PgConnection) {
-        let health = self.clone();
-        c.set_instrumentation(move |event: InstrumentationEvent<'_>| {
-            if let InstrumentationEvent::FinishQuery { error: Some(e), .. } = event {
-                if DbError::unavailable(e).is_some() {
-                    health.suspect();
-                }
-            }
-        });
+    /// At a connection's check-in: when the thread that used it met the server gone
+    /// (`seen_unavailable`), the pool suspects its connections.
+    pub(super) fn checked_in(&self) {
+        if SEEN.with(|seen| seen.replace(false)) {
+            self.suspect();
+        }
     }
 
     /// A new connection reached `server` (`writable`: it takes writes); `after_error`: it
@@ -101,6 +106,19 @@ mod tests {
         assert!(!health.suspected(), "off again once the time is up");
         health.suspect();
         assert!(!Health::default().suspected(), "another pool's is its own");
+    }
+
+    #[test]
+    fn an_error_met_on_a_connection_reaches_its_pool_at_check_in() {
+        let health = Health::default();
+        health.checked_in();
+        assert!(!health.suspected(), "nothing met");
+        seen_unavailable();
+        health.checked_in();
+        assert!(health.suspected());
+        let other = Health::default();
+        other.checked_in();
+        assert!(!other.suspected(), "the flag was taken by the first check-in");
     }
 
     #[test]

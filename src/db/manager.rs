@@ -1,7 +1,7 @@
 //! The pool's connection manager: opens a connection of the configured backend and sets
 //! its session up (SQLite pragmas, PostgreSQL lock timeout). On PostgreSQL no ping when a
 //! connection is checked out (a round trip per request), except for a while after one of
-//! the pool's connections saw the server gone (`Health`). Then every check-out is pinged and
+//! the pool's connections met the server gone (`Health`). Then every check-out is pinged and
 //! dead connections (a database restart, a cut network) are replaced instead of failing one
 //! request each; on PostgreSQL the ping asks whether the server takes writes, so that a
 //! connection to a node demoted or left read-only by a failover is replaced too (with
@@ -36,7 +36,6 @@ impl ManageConnection for Manager {
             DatabaseUrl::Postgres(url) => {
                 let after_error = self.health.suspected();
                 let mut c = establish_pg(url).map_err(ConnectionError)?;
-                self.health.watch(&mut c);
                 self.pg.apply(&mut c).map_err(QueryError)?;
                 super::primary_pg::opened(&mut c, &self.health, after_error).map_err(QueryError)?;
                 Ok(DbConnection::Pg(c))
@@ -56,6 +55,7 @@ impl ManageConnection for Manager {
     }
 
     fn has_broken(&self, conn: &mut DbConnection) -> bool {
+        self.health.checked_in();
         conn.is_broken()
     }
 }

@@ -95,7 +95,10 @@ impl From<diesel::result::Error> for DbError {
         use diesel::result::Error as E;
         match (&e, DbError::unavailable(&e)) {
             (E::DatabaseError(_, info), _) if info.message().contains("lock timeout") => DbError::LockTimeout,
-            (_, Some(why)) => DbError::Unavailable(why),
+            (_, Some(why)) => {
+                health::seen_unavailable();
+                DbError::Unavailable(why)
+            }
             (_, None) => DbError::Query(e),
         }
     }
@@ -103,8 +106,8 @@ impl From<diesel::result::Error> for DbError {
 
 impl DbError {
     /// Why `e` says the database cannot be reached or take writes now (a closed connection,
-    /// a read-only node, a shutdown); `None`: it says something else. The pool's connections
-    /// watch for it (`manager`).
+    /// a read-only node, a shutdown); `None`: it says something else. The connection's pool
+    /// hears of it (`health`).
     fn unavailable(e: &diesel::result::Error) -> Option<String> {
         use diesel::result::{DatabaseErrorKind as K, Error as E};
         match e {

@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use validator::ValidateEmail;
-
 use serde::Deserialize;
+use validator::ValidateEmail;
 
 use super::handler::Handler;
 use super::mail::template::Rendered;

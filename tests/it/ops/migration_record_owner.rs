@@ -202,6 +202,8 @@ fn records_survive(db: &TestDb) {
     let job = Job::from_row(rows.into_iter().next().unwrap()).unwrap();
     assert_eq!(job.kind, tell);
     assert_eq!(job.submission_id.as_str(), "ev-1");
-    assert_eq!(job.fields.get("body").map(String::as_str), Some("{\"ticket\":1}"));
-    assert_eq!(job.fields.get("event_id").map(String::as_str), Some("T-1"));
+    let event = job.event.expect("an event's record reads its event");
+    assert_eq!(event.body.as_deref(), Some("{\"ticket\":1}"));
+    assert_eq!(event.event_id, "T-1");
+    assert!(job.fields.is_empty(), "an event's content is the event, not form fields");
 }
