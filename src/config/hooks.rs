@@ -129,7 +129,7 @@ impl<'de> Deserialize<'de> for EventIdSpec {
 }
 
 /// What the configuration knows of a handler kind: its name in `kind = "…"` and the settings
-/// of a handler it needs. Running it is the rest of the kind, in `services::effects::handler`
+/// of a handler it needs. Running it is the rest of the kind, in `services::effects`
 /// (which lists them and implements `Deserialize` for `HandlerKind`).
 pub trait HandlerRules: Sync {
     fn name(&self) -> &'static str;
@@ -155,7 +155,7 @@ pub trait HandlerRules: Sync {
     }
 }
 
-/// A handler's kind (`kind = "…"`), one of `services::effects::handler`'s list.
+/// A handler's kind (`kind = "…"`), one of `services::effects::HANDLERS`.
 #[derive(Clone, Copy)]
 pub struct HandlerKind(pub &'static dyn HandlerRules);
 

@@ -6,7 +6,8 @@
 //! HTTP kinds classify answers with `http::answered`. Then one line in `KINDS`, and a
 //! section in docs/CONFIGURATION.md. `slack.rs` is a small example; a CRM adapter becomes a
 //! kind of its own with one line (`crm_form.rs`). The handlers of inbound events are kinds
-//! too, listed in `handler.rs`: a kind that is both is one effect (`webhook.rs`).
+//! too (`handler.rs`), one line each in `HANDLERS`: a kind that is both is one effect
+//! (`webhook.rs`).
 
 mod chat;
 mod chat_hook;
@@ -42,11 +43,15 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+use crate::config::hooks::HandlerKind;
 use crate::config::{Config, FormConfig, RouteConfig, Secrets};
 use crate::db::models::JobRow;
 use crate::domain::keyring::Keyring;
 use crate::domain::{EffectId, EffectKind, RecordKind, SubmissionId};
-pub use handler::register as register_handlers;
+use handler::Handler;
 pub use kind::{Deps, Kind, KindSettings, Settings};
 pub use outcome::{Lookup, Outcome, Report};
 
@@ -69,6 +74,15 @@ static KINDS: &[&dyn Kind] = &[
     &feishu::FeishuKind,
     &sheets::SheetsKind,
     &webhook::WebhookKind,
+];
+
+/// Every handler kind of inbound events, one line each: a kind that is also a form kind
+/// lives in that kind's file (see `handler`).
+static HANDLERS: &[&dyn Handler] = &[
+    &forward::ForwardHandler,
+    &crm_lead::CrmLeadHandler,
+    &owner_notification::OwnerNotificationHandler,
+    &webhook::WebhookHandler,
 ];
 
 /// The names of every kind, in registration order.
@@ -108,6 +122,42 @@ pub fn route_settings(form: &FormConfig, route: &RouteConfig) -> (KindSettings, 
 /// Whether a submission of `form` gets a record of `kind` (`filled`: it has a value for that field).
 pub fn applies(kind: &EffectKind, form: &FormConfig, filled: &dyn Fn(&str) -> bool) -> bool {
     kind::find(kind.as_str()).is_none_or(|k| k.applies(form, filled))
+}
+
+/// The registered handler kind named `name`.
+fn find_handler(name: &str) -> Option<&'static dyn Handler> {
+    HANDLERS.iter().copied().find(|k| k.name() == name)
+}
+
+impl<'de> Deserialize<'de> for HandlerKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        match find_handler(&name) {
+            Some(kind) => Ok(HandlerKind(kind)),
+            None => {
+                let names: Vec<String> = HANDLERS.iter().map(|k| format!("`{}`", k.name())).collect();
+                Err(de::Error::custom(format!(
+                    "unknown handler kind `{name}`, expected one of {}",
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// Registers every configured handler of every source, with what the form effect kinds
+/// get (`effects::Deps`: the same CRM adapter, mailer and call timeout).
+pub fn register_handlers(registry: &mut Registry, deps: &Deps<'_>) -> anyhow::Result<()> {
+    for (source, hook) in &deps.config.hooks {
+        for h in &hook.handlers {
+            let at = format!("hooks.{source}.handlers.{}", h.name);
+            let kind =
+                find_handler(h.kind.as_str()).ok_or_else(|| anyhow::anyhow!("{at}: unknown handler kind"))?;
+            let effect = kind.effect(h, deps).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+            registry.register_as(RecordKind::hook(source, &h.name), effect);
+        }
+    }
+    Ok(())
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -1,6 +1,6 @@
 //! Every extension point has one shape: a provider is one file and one line in its list
 //! (docs/ARCHITECTURE.md, "How to add …"). For each list (`effects::KINDS`,
-//! `effects::crm::ADAPTERS`, `hooks::verify::VERIFIERS`, `effects::handler::HANDLERS`),
+//! `effects::crm::ADAPTERS`, `hooks::verify::VERIFIERS`, `effects::HANDLERS`),
 //! each entry's type is named only in its own file and on its registration line: nothing
 //! else in `src/` matches on it, builds it or imports it.
 
@@ -11,7 +11,7 @@ const LISTS: &[(&str, &str)] = &[
     ("src/services/effects/mod.rs", "KINDS"),
     ("src/services/effects/crm/mod.rs", "ADAPTERS"),
     ("src/web/hooks/verify/mod.rs", "VERIFIERS"),
-    ("src/services/effects/handler.rs", "HANDLERS"),
+    ("src/services/effects/mod.rs", "HANDLERS"),
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
