@@ -17,6 +17,11 @@ pub fn parse_table<T: DeserializeOwned>(table: Settings) -> Result<T, String> {
     table.try_into().map_err(|e: toml::de::Error| e.to_string().trim().replace('\n', " "))
 }
 
+/// Whether a kind's table reads as `T` (a provider's `check_settings`); the error on one line.
+pub fn check_table<T: DeserializeOwned>(table: &Settings) -> Result<(), String> {
+    parse_table::<T>(table.clone()).map(drop)
+}
+
 /// The effect kinds' own tables in one form (`[forms.F.slack]`), each checked by its kind.
 #[derive(Clone, Default)]
 pub struct KindSettings(pub(crate) BTreeMap<EffectKind, Settings>);

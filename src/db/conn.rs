@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use diesel::connection::{AnsiTransactionManager, Connection, SimpleConnection, TransactionManager};
 use diesel::query_dsl::methods::ExecuteDsl;
 use diesel::result::Error;
+use diesel::sqlite::Sqlite;
 use diesel::{PgConnection, QueryResult, RunQueryDsl, SqliteConnection};
+
+use super::prepared::Prepared;
 
 /// How often a waiting writer tries SQLite's write lock again.
 pub const LOCK_POLL: Duration = Duration::from_millis(1);
@@ -27,7 +30,8 @@ fn begin_immediate(c: &mut SqliteConnection) -> QueryResult<()> {
         #[diesel(sql_type = diesel::sql_types::BigInt)]
         timeout: i64,
     }
-    let configured = diesel::sql_query("PRAGMA busy_timeout").get_result::<Busy>(c)?.timeout;
+    // Kept prepared on the connection: read at the start of every write transaction.
+    let configured = Prepared::<Sqlite>::new("PRAGMA busy_timeout").get_result::<Busy>(c)?.timeout;
     c.batch_execute("PRAGMA busy_timeout = 0")?;
     let started = Instant::now();
     let limit = Duration::from_millis(u64::try_from(configured).unwrap_or(0));

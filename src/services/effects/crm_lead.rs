@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::crm::{file_key, CrmAdapter, Lead, LeadFile};
 use super::handler::Handler;
-use super::settings::parse_table;
+use super::settings::check_table;
 use super::{BoxFuture, Deps, Effect, InboundEvent, Job, Kind, Lookup, Outcome, Report};
 use crate::base::format::{reference, rfc3339};
 use crate::config::hooks::{HandlerConfig, HandlerRules};
@@ -64,7 +64,7 @@ impl HandlerRules for CrmLeadHandler {
     }
 
     fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
-        parse_table::<HandlerSettings>(own.clone()).map(drop)
+        check_table::<HandlerSettings>(own)
     }
 
     fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {

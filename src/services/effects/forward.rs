@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::handler::Handler;
 use super::http::url_policy::{check, check_template};
 use super::http::{client, fill, lookup_failed, reach, status_error, Client, Reach};
-use super::settings::parse_table;
+use super::settings::check_table;
 use super::{BoxFuture, Deps, Effect, Job, Lookup, Report};
 use crate::config::hooks::{HandlerConfig, HandlerRules};
 
@@ -70,7 +70,7 @@ impl HandlerRules for ForwardHandler {
     }
 
     fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
-        parse_table::<ForwardSettings>(own.clone()).map(drop)
+        check_table::<ForwardSettings>(own)
     }
 
     fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {

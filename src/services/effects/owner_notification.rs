@@ -10,7 +10,7 @@ use validator::ValidateEmail;
 use super::handler::Handler;
 use super::mail::template::Rendered;
 use super::mail::{data, template, visitor, Attach, EmailEffect, Envelope};
-use super::settings::parse_table;
+use super::settings::check_table;
 use super::{BoxFuture, Deps, Effect, InboundEvent, Job, Kind, Lookup, Report};
 use crate::config::hooks::{HandlerConfig, HandlerRules};
 use crate::config::FormConfig;
@@ -131,7 +131,7 @@ impl HandlerRules for OwnerNotificationHandler {
     }
 
     fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
-        parse_table::<HandlerSettings>(own.clone()).map(drop)
+        check_table::<HandlerSettings>(own)
     }
 
     fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {

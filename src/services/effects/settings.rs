@@ -4,11 +4,11 @@
 
 use serde::de::DeserializeOwned;
 
-pub use crate::config::kind_settings::parse_table;
 use crate::config::kind_settings::Settings;
+pub use crate::config::kind_settings::{check_table, parse_table};
 
 /// `Kind::settings` for a table that must read as `T`: the table, kept as written.
 pub fn settings_of<T: DeserializeOwned>(table: toml::Value) -> Result<Settings, String> {
-    parse_table::<T>(table.clone())?;
+    check_table::<T>(&table)?;
     Ok(table)
 }

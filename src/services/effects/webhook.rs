@@ -27,7 +27,7 @@ use sha2::Sha256;
 
 use super::handler::Handler;
 use super::http::{answered, client, reach, Client, Reach, ServerErrors};
-use super::settings::{parse_table, settings_of};
+use super::settings::{check_table, settings_of};
 use super::{BoxFuture, Deps, Effect, Job, Kind, Lookup, Outcome, Report, Settings};
 use crate::config::hooks::{HandlerConfig, HandlerRules};
 use crate::config::{FormConfig, Secrets};
@@ -170,7 +170,7 @@ impl HandlerRules for WebhookHandler {
     }
 
     fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
-        parse_table::<WebhookSettings>(own.clone()).map(drop)
+        check_table::<WebhookSettings>(own)
     }
 
     fn problems(&self, at: &str, h: &HandlerConfig) -> Vec<String> {

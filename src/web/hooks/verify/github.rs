@@ -4,8 +4,8 @@
 use actix_web::http::header::HeaderMap;
 
 use super::{
-    header, hex, hex_decode, hmac_sha256, load_problems, needs_secret_env, same, var, var_name, Keys,
-    SecretSettings, Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
+    check_table, header, hex, hex_decode, hmac_sha256, load_problems, needs_secret_env, same, var, var_name,
+    Keys, SecretSettings, Secrets, Verifier, VerifyError, MIN_KEY_BYTES,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
 
@@ -17,7 +17,7 @@ impl VerifierRules for Github {
     }
 
     fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
-        SecretSettings::check(own)
+        check_table::<SecretSettings>(own)
     }
 
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {

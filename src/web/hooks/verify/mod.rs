@@ -25,7 +25,7 @@ use subtle::ConstantTimeEq;
 
 pub use self::wecom::CallbackQuery;
 use super::config::{HookConfig, VerifierRules, Verify};
-use crate::config::kind_settings::parse_table;
+pub use crate::config::kind_settings::check_table;
 pub use crate::services::effects::webhook::MIN_KEY_BYTES;
 
 /// Every verifier, one line each: a new provider is a file beside this one and its line here.
@@ -126,13 +126,6 @@ impl<'de> Deserialize<'de> for Verify {
 pub struct SecretSettings {
     #[serde(default)]
     pub secret_env: Option<String>,
-}
-
-impl SecretSettings {
-    /// `VerifierRules::check_settings` of those verifiers.
-    pub fn check(own: &toml::Value) -> Result<(), String> {
-        parse_table::<SecretSettings>(own.clone()).map(drop)
-    }
 }
 
 /// The value of the variable `name` names, set and not blank.

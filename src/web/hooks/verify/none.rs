@@ -1,8 +1,8 @@
 //! `none`: deliveries are not signed (only behind a network boundary you trust).
 
+use super::check_table;
 use super::{Delivery, Keys, Verifier, VerifyError};
 use crate::config::hooks::{HookConfig, VerifierRules};
-use crate::config::kind_settings::parse_table;
 
 pub struct Unsigned;
 
@@ -16,7 +16,7 @@ impl VerifierRules for Unsigned {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Nothing {}
-        parse_table::<Nothing>(own.clone()).map(drop)
+        check_table::<Nothing>(own)
     }
 
     fn signs(&self) -> bool {

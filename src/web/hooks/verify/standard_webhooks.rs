@@ -7,7 +7,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
 use super::{
-    fresh, header, hmac_sha256, load_problems, needs_secret_env, same, var_name, Delivery, Keys,
+    check_table, fresh, header, hmac_sha256, load_problems, needs_secret_env, same, var_name, Delivery, Keys,
     SecretSettings, Secrets, Verifier, VerifyError,
 };
 use crate::config::hooks::{EventIdSpec, HookConfig, VerifierRules};
@@ -22,7 +22,7 @@ impl VerifierRules for StandardWebhooks {
     }
 
     fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
-        SecretSettings::check(own)
+        check_table::<SecretSettings>(own)
     }
 
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {

@@ -10,12 +10,12 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STAN
 use base64::Engine;
 use sha1::{Digest, Sha1};
 
+use super::check_table;
 use super::{
     fresh, hex, hex_decode, load_problems, same, var, var_name, BodyFormat, Delivery, Keys, Verifier,
     VerifyError,
 };
 use crate::config::hooks::{HookConfig, VerifierRules};
-use crate::config::kind_settings::parse_table;
 
 pub struct Wecom;
 
@@ -40,7 +40,7 @@ impl VerifierRules for Wecom {
     }
 
     fn check_settings(&self, own: &toml::Value) -> Result<(), String> {
-        parse_table::<WecomSettings>(own.clone()).map(drop)
+        check_table::<WecomSettings>(own)
     }
 
     fn problems(&self, at: &str, hook: &HookConfig) -> Vec<String> {
