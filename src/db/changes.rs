@@ -169,12 +169,13 @@ pub fn record_moved(c: &mut DbConnection, moved: &[Moved], at: NaiveDateTime) ->
     Ok(moved.len())
 }
 
-/// PostgreSQL: the `accepted` row as a CTE of the one-statement accept (`claim_pg`), written
-/// from its submission CTE `s` (nothing when the claim failed); `seq` is its placeholder.
-pub fn pg_accepted_cte(seq: &str) -> String {
+/// PostgreSQL: the `accepted` rows as a CTE of the one-statement accept (`claim_pg`,
+/// `claim_many_pg`), a row for each submission `from` gives as `s` (nothing when the claim
+/// failed); `seq` is the expression of its `seq`.
+pub fn pg_accepted_cte(seq: &str, from: &str) -> String {
     format!(
         "ch AS (INSERT INTO changes (xid, seq, kind, submission_id, form, at) \
-         SELECT {PG_XID}, {seq}, '{}', s.id, s.form, s.received_at FROM s)",
+         SELECT {PG_XID}, {seq}, '{}', s.id, s.form, s.received_at FROM {from})",
         ChangeKind::Accepted.as_str()
     )
 }

@@ -77,15 +77,27 @@ struct Row {
     capped: bool,
 }
 
-/// The submission's INSERT: its columns and their binds, which come last ($12 on, see
-/// `bind_submission`). A new column is one name here, one `$n` and one `.bind` there.
-const INSERT_SUBMISSION: &str = "INSERT INTO submissions (id, form, operation_id, fingerprint, \
-     fields_json, response_body, channel, keyless, spam, email_digest, phone_digest, received_at, \
-     operation_expires_at, spam_reason, journey_id, name_digest, locale, route, form_version) \
-     SELECT $12, $13, $14, $15, $16, CASE WHEN (SELECT capped FROM k) THEN $29 ELSE $17 END, $18, $19, $20, \
+/// The submission's columns, in the order of the binds of `claim` ($12 on, see
+/// `bind_submission`) and of `claim_many_pg`'s rows. A new column is one name here, one `$n`
+/// in `INSERT_SUBMISSION` and one `.bind` in each.
+macro_rules! submission_columns {
+    () => {
+        "id, form, operation_id, fingerprint, fields_json, response_body, channel, keyless, spam, \
+         email_digest, phone_digest, received_at, operation_expires_at, spam_reason, journey_id, \
+         name_digest, locale, route, form_version"
+    };
+}
+pub(super) use submission_columns;
+
+/// The submission's INSERT: its columns and their binds, which come last.
+const INSERT_SUBMISSION: &str = concat!(
+    "INSERT INTO submissions (",
+    submission_columns!(),
+    ") SELECT $12, $13, $14, $15, $16, CASE WHEN (SELECT capped FROM k) THEN $29 ELSE $17 END, $18, $19, $20, \
      $21, $22, $23, $24, $25, $26, $30, $31, $35, $36 \
      ON CONFLICT (form, operation_id) DO NOTHING \
-     RETURNING id, form, operation_id, received_at";
+     RETURNING id, form, operation_id, received_at"
+);
 
 /// The confirmation cap ($27: it applies; $28: the window's start; $13, $14, $21, $23: the
 /// form, key, recipient digest and time): takes the recipient's slot unless it was taken
@@ -107,22 +119,27 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
 /// 3–4 KB for every accept was most of the allocator's time under `claim`
 /// (docs/benchmarks/history.md, eighth session). The shapes are few (the key sets times the
 /// form groups' sizes, twice); past `SHAPES` a statement is made but not kept.
-fn statement(link: Option<Link<'_>>, files: bool) -> Arc<str> {
+/// `many`: the statement of `claim_many_pg`, for any number of acceptances.
+pub(super) fn statement(link: Option<Link<'_>>, files: bool, many: bool) -> Arc<str> {
     const SHAPES: usize = 256;
     /// Which keys (email, phone, name, content) over how many forms (`None`: no look-up),
-    /// and whether there are files.
-    type Shape = (Option<([bool; 4], usize)>, bool);
+    /// whether there are files, and whether it is `claim_many_pg`'s.
+    type Shape = (Option<([bool; 4], usize)>, bool, bool);
     static MADE: LazyLock<Mutex<HashMap<Shape, Arc<str>>>> = LazyLock::new(Default::default);
     let lookup = link.map(|l| {
         let k = l.keys;
         ([k.email.is_some(), k.phone.is_some(), k.name.is_some(), k.content.is_some()], l.forms.len())
     });
-    let shape: Shape = (lookup, files);
+    let shape: Shape = (lookup, files, many);
     let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(sql) = made.get(&shape) {
         return sql.clone();
     }
-    let sql: Arc<str> = make_statement(link, files).into();
+    let sql: Arc<str> = match many {
+        true => super::claim_many_pg::make_statement(link, files),
+        false => make_statement(link, files),
+    }
+    .into();
     if made.len() < SHAPES {
         made.insert(shape, sql.clone());
     }
@@ -152,7 +169,7 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
     let confirmation = EffectKind::CONFIRMATION_EMAIL;
     let confirmation = confirmation.as_str();
     let sep = CANDIDATE_SEPARATOR;
-    let change = super::changes::pg_accepted_cte(CHANGE_SEQ);
+    let change = super::changes::pg_accepted_cte(CHANGE_SEQ, "s");
     let files = if files {
         "sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
          SELECT s.id, x.sha256, x.scan FROM s, unnest($33::text[], $34::text[]) AS x(sha256, scan)), "
@@ -193,7 +210,7 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
     let until = link.map_or(claim.submission.received_at, |l| l.until);
     let effects = claim.effects;
     let forms: Vec<&str> = link.map_or(Vec::new(), |l| l.forms.iter().map(String::as_str).collect());
-    let query = Prepared::new(statement(link, !claim.files.is_empty()))
+    let query = Prepared::new(statement(link, !claim.files.is_empty(), false))
         .bind::<Timestamp, _>(until)
         .bind::<Timestamp, _>(since)
         .bind::<Text, _>(claim.pair_id)

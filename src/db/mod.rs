@@ -12,6 +12,7 @@ pub mod api_tokens;
 pub mod backup;
 pub mod blobs;
 pub mod changes;
+pub mod claim_many_pg;
 pub mod claim_pg;
 mod conn;
 mod deliveries_pg;

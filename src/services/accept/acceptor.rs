@@ -4,7 +4,8 @@
 //!   delivery rows are queued on the `RequestLog`.
 //! - On SQLite, write transactions go through the group-commit writer: one fsync per batch
 //!   of concurrent accepts, each in its own savepoint, each answered after the commit.
-//! - On PostgreSQL, a first acceptance is one statement (`pg`); retries read after it.
+//! - On PostgreSQL, a first acceptance is one statement (`pg`), shared by the acceptances
+//!   waiting under load (`pg_batch`); retries read after it.
 //! - `Acceptor::one_transaction_each` runs each in a transaction of its own instead (the
 //!   benchmark's baseline).
 //! - Submissions linked to an earlier one wake the duplicate screener.
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::cache::{Entry, ReplayCache};
+use super::pg_batch::Batches;
 use super::plan::Content;
 use super::transaction::{committed, in_progress_on_lock_timeout, run};
 use super::{pg, receipt, versions, AsReceived, Intake, Outcome, Plan, Receipt};
@@ -53,6 +55,8 @@ pub struct Acceptor {
     created: Arc<AtomicUsize>,
     /// Digests the fingerprints and contacts (the server secret, `app::startup::open_store`).
     keyring: Arc<Keyring>,
+    /// PostgreSQL: the first claims waiting to share a statement (`pg_batch`).
+    batches: Arc<Batches>,
 }
 
 impl Acceptor {
@@ -101,7 +105,8 @@ impl Acceptor {
         let writes = Writes { pool: pool.clone(), writer };
         let screener = Screener::start(config, writes.clone())?;
         let created = Arc::new(AtomicUsize::new(0));
-        Ok(Acceptor { pool, path, cache, lookups, deliveries, screener, writes, created, keyring })
+        let batches = Arc::default();
+        Ok(Acceptor { pool, path, cache, lookups, deliveries, screener, writes, created, keyring, batches })
     }
 
     /// The keyring this acceptor digests with.
@@ -251,7 +256,7 @@ impl Acceptor {
             // No read before the claim statement: it answers a taken key itself (a retry this
             // process saw committed was read before, `replay_committed`).
             (Path::OneStatement, Pool::Pg(..)) => with_conn!(&self.pool, |c| {
-                pg::accept_pg(c, &plan(intake, content), &self.deliveries).map(|done| {
+                pg::accept_pg(c, plan(intake, content), &self.batches, &self.deliveries).map(|done| {
                     if done.linked {
                         self.screener.wake();
                     }

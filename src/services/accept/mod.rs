@@ -8,6 +8,7 @@ mod acceptor;
 mod cache;
 pub mod import;
 mod pg;
+mod pg_batch;
 mod plan;
 mod recipient_cap;
 pub mod route;

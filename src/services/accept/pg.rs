@@ -1,18 +1,20 @@
 //! The PostgreSQL accept path: the first acceptance of a key is one statement
-//! (`db::claim_pg`); only when the key is taken is the holder read, after the failed claim:
+//! (`db::claim_pg`), shared with other acceptances under load (`pg_batch`); only when the
+//! key is taken is the holder read, after the failed claim:
 //! a replay (its delivery row queued), a conflict (recorded with its delivery row in one
 //! transaction) or a first request still in flight.
+
+use std::sync::Arc;
 
 use diesel::Connection;
 use uuid::Uuid;
 
+use super::pg_batch::{Batches, Job};
 use super::plan::Plan;
-use super::recipient_cap;
 use super::transaction::{run, Taken};
 use super::{Outcome, Receipt};
-use crate::db::claim_pg::{self, Claim};
+use crate::db::claim_pg;
 use crate::db::{DbConnection, DbError, Store};
-use crate::services::duplicates;
 use crate::services::request_log::{DeliveryOutcome, RequestLog};
 
 /// What `accept_pg` did besides its outcome.
@@ -22,42 +24,31 @@ pub(super) struct Done {
     pub linked: bool,
 }
 
-/// Accepts `plan` on `c` exactly once per (form, operation ID); the delivery rows of
-/// replays and in-flight answers go to `log`. `Acceptor::accept` is the way in.
-pub(super) fn accept_pg(c: &mut DbConnection, plan: &Plan, log: &RequestLog) -> Result<Done, DbError> {
-    let form = &*plan.form;
+/// Accepts `plan` on `c` exactly once per (form, operation ID), its first claim alone or
+/// with others' (`batches`); the delivery rows of replays and in-flight answers go to `log`.
+/// `Acceptor::accept` is the way in.
+pub(super) fn accept_pg(
+    c: &mut DbConnection,
+    plan: Plan,
+    batches: &Batches,
+    log: &RequestLog,
+) -> Result<Done, DbError> {
     // An expired issued ID is never claimed again: what is stored answers (`run`), else 410.
     // A test submission (from the admin) takes the general path: the one statement writes
     // visitors' submissions only.
     if plan.expired() || plan.submission.test {
-        let outcome = c.transaction(|c| run(c, plan))?;
+        let outcome = c.transaction(|c| run(c, &plan))?;
         return Ok(Done { linked: matches!(outcome, Outcome::Created(_)), outcome });
     }
     let sub = &plan.submission;
     let delivery =
         plan.delivery(if sub.spam { DeliveryOutcome::Spam } else { DeliveryOutcome::Created }, Some(&sub.id));
-    let pair_id = Uuid::now_v7().to_string();
-    let forms = duplicates::screened_forms(&sub.form, form);
-    let link = duplicates::link_keys(sub).map(|keys| claim_pg::Link {
-        keys,
-        forms: &forms,
-        since: duplicates::since(form, plan.now()),
-        until: duplicates::until(form, plan.now()),
-    });
-    let claim = Claim {
-        submission: sub,
-        effects: &plan.effects,
-        files: &plan.files,
-        scan_hold: plan.scan_hold,
-        delivery: &delivery,
-        link,
-        pair_id: &pair_id,
-        hold_linked: duplicates::holds(form),
-        cap: recipient_cap::window(form, plan),
-    };
+    let job = Job::new(Arc::new(plan), delivery, Uuid::now_v7().to_string());
     let pg =
         c.pg().ok_or_else(|| DbError::Unavailable("the one-statement accept needs PostgreSQL".into()))?;
-    let claimed = claim_pg::claim(pg, &claim)?;
+    let claimed = batches.claim(pg, &job)?;
+    let plan = &*job.plan;
+    let sub = &plan.submission;
     if claimed.created {
         let r = Receipt {
             submission_id: sub.id.clone(),

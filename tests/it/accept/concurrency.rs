@@ -24,6 +24,54 @@ async fn sixty_four_simultaneous_requests_with_one_key_create_one_submission(bac
     assert_eq!(stats.deliveries_total(), 64);
 }
 
+on_both_backends!(simultaneous_first_requests_of_many_visitors_each_take_effect_once);
+
+/// Twenty-four visitors at once, each request sent twice (a double click), eight of them
+/// with one address: on PostgreSQL these first claims share statements (`pg_batch`). Each
+/// key is one submission with its three records and a delivery row per request, and the
+/// one address gets one confirmation in the window, the other seven being cancelled.
+async fn simultaneous_first_requests_of_many_visitors_each_take_effect_once(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let url = app.url("/api/forms/contact/submissions");
+    let visitors: Vec<(String, Value)> = (0..24)
+        .map(|v| {
+            let mut body = inquiry(&format!("Visitor {v} asks"));
+            body["name"] = format!("Visitor Number{v}").into();
+            body["email"] =
+                if v < 8 { "shared@example.com".into() } else { format!("v{v}@example.com").into() };
+            (new_key(), body)
+        })
+        .collect();
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2 * visitors.len()));
+    let mut set = JoinSet::new();
+    for (n, (key, body)) in visitors.iter().chain(&visitors).enumerate() {
+        let (client, url, key, body, barrier) =
+            (app.client.clone(), url.clone(), key.clone(), body.clone(), barrier.clone());
+        set.spawn(async move {
+            barrier.wait().await;
+            let resp = client.post(url).header("Idempotency-Key", &key).json(&body).send().await.unwrap();
+            (n % 24, resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        });
+    }
+    let answers = set.join_all().await;
+    let mut cancelled = Vec::new();
+    for (v, (key, _)) in visitors.iter().enumerate() {
+        let mine: Vec<(u16, Value)> =
+            answers.iter().filter(|a| a.0 == v).map(|a| (a.1, a.2.clone())).collect();
+        assert_one_created(&mine);
+        let effects = app.effects_of(key).await;
+        assert_eq!(effects.len(), 3, "visitor {v}: {effects:?}");
+        if effects.iter().any(|(kind, state)| kind == "confirmation_email" && state == "CANCELLED") {
+            cancelled.push(v);
+        }
+    }
+    assert_eq!(cancelled.len(), 7, "one confirmation for the shared address: cancelled {cancelled:?}");
+    assert!(cancelled.iter().all(|v| *v < 8), "only the shared address is capped: {cancelled:?}");
+    let stats = app.stats().await;
+    assert_eq!(stats.submissions, 24);
+    assert_eq!(stats.deliveries_total(), 48);
+}
+
 /// Two separate `onceform serve` processes on one PostgreSQL database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_on_one_postgres_create_one_submission_per_key() {
