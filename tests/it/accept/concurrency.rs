@@ -10,7 +10,10 @@ use crate::on_both_backends;
 use crate::support::serve_process::ServeProcess;
 use crate::support::{inquiry, new_key, problem_type, spawn_app, Backend, TestDb};
 
-on_both_backends!(sixty_four_simultaneous_requests_with_one_key_create_one_submission);
+on_both_backends!(
+    sixty_four_simultaneous_requests_with_one_key_create_one_submission,
+    simultaneous_first_requests_of_many_visitors_each_take_effect_once
+);
 
 async fn sixty_four_simultaneous_requests_with_one_key_create_one_submission(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -23,8 +26,6 @@ async fn sixty_four_simultaneous_requests_with_one_key_create_one_submission(bac
     assert_eq!(app.effects_of(&key).await.len(), 3, "one record per effect kind");
     assert_eq!(stats.deliveries_total(), 64);
 }
-
-on_both_backends!(simultaneous_first_requests_of_many_visitors_each_take_effect_once);
 
 /// Twenty-four visitors at once, each request sent twice (a double click), eight of them
 /// with one address: on PostgreSQL these first claims share statements (`pg_batch`). Each

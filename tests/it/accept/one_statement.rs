@@ -6,10 +6,11 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Once};
 
+use diesel::connection::SimpleConnection;
 use diesel::connection::{set_default_instrumentation, Instrumentation, InstrumentationEvent};
 use diesel::prelude::*;
 use onceform::config::{Config, DuplicatePolicy};
-use onceform::db::schema::{deliveries, duplicate_pairs, side_effects};
+use onceform::db::schema::{changes, deliveries, duplicate_pairs, side_effects};
 use onceform::db::{establish_pg, DbConnection, Pool, Store};
 use onceform::domain::{normalise, OperationId};
 use onceform::services::accept::{Acceptor, Intake, Outcome};
@@ -18,8 +19,12 @@ use onceform::services::request_log::Channel;
 use crate::support::{test_config, Backend, TestDb};
 
 fn intake(config: &Config, key: &str, email: &str, message: &str) -> Intake {
+    intake_named(config, key, "Ada", email, message)
+}
+
+fn intake_named(config: &Config, key: &str, name: &str, email: &str, message: &str) -> Intake {
     let form = onceform::config::Form::new("contact", config.form("contact").unwrap().clone());
-    let raw = [("name", "Ada"), ("email", email), ("topic", "Sales"), ("message", message)]
+    let raw = [("name", name), ("email", email), ("topic", "Sales"), ("message", message)]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
@@ -189,6 +194,112 @@ fn a_first_acceptance_is_one_statement_with_all_its_rows() {
         .unwrap();
     assert_eq!(held, 0);
     assert_eq!(duplicate_pairs::table.count().get_result::<i64>(&mut c).unwrap(), 2);
+}
+
+/// First acceptances that wait while two statements are in flight share the next one
+/// (`pg_batch`, `claim_many_pg`), and each writes what it would have alone: its submission,
+/// three records, its delivery and feed rows; a repeat of a stored address is linked to it,
+/// held (policy hold) and capped; a stranger is not.
+#[test]
+fn waiting_first_acceptances_share_a_statement_and_each_writes_its_own_rows() {
+    let db = TestDb::new(Backend::Postgres);
+    let mut config = test_config(&db.url);
+    config.forms.get_mut("contact").unwrap().duplicates.policy = DuplicatePolicy::Hold;
+    let _screener = Paused::new(&config);
+    let (acceptor, mut c) = acceptor(&config);
+    let stored = acceptor
+        .accept(intake_named(&config, "op-stored", "Grace Hopper", "grace@example.com", "Hi"))
+        .unwrap();
+    let Outcome::Created(stored) = stored else { panic!("{stored:?}") };
+
+    // The cap's table is locked: the first two statements wait on it, the others queue.
+    let mut lock = establish_pg(&db.url).unwrap();
+    lock.batch_execute("BEGIN; LOCK TABLE confirmation_caps IN EXCLUSIVE MODE").unwrap();
+    let visitors: Vec<(String, String, String)> = (0..12)
+        .map(|i| match i {
+            // A repeat of the stored address, under another name.
+            5 => (format!("op-batch-{i}"), "Grace H.".to_string(), "grace@example.com".to_string()),
+            i => (format!("op-batch-{i}"), format!("Visitor Number{i}"), format!("v{i}@example.com")),
+        })
+        .collect();
+    let threads: Vec<_> = visitors
+        .iter()
+        .map(|(key, name, email)| {
+            let (acceptor, config) = (acceptor.clone(), config.clone());
+            let (key, name, email) = (key.clone(), name.clone(), email.clone());
+            std::thread::spawn(move || {
+                let statements = counted();
+                let outcome = acceptor.accept(intake_named(&config, &key, &name, &email, "Batched")).unwrap();
+                (outcome, statements.load(Ordering::SeqCst))
+            })
+        })
+        .collect();
+    let waiting = |c: &mut DbConnection| -> i64 {
+        diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+             AND datname = current_database()",
+        )
+        .get_result::<Count>(c)
+        .unwrap()
+        .n
+    };
+    let started = std::time::Instant::now();
+    while waiting(&mut c) < 2 && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(waiting(&mut c), 2, "two statements in flight, the others wait to share");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    lock.batch_execute("COMMIT").unwrap();
+    let done: Vec<(Outcome, usize)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let statements: usize = done.iter().map(|d| d.1).sum();
+    assert!(statements < visitors.len(), "{statements} statements for {} first acceptances", visitors.len());
+
+    for (i, (outcome, _)) in done.iter().enumerate() {
+        let Outcome::Created(r) = outcome else { panic!("visitor {i}: {outcome:?}") };
+        let effects: Vec<(String, String, bool)> = side_effects::table
+            .filter(side_effects::submission_id.eq(&r.submission_id))
+            .select((side_effects::kind, side_effects::state, side_effects::held))
+            .order(side_effects::kind)
+            .load(&mut c)
+            .unwrap();
+        let (capped, held) = (i == 5, i == 5);
+        let confirmation = if capped { "CANCELLED" } else { "PENDING" };
+        assert_eq!(
+            effects,
+            [
+                ("confirmation_email".to_string(), confirmation.to_string(), false),
+                ("crm_lead".to_string(), "PENDING".to_string(), held),
+                ("owner_notification".to_string(), "PENDING".to_string(), held),
+            ],
+            "visitor {i}"
+        );
+        assert_eq!(r.body.contains("CANCELLED"), capped, "visitor {i}: {}", r.body);
+        let delivered: i64 = deliveries::table
+            .filter(deliveries::submission_id.eq(&r.submission_id))
+            .filter(deliveries::outcome.eq("created"))
+            .count()
+            .get_result(&mut c)
+            .unwrap();
+        let fed: i64 = changes::table
+            .filter(changes::submission_id.eq(&r.submission_id))
+            .filter(changes::kind.eq("accepted"))
+            .count()
+            .get_result(&mut c)
+            .unwrap();
+        assert_eq!((delivered, fed), (1, 1), "visitor {i}: its delivery and feed rows");
+    }
+    let Outcome::Created(repeat) = &done[5].0 else { unreachable!() };
+    let pairs: Vec<(String, String)> = duplicate_pairs::table
+        .select((duplicate_pairs::original_id, duplicate_pairs::duplicate_id))
+        .load(&mut c)
+        .unwrap();
+    assert_eq!(pairs, [(stored.submission_id.to_string(), repeat.submission_id.to_string())]);
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
 }
 
 #[test]
