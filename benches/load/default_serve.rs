@@ -37,9 +37,11 @@ impl Ceiling {
     }
 }
 
-/// The rows of `backend`'s default `serve` on a fresh database; `ceiling` was measured
-/// earlier in the run (PostgreSQL: the one-statement pgbench; SQLite: the accept transaction
-/// in-process) and `web_tier` is the web tier's accept rate at 16 and 64. Empty without wrk.
+/// The rows of `backend`'s default `serve` on a fresh database; `ceiling` names what
+/// new-person accept is compared with and its target (SQLite: the accept transaction
+/// in-process, measured earlier in the run; PostgreSQL: the one statement, measured here by
+/// `pg_ceiling` just before), and `web_tier` is the web tier's accept rate at 16 and 64.
+/// Empty without wrk.
 pub fn measure(
     rt: &tokio::runtime::Runtime,
     backend: &str,
@@ -47,6 +49,21 @@ pub fn measure(
     ceiling: &Ceiling,
     web_tier: &[(usize, f64)],
 ) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut ceiling = Ceiling { name: ceiling.name, target: ceiling.target, rates: ceiling.rates.clone() };
+    if backend == "postgres" && !ceiling.name.is_empty() {
+        ceiling.rates = pg_ceiling(seconds);
+        for (clients, rate) in &ceiling.rates {
+            let what = "pgbench: one statement, on a database of its own just before";
+            rows.push(Row::new(
+                what,
+                *clients,
+                &crate::traffic::Tally::rate_only(*rate),
+                String::new(),
+                None,
+            ));
+        }
+    }
     let db = Db::new(backend);
     let (path, config, crm) = db.default_config();
     let pool = Pool::connect(&config.database).unwrap();
@@ -86,7 +103,6 @@ pub fn measure(
     let (due_at_end, drained, s) = drain();
     drop(server);
 
-    let mut rows = Vec::new();
     let what = |w: &str| format!("default serve (workers inside): {w} (wrk)");
     let new_person = |clients| cells.iter().find(|c| c.0 == clients && c.1 == Visitor::New).map(|c| c.2.rate);
     for (clients, visitor, t) in &cells {
@@ -145,4 +161,16 @@ pub fn measure(
     );
     assert!(ok, "the default serve's consistency check failed on {backend}");
     rows
+}
+
+/// PostgreSQL: the one statement (`pgbench::ONE_STATEMENT`) at 16 and 64 clients on a fresh
+/// database of its own, dropped before the default `serve`'s rows start.
+fn pg_ceiling(seconds: u64) -> Vec<(usize, f64)> {
+    let db = Db::new("postgres");
+    let (_, config) = db.config("");
+    drop(Pool::connect(&config.database).unwrap()); // migrated
+    let one = |clients| {
+        crate::pgbench::run_script(&db.url, &db.dir, clients, seconds, crate::pgbench::ONE_STATEMENT)
+    };
+    [16, 64].into_iter().filter_map(|clients| Some((clients, one(clients)?.1))).collect()
 }

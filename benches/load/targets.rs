@@ -282,12 +282,16 @@ pub fn measure(rt: &tokio::runtime::Runtime, backend: &str, opts: &Options) {
     if opts.hooks {
         hooks::check(backend, &pool, &hooks_sent);
     }
-    // The default `serve` on a database of its own, once the web tier's server has stopped.
+    // The default `serve` on a database of its own, once the web tier's server has stopped
+    // and its database is gone (its autovacuum would run beside the rows). On PostgreSQL it
+    // measures its own one-statement ceiling, in the state of the cluster its rows see.
     let web_tier = [(16, fresh16.rate), (64, fresh64.rate)];
     let ceiling = match db.is_pg() {
-        true => default_serve::Ceiling { name: "one statement", target: 0.6, rates: ceilings },
+        true => default_serve::Ceiling { name: "one statement", target: 0.6, rates: Vec::new() },
         false => default_serve::Ceiling { name: "the ceiling", target: 0.75, rates: ceilings },
     };
+    drop(pool);
+    drop(db);
     for r in default_serve::measure(rt, backend, secs, &ceiling, &web_tier) {
         print(backend, &r);
     }
