@@ -16,7 +16,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
 use diesel::PgConnection;
 
-use super::claim_pg::{statement, submission_columns, Claim, Claimed};
+use super::claim_pg::{statement, submission_columns, Claim, Claimed, Link};
 use super::duplicates::{candidates_sql, CANDIDATE_SEPARATOR};
 use super::prepared::{placeholders, Prepared};
 use crate::domain::{EffectKind, EffectState, PairStatus, SpamReason};
@@ -52,7 +52,7 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
        WHERE c.form = x.form AND c.email_digest = x.email_digest)) AS capped FROM x)";
 
 /// The statement for rows of `link`'s shape (or none), with the files' CTE when `files`.
-pub(super) fn make_statement(link: Option<super::claim_pg::Link<'_>>, files: bool) -> String {
+fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
     // `n`: a row whose submission this statement created.
     let lookup = match link {
         None => "SELECT NULL::bigint AS i, NULL::text AS id, NULL::timestamp AS received_at WHERE false"
@@ -151,7 +151,7 @@ pub fn claim_many<'a>(c: &mut PgConnection, claims: &[Claim<'a>]) -> QueryResult
     let text = |f: for<'c> fn(&'c Claim<'a>) -> &'c str| claims.iter().map(f).collect::<Vec<&str>>();
     let opt =
         |f: for<'c> fn(&'c Claim<'a>) -> Option<&'c str>| claims.iter().map(f).collect::<Vec<Option<&str>>>();
-    let query = Prepared::new(statement(first.link, files, true))
+    let query = Prepared::new(statement(first.link, files, true, make_statement))
         .bind::<Array<Text>, _>(text(|c| c.submission.id.as_str()))
         .bind::<Array<Text>, _>(text(|c| &c.submission.form))
         .bind::<Array<Text>, _>(text(|c| &c.submission.operation_id))

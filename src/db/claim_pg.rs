@@ -119,8 +119,14 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
 /// 3–4 KB for every accept was most of the allocator's time under `claim`
 /// (docs/benchmarks/history.md, eighth session). The shapes are few (the key sets times the
 /// form groups' sizes, twice); past `SHAPES` a statement is made but not kept.
-/// `many`: the statement of `claim_many_pg`, for any number of acceptances.
-pub(super) fn statement(link: Option<Link<'_>>, files: bool, many: bool) -> Arc<str> {
+/// `make` writes it: `make_statement`, or `claim_many_pg`'s for any number of acceptances
+/// (`many`, which the shape tells apart).
+pub(super) fn statement(
+    link: Option<Link<'_>>,
+    files: bool,
+    many: bool,
+    make: fn(Option<Link<'_>>, bool) -> String,
+) -> Arc<str> {
     const SHAPES: usize = 256;
     /// Which keys (email, phone, name, content) over how many forms (`None`: no look-up),
     /// whether there are files, and whether it is `claim_many_pg`'s.
@@ -135,11 +141,7 @@ pub(super) fn statement(link: Option<Link<'_>>, files: bool, many: bool) -> Arc<
     if let Some(sql) = made.get(&shape) {
         return sql.clone();
     }
-    let sql: Arc<str> = match many {
-        true => super::claim_many_pg::make_statement(link, files),
-        false => make_statement(link, files),
-    }
-    .into();
+    let sql: Arc<str> = make(link, files).into();
     if made.len() < SHAPES {
         made.insert(shape, sql.clone());
     }
@@ -210,7 +212,7 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
     let until = link.map_or(claim.submission.received_at, |l| l.until);
     let effects = claim.effects;
     let forms: Vec<&str> = link.map_or(Vec::new(), |l| l.forms.iter().map(String::as_str).collect());
-    let query = Prepared::new(statement(link, !claim.files.is_empty(), false))
+    let query = Prepared::new(statement(link, !claim.files.is_empty(), false, make_statement))
         .bind::<Timestamp, _>(until)
         .bind::<Timestamp, _>(since)
         .bind::<Text, _>(claim.pair_id)
