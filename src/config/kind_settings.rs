@@ -22,6 +22,13 @@ pub fn check_table<T: DeserializeOwned>(table: &Settings) -> Result<(), String> 
     parse_table::<T>(table.clone()).map(drop)
 }
 
+/// A registry's answer to a name it does not hold: "unknown WHAT `NAME`, expected one of
+/// `a`, `b`" (effect kinds, hook handlers, verifiers, CRM adapters).
+pub fn unknown_name(what: &str, name: &str, names: impl IntoIterator<Item = impl fmt::Display>) -> String {
+    let names: Vec<String> = names.into_iter().map(|n| format!("`{n}`")).collect();
+    format!("unknown {what} `{name}`, expected one of {}", names.join(", "))
+}
+
 /// The effect kinds' own tables in one form (`[forms.F.slack]`), each checked by its kind.
 #[derive(Clone, Default)]
 pub struct KindSettings(pub(crate) BTreeMap<EffectKind, Settings>);

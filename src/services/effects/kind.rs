@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::crm::CrmAdapter;
 use super::mail::Mailer;
 use super::{Effect, KINDS};
+use crate::config::kind_settings::unknown_name;
 pub use crate::config::kind_settings::{KindSettings, Settings};
 use crate::config::{Config, FormConfig, Secrets};
 use crate::domain::EffectKind;
@@ -79,15 +80,15 @@ pub fn find(name: &str) -> Option<&'static dyn Kind> {
     KINDS.iter().copied().find(|k| k.name().as_str() == name)
 }
 
-fn names() -> String {
-    KINDS.iter().map(|k| format!("`{}`", k.name().as_str())).collect::<Vec<_>>().join(", ")
-}
-
 impl<'de> Deserialize<'de> for EffectKind {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = String::deserialize(d)?;
         find(&name).map(|k| k.name()).ok_or_else(|| {
-            de::Error::custom(format!("unknown effect kind `{name}`, expected one of {}", names()))
+            de::Error::custom(unknown_name(
+                "effect kind",
+                &name,
+                KINDS.iter().map(|k| k.name().as_str().to_owned()),
+            ))
         })
     }
 }

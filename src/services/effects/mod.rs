@@ -47,6 +47,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use crate::config::hooks::HandlerKind;
+use crate::config::kind_settings::unknown_name;
 use crate::config::{Config, FormConfig, RouteConfig, Secrets};
 use crate::db::models::JobRow;
 use crate::domain::keyring::Keyring;
@@ -135,11 +136,7 @@ impl<'de> Deserialize<'de> for HandlerKind {
         match find_handler(&name) {
             Some(kind) => Ok(HandlerKind(kind)),
             None => {
-                let names: Vec<String> = HANDLERS.iter().map(|k| format!("`{}`", k.name())).collect();
-                Err(de::Error::custom(format!(
-                    "unknown handler kind `{name}`, expected one of {}",
-                    names.join(", ")
-                )))
+                Err(de::Error::custom(unknown_name("handler kind", &name, HANDLERS.iter().map(|k| k.name()))))
             }
         }
     }

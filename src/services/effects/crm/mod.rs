@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 use super::http::{self, Secret};
 use super::settings::parse_table;
 use super::{BoxFuture, Lookup, Report};
-use crate::config::kind_settings::Settings;
+use crate::config::kind_settings::{unknown_name, Settings};
 use crate::config::{CrmConfig, FormConfig, Secrets};
 use crate::domain::FileRef;
 
@@ -206,8 +206,9 @@ pub fn find(name: &str) -> Option<&'static dyn AdapterKind> {
     ADAPTERS.iter().copied().find(|a| a.name() == name)
 }
 
-fn names() -> String {
-    ADAPTERS.iter().map(|a| format!("`{}`", a.name())).collect::<Vec<_>>().join(", ")
+/// "unknown CRM adapter `NAME`, expected one of …".
+fn unknown(name: &str) -> String {
+    unknown_name("CRM adapter", name, ADAPTERS.iter().map(|a| a.name()))
 }
 
 /// `name`'s settings: its parsed table, or its defaults.
@@ -245,9 +246,8 @@ pub fn problems(crm: &CrmConfig) -> Vec<String> {
     match find(crm.adapter_name()) {
         Some(kind) => kind.problems(crm),
         None => vec![format!(
-            "crm.adapter: unknown adapter `{}`, expected one of {}",
-            crm.adapter_name(),
-            names()
+            "crm.adapter: {}",
+            unknown_name("adapter", crm.adapter_name(), ADAPTERS.iter().map(|a| a.name()))
         )],
     }
 }

@@ -4,7 +4,7 @@
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use super::{find, names, ADAPTERS};
+use super::{find, unknown, ADAPTERS};
 use crate::config::CrmConfig;
 
 pub(super) const SHARED: &[&str] = &["adapter", "url", "token_env", "allow_http", "allow_private"];
@@ -19,12 +19,8 @@ impl<'de> Deserialize<'de> for CrmConfig {
             match key.as_str() {
                 "adapter" => {
                     let name = string(&key, value)?;
-                    let kind = find(&name).ok_or_else(|| {
-                        de::Error::custom(format!(
-                            "adapter: unknown CRM adapter `{name}`, expected one of {}",
-                            names()
-                        ))
-                    })?;
+                    let kind = find(&name)
+                        .ok_or_else(|| de::Error::custom(format!("adapter: {}", unknown(&name))))?;
                     crm.adapter = Some(kind.name().to_string());
                 }
                 "url" => crm.url = Some(string(&key, value)?),
@@ -89,8 +85,7 @@ fn moved<E: de::Error>(
 /// Gives adapter `name` the table `table` (parsed by the adapter), as `[crm.NAME]` in the
 /// file would; the tests and tools that build a configuration in code use it.
 pub fn set_table(crm: &mut CrmConfig, name: &str, table: toml::Table) -> Result<(), String> {
-    let kind =
-        find(name).ok_or_else(|| format!("unknown CRM adapter `{name}`, expected one of {}", names()))?;
+    let kind = find(name).ok_or_else(|| unknown(name))?;
     let parsed = kind.settings(table).map_err(|e| format!("crm.{name}: {e}"))?;
     crm.tables.insert(name.to_string(), parsed);
     Ok(())

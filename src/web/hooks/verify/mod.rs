@@ -26,6 +26,7 @@ use subtle::ConstantTimeEq;
 pub use self::wecom::CallbackQuery;
 use super::config::{HookConfig, VerifierRules, Verify};
 pub use crate::config::kind_settings::check_table;
+use crate::config::kind_settings::unknown_name;
 pub use crate::services::effects::webhook::MIN_KEY_BYTES;
 
 /// Every verifier, one line each: a new provider is a file beside this one and its line here.
@@ -109,11 +110,7 @@ impl<'de> Deserialize<'de> for Verify {
         match find(&name) {
             Some(v) => Ok(Verify(v)),
             None => {
-                let names: Vec<String> = VERIFIERS.iter().map(|v| format!("`{}`", v.name())).collect();
-                Err(de::Error::custom(format!(
-                    "unknown verifier `{name}`, expected one of {}",
-                    names.join(", ")
-                )))
+                Err(de::Error::custom(unknown_name("verifier", &name, VERIFIERS.iter().map(|v| v.name()))))
             }
         }
     }
