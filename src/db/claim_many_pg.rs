@@ -7,10 +7,13 @@
 //!
 //! The rows travel as arrays (`unnest … WITH ORDINALITY`), so the text depends only on the
 //! shape (`claim_pg::statement`), never on how many rows there are, and stays prepared.
-//! The caller makes sure that the rows of one call share their form and look-up shape, and that
-//! no two share an operation ID, a recipient or a duplicate key: they are written under one
-//! snapshot and would not see each other. The keys and recipients are inserted in their
-//! order, so that two such statements never wait on each other's rows in a circle.
+//! The rows are written under one snapshot, which does not show them to each other, so the
+//! statement itself lets each see those before it, as if they ran in turn: the first row of an
+//! address takes its confirmation slot and caps the later ones (`CAP`), and the duplicate
+//! look-up finds, counts and links the earlier rows (`candidates_sql`'s `earlier`). The caller
+//! makes sure that the rows of one call share their form and look-up shape, and that no two
+//! share an operation ID. The keys and recipients are inserted in their order, so that two
+//! such statements never wait on each other's rows in a circle.
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
@@ -37,19 +40,23 @@ const ROWS: &str = "x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[
      form_version, capped_body, cap, cap_since, since, until, pair_id, hold_linked, scan_hold, \
      delivery_id, delivery_outcome, http_status, delivery_channel, seq, i))";
 
-/// `claim_pg::CAP` for each row: `$27`–`$29` are the row's `cap`, `cap_since` and
-/// `capped_body`.
-const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last_at) \
-       SELECT x.form, x.email_digest, x.received_at FROM x WHERE x.cap AND x.email_digest IS NOT NULL \
+/// `claim_pg::CAP` for each row: `$20`–`$22` are the row's `capped_body`, `cap` and
+/// `cap_since`. `t`: of the rows that would take their address's slot, the first of each
+/// address, as if they ran in turn; the slot it takes caps the later ones (`pg_batch` lets
+/// two rows of one address share a statement only within one window of each other).
+const CAP: &str = "t AS (SELECT DISTINCT ON (x.form, x.email_digest) x.i, x.form, x.email_digest, \
+       x.received_at, x.cap_since FROM x WHERE x.cap AND x.email_digest IS NOT NULL \
        AND NOT EXISTS (SELECT 1 FROM submissions WHERE form = x.form AND operation_id = x.operation_id) \
        AND NOT EXISTS (SELECT 1 FROM confirmation_caps WHERE form = x.form \
        AND email_digest = x.email_digest AND last_at > x.cap_since) \
-       ORDER BY x.email_digest \
+       ORDER BY x.form, x.email_digest, x.i), \
+     c AS (INSERT INTO confirmation_caps (form, email_digest, last_at) \
+       SELECT t.form, t.email_digest, t.received_at FROM t ORDER BY t.email_digest \
        ON CONFLICT (form, email_digest) DO UPDATE SET last_at = EXCLUDED.last_at \
-       WHERE confirmation_caps.last_at <= (SELECT x.cap_since FROM x WHERE x.form = EXCLUDED.form \
-       AND x.email_digest = EXCLUDED.email_digest) RETURNING form, email_digest), \
-     k AS (SELECT x.i, (x.cap AND x.email_digest IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c \
-       WHERE c.form = x.form AND c.email_digest = x.email_digest)) AS capped FROM x)";
+       WHERE confirmation_caps.last_at <= (SELECT t.cap_since FROM t WHERE t.form = EXCLUDED.form \
+       AND t.email_digest = EXCLUDED.email_digest) RETURNING form, email_digest), \
+     k AS (SELECT x.i, (x.cap AND x.email_digest IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c JOIN t \
+       ON t.form = c.form AND t.email_digest = c.email_digest WHERE t.i = x.i)) AS capped FROM x)";
 
 /// The statement for rows of `link`'s shape (or none), with the files' CTE when `files`.
 fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
@@ -70,7 +77,8 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
                     "n.phone_digest",
                     "n.name_digest",
                     "n.fingerprint"
-                ]
+                ],
+                Some("(SELECT * FROM sx WHERE sx.i < n.i) b")
             )
         ),
     };

@@ -162,7 +162,8 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
             candidates_sql(
                 &placeholders(FIRST_FORM, l.forms.len()),
                 l.keys,
-                ["$2", "$1", "$12", "$21", "$22", "$30", "$15"]
+                ["$2", "$1", "$12", "$21", "$22", "$30", "$15"],
+                None
             )
         ),
     };

@@ -162,21 +162,34 @@ fn sqlite_arm(column: &str, index: Option<&str>, forms: usize, first: usize) -> 
 /// per form (`form = ANY(array)` would lose that order, and a generic plan then took any
 /// index of the form). The others: since, until, excluded id, email, phone, name digests and
 /// fingerprint. Only the keys `keys` has are looked up (an arm per absent key would still
-/// scan its index).
-pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> String {
+/// scan its index). `earlier`: a FROM item of the submissions the same statement writes
+/// before this one (`claim_many_pg`), which its snapshot does not show: they match, count
+/// towards `FLOOD` and are linked as stored ones are, as if each had been written in turn.
+pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7], earlier: Option<&str>) -> String {
     let [since, until, exclude, email, phone, name, content] = p;
-    let window =
-        format!(
-        "received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false AND test = false"
-    );
+    let fresh =
+        format!("received_at >= {since} AND received_at <= {until} AND id <> {exclude} AND spam = false");
+    let window = format!("{fresh} AND test = false");
     let group = forms.join(", ");
+    let written = |condition: &str| {
+        earlier.map(|rows| {
+            format!("SELECT id, received_at FROM {rows} WHERE form IN ({group}) AND {condition} AND {fresh}")
+        })
+    };
     // A key with `FLOOD` matches in the group's window links nothing more (see `FLOOD`).
+    let guard = |condition: &str| {
+        let earlier =
+            written(condition).map(|w| format!(" + (SELECT count(*) FROM ({w}) w)")).unwrap_or_default();
+        format!(
+            "(SELECT count(*) FROM (SELECT 1 FROM submissions WHERE form IN ({group}) \
+             AND {condition} AND {window} LIMIT {FLOOD}) f){earlier} < {FLOOD}"
+        )
+    };
     let arm = |form: &str, condition: &str| {
         format!(
             "(SELECT id, received_at FROM submissions WHERE form = {form} AND {condition} AND {window} \
-             AND (SELECT count(*) FROM (SELECT 1 FROM submissions WHERE form IN ({group}) \
-             AND {condition} AND {window} LIMIT {FLOOD}) f) < {FLOOD} \
-             ORDER BY received_at DESC LIMIT {CANDIDATES})"
+             AND {} ORDER BY received_at DESC LIMIT {CANDIDATES})",
+            guard(condition)
         )
     };
     let conditions: Vec<String> = [
@@ -188,7 +201,10 @@ pub fn candidates_sql(forms: &[String], keys: LinkKeys<'_>, p: [&str; 7]) -> Str
     .into_iter()
     .filter_map(|(present, c)| present.then_some(c))
     .collect();
-    let arms: Vec<String> = forms.iter().flat_map(|f| conditions.iter().map(move |c| arm(f, c))).collect();
+    let stored = forms.iter().flat_map(|f| conditions.iter().map(move |c| arm(f, c)));
+    let in_statement =
+        conditions.iter().filter_map(|c| written(c).map(|w| format!("({w} AND {})", guard(c))));
+    let arms: Vec<String> = stored.chain(in_statement).collect();
     format!(
         "SELECT id, max(received_at) AS received_at FROM ({}) u GROUP BY id \
          ORDER BY max(received_at) DESC LIMIT {CANDIDATES}",
@@ -234,6 +250,7 @@ impl DuplicateStore for DbConnection {
                     &placeholders(8, l.forms.len()),
                     l.keys,
                     ["$1", "$2", "$3", "$4", "$5", "$6", "$7"],
+                    None,
                 );
                 let mut q = super::prepared::Prepared::new(sql)
                     .bind::<Timestamp, _>(l.since)

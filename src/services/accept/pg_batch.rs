@@ -6,14 +6,13 @@
 //! `MOST`, and runs them as `claim_many_pg`'s statement: one round trip, one commit, and one
 //! pass of PostgreSQL's executor for all of them, which costs about a third of what each
 //! alone did (BENCHMARKS.md). Every waiting request is answered from its own row. A claim
-//! that a statement left behind because it may not share it (one visitor's flood: the same
-//! address each time) starts a statement of its own while fewer than `MOST_RUNNING` are in
-//! flight, as each did alone before.
+//! that a statement left behind because it may not share it (another form or look-up shape;
+//! a retry of a waiting claim's operation ID) starts a statement of its own while fewer than
+//! `MOST_RUNNING` are in flight.
 //!
-//! The claims of one statement are written under one snapshot and do not see each other: two
-//! with the same operation ID, recipient or duplicate key never share one (the cap's upsert
-//! would meet its own row twice; a repeat would not be linked to its original, which the
-//! next statement sees). When such a statement
+//! The claims of one statement see each other as if they ran in turn (`claim_many_pg`), so
+//! that one visitor's flood shares statements too; two claims of one operation ID never
+//! share one (the second would only find the first's key taken). When such a statement
 //! fails for any reason but a lost connection (a lock wait timed out; a constraint), each of
 //! its claims runs again alone, so that the error is its own claim's.
 
@@ -35,7 +34,7 @@ use crate::services::duplicates;
 /// 16, two 0.59–0.69 ×, three and four less).
 const RUNNING: usize = 1;
 /// Statements in flight at most: past `RUNNING`, only claims that a statement left behind
-/// because they may not share it (one visitor's flood) start one.
+/// because they may not share it start one.
 const MOST_RUNNING: usize = 8;
 /// Claims in one statement at most.
 const MOST: usize = 32;
@@ -80,20 +79,22 @@ impl Job {
     }
 
     /// Whether `other` may share a statement with this one: the same form and look-up
-    /// shape, and no key, recipient or duplicate key in common.
+    /// shape and another operation ID. Of one address, only when each was planned within
+    /// the other's confirmation window, as the statement caps every row of an address but
+    /// the first.
     fn joins(&self, other: &Job) -> bool {
         let (a, b) = (&self.plan.submission, &other.plan.submission);
         let keys =
             |s| duplicates::link_keys(s).map(|k| [k.email, k.phone, k.name, k.content].map(|v| v.is_some()));
-        let shared = |x: &Option<String>, y: &Option<String>| x.is_some() && x == y;
+        let within = |x: &Job, y: &Job| {
+            recipient_cap::window(&x.plan.form, &x.plan).is_none_or(|(since, _)| since < y.plan.now())
+        };
+        let one_address = a.email_digest.is_some() && a.email_digest == b.email_digest;
         a.form == b.form
             && self.forms == other.forms
             && keys(a) == keys(b)
             && a.operation_id != b.operation_id
-            && a.fingerprint != b.fingerprint
-            && !shared(&a.email_digest, &b.email_digest)
-            && !shared(&a.phone_digest, &b.phone_digest)
-            && !shared(&a.name_digest, &b.name_digest)
+            && (!one_address || within(self, other) && within(other, self))
     }
 
     fn put(&self, result: Result<Claimed, DbError>) {

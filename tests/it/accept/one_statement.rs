@@ -222,32 +222,8 @@ fn waiting_first_acceptances_share_a_statement_and_each_writes_its_own_rows() {
             i => (format!("op-batch-{i}"), format!("Visitor Number{i}"), format!("v{i}@example.com")),
         })
         .collect();
-    let threads: Vec<_> = visitors
-        .iter()
-        .map(|(key, name, email)| {
-            let (acceptor, config) = (acceptor.clone(), config.clone());
-            let (key, name, email) = (key.clone(), name.clone(), email.clone());
-            std::thread::spawn(move || {
-                let statements = counted();
-                let outcome = acceptor.accept(intake_named(&config, &key, &name, &email, "Batched")).unwrap();
-                (outcome, statements.load(Ordering::SeqCst))
-            })
-        })
-        .collect();
-    let waiting = |c: &mut DbConnection| -> i64 {
-        diesel::sql_query(
-            "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-             AND datname = current_database()",
-        )
-        .get_result::<Count>(c)
-        .unwrap()
-        .n
-    };
-    let started = std::time::Instant::now();
-    while waiting(&mut c) < 1 && started.elapsed() < std::time::Duration::from_secs(10) {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert_eq!(waiting(&mut c), 1, "one statement in flight, the others wait to share");
+    let threads = spawn_accepts(&acceptor, &config, &visitors);
+    one_statement_waits(&mut c);
     std::thread::sleep(std::time::Duration::from_millis(200));
     lock.batch_execute("COMMIT").unwrap();
     let done: Vec<(Outcome, usize)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
@@ -294,6 +270,117 @@ fn waiting_first_acceptances_share_a_statement_and_each_writes_its_own_rows() {
         .load(&mut c)
         .unwrap();
     assert_eq!(pairs, [(stored.submission_id.to_string(), repeat.submission_id.to_string())]);
+}
+
+/// One visitor's flood (one address and name, a new operation ID each) that waits shares
+/// statements as everyone's traffic does, and each acceptance does what it would have done
+/// in turn: the first takes the address's confirmation slot and the others are capped; each
+/// of the first `FLOOD` is linked to the ones before it (the most recent, naming up to
+/// `CANDIDATES` in all), and the later ones to nothing.
+#[test]
+fn one_visitors_flood_shares_statements_and_each_sees_those_before_it() {
+    const FLOOD: usize = onceform::db::duplicates::FLOOD as usize;
+    const CANDIDATES: usize = onceform::db::duplicates::CANDIDATES as usize;
+    let db = TestDb::new(Backend::Postgres);
+    let mut config = test_config(&db.url);
+    config.forms.get_mut("contact").unwrap().duplicates.policy = DuplicatePolicy::Hold;
+    let _screener = Paused::new(&config);
+    let (acceptor, mut c) = acceptor(&config);
+
+    // A stranger's statement waits on the cap's locked table; the flood queues behind it.
+    let mut lock = establish_pg(&db.url).unwrap();
+    lock.batch_execute("BEGIN; LOCK TABLE confirmation_caps IN EXCLUSIVE MODE").unwrap();
+    let stranger = [("op-stranger".to_string(), "Alan Turing".to_string(), "alan@example.com".to_string())];
+    let stranger = spawn_accepts(&acceptor, &config, &stranger);
+    one_statement_waits(&mut c);
+    let flood: Vec<(String, String, String)> = (0..FLOOD + 4)
+        .map(|i| (format!("op-flood-{i}"), "Mallory Flood".to_string(), "mallory@example.com".to_string()))
+        .collect();
+    let threads = spawn_accepts(&acceptor, &config, &flood);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    lock.batch_execute("COMMIT").unwrap();
+    stranger.into_iter().for_each(|t| drop(t.join().unwrap()));
+    let done: Vec<(Outcome, usize)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let statements: usize = done.iter().map(|d| d.1).sum();
+    assert!(statements < flood.len(), "{statements} statements for a flood of {}", flood.len());
+
+    let ids: Vec<String> = (done.iter())
+        .map(|(o, _)| match o {
+            Outcome::Created(r) => r.submission_id.to_string(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let confirmations: Vec<(Option<String>, String)> = side_effects::table
+        .filter(side_effects::submission_id.eq_any(&ids))
+        .filter(side_effects::kind.eq("confirmation_email"))
+        .select((side_effects::submission_id, side_effects::state))
+        .load(&mut c)
+        .unwrap();
+    let sent: Vec<&String> =
+        confirmations.iter().filter(|(_, s)| s == "PENDING").filter_map(|(id, _)| id.as_ref()).collect();
+    assert_eq!(sent.len(), 1, "one confirmation to the address: {confirmations:?}");
+    let pairs: Vec<(String, String, Option<String>)> = duplicate_pairs::table
+        .select((duplicate_pairs::original_id, duplicate_pairs::duplicate_id, duplicate_pairs::candidates))
+        .load(&mut c)
+        .unwrap();
+    let mut named: Vec<usize> = pairs
+        .iter()
+        .map(|(_, _, others)| 1 + others.as_deref().map_or(0, |o| o.split(',').count()))
+        .collect();
+    named.sort();
+    let expected: Vec<usize> = (1..FLOOD).map(|earlier| earlier.min(CANDIDATES)).collect();
+    assert_eq!(named, expected, "each of the first {FLOOD} linked to those before it: {pairs:?}");
+    let duplicates: std::collections::HashSet<&String> = pairs.iter().map(|(_, d, _)| d).collect();
+    assert_eq!(duplicates.len(), FLOOD - 1);
+    assert!(!duplicates.contains(sent[0]), "the first of the flood took the slot and repeats nothing");
+    assert!(pairs.iter().all(|(o, d, _)| ids.contains(o) && ids.contains(d) && o != d));
+    let held: i64 = side_effects::table
+        .filter(side_effects::submission_id.eq_any(&ids))
+        .filter(side_effects::held.eq(true))
+        .count()
+        .get_result(&mut c)
+        .unwrap();
+    assert_eq!(held as usize, 2 * (FLOOD - 1), "the linked ones' lead and notification held");
+}
+
+/// Accepts each visitor's (key, name, email) on a thread of its own: its outcome and how many
+/// statements that thread sent.
+fn spawn_accepts(
+    acceptor: &Acceptor,
+    config: &Config,
+    visitors: &[(String, String, String)],
+) -> Vec<std::thread::JoinHandle<(Outcome, usize)>> {
+    visitors
+        .iter()
+        .map(|(key, name, email)| {
+            let (acceptor, config) = (acceptor.clone(), config.clone());
+            let (key, name, email) = (key.clone(), name.clone(), email.clone());
+            std::thread::spawn(move || {
+                let statements = counted();
+                let outcome = acceptor.accept(intake_named(&config, &key, &name, &email, "Batched")).unwrap();
+                (outcome, statements.load(Ordering::SeqCst))
+            })
+        })
+        .collect()
+}
+
+/// Waits until one statement of the test's database waits on a lock (the cap's table,
+/// locked by the test): the one in flight, while the others queue to share the next.
+fn one_statement_waits(c: &mut DbConnection) {
+    let waiting = |c: &mut DbConnection| -> i64 {
+        diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+             AND datname = current_database()",
+        )
+        .get_result::<Count>(c)
+        .unwrap()
+        .n
+    };
+    let started = std::time::Instant::now();
+    while waiting(c) < 1 && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(waiting(c), 1, "one statement in flight, the others wait to share");
 }
 
 #[derive(QueryableByName)]
