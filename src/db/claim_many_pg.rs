@@ -19,7 +19,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
 use diesel::PgConnection;
 
-use super::claim_pg::{statement, submission_columns, Claim, Claimed, Link};
+use super::claim_pg::{statement, submission_columns, Claim, Claimed, Link, Statement};
 use super::duplicates::{candidates_sql, CANDIDATE_SEPARATOR};
 use super::prepared::{placeholders, Prepared};
 use crate::domain::{EffectKind, EffectState, PairStatus, SpamReason};
@@ -58,8 +58,10 @@ const CAP: &str = "t AS (SELECT DISTINCT ON (x.form, x.email_digest) x.i, x.form
      k AS (SELECT x.i, (x.cap AND x.email_digest IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c JOIN t \
        ON t.form = c.form AND t.email_digest = c.email_digest WHERE t.i = x.i)) AS capped FROM x)";
 
-/// The statement for rows of `link`'s shape (or none), with the files' CTE when `files`.
-fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
+/// The statement for rows of `link`'s shape (or none), with the files' CTE when `files`;
+/// when `in_turn`, the look-up also finds the rows before each in the statement (some rows
+/// share a duplicate key), which costs the others' look-ups a scan of them each.
+fn make_statement(link: Option<Link<'_>>, files: bool, in_turn: bool) -> String {
     // `n`: a row whose submission this statement created.
     let lookup = match link {
         None => "SELECT NULL::bigint AS i, NULL::text AS id, NULL::timestamp AS received_at WHERE false"
@@ -78,7 +80,7 @@ fn make_statement(link: Option<Link<'_>>, files: bool) -> String {
                     "n.name_digest",
                     "n.fingerprint"
                 ],
-                Some("(SELECT * FROM sx WHERE sx.i < n.i) b")
+                in_turn.then_some("(SELECT * FROM sx WHERE sx.i < n.i) b")
             )
         ),
     };
@@ -150,6 +152,19 @@ struct Row {
     capped: bool,
 }
 
+/// Whether two of `claims` share a duplicate key (email, phone, name, or the content of
+/// keyless posts): then each row's look-up must see the rows before it.
+fn in_turn(claims: &[Claim<'_>]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let keys = claims.iter().filter_map(|c| c.link).flat_map(|l| {
+        let k = l.keys;
+        [(0, k.email), (1, k.phone), (2, k.name), (3, k.content)]
+            .into_iter()
+            .filter_map(|(n, v)| Some((n, v?)))
+    });
+    keys.into_iter().any(|key| !seen.insert(key))
+}
+
 /// Runs `claims` as one statement (autocommit: one durable commit): what each did, in order.
 /// They share the form and the look-up's shape and forms (see the module's doc).
 pub fn claim_many<'a>(c: &mut PgConnection, claims: &[Claim<'a>]) -> QueryResult<Vec<Claimed>> {
@@ -159,7 +174,11 @@ pub fn claim_many<'a>(c: &mut PgConnection, claims: &[Claim<'a>]) -> QueryResult
     let text = |f: for<'c> fn(&'c Claim<'a>) -> &'c str| claims.iter().map(f).collect::<Vec<&str>>();
     let opt =
         |f: for<'c> fn(&'c Claim<'a>) -> Option<&'c str>| claims.iter().map(f).collect::<Vec<Option<&str>>>();
-    let query = Prepared::new(statement(first.link, files, true, make_statement))
+    let sql = match in_turn(claims) {
+        false => statement(first.link, files, Statement::Many, |l, f| make_statement(l, f, false)),
+        true => statement(first.link, files, Statement::ManyInTurn, |l, f| make_statement(l, f, true)),
+    };
+    let query = Prepared::new(sql)
         .bind::<Array<Text>, _>(text(|c| c.submission.id.as_str()))
         .bind::<Array<Text>, _>(text(|c| &c.submission.form))
         .bind::<Array<Text>, _>(text(|c| &c.submission.operation_id))

@@ -114,29 +114,40 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
        WHERE confirmation_caps.last_at <= $28 RETURNING 1), \
      k AS (SELECT ($27 AND $21::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c)) AS capped)";
 
+/// Which accept statement a shape's text is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Statement {
+    /// `claim`'s, for one acceptance.
+    One,
+    /// `claim_many_pg`'s, for rows that share no recipient nor duplicate key.
+    Many,
+    /// `claim_many_pg`'s, for rows some of which do: each sees those before it.
+    ManyInTurn,
+}
+
 /// The statement for `link`'s shape, made once per shape: which keys it looks up and over
 /// how many forms (or no look-up), and whether the submission names files. Formatting its
 /// 3–4 KB for every accept was most of the allocator's time under `claim`
 /// (docs/benchmarks/history.md, eighth session). The shapes are few (the key sets times the
 /// form groups' sizes, twice); past `SHAPES` a statement is made but not kept.
-/// `make` writes it: `make_statement`, or `claim_many_pg`'s for any number of acceptances
-/// (`many`, which the shape tells apart).
+/// `make` writes it: `make_statement`, or one of `claim_many_pg`'s for any number of
+/// acceptances (`kind`, which the shape tells apart).
 pub(super) fn statement(
     link: Option<Link<'_>>,
     files: bool,
-    many: bool,
+    kind: Statement,
     make: fn(Option<Link<'_>>, bool) -> String,
 ) -> Arc<str> {
     const SHAPES: usize = 256;
     /// Which keys (email, phone, name, content) over how many forms (`None`: no look-up),
-    /// whether there are files, and whether it is `claim_many_pg`'s.
-    type Shape = (Option<([bool; 4], usize)>, bool, bool);
+    /// whether there are files, and which statement.
+    type Shape = (Option<([bool; 4], usize)>, bool, Statement);
     static MADE: LazyLock<Mutex<HashMap<Shape, Arc<str>>>> = LazyLock::new(Default::default);
     let lookup = link.map(|l| {
         let k = l.keys;
         ([k.email.is_some(), k.phone.is_some(), k.name.is_some(), k.content.is_some()], l.forms.len())
     });
-    let shape: Shape = (lookup, files, many);
+    let shape: Shape = (lookup, files, kind);
     let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(sql) = made.get(&shape) {
         return sql.clone();
@@ -213,7 +224,7 @@ pub fn claim(c: &mut PgConnection, claim: &Claim<'_>) -> QueryResult<Claimed> {
     let until = link.map_or(claim.submission.received_at, |l| l.until);
     let effects = claim.effects;
     let forms: Vec<&str> = link.map_or(Vec::new(), |l| l.forms.iter().map(String::as_str).collect());
-    let query = Prepared::new(statement(link, !claim.files.is_empty(), false, make_statement))
+    let query = Prepared::new(statement(link, !claim.files.is_empty(), Statement::One, make_statement))
         .bind::<Timestamp, _>(until)
         .bind::<Timestamp, _>(since)
         .bind::<Text, _>(claim.pair_id)

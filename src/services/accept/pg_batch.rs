@@ -218,3 +218,60 @@ fn run(c: &mut PgConnection, batch: &[Arc<Job>]) -> Vec<Result<Claimed, DbError>
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::secret::Secret;
+    use crate::config::{Config, Form};
+    use crate::domain::keyring::Keyring;
+    use crate::domain::{normalise, OperationId};
+    use crate::services::accept::Intake;
+    use crate::services::request_log::{Channel, DeliveryOutcome};
+    use chrono::Duration;
+
+    /// A first acceptance of the built-in contact form by `email`, under `key`, planned
+    /// `minutes` from now.
+    fn job(key: &str, email: &str, minutes: i64) -> Arc<Job> {
+        let form = Form::new("contact", Config::builtin().unwrap().forms["contact"].clone());
+        let raw: Vec<(String, String)> =
+            [("name", "Ada Lovelace"), ("email", email), ("topic", "Sales"), ("message", "A quote")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let intake = Intake {
+            fields: normalise(&*form, &raw).unwrap(),
+            form,
+            operation_id: Some(OperationId::parse(key).unwrap()),
+            channel: Channel::Api,
+            scans: Default::default(),
+            received: None,
+            test: false,
+        };
+        let keyring = Arc::new(Keyring::new(Secret::new("onceform unit-test secret"), Vec::new()));
+        let plan = Plan::new(intake, &keyring);
+        let at = plan.now() + Duration::minutes(minutes);
+        let plan = plan.made_at(at);
+        let delivery = plan.delivery(DeliveryOutcome::Created, Some(&plan.submission.id));
+        Job::new(Arc::new(plan), delivery, "pair".into())
+    }
+
+    #[test]
+    fn a_visitors_repeats_share_a_statement_within_one_confirmation_window() {
+        let window = i64::from(Config::builtin().unwrap().forms["contact"].confirmation_window_minutes);
+        assert!(window > 0, "the contact form caps confirmations");
+        let first = job("a-visitors-key-0001", "ada@example.com", 0);
+        assert!(
+            first.joins(&job("a-visitors-key-0002", "ada@example.com", 1)),
+            "one address and name, another key"
+        );
+        assert!(
+            !first.joins(&job("a-visitors-key-0001", "ada@example.com", 0)),
+            "one key: the second finds it taken"
+        );
+        // Planned a window apart, each takes its own slot: the statement would cap the later.
+        assert!(!first.joins(&job("a-visitors-key-0002", "ada@example.com", window + 1)));
+        assert!(!job("a-visitors-key-0002", "ada@example.com", window + 1).joins(&first));
+        assert!(first.joins(&job("a-visitors-key-0002", "grace@example.com", window + 1)), "another address");
+    }
+}

@@ -245,6 +245,13 @@ impl Plan {
         self.now
     }
 
+    /// The plan as if made at `now`.
+    #[cfg(test)]
+    pub(super) fn made_at(mut self, now: NaiveDateTime) -> Plan {
+        (self.now, self.submission.received_at) = (now, now);
+        self
+    }
+
     pub fn conflict_with(&self, original_id: &SubmissionId) -> NewConflict {
         NewConflict {
             id: Uuid::now_v7().to_string(),
