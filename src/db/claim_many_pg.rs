@@ -156,13 +156,13 @@ struct Row {
 /// keyless posts): then each row's look-up must see the rows before it.
 fn in_turn(claims: &[Claim<'_>]) -> bool {
     let mut seen = std::collections::HashSet::new();
-    let keys = claims.iter().filter_map(|c| c.link).flat_map(|l| {
+    let mut keys = claims.iter().filter_map(|c| c.link).flat_map(|l| {
         let k = l.keys;
         [(0, k.email), (1, k.phone), (2, k.name), (3, k.content)]
             .into_iter()
             .filter_map(|(n, v)| Some((n, v?)))
     });
-    keys.into_iter().any(|key| !seen.insert(key))
+    keys.any(|key| !seen.insert(key))
 }
 
 /// Runs `claims` as one statement (autocommit: one durable commit): what each did, in order.

@@ -119,7 +119,7 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
 pub(super) enum Statement {
     /// `claim`'s, for one acceptance.
     One,
-    /// `claim_many_pg`'s, for rows that share no recipient nor duplicate key.
+    /// `claim_many_pg`'s, for rows that share no duplicate key.
     Many,
     /// `claim_many_pg`'s, for rows some of which do: each sees those before it.
     ManyInTurn,
@@ -129,7 +129,7 @@ pub(super) enum Statement {
 /// how many forms (or no look-up), and whether the submission names files. Formatting its
 /// 3–4 KB for every accept was most of the allocator's time under `claim`
 /// (docs/benchmarks/history.md, eighth session). The shapes are few (the key sets times the
-/// form groups' sizes, twice); past `SHAPES` a statement is made but not kept.
+/// form groups' sizes, for each `Statement`); past `SHAPES` a statement is made but not kept.
 /// `make` writes it: `make_statement`, or one of `claim_many_pg`'s for any number of
 /// acceptances (`kind`, which the shape tells apart).
 pub(super) fn statement(
