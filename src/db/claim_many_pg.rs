@@ -9,7 +9,7 @@
 //! shape (`claim_pg::statement`), never on how many rows there are, and stays prepared.
 //! The rows are written under one snapshot, which does not show them to each other, so the
 //! statement itself lets each see those before it, as if they ran in turn: the first row of an
-//! address takes its confirmation slot and caps the later ones (`CAP_IN_TURN`), and the duplicate
+//! address takes its confirmation slot and caps the later ones (`CAP`), and the duplicate
 //! look-up finds, counts and links the earlier rows (`candidates_sql`'s `earlier`). The caller
 //! makes sure that the rows of one call share their form and look-up shape, and that no two
 //! share an operation ID. The keys and recipients are inserted in their order, so that two
@@ -40,25 +40,11 @@ const ROWS: &str = "x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[
      form_version, capped_body, cap, cap_since, since, until, pair_id, hold_linked, scan_hold, \
      delivery_id, delivery_outcome, http_status, delivery_channel, seq, i))";
 
-/// `claim_pg::CAP` for each row: `$20`–`$22` are the row's `capped_body`, `cap` and
-/// `cap_since`. For rows of distinct addresses (`in_turn` is false).
-const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last_at) \
-       SELECT x.form, x.email_digest, x.received_at FROM x WHERE x.cap AND x.email_digest IS NOT NULL \
-       AND NOT EXISTS (SELECT 1 FROM submissions WHERE form = x.form AND operation_id = x.operation_id) \
-       AND NOT EXISTS (SELECT 1 FROM confirmation_caps WHERE form = x.form \
-       AND email_digest = x.email_digest AND last_at > x.cap_since) \
-       ORDER BY x.email_digest \
-       ON CONFLICT (form, email_digest) DO UPDATE SET last_at = EXCLUDED.last_at \
-       WHERE confirmation_caps.last_at <= (SELECT x.cap_since FROM x WHERE x.form = EXCLUDED.form \
-       AND x.email_digest = EXCLUDED.email_digest) RETURNING form, email_digest), \
-     k AS (SELECT x.i, (x.cap AND x.email_digest IS NOT NULL AND NOT EXISTS (SELECT 1 FROM c \
-       WHERE c.form = x.form AND c.email_digest = x.email_digest)) AS capped FROM x)";
-
-/// `CAP` for rows some of which share an address, as if they ran in turn. `t`: of the rows
-/// that would take their address's slot, the first of each address; the slot it takes caps
-/// the later ones (`pg_batch` lets two rows of one address share a statement only within one
-/// window of each other).
-const CAP_IN_TURN: &str = "t AS (SELECT DISTINCT ON (x.form, x.email_digest) x.i, x.form, x.email_digest, \
+/// `claim_pg::CAP` for each row, as if they ran in turn: `$20`–`$22` are the row's
+/// `capped_body`, `cap` and `cap_since`. `t`: of the rows that would take their address's
+/// slot, the first of each address; the slot it takes caps the later ones (`pg_batch` lets
+/// two rows of one address share a statement only within one window of each other).
+const CAP: &str = "t AS (SELECT DISTINCT ON (x.form, x.email_digest) x.i, x.form, x.email_digest, \
        x.received_at, x.cap_since FROM x WHERE x.cap AND x.email_digest IS NOT NULL \
        AND NOT EXISTS (SELECT 1 FROM submissions WHERE form = x.form AND operation_id = x.operation_id) \
        AND NOT EXISTS (SELECT 1 FROM confirmation_caps WHERE form = x.form \
@@ -73,8 +59,8 @@ const CAP_IN_TURN: &str = "t AS (SELECT DISTINCT ON (x.form, x.email_digest) x.i
        ON t.form = c.form AND t.email_digest = c.email_digest WHERE t.i = x.i)) AS capped FROM x)";
 
 /// The statement for rows of `link`'s shape (or none), with the files' CTE when `files`;
-/// when `in_turn` (some rows share an address or a duplicate key), the cap and the look-up
-/// see the rows before each in the statement, which costs every row's look-up a scan of them.
+/// when `in_turn` (some rows share a duplicate key), the look-up also finds the rows before
+/// each in the statement, which costs every row's look-up a scan of them.
 fn make_statement(link: Option<Link<'_>>, files: bool, in_turn: bool) -> String {
     // `n`: a row whose submission this statement created.
     let lookup = match link {
@@ -110,7 +96,6 @@ fn make_statement(link: Option<Link<'_>>, files: bool, in_turn: bool) -> String 
     let confirmation = EffectKind::CONFIRMATION_EMAIL;
     let confirmation = confirmation.as_str();
     let sep = CANDIDATE_SEPARATOR;
-    let cap = if in_turn { CAP_IN_TURN } else { CAP };
     let change = super::changes::pg_accepted_cte("s.seq", "sx s");
     let files = if files {
         "sf AS (INSERT INTO submission_files (submission_id, sha256, scan) \
@@ -120,7 +105,7 @@ fn make_statement(link: Option<Link<'_>>, files: bool, in_turn: bool) -> String 
         ""
     };
     format!(
-        "WITH {ROWS}, {cap}, \
+        "WITH {ROWS}, {CAP}, \
          s AS (INSERT INTO submissions ({}) SELECT {} FROM x JOIN k ON k.i = x.i ORDER BY x.form, x.operation_id \
                ON CONFLICT (form, operation_id) DO NOTHING RETURNING id), \
          sx AS (SELECT x.* FROM x JOIN s ON s.id = x.id), \
@@ -167,14 +152,13 @@ struct Row {
     capped: bool,
 }
 
-/// Whether two of `claims` share a confirmation's address or a duplicate key (email, phone,
-/// name, or the content of keyless posts): then each row must see the rows before it.
+/// Whether two of `claims` share a duplicate key (email, phone, name, or the content of
+/// keyless posts): then each row's look-up must see the rows before it.
 fn in_turn(claims: &[Claim<'_>]) -> bool {
     let mut seen = std::collections::HashSet::new();
-    let mut keys = claims.iter().flat_map(|c| {
-        let k = c.link.map(|l| l.keys).unwrap_or_default();
-        let address = c.cap.and(c.submission.email_digest.as_deref());
-        [(0, k.email), (1, k.phone), (2, k.name), (3, k.content), (4, address)]
+    let mut keys = claims.iter().filter_map(|c| c.link).flat_map(|l| {
+        let k = l.keys;
+        [(0, k.email), (1, k.phone), (2, k.name), (3, k.content)]
             .into_iter()
             .filter_map(|(n, v)| Some((n, v?)))
     });

@@ -119,7 +119,7 @@ const CAP: &str = "c AS (INSERT INTO confirmation_caps (form, email_digest, last
 pub(super) enum Statement {
     /// `claim`'s, for one acceptance.
     One,
-    /// `claim_many_pg`'s, for rows that share no address nor duplicate key.
+    /// `claim_many_pg`'s, for rows that share no duplicate key.
     Many,
     /// `claim_many_pg`'s, for rows some of which do: each sees those before it.
     ManyInTurn,
