@@ -14,7 +14,10 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use diesel::connection::{Connection, SimpleConnection};
+use diesel::sqlite::Sqlite;
+use diesel::RunQueryDsl;
 
+use super::prepared::Prepared;
 use super::{ConnPool, DatabaseUrl, DbConnection, DbError, Pool, Store};
 use crate::config::DatabaseConfig;
 
@@ -80,6 +83,11 @@ static SHARED: Mutex<Vec<(PathBuf, Weak<Sender<Job>>)>> = Mutex::new(Vec::new())
 impl SqliteWriter {
     /// Starts the writer thread on a connection of `pool` (kept for the thread's life).
     pub fn start(pool: ConnPool) -> std::io::Result<SqliteWriter> {
+        SqliteWriter::start_restarting_at(pool, RESTART_FRAMES)
+    }
+
+    /// `start`, the log started again from its top once it holds `restart_frames`.
+    fn start_restarting_at(pool: ConnPool, restart_frames: i64) -> std::io::Result<SqliteWriter> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let jobs = Arc::new(jobs);
         let (alive, checkpoints) = (Arc::downgrade(&jobs), pool.clone());
@@ -90,7 +98,7 @@ impl SqliteWriter {
             .spawn(move || write_loop(&pool, &queue, &tail))?;
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_loop(&checkpoints, &alive, &copied))?;
+            .spawn(move || checkpoint_loop(&checkpoints, &alive, &copied, restart_frames))?;
         Ok(SqliteWriter { jobs })
     }
 
@@ -139,7 +147,7 @@ fn respond<T>(
     });
 }
 
-/// `copied`: set by `checkpoint_loop` after each of its checkpoints (see `copy_tail`).
+/// `copied`: set by `checkpoint_loop` when the log has grown long (see `copy_tail`).
 fn write_loop(pool: &ConnPool, queue: &Receiver<Job>, copied: &AtomicBool) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
@@ -166,17 +174,18 @@ fn write_loop(pool: &ConnPool, queue: &Receiver<Job>, copied: &AtomicBool) {
 }
 
 /// Copies into the database file the few frames committed since `checkpoint_loop`'s last
-/// checkpoint, between two batches. Under a steady stream of batches the companion thread
-/// alone never finds the log wholly copied (each batch appends while it copies), and SQLite
-/// starts the log again from its top only when it is: the WAL file would grow without bound
-/// (500 MB in 8 s of accepts), each frame a fresh page of the file to allocate and zero. Once
-/// this copy has caught up, the next batch writes from the top of the file again.
+/// checkpoint, between two batches, once the log has grown long. Under a steady stream of
+/// batches the companion thread alone never finds the log wholly copied (each batch appends
+/// while it copies), and SQLite starts the log again from its top only when it is: the WAL
+/// file grew without bound (500 MB in 8 s of accepts), each frame a fresh page of the file to
+/// allocate and zero. Once this copy has caught up, the next batch writes from the top again.
 fn copy_tail(pool: &ConnPool) {
     let copied = pool.get().map_err(DbError::from).and_then(|mut c| Ok(c.batch_execute(CHECKPOINT)?));
     if let Err(error) = copied {
         tracing::debug!(%error, "WAL tail checkpoint skipped");
     }
 }
+
 /// Runs `batch` in one transaction: the commit's result and each job's reply. Jobs never
 /// started (no connection, BEGIN failed) are dropped: their callers hear "dropped the batch".
 /// The commit does not copy the WAL into the database file (SQLite's automatic checkpoint,
@@ -210,19 +219,34 @@ const AUTO_CHECKPOINT: &str = "PRAGMA wal_autocheckpoint = 1000";
 /// Copies what it can of the WAL into the database file, waiting for no one.
 const CHECKPOINT: &str = "PRAGMA wal_checkpoint(PASSIVE)";
 
+/// How many frames (pages) the log may hold before the writer copies its tail (`copy_tail`):
+/// 16 MiB of 4 KiB pages, a few hundred milliseconds of accepts under load. The copy costs the
+/// writer two fsyncs; the file's pages are written again from the top after it.
+const RESTART_FRAMES: i64 = 4096;
+
 /// How often the writer's companion thread copies committed WAL frames into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// While the writer lives: a passive checkpoint every `CHECKPOINT_EVERY`, off the writer's
 /// thread. It waits for no one and no one waits for it (readers and the writer go on), and it
-/// copies the bulk of what the writer skips; the writer then copies the tail (`copied`).
-fn checkpoint_loop(pool: &ConnPool, alive: &Weak<Sender<Job>>, copied: &AtomicBool) {
+/// copies the bulk of what the writer skips. Once the log holds `restart_frames`, the writer
+/// copies the tail (`copied`), so that the log starts again from its top.
+fn checkpoint_loop(pool: &ConnPool, alive: &Weak<Sender<Job>>, copied: &AtomicBool, restart_frames: i64) {
+    #[derive(diesel::QueryableByName)]
+    struct Checkpointed {
+        /// Frames in the log.
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        log: i64,
+    }
     while alive.strong_count() > 0 {
         std::thread::sleep(CHECKPOINT_EVERY);
-        let checkpointed =
-            pool.get().map_err(DbError::from).and_then(|mut c| Ok(c.batch_execute(CHECKPOINT)?));
+        let checkpointed = pool.get().map_err(DbError::from).and_then(|mut c| match &mut *c {
+            DbConnection::Sqlite(c) => Ok(Prepared::<Sqlite>::new(CHECKPOINT).get_result::<Checkpointed>(c)?),
+            DbConnection::Pg(_) => Ok(Checkpointed { log: 0 }),
+        });
         match checkpointed {
-            Ok(()) => copied.store(true, Ordering::Relaxed),
+            Ok(Checkpointed { log }) if log >= restart_frames => copied.store(true, Ordering::Relaxed),
+            Ok(_) => {}
             Err(error) => tracing::debug!(%error, "WAL checkpoint skipped"),
         }
     }
@@ -312,7 +336,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let pool = sqlite_pool(&dir);
         pool.get().unwrap().batch_execute("CREATE TABLE pages (b BLOB)").unwrap();
-        let writer = Arc::new(SqliteWriter::start(pool.clone()).unwrap());
+        // Started again past 1 MiB of frames (16 MiB in service) to keep the test short.
+        let writer = Arc::new(SqliteWriter::start_restarting_at(pool.clone(), 256).unwrap());
         // Four callers keep the writer busy for a second and a half (batch after batch, never
         // a pause for the companion thread to catch up in), each job a page or so.
         let until = std::time::Instant::now() + Duration::from_millis(1500);
