@@ -180,8 +180,7 @@ fn write_loop(pool: &ConnPool, queue: &Receiver<Job>, copied: &AtomicBool) {
 /// file grew without bound (500 MB in 8 s of accepts), each frame a fresh page of the file to
 /// allocate and zero. Once this copy has caught up, the next batch writes from the top again.
 fn copy_tail(pool: &ConnPool) {
-    let copied = pool.get().map_err(DbError::from).and_then(|mut c| Ok(c.batch_execute(CHECKPOINT)?));
-    if let Err(error) = copied {
+    if let Err(error) = checkpoint(pool) {
         tracing::debug!(%error, "WAL tail checkpoint skipped");
     }
 }
@@ -227,28 +226,49 @@ const RESTART_FRAMES: i64 = 4096;
 /// How often the writer's companion thread copies committed WAL frames into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
+/// Frames the writer copies at most when it copies the tail: the companion thread's passes
+/// follow each other until the last one found no more than this to copy (each copies what
+/// the writer appended during the one before, fewer each time), `MOST_PASSES` at most.
+const SHORT_TAIL: i64 = 128;
+const MOST_PASSES: usize = 8;
+
 /// While the writer lives: a passive checkpoint every `CHECKPOINT_EVERY`, off the writer's
 /// thread. It waits for no one and no one waits for it (readers and the writer go on), and it
-/// copies the bulk of what the writer skips. Once the log holds `restart_frames`, the writer
-/// copies the tail (`copied`), so that the log starts again from its top.
+/// copies the bulk of what the writer skips. Once the log holds `restart_frames`, it copies
+/// until a short tail is left, and the writer copies that (`copied`), so that the log starts
+/// again from its top.
 fn checkpoint_loop(pool: &ConnPool, alive: &Weak<Sender<Job>>, copied: &AtomicBool, restart_frames: i64) {
+    while alive.strong_count() > 0 {
+        std::thread::sleep(CHECKPOINT_EVERY);
+        let mut before = None;
+        for _ in 0..MOST_PASSES {
+            match checkpoint(pool) {
+                Ok(log) if log < restart_frames => break,
+                Ok(log) if before.is_some_and(|b| log - b <= SHORT_TAIL) => {
+                    copied.store(true, Ordering::Relaxed);
+                    break;
+                }
+                Ok(log) => before = Some(log),
+                Err(error) => {
+                    tracing::debug!(%error, "WAL checkpoint skipped");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A passive checkpoint: the frames in the log (all of them copied unless a reader holds
+/// some back).
+fn checkpoint(pool: &ConnPool) -> Result<i64, DbError> {
     #[derive(diesel::QueryableByName)]
     struct Checkpointed {
-        /// Frames in the log.
         #[diesel(sql_type = diesel::sql_types::BigInt)]
         log: i64,
     }
-    while alive.strong_count() > 0 {
-        std::thread::sleep(CHECKPOINT_EVERY);
-        let checkpointed = pool.get().map_err(DbError::from).and_then(|mut c| match &mut *c {
-            DbConnection::Sqlite(c) => Ok(Prepared::<Sqlite>::new(CHECKPOINT).get_result::<Checkpointed>(c)?),
-            DbConnection::Pg(_) => Ok(Checkpointed { log: 0 }),
-        });
-        match checkpointed {
-            Ok(Checkpointed { log }) if log >= restart_frames => copied.store(true, Ordering::Relaxed),
-            Ok(_) => {}
-            Err(error) => tracing::debug!(%error, "WAL checkpoint skipped"),
-        }
+    match &mut *pool.get()? {
+        DbConnection::Sqlite(c) => Ok(Prepared::<Sqlite>::new(CHECKPOINT).get_result::<Checkpointed>(c)?.log),
+        DbConnection::Pg(_) => Ok(0),
     }
 }
 

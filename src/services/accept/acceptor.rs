@@ -298,16 +298,18 @@ impl Acceptor {
         Ok(outcome)
     }
 
-    /// PostgreSQL: after this process's first `ANALYZE_AFTER` acceptances, gives a young
-    /// database's planner statistics (`db::young_pg`), on a thread of its own.
+    /// PostgreSQL: after this process's first `ANALYZE_AFTER` acceptances (and ten and a
+    /// hundred times as many), gives a young database's planner statistics (`db::young_pg`),
+    /// on a thread of its own.
     fn count_created(&self) {
-        if self.created.fetch_add(1, Ordering::Relaxed) + 1 != young_pg::ANALYZE_AFTER {
+        let accepted = self.created.fetch_add(1, Ordering::Relaxed) + 1;
+        if !young_pg::looks_at(accepted) {
             return;
         }
         let pool = self.pool.clone();
         let spawned = std::thread::Builder::new().name("planner-statistics".into()).spawn(move || {
             let analysed = with_conn!(&pool, |c| match c.pg() {
-                Some(pg) => young_pg::analyze_if_young(pg).map_err(DbError::from),
+                Some(pg) => young_pg::analyze_if_young(pg, accepted).map_err(DbError::from),
                 None => Ok(false),
             });
             match analysed {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Float, Text};
 use onceform::config::Config;
-use onceform::db::young_pg::ANALYZE_AFTER;
+use onceform::db::young_pg::{self, ANALYZE_AFTER};
 use onceform::db::{establish_pg, Pool};
 use onceform::domain::{normalise, OperationId};
 use onceform::services::accept::{Acceptor, Intake, Outcome};
@@ -138,4 +138,25 @@ fn on_a_fresh_database_accepts_look_keys_and_emails_up_by_their_own_indexes() {
     for (i, b) in by_form.iter().zip(&before[indexes.len()..]) {
         assert_eq!(scans(&mut c, i) - b, 0, "{i} was scanned: a look-up by form alone");
     }
+}
+
+#[test]
+fn statistics_of_a_quarter_of_what_the_process_accepted_are_gathered_again() {
+    let db = TestDb::new(Backend::Postgres);
+    let config = test_config(&db.url);
+    drop(Pool::connect(&config.database).unwrap()); // migrates
+    let mut c = establish_pg(&config.database.url.to_string()).unwrap();
+    assert!(young_pg::looks_at(ANALYZE_AFTER) && young_pg::looks_at(ANALYZE_AFTER * 10));
+    assert!(!young_pg::looks_at(ANALYZE_AFTER + 1) && !young_pg::looks_at(ANALYZE_AFTER * 1000));
+
+    accept_all(&config, &mut c, 0..ANALYZE_AFTER);
+    wait_for("the young database's ANALYZE", || analysed_rows(&mut c) >= 100.0);
+    let first = analysed_rows(&mut c);
+    assert!(!young_pg::analyze_if_young(&mut c, ANALYZE_AFTER * 2).unwrap(), "{first} rows: fresh enough");
+    accept_all(&config, &mut c, ANALYZE_AFTER..ANALYZE_AFTER * 3);
+    // Statistics of at most 1,500 rows (the first 500, unless autovacuum came by) against
+    // 50,000 accepted.
+    assert!(young_pg::analyze_if_young(&mut c, ANALYZE_AFTER * 100).unwrap());
+    let again = analysed_rows(&mut c);
+    assert!(again >= (ANALYZE_AFTER * 3) as f32 * 0.9, "{again} rows analysed, {first} before");
 }
