@@ -26,6 +26,7 @@ pub const ANALYZE_AFTER: usize = 500;
 pub fn looks_at(n: usize) -> bool {
     [1, 10, 100].iter().any(|k| n == ANALYZE_AFTER * k)
 }
+
 /// Below this many rows as last analysed, `submissions` is young.
 const YOUNG_ROWS: f32 = 100.0;
 

@@ -51,7 +51,7 @@ pub struct Acceptor {
     screener: Screener,
     /// Where other write transactions of this process go (the same group-commit writer).
     writes: Writes,
-    /// First acceptances so far (PostgreSQL), up to the young-database check.
+    /// First acceptances so far (PostgreSQL), counted for the young-database checks.
     created: Arc<AtomicUsize>,
     /// Digests the fingerprints and contacts (the server secret, `app::startup::open_store`).
     keyring: Arc<Keyring>,
