@@ -109,16 +109,21 @@ fn accept_all(config: &Config, c: &mut PgConnection, numbers: std::ops::Range<us
     });
 }
 
-#[test]
-fn on_a_fresh_database_accepts_look_keys_and_emails_up_by_their_own_indexes() {
+/// A fresh database, its first `ANALYZE_AFTER` acceptances, and the ANALYZE they lead to.
+fn young_database() -> (TestDb, Config, PgConnection) {
     let db = TestDb::new(Backend::Postgres);
     let config = test_config(&db.url);
     drop(Pool::connect(&config.database).unwrap()); // migrates
     let mut c = establish_pg(&config.database.url.to_string()).unwrap();
     assert!(analysed_rows(&mut c) < 0.0, "a fresh database has never been analysed");
-
     accept_all(&config, &mut c, 0..ANALYZE_AFTER);
     wait_for("the young database's ANALYZE", || analysed_rows(&mut c) >= 100.0);
+    (db, config, c)
+}
+
+#[test]
+fn on_a_fresh_database_accepts_look_keys_and_emails_up_by_their_own_indexes() {
+    let (_db, config, mut c) = young_database();
 
     let indexes = ["submissions_form_operation_key", "submissions_email_digest"];
     // Changed with issue 22: the look-up is by email, phone and name plus company, each key
@@ -142,15 +147,9 @@ fn on_a_fresh_database_accepts_look_keys_and_emails_up_by_their_own_indexes() {
 
 #[test]
 fn statistics_of_a_quarter_of_what_the_process_accepted_are_gathered_again() {
-    let db = TestDb::new(Backend::Postgres);
-    let config = test_config(&db.url);
-    drop(Pool::connect(&config.database).unwrap()); // migrates
-    let mut c = establish_pg(&config.database.url.to_string()).unwrap();
     assert!(young_pg::looks_at(ANALYZE_AFTER) && young_pg::looks_at(ANALYZE_AFTER * 10));
     assert!(!young_pg::looks_at(ANALYZE_AFTER + 1) && !young_pg::looks_at(ANALYZE_AFTER * 1000));
-
-    accept_all(&config, &mut c, 0..ANALYZE_AFTER);
-    wait_for("the young database's ANALYZE", || analysed_rows(&mut c) >= 100.0);
+    let (_db, config, mut c) = young_database();
     let first = analysed_rows(&mut c);
     assert!(!young_pg::analyze_if_young(&mut c, ANALYZE_AFTER * 2).unwrap(), "{first} rows: fresh enough");
     accept_all(&config, &mut c, ANALYZE_AFTER..ANALYZE_AFTER * 3);
