@@ -91,14 +91,14 @@ impl SqliteWriter {
         let (jobs, queue) = mpsc::channel::<Job>();
         let jobs = Arc::new(jobs);
         let (alive, checkpoints) = (Arc::downgrade(&jobs), pool.clone());
-        let copied = Arc::new(AtomicBool::new(false));
-        let tail = copied.clone();
+        let tail_due = Arc::new(AtomicBool::new(false));
+        let due = tail_due.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || write_loop(&pool, &queue, &tail))?;
+            .spawn(move || write_loop(&pool, &queue, &due))?;
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_loop(&checkpoints, &alive, &copied, restart_frames))?;
+            .spawn(move || checkpoint_loop(&checkpoints, &alive, &tail_due, restart_frames))?;
         Ok(SqliteWriter { jobs })
     }
 
@@ -147,8 +147,8 @@ fn respond<T>(
     });
 }
 
-/// `copied`: set by `checkpoint_loop` when the log has grown long (see `copy_tail`).
-fn write_loop(pool: &ConnPool, queue: &Receiver<Job>, copied: &AtomicBool) {
+/// `tail_due`: set by `checkpoint_loop` when the log has grown long (see `copy_tail`).
+fn write_loop(pool: &ConnPool, queue: &Receiver<Job>, tail_due: &AtomicBool) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         batch.extend(queue.try_iter().take(MAX_BATCH - 1));
@@ -167,7 +167,7 @@ fn write_loop(pool: &ConnPool, queue: &Receiver<Job>, copied: &AtomicBool) {
             }
             Err(_) => tracing::error!(jobs, "SQLite batch abandoned: a job panicked"),
         }
-        if copied.swap(false, Ordering::Relaxed) {
+        if tail_due.swap(false, Ordering::Relaxed) {
             copy_tail(pool);
         }
     }
@@ -235,9 +235,9 @@ const MOST_PASSES: usize = 8;
 /// While the writer lives: a passive checkpoint every `CHECKPOINT_EVERY`, off the writer's
 /// thread. It waits for no one and no one waits for it (readers and the writer go on), and it
 /// copies the bulk of what the writer skips. Once the log holds `restart_frames`, it copies
-/// until a short tail is left, and the writer copies that (`copied`), so that the log starts
+/// until a short tail is left, and the writer copies that (`tail_due`), so that the log starts
 /// again from its top.
-fn checkpoint_loop(pool: &ConnPool, alive: &Weak<Sender<Job>>, copied: &AtomicBool, restart_frames: i64) {
+fn checkpoint_loop(pool: &ConnPool, alive: &Weak<Sender<Job>>, tail_due: &AtomicBool, restart_frames: i64) {
     while alive.strong_count() > 0 {
         std::thread::sleep(CHECKPOINT_EVERY);
         let mut before = None;
@@ -245,7 +245,7 @@ fn checkpoint_loop(pool: &ConnPool, alive: &Weak<Sender<Job>>, copied: &AtomicBo
             match checkpoint(pool) {
                 Ok(log) if log < restart_frames => break,
                 Ok(log) if before.is_some_and(|b| log - b <= SHORT_TAIL) => {
-                    copied.store(true, Ordering::Relaxed);
+                    tail_due.store(true, Ordering::Relaxed);
                     break;
                 }
                 Ok(log) => before = Some(log),
