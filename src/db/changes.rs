@@ -42,8 +42,13 @@ pub const HORIZON: &str = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint
 
 /// SQLite: the next `seq` (under the write lock). Never below the feed's start, even when
 /// retention emptied the table.
-const SQLITE_NEXT: &str = "COALESCE((SELECT MAX(seq) FROM changes WHERE xid = 0), \
-     (SELECT seq FROM changes_start WHERE id = 'feed'), 0) + 1";
+const SQLITE_NEXT: &str = "SELECT COALESCE((SELECT MAX(seq) FROM changes WHERE xid = 0), \
+     (SELECT seq FROM changes_start WHERE id = 'feed'), 0) + 1 AS seq";
+
+/// SQLite: one row at position (0, `$1`); none when its submission does not exist.
+const SQLITE_INSERT: &str =
+    "INSERT INTO changes (xid, seq, kind, submission_id, form, subject_id, subject_kind, state, at) \
+     SELECT 0, $1, $2, s.id, s.form, $3, $4, $5, $6 FROM submissions s WHERE s.id = $7";
 
 /// The id of `changes_start`'s one row.
 const START: &str = "feed";
@@ -131,19 +136,25 @@ pub fn record<'a>(c: &mut DbConnection, rows: &[Noted<'a>], at: NaiveDateTime) -
             .execute(pg)?;
         }
         DbConnection::Sqlite(sqlite) => {
-            // No round trip: a kept statement per row, each taking the next position.
+            // No round trip: kept statements, the next position read once (an insert whose
+            // SELECT read `changes` itself was copied through a temporary table each time).
+            #[derive(QueryableByName)]
+            struct Next {
+                #[diesel(sql_type = BigInt)]
+                seq: i64,
+            }
+            let mut seq = Prepared::<Sqlite>::new(SQLITE_NEXT).get_result::<Next>(sqlite)?.seq;
             for r in rows {
-                Prepared::<Sqlite>::new(format!(
-                    "INSERT INTO changes (xid, seq, kind, submission_id, form, subject_id, subject_kind, state, at) \
-                     SELECT 0, {SQLITE_NEXT}, $1, s.id, s.form, $2, $3, $4, $5 FROM submissions s WHERE s.id = $6"
-                ))
-                .bind::<Text, _>(r.kind.as_str())
-                .bind::<Nullable<Text>, _>(r.subject_id)
-                .bind::<Nullable<Text>, _>(r.subject_kind)
-                .bind::<Nullable<Text>, _>(r.state)
-                .bind::<Timestamp, _>(at)
-                .bind::<Text, _>(r.submission_id)
-                .execute(sqlite)?;
+                let written = Prepared::<Sqlite>::new(SQLITE_INSERT)
+                    .bind::<BigInt, _>(seq)
+                    .bind::<Text, _>(r.kind.as_str())
+                    .bind::<Nullable<Text>, _>(r.subject_id)
+                    .bind::<Nullable<Text>, _>(r.subject_kind)
+                    .bind::<Nullable<Text>, _>(r.state)
+                    .bind::<Timestamp, _>(at)
+                    .bind::<Text, _>(r.submission_id)
+                    .execute(sqlite)?;
+                seq += i64::from(written > 0); // positions without gaps
             }
         }
     }

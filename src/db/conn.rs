@@ -8,10 +8,11 @@
 use std::time::{Duration, Instant};
 
 use diesel::connection::{AnsiTransactionManager, Connection, SimpleConnection, TransactionManager};
+use diesel::query_builder::InsertStatement;
 use diesel::query_dsl::methods::ExecuteDsl;
 use diesel::result::Error;
 use diesel::sqlite::Sqlite;
-use diesel::{PgConnection, QueryResult, RunQueryDsl, SqliteConnection};
+use diesel::{Insertable, PgConnection, QueryResult, RunQueryDsl, SqliteConnection};
 
 use super::prepared::Prepared;
 
@@ -101,6 +102,33 @@ impl DbConnection {
             DbConnection::Sqlite(c) => ExecuteDsl::<SqliteConnection>::execute(query, c),
             DbConnection::Pg(c) => ExecuteDsl::<PgConnection>::execute(query, c),
         }
+    }
+
+    /// Inserts `rows`: on PostgreSQL in one statement (one round trip), on SQLite one row at
+    /// a time through one kept statement. diesel never keeps a statement of many rows
+    /// prepared, so SQLite parsed and planned the accept's effect rows anew on every accept
+    /// (6 % of the server's CPU under accepts, by `perf`); with no round trip to save, a kept
+    /// single-row statement run per row costs less.
+    pub fn insert_rows<'r, T, R>(&mut self, table: T, rows: &'r [R]) -> QueryResult<()>
+    where
+        T: diesel::Table + Copy,
+        &'r R: Insertable<T>,
+        &'r [R]: Insertable<T>,
+        InsertStatement<T, <&'r R as Insertable<T>>::Values>: ExecuteDsl<SqliteConnection>,
+        InsertStatement<T, <&'r [R] as Insertable<T>>::Values>: ExecuteDsl<PgConnection>,
+    {
+        match self {
+            DbConnection::Sqlite(c) => {
+                for row in rows {
+                    ExecuteDsl::<SqliteConnection>::execute(diesel::insert_into(table).values(row), c)?;
+                }
+            }
+            DbConnection::Pg(c) if !rows.is_empty() => {
+                ExecuteDsl::<PgConnection>::execute(diesel::insert_into(table).values(rows), c)?;
+            }
+            DbConnection::Pg(_) => {}
+        }
+        Ok(())
     }
 
     /// The PostgreSQL connection, for the statements written for it alone (`claim_pg`).

@@ -60,10 +60,7 @@ impl FileRefs for DbConnection {
     }
 
     fn insert_submission_files(&mut self, rows: &[SubmissionFile]) -> QueryResult<()> {
-        if !rows.is_empty() {
-            self.execute_native(diesel::insert_into(submission_files::table).values(rows))?;
-        }
-        Ok(())
+        self.insert_rows::<_, SubmissionFile>(submission_files::table, rows)
     }
 
     fn insert_upload(&mut self, row: &Upload) -> QueryResult<()> {

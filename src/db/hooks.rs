@@ -176,10 +176,7 @@ impl HookStore for DbConnection {
     }
 
     fn insert_event_effects(&mut self, rows: &[NewEventEffect]) -> QueryResult<()> {
-        if !rows.is_empty() {
-            self.execute_native(diesel::insert_into(side_effects::table).values(rows))?;
-        }
-        Ok(())
+        self.insert_rows::<_, NewEventEffect>(side_effects::table, rows)
     }
 
     fn effects_of_event(&mut self, event_row: &str) -> QueryResult<Vec<Effect>> {

@@ -102,8 +102,9 @@ pub struct NewConflict {
     pub last_seen_at: NaiveDateTime,
 }
 
+/// A `None` is written as NULL (the columns' default), so one statement fits every row.
 #[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = deliveries)]
+#[diesel(table_name = deliveries, treat_none_as_default_value = false)]
 pub struct NewDelivery {
     pub id: String,
     pub form: Option<String>,

@@ -372,11 +372,9 @@ impl Queue for DbConnection {
     }
 
     fn insert_attempts(&mut self, rows: &[NewAttempt]) -> QueryResult<()> {
-        // SQLite allows 32,766 bound values per statement: 9 per row.
-        for chunk in rows.chunks(1000) {
-            self.execute_native(diesel::insert_into(effect_attempts::table).values(chunk))?;
-        }
-        Ok(())
+        // PostgreSQL allows 65,535 bound values per statement: 9 per row.
+        rows.chunks(1000)
+            .try_for_each(|chunk| self.insert_rows::<_, NewAttempt>(effect_attempts::table, chunk))
     }
 
     fn queue_stats(&mut self) -> QueryResult<QueueStats> {

@@ -2,15 +2,43 @@
 //! (form, recipient digest) holding when that address was last sent a confirmation.
 
 use chrono::NaiveDateTime;
+use diesel::backend::Backend;
 use diesel::prelude::*;
-use diesel::upsert::excluded;
+use diesel::serialize::ToSql;
+use diesel::sql_types::{HasSqlType, Text, Timestamp};
 
+use super::prepared::Prepared;
 use super::schema::{confirmation_caps, side_effects, submissions};
 use super::{changes, DbConnection};
 use crate::domain::transitions::Move;
 
 /// Why a capped confirmation was cancelled (`last_error`, shown in the admin).
 pub const RECIPIENT_CAP: &str = "recipient_cap";
+
+/// The claim of a recipient's slot: `ON CONFLICT … DO UPDATE … WHERE` changes no row while
+/// the slot is taken. Raw SQL that the connection keeps prepared (diesel re-prepares every
+/// `DO UPDATE` on each call).
+const CLAIM: &str = "INSERT INTO confirmation_caps (form, email_digest, last_at) VALUES ($1, $2, $3) \
+     ON CONFLICT (form, email_digest) DO UPDATE SET last_at = excluded.last_at \
+     WHERE confirmation_caps.last_at <= $4";
+
+fn claim<'a, DB>(
+    form: &'a str,
+    email_digest: &'a str,
+    now: NaiveDateTime,
+    since: NaiveDateTime,
+) -> Prepared<'a, DB>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<Timestamp>,
+    &'a str: ToSql<Text, DB>,
+    NaiveDateTime: ToSql<Timestamp, DB>,
+{
+    Prepared::new(CLAIM)
+        .bind::<Text, _>(form)
+        .bind::<Text, _>(email_digest)
+        .bind::<Timestamp, _>(now)
+        .bind::<Timestamp, _>(since)
+}
 
 pub trait RecipientCapStore {
     /// Takes the recipient's slot unless it was taken after `since`: true when this call
@@ -50,20 +78,10 @@ impl RecipientCapStore for DbConnection {
         now: NaiveDateTime,
         since: NaiveDateTime,
     ) -> QueryResult<bool> {
-        let upsert = diesel::insert_into(confirmation_caps::table)
-            .values((
-                confirmation_caps::form.eq(form),
-                confirmation_caps::email_digest.eq(email_digest),
-                confirmation_caps::last_at.eq(now),
-            ))
-            .on_conflict((confirmation_caps::form, confirmation_caps::email_digest))
-            .do_update()
-            .set(confirmation_caps::last_at.eq(excluded(confirmation_caps::last_at)));
-        // ON CONFLICT … DO UPDATE … WHERE: no row changes while the slot is taken.
-        let n = self.execute_native(diesel::query_dsl::methods::FilterDsl::filter(
-            upsert,
-            confirmation_caps::last_at.le(since),
-        ))?;
+        let n = match self {
+            DbConnection::Sqlite(c) => claim(form, email_digest, now, since).execute(c)?,
+            DbConnection::Pg(c) => claim(form, email_digest, now, since).execute(c)?,
+        };
         Ok(n == 1)
     }
 

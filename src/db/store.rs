@@ -110,10 +110,7 @@ impl Store for DbConnection {
     }
 
     fn insert_effects(&mut self, rows: &[NewEffect]) -> QueryResult<()> {
-        if !rows.is_empty() {
-            self.execute_native(diesel::insert_into(side_effects::table).values(rows))?;
-        }
-        Ok(())
+        self.insert_rows::<_, NewEffect>(side_effects::table, rows)
     }
 
     fn effects_of(&mut self, submission_id: &str) -> QueryResult<Vec<Effect>> {
@@ -132,10 +129,7 @@ impl Store for DbConnection {
     }
 
     fn insert_deliveries(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
-        if !rows.is_empty() {
-            self.execute_native(diesel::insert_into(deliveries::table).values(rows))?;
-        }
-        Ok(())
+        self.insert_rows::<_, NewDelivery>(deliveries::table, rows)
     }
 
     fn insert_deliveries_lazily(&mut self, rows: &[NewDelivery]) -> QueryResult<()> {
