@@ -4,6 +4,7 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use super::prepared::{sqlite_time, Prepared};
 use super::schema::{duplicate_pairs, submissions};
 use super::DbConnection;
 use crate::domain::PairStatus;
@@ -231,16 +232,18 @@ impl DuplicateStore for DbConnection {
         );
         let found: Vec<Found> = match self {
             DbConnection::Sqlite(c) => {
-                let mut q = super::prepared::Prepared::<diesel::sqlite::Sqlite>::new(sql);
+                // Each value is sent once per use (four times a key): the times formatted once.
+                let (since, until) = (sqlite_time(l.since), sqlite_time(l.until));
+                let mut q = Prepared::<diesel::sqlite::Sqlite>::new(sql);
                 for (_, value, _) in &columns {
                     for form in l.forms {
-                        q = q.bind::<Text, _>(form.clone());
+                        q = q.bind::<Text, _>(form.as_str());
                     }
                     q = q
-                        .bind::<Text, _>(value.to_string())
-                        .bind::<Timestamp, _>(l.since)
-                        .bind::<Timestamp, _>(l.until)
-                        .bind::<Text, _>(l.exclude_id.to_string());
+                        .bind::<Text, _>(*value)
+                        .bind::<Text, _>(since.as_str())
+                        .bind::<Text, _>(until.as_str())
+                        .bind::<Text, _>(l.exclude_id);
                 }
                 q.load(c)?
             }
@@ -252,7 +255,7 @@ impl DuplicateStore for DbConnection {
                     ["$1", "$2", "$3", "$4", "$5", "$6", "$7"],
                     None,
                 );
-                let mut q = super::prepared::Prepared::new(sql)
+                let mut q = Prepared::new(sql)
                     .bind::<Timestamp, _>(l.since)
                     .bind::<Timestamp, _>(l.until)
                     .bind::<Text, _>(l.exclude_id.to_string())

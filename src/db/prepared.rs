@@ -18,6 +18,12 @@ use diesel::serialize::ToSql;
 use diesel::sql_types::{HasSqlType, Untyped};
 use diesel::{QueryResult, RunQueryDsl};
 
+/// A time as SQLite stores a `Timestamp` (diesel's text form), to bind as `Text` where one
+/// statement compares a time many times: formatted once instead of once per placeholder.
+pub fn sqlite_time(t: chrono::NaiveDateTime) -> String {
+    t.format("%F %T%.f").to_string()
+}
+
 /// `n` placeholders from `$first` on.
 pub fn placeholders(first: usize, n: usize) -> Vec<String> {
     (first..first + n).map(|i| format!("${i}")).collect()
@@ -126,6 +132,31 @@ mod tests {
             .bind::<Text, _>("seven");
         let shown = diesel::debug_query::<Sqlite, _>(&q).to_string();
         assert_eq!(shown, r#"SELECT ? WHERE x IN (?, ?) -- binds: ["seven", 7, "seven"]"#);
+    }
+
+    #[test]
+    fn a_time_bound_as_sqlite_text_is_the_text_sqlite_stores() {
+        use diesel::connection::SimpleConnection;
+        use diesel::sql_types::Timestamp;
+        use diesel::sqlite::{Sqlite, SqliteConnection};
+        use diesel::Connection;
+        #[derive(diesel::QueryableByName)]
+        struct Same {
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            same: bool,
+        }
+        let mut c = SqliteConnection::establish(":memory:").unwrap();
+        c.batch_execute("CREATE TABLE t (at TIMESTAMP NOT NULL)").unwrap();
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 6).unwrap();
+        for t in [day.and_hms_opt(9, 5, 7).unwrap(), day.and_hms_micro_opt(23, 59, 59, 120).unwrap()] {
+            Prepared::<Sqlite>::new("DELETE FROM t").execute(&mut c).unwrap();
+            Prepared::<Sqlite>::new("INSERT INTO t (at) VALUES ($1)")
+                .bind::<Timestamp, _>(t)
+                .execute(&mut c)
+                .unwrap();
+            let q = Prepared::<Sqlite>::new("SELECT at = $1 AS same FROM t").bind::<Text, _>(sqlite_time(t));
+            assert!(q.get_result::<Same>(&mut c).unwrap().same, "{t}");
+        }
     }
 
     #[test]
