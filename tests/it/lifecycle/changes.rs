@@ -361,3 +361,43 @@ async fn concurrent_writers_committing_out_of_id_order_are_read_without_gap_or_r
     let tail = tokio::task::spawn_blocking(move || read_all(&restarted, Some(&middle), 50)).await.unwrap();
     assert_eq!(tail, seen[seen.len() / 2 + 1..]);
 }
+
+/// SQLite: each position is the one before plus one, and a change that writes no row (its
+/// submission does not exist: an inbound event's record) takes no position.
+#[tokio::test]
+async fn sqlite_positions_follow_each_other_past_a_change_that_writes_nothing() {
+    let db = TestDb::new(Backend::Sqlite);
+    let config: Config = test_config(&db.url);
+    let pool = Pool::connect(&config.database).unwrap();
+    let form = Form::new("contact", config.form("contact").unwrap().clone());
+    let acceptor =
+        Acceptor::one_transaction_each(Arc::new(config.clone()), pool.clone(), test_keyring()).unwrap();
+    let pool_ = pool.clone();
+    tokio::task::spawn_blocking(move || {
+        let first = intake(&form, 1);
+        let key = first.operation_id.as_ref().map(|k| k.as_str().to_string()).unwrap();
+        acceptor.accept(first).unwrap();
+        let id = submission_id(&pool_, &key);
+        let rows = [
+            Noted::of(ChangeKind::Conflict, &id),
+            Noted::of(ChangeKind::Conflict, "an-inbound-event-record"),
+            Noted::of(ChangeKind::Erased, &id),
+        ];
+        let now = chrono::Utc::now().naive_utc();
+        with_conn!(&pool_, |c| c
+            .write_transaction(|c| changes::record(c, &rows, now))
+            .map_err(DbError::from))
+        .unwrap();
+    })
+    .await
+    .unwrap();
+    let stored: Vec<Key> =
+        with_conn!(&pool, |c| diesel::sql_query("SELECT xid, seq FROM changes ORDER BY seq")
+            .load(c)
+            .map_err(DbError::from))
+        .unwrap();
+    let positions: Vec<(i64, i64)> = stored.iter().map(|k| (k.xid, k.seq)).collect();
+    assert_eq!(positions, [(0, 1), (0, 2), (0, 3)], "accepted, conflict, erased");
+    let kinds: Vec<What> = feed_of(&pool).await.into_iter().map(|c| c.what).collect();
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+}
