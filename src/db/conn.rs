@@ -1,9 +1,10 @@
 //! The connection: one type for both backends (`diesel::MultiConnection`), so that every
 //! query is ordinary Rust written once against `DbConnection`. The few real differences are
 //! a visible `match` on the backend: `BEGIN IMMEDIATE` on SQLite (`write_tx`), row locks
-//! with `SKIP LOCKED` on PostgreSQL, and statements the shared dialect cannot express
-//! (`ON CONFLICT`, a multi-row `INSERT`), which run on the backend's own connection
-//! (`execute_native`).
+//! with `SKIP LOCKED` on PostgreSQL, statements the shared dialect cannot express
+//! (`ON CONFLICT`), which run on the backend's own connection (`execute_native`), and
+//! inserts of many rows (`insert_rows`: one statement on PostgreSQL, a kept one per row on
+//! SQLite).
 
 use std::time::{Duration, Instant};
 
@@ -92,8 +93,7 @@ impl DbConnection {
     }
 
     /// Runs `query` on the backend's own connection: for statements the shared dialect
-    /// cannot express (`ON CONFLICT … DO NOTHING / DO UPDATE`, an `INSERT` of many rows),
-    /// still written once.
+    /// cannot express (`ON CONFLICT … DO NOTHING / DO UPDATE`), still written once.
     pub fn execute_native<Q>(&mut self, query: Q) -> QueryResult<usize>
     where
         Q: ExecuteDsl<SqliteConnection> + ExecuteDsl<PgConnection>,

@@ -374,6 +374,7 @@ impl PgSession {
 /// temporary file once it passes 64 KiB. On disk that was 13 % of the server's CPU under
 /// accepts (`perf`: kernel page-cache writes under `subjournalPageIfRequired`); in memory it
 /// holds one job's pages at a time (the journal is emptied when the savepoint is released).
+/// A statement's temporary tables (a `DISTINCT`, an `IN` list) are held in memory too.
 #[derive(Debug, Clone, Copy)]
 struct SqlitePragmas {
     busy_timeout_ms: u64,
