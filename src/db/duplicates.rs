@@ -258,13 +258,13 @@ impl DuplicateStore for DbConnection {
                 let mut q = Prepared::new(sql)
                     .bind::<Timestamp, _>(l.since)
                     .bind::<Timestamp, _>(l.until)
-                    .bind::<Text, _>(l.exclude_id.to_string())
-                    .bind::<Nullable<Text>, _>(l.keys.email.map(String::from))
-                    .bind::<Nullable<Text>, _>(l.keys.phone.map(String::from))
-                    .bind::<Nullable<Text>, _>(l.keys.name.map(String::from))
-                    .bind::<Nullable<Text>, _>(l.keys.content.map(String::from));
+                    .bind::<Text, _>(l.exclude_id)
+                    .bind::<Nullable<Text>, _>(l.keys.email)
+                    .bind::<Nullable<Text>, _>(l.keys.phone)
+                    .bind::<Nullable<Text>, _>(l.keys.name)
+                    .bind::<Nullable<Text>, _>(l.keys.content);
                 for form in l.forms {
-                    q = q.bind::<Text, _>(form.clone());
+                    q = q.bind::<Text, _>(form.as_str());
                 }
                 q.load(c)?
             }
